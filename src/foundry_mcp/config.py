@@ -1,0 +1,274 @@
+"""Settings: built-in defaults < ~/.foundry-mcp.toml < ./foundry-mcp.toml < environment.
+
+``./foundry-mcp.toml`` is replaced by the file named in ``FOUNDRY_MCP_CONFIG`` when that is set.
+Every key is validated; an invalid file or value raises ``ConfigError`` naming the file (or the
+environment variable), the key and the fix. Nothing invalid is silently dropped.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from foundry_mcp.errors import ConfigError
+
+CONFIG_ENV = "FOUNDRY_MCP_CONFIG"
+USER_CONFIG = Path("~/.foundry-mcp.toml")
+PROJECT_CONFIG = Path("foundry-mcp.toml")
+
+ProviderKind = Literal["openai", "anthropic", "tavily"]
+
+# The API flavour of each provider name we know; other names must say `type = ...`.
+KNOWN_PROVIDER_KINDS: dict[str, ProviderKind] = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "tavily": "tavily",
+}
+
+DEFAULT_MODELS: dict[str, str] = {
+    "openai": "gpt-4.1-mini",
+    "anthropic": "claude-sonnet-4-5",
+}
+
+# Environment variables read for each provider, as (variable, key in [providers.<name>]).
+PROVIDER_ENV: dict[str, tuple[tuple[str, str], ...]] = {
+    "openai": (("OPENAI_API_KEY", "api_key"), ("OPENAI_BASE_URL", "base_url")),
+    "anthropic": (("ANTHROPIC_API_KEY", "api_key"), ("ANTHROPIC_BASE_URL", "base_url")),
+    "tavily": (("TAVILY_API_KEY", "api_key"), ("TAVILY_BASE_URL", "base_url")),
+}
+
+# Environment variables read for [research] keys; list values are comma-separated.
+RESEARCH_ENV: dict[str, str] = {
+    "FOUNDRY_MCP_RESEARCH_DIR": "research_dir",
+    "FOUNDRY_MCP_DEFAULT_PROVIDER": "default_provider",
+    "FOUNDRY_MCP_SEARCH_PROVIDERS": "deep_research_providers",
+}
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class ResearchSettings(_Section):
+    """The ``[research]`` table: how a deep research runs."""
+
+    default_provider: str = "openai"
+    deep_research_max_iterations: int = Field(3, ge=1, le=10)
+    deep_research_max_sub_queries: int = Field(5, ge=1, le=20)
+    deep_research_max_sources: int = Field(5, ge=1, le=50)
+    deep_research_max_concurrent: int = Field(3, ge=1, le=10)
+    deep_research_timeout: float = Field(600.0, ge=10, le=86400)
+    deep_research_providers: list[str] = Field(default_factory=lambda: ["tavily"])
+    research_dir: Path = Path("~/.foundry-mcp/research")
+
+    @field_validator("research_dir")
+    @classmethod
+    def _expand(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @field_validator("default_provider")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must name a provider, e.g. 'openai' or 'anthropic:claude-sonnet-4-5'")
+        return value.strip()
+
+
+class ProviderSettings(_Section):
+    """One ``[providers.<name>]`` table."""
+
+    type: ProviderKind | None = None
+    api_key: SecretStr | None = None
+    base_url: str | None = None
+    model: str | None = None
+    timeout: float = Field(120.0, gt=0, le=3600)
+    max_retries: int = Field(2, ge=0, le=10)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+    def key(self) -> str | None:
+        """The API key in clear, for handing to an SDK only."""
+        if self.api_key is None:
+            return None
+        secret = self.api_key.get_secret_value().strip()
+        return secret or None
+
+
+class LoggingSettings(_Section):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
+
+
+class Settings(_Section):
+    """All of foundry-mcp's settings."""
+
+    research: ResearchSettings = Field(default_factory=ResearchSettings)  # type: ignore[arg-type]
+    providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+    logging: LoggingSettings = Field(default_factory=LoggingSettings)  # type: ignore[arg-type]
+    sources: list[str] = Field(default_factory=list, exclude=True)
+
+    def provider(self, name: str) -> ProviderSettings:
+        """The settings of a provider, empty ones when it has no table."""
+        return self.providers.get(name) or ProviderSettings()  # type: ignore[call-arg]
+
+    def provider_kind(self, name: str) -> ProviderKind | None:
+        """The API flavour of a provider name, or None if unknown."""
+        declared = self.providers.get(name)
+        if declared is not None and declared.type is not None:
+            return declared.type
+        return KNOWN_PROVIDER_KINDS.get(name)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_settings(
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    home: Path | None = None,
+) -> Settings:
+    """Read every configuration layer and return validated settings."""
+    env = os.environ if env is None else env
+    cwd = Path.cwd() if cwd is None else cwd
+    home_config = (home / ".foundry-mcp.toml") if home else USER_CONFIG.expanduser()
+
+    merged: dict[str, Any] = {}
+    origin: dict[tuple[str, ...], str] = {}
+    sources: list[str] = []
+
+    explicit = env.get(CONFIG_ENV)
+    project_config = Path(explicit).expanduser() if explicit else cwd / PROJECT_CONFIG
+    if explicit and not project_config.is_file():
+        raise ConfigError(
+            f"{CONFIG_ENV} names {project_config}, which does not exist.",
+            remediation=f"Point {CONFIG_ENV} at an existing TOML file, or unset it.",
+        )
+    for path in (home_config, project_config):
+        if path.is_file():
+            _merge(merged, _read_toml(path), origin, str(path), ())
+            sources.append(str(path))
+
+    env_layer, env_origin = _environment_layer(env)
+    for path_key, label in env_origin.items():
+        origin[path_key] = label
+    _merge(merged, env_layer, origin, None, ())
+
+    try:
+        settings = Settings.model_validate(merged)
+    except ValidationError as exc:
+        raise _config_error(exc, origin) from None
+    settings.sources = sources
+    return settings
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(
+            f"{path} is not valid TOML: {exc}.",
+            remediation=f"Fix the syntax of {path} (see the sample foundry-mcp.toml).",
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"{path} cannot be read: {exc.strerror}.",
+            remediation=f"Check the permissions of {path}.",
+        ) from None
+
+
+def _merge(
+    target: dict[str, Any],
+    layer: Mapping[str, Any],
+    origin: dict[tuple[str, ...], str],
+    label: str | None,
+    prefix: tuple[str, ...],
+) -> None:
+    """Deep-merge ``layer`` into ``target``, remembering where each leaf came from."""
+    for key, value in layer.items():
+        path = (*prefix, key)
+        if isinstance(value, Mapping) and isinstance(target.get(key), dict):
+            _merge(target[key], value, origin, label, path)
+            continue
+        if isinstance(value, Mapping):
+            target[key] = {}
+            _merge(target[key], value, origin, label, path)
+            continue
+        target[key] = value
+        if label is not None:
+            origin[path] = label
+
+
+def _environment_layer(
+    env: Mapping[str, str],
+) -> tuple[dict[str, Any], dict[tuple[str, ...], str]]:
+    layer: dict[str, Any] = {}
+    origin: dict[tuple[str, ...], str] = {}
+    for variable, key in RESEARCH_ENV.items():
+        raw = env.get(variable, "").strip()
+        if not raw:
+            continue
+        value: Any = [part.strip() for part in raw.split(",") if part.strip()]
+        if key != "deep_research_providers":
+            value = raw
+        layer.setdefault("research", {})[key] = value
+        origin[("research", key)] = f"environment variable {variable}"
+    for provider, pairs in PROVIDER_ENV.items():
+        for variable, key in pairs:
+            raw = env.get(variable, "").strip()
+            if raw:
+                layer.setdefault("providers", {}).setdefault(provider, {})[key] = raw
+                origin[("providers", provider, key)] = f"environment variable {variable}"
+    return layer, origin
+
+
+def _config_error(exc: ValidationError, origin: dict[tuple[str, ...], str]) -> ConfigError:
+    problems = []
+    for error in exc.errors():
+        loc = tuple(str(part) for part in error["loc"])
+        where = _origin_of(loc, origin)
+        key = _describe_key(loc)
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = "unknown key (it is not read by foundry-mcp; check the spelling)"
+        problems.append(f"{where}: {key}: {message}")
+    summary = "; ".join(problems)
+    return ConfigError(
+        f"Invalid configuration: {summary}.",
+        remediation=(
+            "Correct or remove the named key; docs/configuration.md lists every key, its type "
+            "and default."
+        ),
+        details={"problems": problems},
+    )
+
+
+def _origin_of(loc: tuple[str, ...], origin: dict[tuple[str, ...], str]) -> str:
+    for length in range(len(loc), 0, -1):
+        label = origin.get(loc[:length])
+        if label:
+            return label
+    # A whole table that came from one file: find any leaf beneath it.
+    for path, label in origin.items():
+        if path[: len(loc)] == loc:
+            return label
+    return "configuration"
+
+
+def _describe_key(loc: tuple[str, ...]) -> str:
+    if len(loc) >= 3 and loc[0] == "providers":
+        return f"[providers.{loc[1]}] {'.'.join(loc[2:])}"
+    if len(loc) >= 2:
+        return f"[{loc[0]}] {'.'.join(loc[1:])}"
+    return loc[0] if loc else "(root)"

@@ -1,0 +1,85 @@
+"""Turning the writer's ``[src-...]`` citations into numbered references resolved from state.
+
+The model cites source ids; the code decides what they mean. Ids the research does not know are
+removed, any source list the model wrote is removed, and a ``## Sources`` section listing exactly
+the cited sources is appended. The model's memory never supplies a reference.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from foundry_mcp.research.models import Source
+
+_CITATION = re.compile(r"\[\s*(src-[0-9a-f]{8}(?:\s*[,;]\s*src-[0-9a-f]{8})*)\s*\]")
+_ID = re.compile(r"src-[0-9a-f]{8}")
+_MODEL_SOURCES_HEADING = re.compile(
+    r"^#{1,6}\s*(sources|references|bibliography|citations|works cited)\b.*$",
+    re.IGNORECASE | re.MULTILINE,
+)
+_SPACE_BEFORE_PUNCT = re.compile(r"[ \t]+([.,;:!?])")
+
+
+@dataclass
+class ResolvedReport:
+    """A report whose citations are numbers, and the sources those numbers stand for."""
+
+    markdown: str
+    cited: list[Source] = field(default_factory=list)
+    citations_count: int = 0
+    dropped_citations: int = 0
+
+
+def resolve_citations(draft: str, sources: Mapping[str, Source]) -> ResolvedReport:
+    """Number the citations of ``draft`` in order of first use and append ``## Sources``."""
+    body = _strip_model_source_list(draft)
+    numbers: dict[str, int] = {}
+    cited: list[Source] = []
+    counts = {"citations": 0, "dropped": 0}
+
+    def replace(match: re.Match[str]) -> str:
+        refs = []
+        for source_id in _ID.findall(match.group(1)):
+            source = sources.get(source_id)
+            if source is None:
+                counts["dropped"] += 1
+                continue
+            if source_id not in numbers:
+                numbers[source_id] = len(numbers) + 1
+                cited.append(source)
+            counts["citations"] += 1
+            ref = f"[{numbers[source_id]}]"
+            if ref not in refs:
+                refs.append(ref)
+        return "".join(refs)
+
+    body = _CITATION.sub(replace, body)
+    body = _SPACE_BEFORE_PUNCT.sub(r"\1", body).rstrip()
+    if cited:
+        lines = [f"[{n}] {_title(s)}" for n, s in enumerate(cited, start=1)]
+        body += "\n\n## Sources\n\n" + "\n".join(lines) + "\n"
+    return ResolvedReport(
+        markdown=body,
+        cited=cited,
+        citations_count=counts["citations"],
+        dropped_citations=counts["dropped"],
+    )
+
+
+def _strip_model_source_list(draft: str) -> str:
+    """Cut a sources/references section the model wrote (from its heading to the next one)."""
+    match = _MODEL_SOURCES_HEADING.search(draft)
+    if match is None:
+        return draft
+    level = len(match.group(0)) - len(match.group(0).lstrip("#"))
+    rest = draft[match.end() :]
+    following = re.search(rf"^#{{1,{level}}}\s", rest, re.MULTILINE)
+    tail = rest[following.start() :] if following else ""
+    return draft[: match.start()].rstrip() + ("\n\n" + tail if tail else "\n")
+
+
+def _title(source: Source) -> str:
+    title = " ".join(source.title.split()) or "Untitled"
+    return f"{title} - {source.url}" if source.url else title

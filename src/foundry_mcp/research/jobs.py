@@ -1,0 +1,75 @@
+"""Background runs: each research runs in its own cancel scope inside a long-lived task group.
+
+The task group belongs to whoever hosts the service: the MCP server's lifespan, or the CLI.
+When the host shuts down, every run is cancelled and records itself as interrupted.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import anyio
+from anyio.abc import TaskGroup
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Job:
+    """One running research."""
+
+    research_id: str
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    cancel_requested: bool = False
+
+
+class JobRunner:
+    """Starts, tracks and cancels the research runs of this process."""
+
+    def __init__(self, task_group: TaskGroup) -> None:
+        self._task_group = task_group
+        self._jobs: dict[str, Job] = {}
+
+    def start(self, research_id: str, work: Callable[[Job], Awaitable[None]]) -> Job:
+        """Run ``work`` in the background; it receives its ``Job``."""
+        job = Job(research_id)
+        self._jobs[research_id] = job
+        self._task_group.start_soon(self._run, job, work, name=f"research {research_id}")
+        return job
+
+    def get(self, research_id: str) -> Job | None:
+        return self._jobs.get(research_id)
+
+    def is_running(self, research_id: str) -> bool:
+        return research_id in self._jobs
+
+    def cancel(self, research_id: str) -> bool:
+        """Ask a run to stop; in-flight provider calls are cancelled too."""
+        job = self._jobs.get(research_id)
+        if job is None:
+            return False
+        job.cancel_requested = True
+        job.scope.cancel()
+        return True
+
+    async def wait(self, research_id: str, timeout: float) -> bool:
+        """Wait until the run ends; False if it is still running after ``timeout``."""
+        job = self._jobs.get(research_id)
+        if job is None:
+            return True
+        with anyio.move_on_after(timeout):
+            await job.done.wait()
+        return job.done.is_set()
+
+    async def _run(self, job: Job, work: Callable[[Job], Awaitable[None]]) -> None:
+        try:
+            with job.scope:
+                await work(job)
+        except Exception:  # the work records its own failures; this is a last resort
+            log.exception("research %s crashed", job.research_id)
+        finally:
+            self._jobs.pop(job.research_id, None)
+            job.done.set()

@@ -1,0 +1,407 @@
+"""The vocabulary of a deep research: state, handoffs and records.
+
+Every object that is persisted, handed from one agent to the next or returned to a user is a
+pydantic model defined here. Names follow the design seed (``002``) where it names them.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RESEARCH_ID_PATTERN = re.compile(r"^deepres-[0-9a-f]{12}$")
+
+STATE_SCHEMA_VERSION = 1
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware, in UTC."""
+    return datetime.now(UTC)
+
+
+def new_research_id() -> str:
+    """A fresh research id: ``deepres-`` followed by 12 hex digits."""
+    return f"deepres-{secrets.token_hex(6)}"
+
+
+def new_id(prefix: str) -> str:
+    """A short random id such as ``src-1a2b3c4d``."""
+    return f"{prefix}-{secrets.token_hex(4)}"
+
+
+class Phase(StrEnum):
+    """The five working phases of the supervisor's state machine."""
+
+    PLANNING = "planning"
+    GATHERING = "gathering"
+    ANALYSIS = "analysis"
+    SYNTHESIS = "synthesis"
+    REFINEMENT = "refinement"
+
+
+PHASE_ORDER: tuple[Phase, ...] = (
+    Phase.PLANNING,
+    Phase.GATHERING,
+    Phase.ANALYSIS,
+    Phase.SYNTHESIS,
+    Phase.REFINEMENT,
+)
+
+
+class Status(StrEnum):
+    """The one canonical lifecycle status of a research."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    CANCELLING = "cancelling"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    INTERRUPTED = "interrupted"
+    COMPLETED = "completed"
+
+    @property
+    def is_active(self) -> bool:
+        """True while some process is (or should be) working on the research."""
+        return self in (Status.QUEUED, Status.RUNNING, Status.CANCELLING)
+
+    @property
+    def is_resumable(self) -> bool:
+        """True for the unfinished end states a resume can continue from."""
+        return self in (Status.CANCELLED, Status.FAILED, Status.TIMED_OUT, Status.INTERRUPTED)
+
+
+class AgentRole(StrEnum):
+    """The supervisor and its five specialists."""
+
+    SUPERVISOR = "supervisor"
+    PLANNER = "planner"
+    GATHERER = "gatherer"
+    ANALYZER = "analyzer"
+    SYNTHESIZER = "synthesizer"
+    REFINER = "refiner"
+
+
+PHASE_TO_AGENT: dict[Phase, AgentRole] = {
+    Phase.PLANNING: AgentRole.PLANNER,
+    Phase.GATHERING: AgentRole.GATHERER,
+    Phase.ANALYSIS: AgentRole.ANALYZER,
+    Phase.SYNTHESIS: AgentRole.SYNTHESIZER,
+    Phase.REFINEMENT: AgentRole.REFINER,
+}
+
+
+class Confidence(StrEnum):
+    """How strongly the sources support a finding."""
+
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+    CONFIRMED = "confirmed"
+    SPECULATION = "speculation"
+
+
+class SourceQuality(StrEnum):
+    """The analyzer's judgement of a source's reliability."""
+
+    UNKNOWN = "unknown"
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
+class SubQueryStatus(StrEnum):
+    """Where a sub-query is in the gathering phase."""
+
+    PENDING = "pending"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+class Severity(StrEnum):
+    """The refiner's judgement of how much a gap matters."""
+
+    CRITICAL = "critical"
+    MODERATE = "moderate"
+    MINOR = "minor"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", validate_assignment=False)
+
+
+# --------------------------------------------------------------------------- state records
+
+
+class SubQuery(_Model):
+    """A focused search query the planner (or refiner) derived from the question."""
+
+    id: str = Field(default_factory=lambda: new_id("sq"))
+    query: str
+    rationale: str = ""
+    priority: int = 1
+    iteration: int = 1
+    gap_id: str | None = None
+    status: SubQueryStatus = SubQueryStatus.PENDING
+    error: str | None = None
+    source_ids: list[str] = Field(default_factory=list)
+    providers: list[str] = Field(default_factory=list)
+
+
+class Source(_Model):
+    """A document found by a search provider, with the text read from it."""
+
+    id: str = Field(default_factory=lambda: new_id("src"))
+    sub_query_id: str | None = None
+    title: str
+    url: str | None = None
+    snippet: str = ""
+    content: str | None = None
+    quality: SourceQuality = SourceQuality.UNKNOWN
+    provider: str = ""
+    score: float | None = None
+    iteration: int = 1
+    analyzed: bool = False
+
+
+class Finding(_Model):
+    """A claim extracted from sources, with the ids of the sources that support it."""
+
+    id: str = Field(default_factory=lambda: new_id("fnd"))
+    content: str
+    confidence: Confidence = Confidence.MEDIUM
+    source_ids: list[str] = Field(default_factory=list)
+    category: str | None = None
+    iteration: int = 1
+
+
+class Gap(_Model):
+    """A question the research has not answered yet."""
+
+    id: str = Field(default_factory=lambda: new_id("gap"))
+    description: str
+    suggested_queries: list[str] = Field(default_factory=list)
+    priority: int = 1
+    addressed: bool = False
+    severity: Severity | None = None
+    iteration: int = 1
+
+
+class AgentDecision(_Model):
+    """One recorded step of the supervisor: a dispatch, an evaluation or an iteration decision."""
+
+    agent: AgentRole
+    action: str
+    rationale: str
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    outputs: dict[str, Any] | None = None
+    timestamp: datetime = Field(default_factory=utcnow)
+
+
+class TokenUsage(_Model):
+    """Token counts summed over LLM calls."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def add(self, input_tokens: int, output_tokens: int) -> None:
+        self.input_tokens += input_tokens
+        self.output_tokens += output_tokens
+        self.calls += 1
+
+
+class ReportMetadata(_Model):
+    """Facts about the final report (the synthesizer's output schema)."""
+
+    sections: list[str] = Field(default_factory=list)
+    word_count: int = 0
+    citations_count: int = 0
+    sources_cited: int = 0
+    sources_examined: int = 0
+    confidence_summary: dict[str, int] = Field(default_factory=dict)
+    dropped_citations: int = 0
+    cited_source_ids: list[str] = Field(default_factory=list)
+
+
+class ResearchLimits(_Model):
+    """The bounds one research runs within (resolved from request and configuration)."""
+
+    max_iterations: int = 3
+    max_sub_queries: int = 5
+    max_sources_per_query: int = 5
+    max_concurrent: int = 3
+    task_timeout: float = 600.0
+
+
+class ResearchState(_Model):
+    """Everything known about one research; persisted after every unit of work."""
+
+    schema_version: int = STATE_SCHEMA_VERSION
+    id: str = Field(default_factory=new_research_id)
+    query: str
+    system_prompt: str | None = None
+    status: Status = Status.QUEUED
+    phase: Phase = Phase.PLANNING
+    iteration: int = 1
+    limits: ResearchLimits = Field(default_factory=ResearchLimits)
+    llm_provider: str
+    llm_model: str
+    search_providers: list[str] = Field(default_factory=list)
+
+    research_brief: str | None = None
+    sub_queries: list[SubQuery] = Field(default_factory=list)
+    sources: list[Source] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    gaps: list[Gap] = Field(default_factory=list)
+    report: str | None = None
+    report_metadata: ReportMetadata | None = None
+
+    decisions: list[AgentDecision] = Field(default_factory=list)
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+    search_calls: int = 0
+    warnings: list[str] = Field(default_factory=list)
+    error: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    owner_pid: int | None = None
+    owner_host: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+
+    # ----------------------------------------------------------------- derived views
+
+    def source_by_id(self) -> dict[str, Source]:
+        return {source.id: source for source in self.sources}
+
+    def completed_sub_queries(self) -> list[SubQuery]:
+        return [sq for sq in self.sub_queries if sq.status is SubQueryStatus.COMPLETED]
+
+    def pending_sub_queries(self) -> list[SubQuery]:
+        return [sq for sq in self.sub_queries if sq.status is SubQueryStatus.PENDING]
+
+    def unaddressed_gaps(self) -> list[Gap]:
+        return [gap for gap in self.gaps if not gap.addressed]
+
+    def elapsed_seconds(self, now: datetime | None = None) -> float:
+        if self.started_at is None:
+            return 0.0
+        end = self.completed_at or now or utcnow()
+        return max(0.0, (end - self.started_at).total_seconds())
+
+    def record(self, decision: AgentDecision) -> None:
+        self.decisions.append(decision)
+
+    def warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+
+# --------------------------------------------------------------------------- agent handoffs
+
+
+class PlannedSubQuery(_Model):
+    query: str
+    rationale: str = ""
+    priority: int = 1
+
+
+class PlannerOutput(_Model):
+    """The planner's handoff: a research brief and the sub-queries to search."""
+
+    research_brief: str = ""
+    sub_queries: list[PlannedSubQuery] = Field(default_factory=list)
+
+
+class GatheringStats(_Model):
+    queries_executed: int = 0
+    queries_failed: int = 0
+    sources_collected: int = 0
+    duplicates_skipped: int = 0
+
+
+class GathererOutput(_Model):
+    """The gatherer's handoff: the new sources and how the searches went."""
+
+    sources: list[Source] = Field(default_factory=list)
+    stats: GatheringStats = Field(default_factory=GatheringStats)
+
+
+class ExtractedFinding(_Model):
+    content: str
+    confidence: Confidence = Confidence.MEDIUM
+    source_ids: list[str] = Field(default_factory=list)
+    category: str | None = None
+
+
+class IdentifiedGap(_Model):
+    description: str
+    suggested_queries: list[str] = Field(default_factory=list)
+    priority: int = 1
+
+
+class QualityUpdate(_Model):
+    source_id: str
+    quality: SourceQuality
+
+
+class AnalyzerOutput(_Model):
+    """The analyzer's handoff: findings, gaps and source-quality judgements."""
+
+    findings: list[ExtractedFinding] = Field(default_factory=list)
+    gaps: list[IdentifiedGap] = Field(default_factory=list)
+    quality_updates: list[QualityUpdate] = Field(default_factory=list)
+
+
+class SynthesizerOutput(_Model):
+    """The synthesizer's handoff: the report with resolved citations, and its metadata."""
+
+    report: str
+    report_metadata: ReportMetadata
+
+
+class FollowUpQuery(_Model):
+    query: str
+    expected_contribution: str = ""
+
+
+class GapAssessment(_Model):
+    gap_id: str
+    severity: Severity = Severity.MODERATE
+    addressable: bool = True
+    follow_up_queries: list[FollowUpQuery] = Field(default_factory=list)
+
+
+class IterationRecommendation(_Model):
+    should_iterate: bool = False
+    rationale: str = ""
+    priority_gaps: list[str] = Field(default_factory=list)
+
+
+class RefinerOutput(_Model):
+    """The refiner's handoff: an assessment of each gap and whether to go round again."""
+
+    gap_analysis: list[GapAssessment] = Field(default_factory=list)
+    iteration_recommendation: IterationRecommendation = Field(
+        default_factory=IterationRecommendation
+    )
+    report_improvements: list[str] = Field(default_factory=list)
+
+
+class ValidationResult(_Model):
+    """The outcome of a phase's quality gate."""
+
+    valid: bool
+    issues: list[str] = Field(default_factory=list)
+    quality_score: float = 0.0

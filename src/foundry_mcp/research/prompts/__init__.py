@@ -1,0 +1,1 @@
+"""Prompt templates, one module per agent, written for foundry-mcp."""

@@ -1,0 +1,81 @@
+"""Prompts of the synthesizer: write the report from findings, citing source ids."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from foundry_mcp.research.models import Finding, Gap, Source
+
+SYNTHESIZER_SYSTEM = """\
+You are the research writer of a deep-research team. You turn analysed findings into a clear, \
+well-structured markdown report that answers the research question.
+
+Structure:
+# <a title that names the answer>
+## Executive Summary   (two or three sentences that answer the question)
+## Key Findings        (organised by theme or importance, evidence before opinion)
+## Conflicting Evidence (only if sources disagree)
+## Limitations and Open Questions
+## Conclusion          (what the reader should take away or do)
+
+Citations:
+- Support every factual sentence with the ids of the sources behind it, in square brackets \
+right after the claim, exactly as given: [src-1a2b3c4d] or [src-1a2b3c4d][src-5e6f7a8b].
+- Cite only ids listed in the findings below. Never cite from memory, never invent an id, and \
+do not write a sources or references list: it is added for you.
+- Mark low-confidence findings as preliminary; do not present them as settled.
+- Stay on the research question."""
+
+SYNTHESIZER_USER = """\
+Research question: {query}
+
+Research brief: {brief}
+{guidance}
+Findings:
+
+{findings}
+
+Known gaps:
+{gaps}
+
+Sources available for citation:
+{sources}
+
+Iteration: {iteration}/{max_iterations}. Sources examined: {source_count}; rated high quality: \
+{high_quality}.
+
+Write the report in markdown."""
+
+
+def synthesizer_prompts(
+    query: str,
+    brief: str | None,
+    findings: Sequence[Finding],
+    gaps: Sequence[Gap],
+    sources: Sequence[Source],
+    iteration: int,
+    max_iterations: int,
+    high_quality: int,
+    guidance: str | None,
+) -> tuple[str, str]:
+    """The (system, user) prompts for writing the report."""
+    finding_lines = [
+        f"Finding {n} (confidence: {f.confidence.value}):\n  {f.content}\n"
+        f"  Sources: {', '.join(f.source_ids)}"
+        for n, f in enumerate(findings, start=1)
+    ]
+    gap_lines = [f"- {g.description}" for g in gaps] or ["- (none)"]
+    source_lines = [f"- {s.id}: {s.title} ({s.url or 'no URL'})" for s in sources]
+    user = SYNTHESIZER_USER.format(
+        query=query,
+        brief=brief or "(none)",
+        guidance=f"\nSupervisor guidance: {guidance}\n" if guidance else "",
+        findings="\n\n".join(finding_lines) or "(no findings)",
+        gaps="\n".join(gap_lines),
+        sources="\n".join(source_lines) or "- (none)",
+        iteration=iteration,
+        max_iterations=max_iterations,
+        source_count=len(sources),
+        high_quality=high_quality,
+    )
+    return SYNTHESIZER_SYSTEM, user

@@ -1,0 +1,1 @@
+"""The supervisor and its specialist agents."""

@@ -1,0 +1,130 @@
+"""The analyzer: extracts cited findings, gaps and source ratings from new sources."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+
+from pydantic import ValidationError
+
+from foundry_mcp.research.models import (
+    AnalyzerOutput,
+    Confidence,
+    ExtractedFinding,
+    Finding,
+    Gap,
+    ResearchState,
+    Source,
+)
+from foundry_mcp.research.prompts.analyzer import analyzer_prompts
+from foundry_mcp.research.workflow.calls import ResearchLLM
+from foundry_mcp.research.workflow.jsonparse import parse_json_object
+
+SOURCES_PER_CALL = 20
+CHARS_PER_SOURCE = 4000
+
+Checkpoint = Callable[[], Awaitable[None]]
+
+
+async def analyze(
+    llm: ResearchLLM, state: ResearchState, guidance: str | None, checkpoint: Checkpoint
+) -> AnalyzerOutput:
+    """Analyse every source not analysed yet, in batches; each batch is saved as it lands."""
+    pending = [s for s in state.sources if not s.analyzed]
+    batches = [pending[i : i + SOURCES_PER_CALL] for i in range(0, len(pending), SOURCES_PER_CALL)]
+    combined = AnalyzerOutput()
+    semaphore = asyncio.Semaphore(state.limits.max_concurrent)
+
+    async def run(batch: list[Source]) -> None:
+        async with semaphore:
+            output = await _analyze_batch(llm, state, batch, guidance)
+        _apply(state, batch, output)
+        combined.findings.extend(output.findings)
+        combined.gaps.extend(output.gaps)
+        combined.quality_updates.extend(output.quality_updates)
+        await checkpoint()
+
+    await asyncio.gather(*(run(batch) for batch in batches))
+    return combined
+
+
+async def _analyze_batch(
+    llm: ResearchLLM, state: ResearchState, batch: Sequence[Source], guidance: str | None
+) -> AnalyzerOutput:
+    system, user = analyzer_prompts(
+        state.query,
+        state.research_brief,
+        batch,
+        state.iteration,
+        state.limits.max_iterations,
+        CHARS_PER_SOURCE,
+        guidance,
+    )
+    text = await llm.ask("analysis", system, user, json_mode=True, max_tokens=4096)
+    output = _parse(text)
+    if output is not None:
+        return _keep_known_sources(output, {s.id for s in batch})
+    state.warn("An analysis answer could not be read; a low-confidence summary was kept.")
+    summary = " ".join(text.split())[:600] or "The sources were collected but not analysed."
+    return AnalyzerOutput(
+        findings=[
+            ExtractedFinding(
+                content=summary,
+                confidence=Confidence.LOW,
+                source_ids=[s.id for s in batch[:3]],
+            )
+        ]
+    )
+
+
+def _parse(text: str) -> AnalyzerOutput | None:
+    data = parse_json_object(text)
+    if data is None:
+        return None
+    try:
+        return AnalyzerOutput.model_validate(data)
+    except ValidationError:
+        return None
+
+
+def _keep_known_sources(output: AnalyzerOutput, known: set[str]) -> AnalyzerOutput:
+    """Drop source ids the model invented, and findings left with no source at all."""
+    findings = []
+    for finding in output.findings:
+        finding.source_ids = [sid for sid in dict.fromkeys(finding.source_ids) if sid in known]
+        if finding.source_ids and finding.content.strip():
+            findings.append(finding)
+    output.findings = findings
+    output.quality_updates = [u for u in output.quality_updates if u.source_id in known]
+    return output
+
+
+def _apply(state: ResearchState, batch: Sequence[Source], output: AnalyzerOutput) -> None:
+    by_id = state.source_by_id()
+    for update in output.quality_updates:
+        by_id[update.source_id].quality = update.quality
+    for extracted in output.findings:
+        state.findings.append(
+            Finding(
+                content=extracted.content.strip(),
+                confidence=extracted.confidence,
+                source_ids=extracted.source_ids,
+                category=extracted.category,
+                iteration=state.iteration,
+            )
+        )
+    known_gaps = {" ".join(g.description.lower().split()) for g in state.gaps}
+    for identified in output.gaps:
+        key = " ".join(identified.description.lower().split())
+        if key and key not in known_gaps:
+            known_gaps.add(key)
+            state.gaps.append(
+                Gap(
+                    description=identified.description.strip(),
+                    suggested_queries=identified.suggested_queries,
+                    priority=identified.priority,
+                    iteration=state.iteration,
+                )
+            )
+    for source in batch:
+        source.analyzed = True

@@ -1,0 +1,50 @@
+"""The planner: decomposes the question into a research brief and sub-queries."""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+from foundry_mcp.research.models import PlannedSubQuery, PlannerOutput, ResearchState
+from foundry_mcp.research.prompts.planner import planner_prompts
+from foundry_mcp.research.workflow.calls import ResearchLLM
+from foundry_mcp.research.workflow.jsonparse import parse_json_object
+
+MIN_QUERY_CHARS = 3
+
+
+async def plan(llm: ResearchLLM, state: ResearchState, guidance: str | None) -> PlannerOutput:
+    """Ask the model for a plan; fall back to the question itself as the only sub-query."""
+    limit = state.limits.max_sub_queries
+    system, user = planner_prompts(state.query, limit, state.system_prompt, guidance)
+    text = await llm.ask("planning", system, user, json_mode=True, max_tokens=2048)
+    output = _parse(text)
+    if output is None or not output.sub_queries:
+        state.warn("The planner's answer could not be read; the question was searched as is.")
+        return PlannerOutput(
+            research_brief=output.research_brief if output else "",
+            sub_queries=[PlannedSubQuery(query=_as_search_query(state.query), priority=1)],
+        )
+    seen: set[str] = set()
+    unique = []
+    for sub_query in sorted(output.sub_queries, key=lambda sq: sq.priority):
+        key = " ".join(sub_query.query.lower().split())
+        if len(key) >= MIN_QUERY_CHARS and key not in seen:
+            seen.add(key)
+            unique.append(sub_query)
+    output.sub_queries = unique[:limit] or [PlannedSubQuery(query=_as_search_query(state.query))]
+    return output
+
+
+def _parse(text: str) -> PlannerOutput | None:
+    data = parse_json_object(text)
+    if data is None:
+        return None
+    try:
+        return PlannerOutput.model_validate(data)
+    except ValidationError:
+        return None
+
+
+def _as_search_query(question: str) -> str:
+    """The question shortened to a length search engines accept."""
+    return " ".join(question.split())[:400]

@@ -1,0 +1,51 @@
+"""Opening and closing everything a research service needs, for the server and the CLI."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+
+from foundry_mcp.config import Settings
+from foundry_mcp.providers.registry import ProviderRegistry, warm_imports
+from foundry_mcp.research.jobs import JobRunner
+from foundry_mcp.research.service import ResearchService
+from foundry_mcp.research.store import ResearchStore
+from foundry_mcp.research.workflow.supervisor import SupervisorHooks
+
+log = logging.getLogger(__name__)
+
+
+@asynccontextmanager
+async def research_runtime(
+    settings: Settings, hooks: SupervisorHooks | None = None, *, warm: bool = True
+) -> AsyncIterator[ResearchService]:
+    """A ready ``ResearchService``; on exit running research is interrupted and saved."""
+    store = ResearchStore(settings.research.research_dir)
+    providers = ProviderRegistry(settings)
+    try:
+        async with anyio.create_task_group() as task_group:
+            if warm:
+                # Import the SDKs in a thread now, so the first research does not stall the loop.
+                task_group.start_soon(_warm_up)
+            service = ResearchService(settings, store, providers, JobRunner(task_group), hooks)
+            recovered = service.recover_orphans()
+            if recovered:
+                log.info("marked %d research left by stopped processes as interrupted", recovered)
+            try:
+                yield service
+            finally:
+                task_group.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await providers.aclose()
+        store.close()
+
+
+async def _warm_up() -> None:
+    try:
+        await anyio.to_thread.run_sync(warm_imports)
+    except Exception:  # an SDK that fails to import is reported when it is first used
+        log.debug("warming provider SDKs failed", exc_info=True)

@@ -1,0 +1,251 @@
+"""A deterministic stand-in for an LLM that answers foundry-mcp's agent prompts."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+SOURCE_BLOCK_RE = re.compile(r"<source\s+id=\"(src-[0-9a-f]{8})\"")
+SOURCE_ID_RE = re.compile(r"\bsrc-[0-9a-f]{8}\b")
+GAP_ID_RE = re.compile(r"\bgap-[0-9a-f]{8}\b")
+ITERATION_RE = re.compile(r"^\s*Iteration:\s*(\d+)\s*/\s*(\d+)", re.MULTILINE | re.IGNORECASE)
+QUESTION_RE = re.compile(r"^\s*Research question:\s*(.+?)\s*$", re.MULTILINE | re.IGNORECASE)
+SOURCES_LINE_RE = re.compile(r"^\s*[-*]?\s*Sources?:\s*(.+)$", re.MULTILINE | re.IGNORECASE)
+
+AGENT_MARKERS: tuple[tuple[str, str], ...] = (
+    ("research planner", "planner"),
+    ("research analyst", "analyzer"),
+    ("research writer", "writer"),
+    ("research refiner", "refiner"),
+)
+HALLUCINATED_ID = "src-deadbeef"
+
+Override = str | Callable[[str, str], str]
+
+
+@dataclass(frozen=True)
+class BrainReply:
+    """One answer with its agent and estimated token usage."""
+
+    agent: str
+    text: str
+    input_tokens: int
+    output_tokens: int
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def question_of(user: str) -> str:
+    """The research question from a ``Research question:`` line (else the first line)."""
+    match = QUESTION_RE.search(user)
+    if match:
+        return match.group(1)
+    lines = [line.strip() for line in user.splitlines() if line.strip()]
+    return lines[0][:200] if lines else "the research topic"
+
+
+class ResearchBrain:
+    """Answers planner/analyst/writer/refiner prompts deterministically; thread-safe."""
+
+    def __init__(
+        self,
+        *,
+        gap_iterations: int = 1,
+        hallucinate_citation: bool = False,
+        include_sources_section: bool = False,
+        json_in_fences: bool = False,
+        broken_json_for: Iterable[str] = (),
+    ) -> None:
+        self.gap_iterations = gap_iterations
+        self.hallucinate_citation = hallucinate_citation
+        self.include_sources_section = include_sources_section
+        self.json_in_fences = json_in_fences
+        self.broken_json_for: set[str] = set(broken_json_for)
+        self.overrides: dict[str, Override] = {}  # agent -> fixed text or fn(system, user)
+        self.calls: Counter[str] = Counter()
+        self.history: list[tuple[str, str, str]] = []  # (agent, system, user)
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ entry points
+
+    @staticmethod
+    def identify(system: str) -> str:
+        """``planner``, ``analyzer``, ``writer``, ``refiner`` or ``other``."""
+        lowered = system.lower()
+        for marker, agent in AGENT_MARKERS:
+            if marker in lowered:
+                return agent
+        return "other"
+
+    @staticmethod
+    def estimate_tokens(text: str) -> int:
+        """The fake tokenizer: four characters a token."""
+        return len(text) // 4
+
+    def reply(self, system: str, user: str) -> BrainReply:
+        """Answer one (system, user) prompt pair, counting the call."""
+        agent = self.identify(system)
+        with self._lock:
+            self.calls[agent] += 1
+            self.history.append((agent, system, user))
+        text = self._answer(agent, system, user)
+        return BrainReply(
+            agent=agent,
+            text=text,
+            input_tokens=self.estimate_tokens(system + user),
+            output_tokens=self.estimate_tokens(text),
+        )
+
+    def respond(self, system: str, user: str) -> str:
+        """Just the text of :meth:`reply`."""
+        return self.reply(system, user).text
+
+    # ------------------------------------------------------------------ agents
+
+    def _answer(self, agent: str, system: str, user: str) -> str:
+        override = self.overrides.get(agent)
+        if override is not None:
+            return override if isinstance(override, str) else override(system, user)
+        if agent in self.broken_json_for:
+            return f"Sorry, as the {agent} I lost my train of thought; no plan or data here."
+        if agent == "planner":
+            return self._json(self.plan(user))
+        if agent == "analyzer":
+            return self._json(self.analyze(user))
+        if agent == "refiner":
+            return self._json(self.refine(user))
+        if agent == "writer":
+            return self.write(user)
+        return "This is a deterministic answer from the fake research brain."
+
+    def _json(self, data: dict[str, Any]) -> str:
+        text = json.dumps(data, indent=2)
+        if self.json_in_fences:
+            return f"Here is the JSON you asked for:\n\n```json\n{text}\n```\n"
+        return text
+
+    def plan(self, user: str) -> dict[str, Any]:
+        """Planner output: a brief and three sub-queries derived from the question."""
+        q = question_of(user)
+        angles = [
+            ("overview and key definitions", "Establish the basic concepts and terminology."),
+            ("recent evidence and developments", "Collect current data and concrete examples."),
+            ("limitations, risks and criticisms", "Find counter-evidence and open problems."),
+        ]
+        return {
+            "research_brief": f"Investigate {q}: background, current evidence and limitations.",
+            "sub_queries": [
+                {"query": f"{q} {angle}", "rationale": why, "priority": i}
+                for i, (angle, why) in enumerate(angles, start=1)
+            ],
+        }
+
+    def analyze(self, user: str) -> dict[str, Any]:
+        """Analyzer output: findings citing the prompt's sources, quality updates, gaps."""
+        ids = _unique(SOURCE_BLOCK_RE.findall(user)) or _unique(SOURCE_ID_RE.findall(user))
+        q = question_of(user)
+        findings: list[dict[str, Any]] = []
+        if ids:
+            cites = [ids[:2], ids[1:2] or ids[:1]]
+            if len(ids) >= 3:
+                cites.append([ids[2], ids[0]])
+            for i, source_ids in enumerate(cites):
+                findings.append(
+                    {
+                        "content": f"Finding {i + 1} about {q}: the sources agree on point "
+                        f"{i + 1} and provide supporting detail.",
+                        "confidence": "high" if i == 0 else "medium",
+                        "source_ids": source_ids,
+                        "category": "evidence" if i == 0 else "context",
+                    }
+                )
+        quality = [
+            {"source_id": sid, "quality": "high" if i == 0 else "medium"}
+            for i, sid in enumerate(ids)
+        ]
+        gaps: list[dict[str, Any]] = []
+        match = ITERATION_RE.search(user)
+        iteration, maximum = (int(match.group(1)), int(match.group(2))) if match else (1, 1)
+        if iteration < maximum and iteration <= self.gap_iterations:
+            gaps.append(
+                {
+                    "description": f"Long-term outcomes of {q} are not covered "
+                    f"(iteration {iteration}).",
+                    "suggested_queries": [f"{q} long-term outcomes iteration {iteration}"],
+                    "priority": 1,
+                }
+            )
+        return {"findings": findings, "gaps": gaps, "quality_updates": quality}
+
+    def refine(self, user: str) -> dict[str, Any]:
+        """Refiner output: an assessment and a follow-up query for every gap id."""
+        gap_ids = _unique(GAP_ID_RE.findall(user))
+        q = question_of(user)
+        return {
+            "gap_analysis": [
+                {
+                    "gap_id": gid,
+                    "severity": "moderate",
+                    "addressable": True,
+                    "follow_up_queries": [
+                        {
+                            "query": f"{q} follow-up evidence {n}",
+                            "expected_contribution": f"Closes gap {gid} with targeted sources.",
+                        }
+                    ],
+                }
+                for n, gid in enumerate(gap_ids, start=1)
+            ],
+            "iteration_recommendation": {
+                "should_iterate": bool(gap_ids),
+                "rationale": "Addressable gaps remain." if gap_ids else "No open gaps remain.",
+                "priority_gaps": gap_ids,
+            },
+            "report_improvements": [],
+        }
+
+    def write(self, user: str) -> str:
+        """Writer output: a markdown report citing the prompt's source ids."""
+        q = question_of(user)
+        groups = [_unique(SOURCE_ID_RE.findall(line)) for line in SOURCES_LINE_RE.findall(user)]
+        groups = [g for g in groups if g]
+        if not groups:
+            groups = [[sid] for sid in _unique(SOURCE_ID_RE.findall(user))]
+
+        def cite(ids: list[str]) -> str:
+            return " ".join(f"[{sid}]" for sid in ids)
+
+        templates = (
+            "The gathered evidence on {q} establishes point {i} {c}.",
+            "Several sources add detail to point {i} about {q} {c}.",
+            "Point {i} on {q} is consistent across independent reports {c}.",
+        )
+        findings = [
+            templates[i % 3].format(q=q, i=i + 1, c=cite(groups[i % len(groups)]))
+            for i in range(max(3, len(groups)) if groups else 0)
+        ] or [f"The gathered material on {q} was thin and offers no citable finding."]
+        if self.hallucinate_citation:
+            findings.append(f"A further claim rests on an ungathered source [{HALLUCINATED_ID}].")
+        parts = [
+            f"# Research Report: {q}",
+            "## Executive Summary",
+            f"This report summarises what the gathered sources say about {q}. "
+            "The evidence is broadly consistent, with some open questions.",
+            "## Key Findings",
+            "\n".join(f"- {line}" for line in findings),
+            "## Limitations",
+            "The fake corpus is small and synthetic, so coverage is limited.",
+            "## Conclusion",
+            f"Overall, the sources give a coherent picture of {q}.",
+        ]
+        if self.include_sources_section:
+            listed = [sid for g in groups for sid in g] or [HALLUCINATED_ID]
+            parts += ["## Sources", "\n".join(f"- [{sid}] model-written entry" for sid in listed)]
+        return "\n\n".join(parts) + "\n"

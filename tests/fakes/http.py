@@ -1,0 +1,258 @@
+"""A scriptable HTTP/1.1 server on 127.0.0.1 for driving real SDK clients in tests."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any, Self
+from urllib.parse import parse_qs, urlsplit
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request as the server received it."""
+
+    method: str
+    path: str  # without the query string
+    headers: dict[str, str]  # lower-case keys
+    json: Any  # parsed JSON body, or None
+    body: bytes
+    timestamp: float
+    query: dict[str, list[str]] = field(default_factory=dict)
+    client_port: int = 0  # lets tests observe connection reuse
+
+
+@dataclass
+class FakeResponse:
+    """What a route handler answers; ``body`` (raw) wins over ``json``."""
+
+    status: int = 200
+    json: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes | str | None = None
+
+
+Handler = Callable[[RecordedRequest], FakeResponse]
+
+
+def error_body(status: int, message: str, kind: str = "fake_error") -> dict[str, Any]:
+    """An error body the openai, anthropic and tavily SDKs all know how to read."""
+    return {
+        "type": "error",
+        "error": {"message": message, "type": kind, "code": status},
+        "detail": {"error": message},
+    }
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False  # keep-alive connections must not block stop()
+    fake: FakeHTTPServer
+
+
+class _RequestHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the default stderr access log."""
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.fake._track(self.connection, add=True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.fake._track(self.connection, add=False)
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("transfer-encoding", "").lower() == "chunked":
+            chunks: list[bytes] = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("content-length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def _handle(self) -> None:
+        raw = self._read_body()
+        try:
+            parsed = json.loads(raw) if raw else None
+        except ValueError:
+            parsed = None
+        url = urlsplit(self.path)
+        request = RecordedRequest(
+            method=self.command,
+            path=url.path,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            json=parsed,
+            body=raw,
+            timestamp=time.time(),
+            query=parse_qs(url.query),
+            client_port=self.client_address[1],
+        )
+        response = self.server.fake._dispatch(request)
+        self._send(response)
+
+    def _send(self, response: FakeResponse) -> None:
+        headers = {k.lower(): v for k, v in response.headers.items()}
+        if response.body is not None:
+            payload = response.body.encode() if isinstance(response.body, str) else response.body
+            headers.setdefault("content-type", "text/plain; charset=utf-8")
+        elif response.json is not None:
+            payload = json.dumps(response.json).encode()
+            headers.setdefault("content-type", "application/json")
+        else:
+            payload = b""
+        headers["content-length"] = str(len(payload))
+        self.send_response(response.status)
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+        self.wfile.flush()
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _handle
+
+
+class FakeHTTPServer:
+    """A threaded fake HTTP server: routes, request recording, latency and failure scripting."""
+
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self.errors: list[BaseException] = []  # exceptions raised by route handlers
+        self.latency: float = 0.0
+        self.brain: Any = None  # set by the provider fakes
+        self._routes: dict[tuple[str, str], Handler] = {}
+        self._failures: deque[FakeResponse] = deque()
+        self._lock = threading.Lock()
+        self._connections: set[socket.socket] = set()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ scripting
+
+    def route(self, method: str, path: str, handler: Handler) -> None:
+        """Answer ``method path`` (query string ignored) with ``handler``."""
+        self._routes[(method.upper(), path)] = handler
+
+    def fail_next(
+        self,
+        status: int,
+        times: int = 1,
+        json: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """Make the next ``times`` requests, to any route, answer ``status``."""
+        body = json if json is not None else error_body(status, f"injected failure ({status})")
+        with self._lock:
+            for _ in range(times):
+                self._failures.append(FakeResponse(status, body, dict(headers or {})))
+
+    def requests_to(self, path: str, method: str | None = None) -> list[RecordedRequest]:
+        """The recorded requests for one path (and optionally one method)."""
+        with self._lock:
+            return [
+                r
+                for r in self.requests
+                if r.path == path and (method is None or r.method == method.upper())
+            ]
+
+    def reset(self) -> None:
+        """Forget recorded requests, errors and pending failures."""
+        with self._lock:
+            self.requests.clear()
+            self.errors.clear()
+            self._failures.clear()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT`` (the server must be started)."""
+        if self._httpd is None:
+            raise RuntimeError("FakeHTTPServer is not started")
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def start(self) -> Self:
+        """Bind 127.0.0.1 on a free port and serve in a daemon thread."""
+        if self._httpd is not None:
+            return self
+        httpd = _HTTPServer(("127.0.0.1", 0), _RequestHandler)
+        httpd.fake = self
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and drop any open keep-alive connections."""
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        httpd.shutdown()
+        with self._lock:
+            connections = list(self._connections)
+        for conn in connections:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------ internals
+
+    def _track(self, conn: socket.socket, *, add: bool) -> None:
+        with self._lock:
+            if add:
+                self._connections.add(conn)
+            else:
+                self._connections.discard(conn)
+
+    def _dispatch(self, request: RecordedRequest) -> FakeResponse:
+        with self._lock:
+            self.requests.append(request)
+            failure = self._failures.popleft() if self._failures else None
+        if self.latency > 0:
+            time.sleep(self.latency)
+        if failure is not None:
+            return failure
+        handler = self._routes.get((request.method, request.path))
+        if handler is None:
+            message = f"no route for {request.method} {request.path}"
+            return FakeResponse(404, error_body(404, message, "not_found_error"))
+        try:
+            return handler(request)
+        except Exception as exc:  # surface handler bugs to the test, not as a hang
+            with self._lock:
+                self.errors.append(exc)
+            return FakeResponse(500, error_body(500, f"fake handler crashed: {exc!r}"))
