@@ -1,0 +1,245 @@
+"""Command line: ``foundry-mcp`` serves MCP over stdio; sub-commands use the same service.
+
+In server mode nothing but protocol bytes is written to stdout; logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+
+from foundry_mcp import __version__
+from foundry_mcp.config import Settings, load_settings
+from foundry_mcp.errors import FoundryError
+from foundry_mcp.research.service import ResearchService
+from foundry_mcp.runtime import research_runtime
+
+TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``foundry-mcp`` console script."""
+    args = _parser().parse_args(argv)
+    command = args.command or "serve"
+    if command == "serve":
+        return _serve()
+    try:
+        settings = load_settings()
+    except FoundryError as exc:
+        return _fail(exc)
+    _configure_logging(settings.logging.level)
+    handler: Callable[[ResearchService, argparse.Namespace], Awaitable[int]] = COMMANDS[command]
+
+    async def run() -> int:
+        async with research_runtime(settings, warm=False) as service:
+            return await handler(service, args)
+
+    try:
+        return anyio.run(run)
+    except FoundryError as exc:
+        return _fail(exc)
+    except KeyboardInterrupt:
+        return 130
+
+
+def _serve() -> int:
+    from foundry_mcp.server import create_server
+
+    level = "WARNING"
+    try:
+        level = load_settings().logging.level
+    except FoundryError:
+        pass  # the server starts anyway and reports the configuration error on every call
+    _configure_logging(level)
+    create_server().run()
+    return 0
+
+
+def _configure_logging(level: str) -> None:
+    logging.basicConfig(
+        stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+
+
+def _fail(exc: FoundryError) -> int:
+    print(f"error: {exc.message}", file=sys.stderr)
+    print(f"  fix: {exc.remediation}", file=sys.stderr)
+    return 2
+
+
+def _print_json(payload: Any) -> None:
+    print(json.dumps(payload, indent=2, ensure_ascii=False))
+
+
+# ---------------------------------------------------------------------- commands
+
+
+async def _research(service: ResearchService, args: argparse.Namespace) -> int:
+    limits = {
+        "max_iterations": args.max_iterations,
+        "max_sub_queries": args.max_sub_queries,
+        "max_sources_per_query": args.max_sources,
+        "task_timeout": args.timeout,
+    }
+    started = service.start(
+        args.query, provider_id=args.provider, model=args.model, system_prompt=args.context, **limits
+    )
+    return await _follow(service, started["research_id"])
+
+
+async def _resume(service: ResearchService, args: argparse.Namespace) -> int:
+    started = service.resume(args.research_id, max_iterations=args.max_iterations)
+    return await _follow(service, started["research_id"])
+
+
+async def _follow(service: ResearchService, research_id: str) -> int:
+    """Show progress on stderr until the research ends, then print the report on stdout."""
+    print(f"research {research_id} started", file=sys.stderr)
+    interrupted = anyio.Event()
+
+    def on_interrupt(*_: object) -> None:
+        interrupted.set()
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        status = await _watch(service, research_id, interrupted)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if interrupted.is_set() and status["status"] not in TERMINAL:
+        await service.cancel(research_id)
+        print(
+            f"\ncancelled; partial work is saved. Continue with: foundry-mcp resume {research_id}",
+            file=sys.stderr,
+        )
+        return 130
+    if status["status"] != "completed":
+        print(f"research ended {status['status']}: {status['error'] or ''}", file=sys.stderr)
+        print(f"Continue with: foundry-mcp resume {research_id}", file=sys.stderr)
+        return 1
+    print(service.full_report(research_id))
+    return 0
+
+
+async def _watch(
+    service: ResearchService, research_id: str, interrupted: anyio.Event
+) -> dict[str, Any]:
+    last = ""
+    while True:
+        status = await service.status(research_id, wait=True, wait_timeout=1.0)
+        counts = status["counts"]
+        line = (
+            f"[{status['elapsed_s']:6.1f}s] {status['status']:<10} {status['phase']:<11} "
+            f"iteration {status['iteration']}/{status['max_iterations']}  "
+            f"sub-queries {counts['sub_queries_completed']}/{counts['sub_queries']}  "
+            f"sources {counts['sources']}  findings {counts['findings']}  "
+            f"tokens {status['tokens']['total']}"
+        )
+        if line.split("]", 1)[1] != last:
+            print(line, file=sys.stderr)
+            last = line.split("]", 1)[1]
+        if status["status"] in TERMINAL or interrupted.is_set():
+            return status
+
+
+async def _status(service: ResearchService, args: argparse.Namespace) -> int:
+    _print_json(await service.status(args.research_id))
+    return 0
+
+
+async def _report(service: ResearchService, args: argparse.Namespace) -> int:
+    if args.json:
+        payload, warnings = service.report(args.research_id)
+        _print_json({**payload, "warnings": warnings})
+    else:
+        print(service.full_report(args.research_id))
+    return 0
+
+
+async def _list(service: ResearchService, args: argparse.Namespace) -> int:
+    _print_json(service.list(limit=args.limit, completed_only=args.completed_only))
+    return 0
+
+
+async def _delete(service: ResearchService, args: argparse.Namespace) -> int:
+    _print_json(await service.delete(args.research_id))
+    return 0
+
+
+async def _doctor(service: ResearchService, args: argparse.Namespace) -> int:
+    settings: Settings = service.settings
+    checks: dict[str, Any] = {
+        "version": __version__,
+        "config_files": settings.sources,
+        "research_dir": str(settings.research.research_dir),
+    }
+    try:
+        name, model = service.providers.resolve_llm(None, None)
+        checks["llm"] = f"ok: {name}:{model}"
+    except FoundryError as exc:
+        checks["llm"] = f"not usable: {exc.message} {exc.remediation}"
+    try:
+        usable, warnings = service.providers.usable_search_providers(
+            settings.research.deep_research_providers
+        )
+        checks["search"] = f"ok: {', '.join(usable)}" + (f" ({' '.join(warnings)})" if warnings else "")
+    except FoundryError as exc:
+        checks["search"] = f"not usable: {exc.message} {exc.remediation}"
+    _print_json(checks)
+    return 0 if all(not str(v).startswith("not usable") for v in checks.values()) else 1
+
+
+COMMANDS: dict[str, Callable[[ResearchService, argparse.Namespace], Awaitable[int]]] = {
+    "research": _research,
+    "resume": _resume,
+    "status": _status,
+    "report": _report,
+    "list": _list,
+    "delete": _delete,
+    "doctor": _doctor,
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="foundry-mcp",
+        description="Deep research for coding assistants. With no command, serves MCP on stdio.",
+    )
+    parser.add_argument("--version", action="version", version=f"foundry-mcp {__version__}")
+    commands = parser.add_subparsers(dest="command")
+    commands.add_parser("serve", help="serve MCP over stdio (the default)")
+
+    research = commands.add_parser("research", help="run a research in the terminal")
+    research.add_argument("query", help="the research question")
+    research.add_argument("--provider", help="LLM as provider[:model], e.g. anthropic")
+    research.add_argument("--model", help="LLM model name")
+    research.add_argument("--context", help="extra context for the research (system prompt)")
+    research.add_argument("--max-iterations", type=int)
+    research.add_argument("--max-sub-queries", type=int)
+    research.add_argument("--max-sources", type=int, help="sources per sub-query")
+    research.add_argument("--timeout", type=float, help="overall timeout in seconds")
+
+    resume = commands.add_parser("resume", help="continue an unfinished research")
+    resume.add_argument("research_id")
+    resume.add_argument("--max-iterations", type=int)
+
+    for name, text in (("status", "show a research's status"), ("delete", "delete a research")):
+        commands.add_parser(name, help=text).add_argument("research_id")
+    report = commands.add_parser("report", help="print a research's report")
+    report.add_argument("research_id")
+    report.add_argument("--json", action="store_true", help="summary, first page and metadata")
+    listing = commands.add_parser("list", help="list researches, newest first")
+    listing.add_argument("--limit", type=int, default=20)
+    listing.add_argument("--completed-only", action="store_true")
+    commands.add_parser("doctor", help="check configuration and provider keys")
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())
