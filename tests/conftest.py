@@ -20,6 +20,8 @@ from tests.fakes import (  # noqa: E402
     fake_tavily,
 )
 
+from foundry_mcp.config import Settings, load_settings  # noqa: E402
+
 
 @pytest.fixture(scope="session")
 def anyio_backend() -> str:
@@ -52,3 +54,31 @@ def tavily_server() -> Iterator[FakeHTTPServer]:
     """A fake Tavily server with the default deterministic corpus."""
     with fake_tavily() as server:
         yield server
+
+
+@pytest.fixture
+def research_env(
+    tmp_path: Path, openai_server: FakeHTTPServer, tavily_server: FakeHTTPServer
+) -> dict[str, str]:
+    """Environment variables that point foundry-mcp at the fakes and at a private store."""
+    config = tmp_path / "foundry-mcp.toml"
+    config.write_text(
+        "[providers.openai]\nmax_retries = 0\n\n[providers.anthropic]\nmax_retries = 0\n"
+    )
+    home = tmp_path / "home"
+    home.mkdir()
+    return {
+        "HOME": str(home),
+        "FOUNDRY_MCP_CONFIG": str(config),
+        "FOUNDRY_MCP_RESEARCH_DIR": str(tmp_path / "research"),
+        "OPENAI_API_KEY": "sk-test-secret-openai",
+        "OPENAI_BASE_URL": openai_server.base_url + "/v1",
+        "TAVILY_API_KEY": "tvly-test-secret",
+        "TAVILY_BASE_URL": tavily_server.base_url,
+    }
+
+
+@pytest.fixture
+def settings(research_env: dict[str, str], tmp_path: Path) -> Settings:
+    """Settings loaded exactly as the server would load them from ``research_env``."""
+    return load_settings(env=research_env, cwd=tmp_path, home=Path(research_env["HOME"]))

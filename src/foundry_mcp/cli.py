@@ -6,6 +6,7 @@ In server mode nothing but protocol bytes is written to stdout; logs go to stder
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import signal
@@ -39,7 +40,10 @@ def main(argv: list[str] | None = None) -> int:
 
     async def run() -> int:
         async with research_runtime(settings, warm=False) as service:
-            return await handler(service, args)
+            try:
+                return await handler(service, args)
+            except FoundryError as exc:
+                return _fail(exc)
 
     try:
         return anyio.run(run)
@@ -53,10 +57,9 @@ def _serve() -> int:
     from foundry_mcp.server import create_server
 
     level = "WARNING"
-    try:
+    # With a bad configuration the server still starts, and reports the error on every call.
+    with contextlib.suppress(FoundryError):
         level = load_settings().logging.level
-    except FoundryError:
-        pass  # the server starts anyway and reports the configuration error on every call
     _configure_logging(level)
     create_server().run()
     return 0
@@ -89,7 +92,11 @@ async def _research(service: ResearchService, args: argparse.Namespace) -> int:
         "task_timeout": args.timeout,
     }
     started = service.start(
-        args.query, provider_id=args.provider, model=args.model, system_prompt=args.context, **limits
+        args.query,
+        provider_id=args.provider,
+        model=args.model,
+        system_prompt=args.context,
+        **limits,
     )
     return await _follow(service, started["research_id"])
 
@@ -188,7 +195,9 @@ async def _doctor(service: ResearchService, args: argparse.Namespace) -> int:
         usable, warnings = service.providers.usable_search_providers(
             settings.research.deep_research_providers
         )
-        checks["search"] = f"ok: {', '.join(usable)}" + (f" ({' '.join(warnings)})" if warnings else "")
+        checks["search"] = f"ok: {', '.join(usable)}" + (
+            f" ({' '.join(warnings)})" if warnings else ""
+        )
     except FoundryError as exc:
         checks["search"] = f"not usable: {exc.message} {exc.remediation}"
     _print_json(checks)

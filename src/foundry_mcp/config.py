@@ -13,7 +13,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 
 from foundry_mcp.errors import ConfigError
 
@@ -32,7 +40,7 @@ KNOWN_PROVIDER_KINDS: dict[str, ProviderKind] = {
 
 DEFAULT_MODELS: dict[str, str] = {
     "openai": "gpt-4.1-mini",
-    "anthropic": "claude-sonnet-4-5",
+    "anthropic": "claude-sonnet-5",
 }
 
 # Environment variables read for each provider, as (variable, key in [providers.<name>]).
@@ -113,14 +121,19 @@ class LoggingSettings(_Section):
 class Settings(_Section):
     """All of foundry-mcp's settings."""
 
-    research: ResearchSettings = Field(default_factory=ResearchSettings)  # type: ignore[arg-type]
+    research: ResearchSettings = Field(default_factory=ResearchSettings)
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
-    logging: LoggingSettings = Field(default_factory=LoggingSettings)  # type: ignore[arg-type]
-    sources: list[str] = Field(default_factory=list, exclude=True)
+    logging: LoggingSettings = Field(default_factory=LoggingSettings)
+    _sources: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def sources(self) -> list[str]:
+        """The configuration files that were read, in order of precedence."""
+        return self._sources
 
     def provider(self, name: str) -> ProviderSettings:
         """The settings of a provider, empty ones when it has no table."""
-        return self.providers.get(name) or ProviderSettings()  # type: ignore[call-arg]
+        return self.providers.get(name) or ProviderSettings()
 
     def provider_kind(self, name: str) -> ProviderKind | None:
         """The API flavour of a provider name, or None if unknown."""
@@ -168,7 +181,7 @@ def load_settings(
         settings = Settings.model_validate(merged)
     except ValidationError as exc:
         raise _config_error(exc, origin) from None
-    settings.sources = sources
+    settings._sources = sources
     return settings
 
 

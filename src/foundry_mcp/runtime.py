@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 import anyio
 
 from foundry_mcp.config import Settings
-from foundry_mcp.providers.registry import ProviderRegistry, warm_imports
+from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.service import ResearchService
 from foundry_mcp.research.store import ResearchStore
@@ -29,7 +29,7 @@ async def research_runtime(
         async with anyio.create_task_group() as task_group:
             if warm:
                 # Import the SDKs in a thread now, so the first research does not stall the loop.
-                task_group.start_soon(_warm_up)
+                task_group.start_soon(_warm_up, providers)
             service = ResearchService(settings, store, providers, JobRunner(task_group), hooks)
             recovered = service.recover_orphans()
             if recovered:
@@ -44,8 +44,8 @@ async def research_runtime(
         store.close()
 
 
-async def _warm_up() -> None:
+async def _warm_up(providers: ProviderRegistry) -> None:
     try:
-        await anyio.to_thread.run_sync(warm_imports)
+        await anyio.to_thread.run_sync(providers.warm_up, abandon_on_cancel=True)
     except Exception:  # an SDK that fails to import is reported when it is first used
         log.debug("warming provider SDKs failed", exc_info=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -56,6 +57,12 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False  # keep-alive connections must not block stop()
     fake: FakeHTTPServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up mid-answer (a cancelled call) is expected, not an error."""
+        error = sys.exc_info()[1]
+        if not isinstance(error, (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
 
 
 class _RequestHandler(BaseHTTPRequestHandler):

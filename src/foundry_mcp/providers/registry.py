@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from foundry_mcp.config import DEFAULT_MODELS, PROVIDER_ENV, ProviderKind, Settings
 from foundry_mcp.errors import ProviderNotConfiguredError
 from foundry_mcp.providers.llm.base import LLMProvider
@@ -32,6 +34,9 @@ class ProviderRegistry:
         self._settings = settings
         self._llms: dict[str, LLMProvider] = {}
         self._searches: dict[str, SearchProvider] = {}
+        # Adapters may be built in a worker thread (their SDK clients are slow to create).
+        self._lock = threading.Lock()
+        self.warmed = threading.Event()
 
     # ------------------------------------------------------------------ LLMs
 
@@ -42,7 +47,8 @@ class ProviderRegistry:
         kind = self._settings.provider_kind(name)
         if kind not in LLM_KINDS:
             known = sorted(
-                n for n in {*DEFAULT_MODELS, *self._settings.providers}
+                n
+                for n in {*DEFAULT_MODELS, *self._settings.providers}
                 if self._settings.provider_kind(n) in LLM_KINDS
             )
             raise ProviderNotConfiguredError(
@@ -50,7 +56,7 @@ class ProviderRegistry:
                 remediation=(
                     f"Use one of {', '.join(known)} (e.g. provider_id='openai:gpt-4.1-mini'), "
                     "or declare an OpenAI-compatible server as [providers.<name>] with "
-                    "type = \"openai\" and base_url."
+                    'type = "openai" and base_url.'
                 ),
             )
         settings = self._settings.provider(name)
@@ -71,7 +77,15 @@ class ProviderRegistry:
         return name, chosen
 
     def llm(self, name: str) -> LLMProvider:
-        """The adapter for an LLM provider (resolve it first with ``resolve_llm``)."""
+        """The adapter for an LLM provider (resolve it first with ``resolve_llm``).
+
+        The first call for a provider creates its SDK client, which takes tens to hundreds of
+        milliseconds (TLS setup): call it from a worker thread, not the event loop.
+        """
+        with self._lock:
+            return self._llm_locked(name)
+
+    def _llm_locked(self, name: str) -> LLMProvider:
         if name not in self._llms:
             settings = self._settings.provider(name)
             kind = self._settings.provider_kind(name)
@@ -117,6 +131,10 @@ class ProviderRegistry:
 
     def search(self, name: str) -> SearchProvider:
         """The adapter for a search provider (check it with ``usable_search_providers``)."""
+        with self._lock:
+            return self._search_locked(name)
+
+    def _search_locked(self, name: str) -> SearchProvider:
         if name not in self._searches:
             settings = self._settings.provider(name)
             from foundry_mcp.providers.search.tavily import TavilySearch
@@ -128,14 +146,30 @@ class ProviderRegistry:
 
     async def aclose(self) -> None:
         """Close every HTTP client this registry opened."""
-        for provider in [*self._llms.values(), *self._searches.values()]:
-            await provider.aclose()
+        for llm in self._llms.values():
+            await llm.aclose()
+        for search in self._searches.values():
+            await search.aclose()
         self._llms.clear()
         self._searches.clear()
 
+    def warm_up(self) -> None:
+        """Build the default providers' clients, then import the other SDKs.
 
-def warm_imports() -> None:
-    """Import the provider SDKs ahead of the first call (run in a worker thread)."""
-    import anthropic  # noqa: F401
-    import openai  # noqa: F401
-    import tavily  # noqa: F401
+        Run it in a worker thread at start-up: importing the SDKs takes seconds in total, and a
+        first import inside the event loop would stall every other request meanwhile.
+        """
+        research = self._settings.research
+        try:
+            try:
+                name, _ = self.resolve_llm(None, None)
+                self.llm(name)
+                for search in self.usable_search_providers(research.deep_research_providers)[0]:
+                    self.search(search)
+            except ProviderNotConfiguredError:
+                pass  # reported to the user when they start a research
+            import anthropic  # noqa: F401
+            import openai  # noqa: F401
+            import tavily  # noqa: F401
+        finally:
+            self.warmed.set()

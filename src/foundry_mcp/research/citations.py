@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 
 from foundry_mcp.research.models import Source
 
-_CITATION = re.compile(r"\[\s*(src-[0-9a-f]{8}(?:\s*[,;]\s*src-[0-9a-f]{8})*)\s*\]")
-_ID = re.compile(r"src-[0-9a-f]{8}")
+# A bracket of one or more source ids, with the blanks before it: "claim [src-1a2b3c4d]".
+_CITATION = re.compile(r"(?P<space>[ \t]*)\[\s*(?P<ids>src-[\w-]+(?:\s*[,;]\s*src-[\w-]+)*)\s*\]")
+_ID = re.compile(r"src-[\w-]+")
 _MODEL_SOURCES_HEADING = re.compile(
-    r"^#{1,6}\s*(sources|references|bibliography|citations|works cited)\b.*$",
+    r"^#{1,6}\s*(sources|references|bibliography|citations|works cited|source list)\s*:?\s*$",
     re.IGNORECASE | re.MULTILINE,
 )
-_SPACE_BEFORE_PUNCT = re.compile(r"[ \t]+([.,;:!?])")
 
 
 @dataclass
@@ -41,7 +41,7 @@ def resolve_citations(draft: str, sources: Mapping[str, Source]) -> ResolvedRepo
 
     def replace(match: re.Match[str]) -> str:
         refs = []
-        for source_id in _ID.findall(match.group(1)):
+        for source_id in _ID.findall(match.group("ids")):
             source = sources.get(source_id)
             if source is None:
                 counts["dropped"] += 1
@@ -53,10 +53,10 @@ def resolve_citations(draft: str, sources: Mapping[str, Source]) -> ResolvedRepo
             ref = f"[{numbers[source_id]}]"
             if ref not in refs:
                 refs.append(ref)
-        return "".join(refs)
+        # A citation that resolves to nothing disappears with the blank before it.
+        return match.group("space") + "".join(refs) if refs else ""
 
-    body = _CITATION.sub(replace, body)
-    body = _SPACE_BEFORE_PUNCT.sub(r"\1", body).rstrip()
+    body = _CITATION.sub(replace, body).rstrip()
     if cited:
         lines = [f"[{n}] {_title(s)}" for n, s in enumerate(cited, start=1)]
         body += "\n\n## Sources\n\n" + "\n".join(lines) + "\n"

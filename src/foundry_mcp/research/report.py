@@ -20,7 +20,9 @@ def report_summary(report: str) -> str:
         following = _ANY_HEADING.search(rest)
         text = rest[: following.start()] if following else rest
     else:
-        paragraphs = [p for p in report.split("\n\n") if p.strip() and not p.lstrip().startswith("#")]
+        paragraphs = [
+            p for p in report.split("\n\n") if p.strip() and not p.lstrip().startswith("#")
+        ]
         text = paragraphs[0] if paragraphs else ""
     text = text.strip()
     if len(text) > SUMMARY_MAX_CHARS:

@@ -146,12 +146,16 @@ class ResearchService:
 
     def _limits(self, base: ResearchLimits | None, **given: Any) -> ResearchLimits:
         research = self.settings.research
-        limits = base.model_copy() if base else ResearchLimits(
-            max_iterations=research.deep_research_max_iterations,
-            max_sub_queries=research.deep_research_max_sub_queries,
-            max_sources_per_query=research.deep_research_max_sources,
-            max_concurrent=research.deep_research_max_concurrent,
-            task_timeout=research.deep_research_timeout,
+        limits = (
+            base.model_copy()
+            if base
+            else ResearchLimits(
+                max_iterations=research.deep_research_max_iterations,
+                max_sub_queries=research.deep_research_max_sub_queries,
+                max_sources_per_query=research.deep_research_max_sources,
+                max_concurrent=research.deep_research_max_concurrent,
+                task_timeout=research.deep_research_timeout,
+            )
         )
         for name, value in given.items():
             if value is not None:
@@ -176,8 +180,12 @@ class ResearchService:
             self.store.save(state)
 
         try:
-            llm = ResearchLLM(self.providers.llm(state.llm_provider), state.llm_model, state, calls)
-            search = [self.providers.search(name) for name in state.search_providers]
+            llm_provider = await anyio.to_thread.run_sync(self.providers.llm, state.llm_provider)
+            search = [
+                await anyio.to_thread.run_sync(self.providers.search, name)
+                for name in state.search_providers
+            ]
+            llm = ResearchLLM(llm_provider, state.llm_model, state, calls)
             supervisor = Supervisor(state, llm, search, calls, checkpoint, self.hooks)
             with anyio.fail_after(state.limits.task_timeout):
                 await supervisor.run()
@@ -328,8 +336,8 @@ class ResearchService:
         """A page of the report, its summary and sources; and warnings for the envelope."""
         research_id = validate_research_id(research_id)
         offset = 0 if offset is None else check_range("offset", offset, 0, 10**9)
-        max_chars = 20_000 if max_chars is None else check_range(
-            "max_chars", max_chars, 1000, 100_000
+        max_chars = (
+            20_000 if max_chars is None else check_range("max_chars", max_chars, 1000, 100_000)
         )
         state = self._load_checked(research_id)
         if state.report is None:
@@ -376,7 +384,7 @@ class ResearchService:
         self, *, limit: int | None = None, cursor: str | None = None, completed_only: bool = False
     ) -> dict[str, Any]:
         limit = 20 if limit is None else check_range("limit", limit, 1, 100)
-        items, next_cursor = self.store.list(limit, cursor, bool(completed_only))
+        items, next_cursor = self.store.list_page(limit, cursor, bool(completed_only))
         return {
             "items": [
                 {
@@ -526,4 +534,3 @@ def _cited_sources(state: ResearchState) -> list[dict[str, Any]]:
         for n, sid in enumerate(cited_ids, start=1)
         if sid in by_id
     ]
-

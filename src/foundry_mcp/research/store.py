@@ -80,7 +80,11 @@ class ResearchStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
-        os.chmod(research_dir / DB_NAME, 0o600)
+        # Research text may be private: the database and its WAL side files are owner-only.
+        for suffix in ("", "-wal", "-shm"):
+            path = research_dir / f"{DB_NAME}{suffix}"
+            if path.exists():
+                os.chmod(path, 0o600)
 
     def close(self) -> None:
         with self._lock:
@@ -141,7 +145,7 @@ class ResearchStore:
             cursor = self._db.execute("DELETE FROM research WHERE id = ?", (research_id,))
         return cursor.rowcount > 0
 
-    def list(
+    def list_page(
         self, limit: int, cursor: str | None = None, completed_only: bool = False
     ) -> tuple[list[ResearchSummary], str | None]:
         """Newest first, ``limit`` at a time; the second value is the next page's cursor."""

@@ -96,21 +96,28 @@ def create_server(settings_loader: Callable[[], Settings] = load_settings) -> MC
         ] = None,
         model: Annotated[str | None, _schema("deep-research: LLM model name override.")] = None,
         max_iterations: Annotated[
-            int | None, _schema("deep-research/resume: refinement rounds, 1-10.", minimum=1, maximum=10)
+            int | None,
+            _schema("deep-research/resume: refinement rounds, 1-10.", minimum=1, maximum=10),
         ] = None,
         max_sub_queries: Annotated[
-            int | None, _schema("deep-research/resume: sub-queries per round, 1-20.", minimum=1, maximum=20)
+            int | None,
+            _schema("deep-research/resume: sub-queries per round, 1-20.", minimum=1, maximum=20),
         ] = None,
         max_sources_per_query: Annotated[
             int | None,
             _schema("deep-research/resume: sources per sub-query, 1-50.", minimum=1, maximum=50),
         ] = None,
         max_concurrent: Annotated[
-            int | None, _schema("deep-research/resume: parallel searches, 1-10.", minimum=1, maximum=10)
+            int | None,
+            _schema("deep-research/resume: parallel searches, 1-10.", minimum=1, maximum=10),
         ] = None,
         task_timeout: Annotated[
             float | None,
-            _schema("deep-research/resume: overall timeout in seconds, 10-86400.", minimum=10, maximum=86400),
+            _schema(
+                "deep-research/resume: overall timeout in seconds, 10-86400.",
+                minimum=10,
+                maximum=86400,
+            ),
         ] = None,
         deep_research_action: Annotated[
             str | None,
@@ -128,17 +135,28 @@ def create_server(settings_loader: Callable[[], Settings] = load_settings) -> MC
         ] = None,
         wait_timeout: Annotated[
             float | None,
-            _schema("deep-research-status: longest wait in seconds, 0-60 (default 30).", minimum=0, maximum=60),
+            _schema(
+                "deep-research-status: longest wait in seconds, 0-60 (default 30).",
+                minimum=0,
+                maximum=60,
+            ),
         ] = None,
         offset: Annotated[
             int | None, _schema("deep-research-report: first character of the page.", minimum=0)
         ] = None,
         max_chars: Annotated[
             int | None,
-            _schema("deep-research-report: page size, 1000-100000 (default 20000).", minimum=1000, maximum=100000),
+            _schema(
+                "deep-research-report: page size, 1000-100000 (default 20000).",
+                minimum=1000,
+                maximum=100000,
+            ),
         ] = None,
         limit: Annotated[
-            int | None, _schema("deep-research-list: items per page, 1-100 (default 20).", minimum=1, maximum=100)
+            int | None,
+            _schema(
+                "deep-research-list: items per page, 1-100 (default 20).", minimum=1, maximum=100
+            ),
         ] = None,
         cursor: Annotated[
             str | None, _schema("deep-research-list: next_cursor from the previous page.")

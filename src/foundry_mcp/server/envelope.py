@@ -42,4 +42,6 @@ def failure(error: FoundryError, warnings: list[str] | None = None) -> Envelope:
     details = {k: v for k, v in error.details.items() if k != "field" and v is not None}
     if details:
         data["details"] = details
-    return Envelope(success=False, data=data, error=error.message, meta=Meta(warnings=warnings or []))
+    return Envelope(
+        success=False, data=data, error=error.message, meta=Meta(warnings=warnings or [])
+    )

@@ -6,8 +6,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
 from foundry_mcp.providers.http_errors import status_error
+from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
 from foundry_mcp.providers.llm.text import strip_reasoning
 
 if TYPE_CHECKING:
@@ -41,8 +41,7 @@ class AnthropicProvider:
             "messages": [{"role": "user", "content": request.user}],
             "max_tokens": request.max_tokens,
         }
-        if request.temperature is not None:
-            kwargs["temperature"] = request.temperature
+        # The Messages API of anthropic >= 2 takes no temperature; the model's default applies.
         started = time.perf_counter()
         try:
             message = await self._client.messages.create(**kwargs)

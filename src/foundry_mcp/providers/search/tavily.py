@@ -24,9 +24,7 @@ class TavilySearch:
 
         self.name = name
         self._timeout = min(timeout, 120.0)
-        self._client: AsyncTavilyClient = AsyncTavilyClient(
-            api_key=api_key, api_base_url=base_url
-        )
+        self._client: AsyncTavilyClient = AsyncTavilyClient(api_key=api_key, api_base_url=base_url)
 
     async def search(self, query: str, max_results: int) -> list[SearchResult]:
         from tavily import errors

@@ -17,6 +17,12 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
     Tries strict JSON, then a fenced block, then the outermost braces, then json-repair
     (which fixes trailing commas, single quotes and truncated output).
     """
+    try:
+        whole = json.loads(text.strip())
+    except ValueError:
+        pass
+    else:
+        return whole if isinstance(whole, dict) else None
     candidates = [text.strip()]
     fenced = _FENCE.search(text)
     if fenced:

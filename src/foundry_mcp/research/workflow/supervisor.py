@@ -9,10 +9,9 @@ whatever phase the state is in, so a resumed research simply continues.
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from foundry_mcp.providers.search.base import SearchProvider
 from foundry_mcp.research.models import (
@@ -28,8 +27,8 @@ from foundry_mcp.research.models import (
 )
 from foundry_mcp.research.workflow.analyzer import analyze
 from foundry_mcp.research.workflow.calls import CallLog, ResearchLLM
-from foundry_mcp.research.workflow.gatherer import gather
 from foundry_mcp.research.workflow.gates import GATES
+from foundry_mcp.research.workflow.gatherer import gather
 from foundry_mcp.research.workflow.planner import plan
 from foundry_mcp.research.workflow.refiner import refine
 from foundry_mcp.research.workflow.synthesizer import synthesize
@@ -37,7 +36,6 @@ from foundry_mcp.research.workflow.synthesizer import synthesize
 log = logging.getLogger(__name__)
 
 Checkpoint = Callable[[], Awaitable[None]]
-T = TypeVar("T")
 
 
 class SupervisorHooks:
@@ -81,8 +79,7 @@ def reflection_prompt(state: ResearchState, phase: Phase) -> str:
         )
     addressed = sum(1 for g in state.gaps if g.addressed)
     return (
-        f"Refinement done: {addressed}/{len(state.gaps)} gaps addressed. Iterate again or "
-        "finalise?"
+        f"Refinement done: {addressed}/{len(state.gaps)} gaps addressed. Iterate again or finalise?"
     )
 
 
@@ -128,7 +125,7 @@ class Supervisor:
             {"phase": phase.value, "iteration": state.iteration},
             None,
         )
-        await _maybe_await(self._hooks.on_phase_start(state, phase))
+        await self._hooks.on_phase_start(state, phase)
         outputs: dict[str, Any]
         if phase is Phase.PLANNING:
             outputs = await self._planning()
@@ -142,10 +139,8 @@ class Supervisor:
             outputs = await self._refinement()
         self._evaluate(phase, outputs)
         await self._checkpoint()
-        await _maybe_await(self._hooks.on_phase_complete(state, phase))
-        guidance = await _maybe_await(
-            self._hooks.on_think_pause(state, reflection_prompt(state, phase))
-        )
+        await self._hooks.on_phase_complete(state, phase)
+        guidance = await self._hooks.on_think_pause(state, reflection_prompt(state, phase))
         self._guidance = guidance or None
         if self._guidance:
             state.metadata.setdefault("guidance", []).append(
@@ -159,13 +154,17 @@ class Supervisor:
             state.research_brief = output.research_brief or state.research_brief
             state.sub_queries.extend(
                 SubQuery(
-                    query=p.query, rationale=p.rationale, priority=p.priority,
+                    query=p.query,
+                    rationale=p.rationale,
+                    priority=p.priority,
                     iteration=state.iteration,
                 )
                 for p in output.sub_queries
             )
         return {
-            "sub_query_count": sum(1 for sq in state.sub_queries if sq.iteration == state.iteration),
+            "sub_query_count": sum(
+                1 for sq in state.sub_queries if sq.iteration == state.iteration
+            ),
             "has_research_brief": bool(state.research_brief),
         }
 
@@ -314,9 +313,3 @@ class Supervisor:
             )
         )
         log.debug("%s %s: %s", agent.value, action, rationale)
-
-
-async def _maybe_await(value: Awaitable[T] | T) -> T:
-    if inspect.isawaitable(value):
-        return await value
-    return value

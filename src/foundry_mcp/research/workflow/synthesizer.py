@@ -53,9 +53,7 @@ async def synthesize(
         citations_count=resolved.citations_count,
         sources_cited=len(resolved.cited),
         sources_examined=len(state.sources),
-        confidence_summary={
-            level: confidence.get(level, 0) for level in ("high", "medium", "low")
-        },
+        confidence_summary={level: confidence.get(level, 0) for level in ("high", "medium", "low")},
         dropped_citations=resolved.dropped_citations,
         cited_source_ids=[source.id for source in resolved.cited],
     )

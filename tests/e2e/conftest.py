@@ -1,0 +1,38 @@
+"""Helpers for driving foundry-mcp through a real MCP client session."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+from mcp import Client
+
+TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted"}
+
+
+async def call(client: Client, **arguments: Any) -> dict[str, Any]:
+    """Call the research tool and return its envelope (checked to match the text content)."""
+    result = await client.call_tool("research", arguments)
+    envelope = result.structured_content
+    assert envelope is not None, result
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert json.loads(text) == envelope
+    assert result.is_error == (not envelope["success"])
+    return envelope
+
+
+async def run_to_end(client: Client, research_id: str, timeout: float = 60) -> dict[str, Any]:
+    """Long-poll status until the research ends."""
+    with anyio.fail_after(timeout):
+        while True:
+            envelope = await call(
+                client,
+                action="deep-research-status",
+                research_id=research_id,
+                wait=True,
+                wait_timeout=2,
+            )
+            assert envelope["success"], envelope
+            if envelope["data"]["status"] in TERMINAL:
+                return envelope["data"]

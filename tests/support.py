@@ -1,0 +1,50 @@
+"""Assertions and waits shared by the integration and end-to-end tests."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import anyio
+from tests.fakes import FakeHTTPServer
+from tests.fakes.providers import default_results
+
+from foundry_mcp.research.service import ResearchService
+
+TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted"}
+
+
+def served_urls(tavily: FakeHTTPServer) -> set[str]:
+    """Every URL the fake search engine returned (its answers are deterministic per query)."""
+    urls: set[str] = set()
+    for request in tavily.requests_to("/search"):
+        body = request.json or {}
+        for result in default_results(body["query"], body.get("max_results", 5)):
+            urls.add(result["url"])
+    return urls
+
+
+def assert_citations_resolve(report: str, allowed_urls: set[str]) -> list[int]:
+    """Every [n] in the body has a Sources entry whose URL search returned; none uncited."""
+    assert "\n## Sources\n" in report, "report has no Sources section"
+    body, sources = report.split("\n## Sources\n", 1)
+    cited = {int(n) for n in re.findall(r"\[(\d+)\]", body)}
+    entries = dict(re.findall(r"^\[(\d+)\] .* - (\S+)$", sources, re.MULTILINE))
+    listed = {int(n) for n in entries}
+    assert cited, "report cites nothing"
+    assert cited == listed, f"cited {sorted(cited)} but listed {sorted(listed)}"
+    for url in entries.values():
+        assert url in allowed_urls, f"{url} was never returned by search"
+    assert "src-" not in body, "an unresolved source id is left in the report"
+    return sorted(cited)
+
+
+async def wait_until(
+    service: ResearchService, research_id: str, statuses: set[str], timeout: float = 30
+) -> dict[str, Any]:
+    """Poll status (long-poll) until it is one of ``statuses``."""
+    with anyio.fail_after(timeout):
+        while True:
+            status = await service.status(research_id, wait=True, wait_timeout=1)
+            if status["status"] in statuses:
+                return status
