@@ -223,3 +223,38 @@ async def test_shutdown_interrupts_and_a_new_process_can_resume(
         status = await wait_until(service, research_id, TERMINAL)
     assert status["status"] == "completed"
     assert brain.calls["planner"] == 1
+
+
+async def test_all_searches_failing_fails_the_run_and_resume_retries_them(
+    settings: Settings, tavily_server: FakeHTTPServer, brain: ResearchBrain
+) -> None:
+    tavily_server.fail_next(503, times=3)
+    async with research_runtime(settings, warm=False) as service:
+        started = service.start("How do octopuses camouflage?", max_iterations=1)
+        research_id = started["research_id"]
+        status = await wait_until(service, research_id, TERMINAL)
+        assert status["status"] == "failed"
+        assert "Every search failed" in status["error"]
+        assert brain.calls["writer"] == 0  # no report written from the model's memory
+
+        resumed = service.resume(research_id)
+        assert resumed["phase"] == "gathering"
+        status = await wait_until(service, research_id, TERMINAL)
+        assert status["status"] == "completed", status["error"]
+        state = service.store.load(research_id)
+    assert all(sq.status.value == "completed" for sq in state.sub_queries)
+    assert brain.calls["planner"] == 1
+
+
+async def test_no_findings_gives_an_honest_report_without_asking_the_model(
+    settings: Settings, brain: ResearchBrain
+) -> None:
+    brain.overrides["analyzer"] = '{"findings": [], "gaps": [], "quality_updates": []}'
+    async with research_runtime(settings, warm=False) as service:
+        started = service.start("Is there life on Europa?", max_iterations=1)
+        status = await wait_until(service, started["research_id"], TERMINAL)
+        report = service.full_report(started["research_id"])
+    assert status["status"] == "completed"
+    assert brain.calls["writer"] == 0
+    assert "makes no claims" in report
+    assert "[1]" not in report

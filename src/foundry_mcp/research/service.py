@@ -28,9 +28,11 @@ from foundry_mcp.research.jobs import Job, JobRunner
 from foundry_mcp.research.models import (
     AgentDecision,
     AgentRole,
+    Phase,
     ResearchLimits,
     ResearchState,
     Status,
+    SubQueryStatus,
     utcnow,
 )
 from foundry_mcp.research.report import report_page, report_summary
@@ -169,10 +171,13 @@ class ResearchService:
     async def _run(self, job: Job) -> None:
         """The background body of one research: supervisor, timeout and final status."""
         state = self.store.load(job.research_id)
+        if job.cancel_requested:  # cancelled before it started: nothing to stop
+            self._abort(state, Status.CANCELLED, "cancelled")
+            self.store.save(state)
+            return
         calls = self.call_logs.setdefault(state.id, CallLog())
         state.status = Status.RUNNING
-        state.started_at = state.started_at or utcnow()
-        state.metadata["run_started_at"] = utcnow().isoformat()
+        state.started_at = utcnow()
         state.error = None
         self.store.save(state)
 
@@ -473,6 +478,14 @@ class ResearchService:
         )
         for key in ("cancelled", "timeout", "interrupted", "failed"):
             state.metadata.pop(key, None)
+        if state.phase is Phase.GATHERING:  # searches that failed get another chance
+            for sub_query in state.sub_queries:
+                if (
+                    sub_query.iteration == state.iteration
+                    and sub_query.status is SubQueryStatus.FAILED
+                ):
+                    sub_query.status = SubQueryStatus.PENDING
+                    sub_query.error = None
         state.status = Status.QUEUED
         state.completed_at = None
         state.error = None

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.search.base import SearchProvider
 from foundry_mcp.research.models import (
     PHASE_TO_AGENT,
@@ -169,9 +170,21 @@ class Supervisor:
         }
 
     async def _gathering(self) -> dict[str, Any]:
-        output = await gather(self.state, self._search, self._calls, self._checkpoint)
+        state = self.state
+        output = await gather(state, self._search, self._calls, self._checkpoint)
+        current = [sq for sq in state.sub_queries if sq.iteration == state.iteration]
+        if not state.sources and current and all(sq.error for sq in current):
+            # Writing a report from no evidence would only repeat the model's memory.
+            errors = "; ".join(dict.fromkeys(sq.error or "" for sq in current))
+            raise ProviderError(
+                f"Every search failed, so there is nothing to analyse: {errors}",
+                provider=", ".join(p.name for p in self._search),
+                retryable=True,
+                remediation="Check the search provider's key and status, then resume the "
+                "research; the failed searches are retried.",
+            )
         self._mark_searched_gaps()
-        return {"source_count": len(self.state.sources), **output.stats.model_dump()}
+        return {"source_count": len(state.sources), **output.stats.model_dump()}
 
     async def _analysis(self) -> dict[str, Any]:
         output = await analyze(self._llm, self.state, self._guidance, self._checkpoint)

@@ -23,6 +23,8 @@ async def synthesize(
     llm: ResearchLLM, state: ResearchState, guidance: str | None
 ) -> SynthesizerOutput:
     """Write the report; every citation in it is resolved against the research's sources."""
+    if not state.findings:
+        return _no_evidence_report(state)
     cited_ids = {sid for f in state.findings for sid in f.source_ids}
     sources = [s for s in state.sources if s.id in cited_ids]
     high_quality = sum(1 for s in state.sources if s.quality is SourceQuality.HIGH)
@@ -63,3 +65,24 @@ async def synthesize(
 def _unwrap_fence(text: str) -> str:
     match = _FENCED_REPORT.match(text)
     return match.group(1).strip() if match else text
+
+
+def _no_evidence_report(state: ResearchState) -> SynthesizerOutput:
+    """An honest report when nothing was found; the model is not asked to write from memory."""
+    report = (
+        f"# {state.query.strip()[:200]}\n\n"
+        "## Executive Summary\n\n"
+        f"The research examined {len(state.sources)} source(s) but extracted no finding that "
+        "the sources support, so it makes no claims.\n\n"
+        "## Limitations and Open Questions\n\n"
+        "Try a more specific question, more sources per sub-query, or another search provider, "
+        "then start the research again.\n"
+    )
+    state.warn("No findings were extracted; the report states that nothing could be established.")
+    metadata = ReportMetadata(
+        sections=["Executive Summary", "Limitations and Open Questions"],
+        word_count=len(report.split()),
+        sources_examined=len(state.sources),
+        confidence_summary={"high": 0, "medium": 0, "low": 0},
+    )
+    return SynthesizerOutput(report=report, report_metadata=metadata)
