@@ -18,10 +18,9 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.fakes import ResearchBrain, fake_openai, fake_tavily
-
 from foundry_mcp.config import load_settings
 from foundry_mcp.runtime import research_runtime
+from tests.fakes import ResearchBrain, fake_openai, fake_tavily
 
 
 async def run(args: argparse.Namespace) -> None:

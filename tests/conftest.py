@@ -12,6 +12,7 @@ _ROOT = str(Path(__file__).resolve().parents[1])
 if _ROOT not in sys.path:  # make ``tests.fakes`` importable without a tests/__init__.py
     sys.path.insert(0, _ROOT)
 
+from foundry_mcp.config import Settings, load_settings  # noqa: E402
 from tests.fakes import (  # noqa: E402
     FakeHTTPServer,
     ResearchBrain,
@@ -19,8 +20,6 @@ from tests.fakes import (  # noqa: E402
     fake_openai,
     fake_tavily,
 )
-
-from foundry_mcp.config import Settings, load_settings  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -6,10 +6,10 @@ import re
 from typing import Any
 
 import anyio
-from tests.fakes import FakeHTTPServer
-from tests.fakes.providers import default_results
 
 from foundry_mcp.research.service import ResearchService
+from tests.fakes import FakeHTTPServer
+from tests.fakes.providers import default_results
 
 TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted"}
 

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.types import TextResourceContents
-from tests.e2e.conftest import call, run_to_end
-from tests.fakes import FakeHTTPServer
-from tests.support import assert_citations_resolve, served_urls
 
 from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.server import create_server
 from foundry_mcp.server.actions import ACTION_PARAMS
+from tests.e2e.conftest import call, run_to_end
+from tests.fakes import FakeHTTPServer
+from tests.support import assert_citations_resolve, served_urls
 
 pytestmark = pytest.mark.anyio
 

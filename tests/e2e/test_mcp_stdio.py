@@ -8,6 +8,7 @@ import sys
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import TextResourceContents
+
 from tests.e2e.conftest import call, run_to_end
 from tests.fakes import FakeHTTPServer
 from tests.support import assert_citations_resolve, served_urls

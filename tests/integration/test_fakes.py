@@ -13,6 +13,7 @@ import openai
 import pytest
 import tavily
 from tavily.errors import InvalidAPIKeyError
+
 from tests.fakes import (
     HALLUCINATED_ID,
     SHARED_URL,

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import anyio
 import pytest
-from tests.fakes import FakeHTTPServer, ResearchBrain
-from tests.fakes.providers import SHARED_URL
-from tests.support import TERMINAL, assert_citations_resolve, served_urls, wait_until
 
 from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.research import service as service_module
 from foundry_mcp.runtime import research_runtime
+from tests.fakes import FakeHTTPServer, ResearchBrain
+from tests.fakes.providers import SHARED_URL
+from tests.support import TERMINAL, assert_citations_resolve, served_urls, wait_until
 
 pytestmark = pytest.mark.anyio
 
