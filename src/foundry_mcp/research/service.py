@@ -91,6 +91,7 @@ class ResearchService:
         self.jobs = jobs
         self.hooks = hooks
         self.call_logs: dict[str, CallLog] = {}
+        self._deleted: set[str] = set()
 
     # ------------------------------------------------------------------ start
 
@@ -173,16 +174,16 @@ class ResearchService:
         state = self.store.load(job.research_id)
         if job.cancel_requested:  # cancelled before it started: nothing to stop
             self._abort(state, Status.CANCELLED, "cancelled")
-            self.store.save(state)
+            self._save_run(state)
             return
         calls = self.call_logs.setdefault(state.id, CallLog())
         state.status = Status.RUNNING
         state.started_at = utcnow()
         state.error = None
-        self.store.save(state)
+        self._save_run(state)
 
         async def checkpoint() -> None:
-            self.store.save(state)
+            self._save_run(state)
 
         try:
             llm_provider = await anyio.to_thread.run_sync(self.providers.llm, state.llm_provider)
@@ -206,7 +207,7 @@ class ResearchService:
             else:
                 self._abort(state, Status.INTERRUPTED, "interrupted")
                 state.error = "The server stopped while the research was running."
-            self.store.save(state)
+            self._save_run(state)
             raise
         except FoundryError as exc:
             self._abort(state, Status.FAILED, "failed")
@@ -220,7 +221,12 @@ class ResearchService:
         else:
             state.status = Status.COMPLETED
             state.completed_at = utcnow()
-        self.store.save(state)
+        self._save_run(state)
+
+    def _save_run(self, state: ResearchState) -> None:
+        """Save a run's state, unless the research was deleted while it ran."""
+        if state.id not in self._deleted:
+            self.store.save(state)
 
     @staticmethod
     def _abort(state: ResearchState, status: Status, reason: str) -> None:
@@ -241,10 +247,10 @@ class ResearchService:
     ) -> dict[str, Any]:
         """The research's status; with ``wait``, first block until it moves (long poll)."""
         research_id = validate_research_id(research_id)
+        timeout = 30.0 if wait_timeout is None else wait_timeout
+        check_range("wait_timeout", timeout, 0, MAX_WAIT_SECONDS, integer=False)
         state = self._load_checked(research_id)
         if wait and state.status.is_active:
-            timeout = 30.0 if wait_timeout is None else wait_timeout
-            check_range("wait_timeout", timeout, 0, MAX_WAIT_SECONDS, integer=False)
             before = self.store.fingerprint(research_id)
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
@@ -504,6 +510,7 @@ class ResearchService:
         """Delete a research, cancelling it first if it runs here."""
         research_id = validate_research_id(research_id)
         self.store.load(research_id)  # RESEARCH_NOT_FOUND before anything else
+        self._deleted.add(research_id)
         if self.jobs.cancel(research_id):
             await self.jobs.wait(research_id, DELETE_WAIT_SECONDS)
         self.store.delete(research_id)

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
-from pydantic import ValidationError
-
 from foundry_mcp.research.models import (
     AnalyzerOutput,
     Confidence,
@@ -18,7 +16,7 @@ from foundry_mcp.research.models import (
 )
 from foundry_mcp.research.prompts.analyzer import analyzer_prompts
 from foundry_mcp.research.workflow.calls import ResearchLLM
-from foundry_mcp.research.workflow.jsonparse import parse_json_object
+from foundry_mcp.research.workflow.jsonparse import parse_handoff
 
 SOURCES_PER_CALL = 20
 CHARS_PER_SOURCE = 4000
@@ -61,7 +59,7 @@ async def _analyze_batch(
         guidance,
     )
     text = await llm.ask("analysis", system, user, json_mode=True, max_tokens=4096)
-    output = _parse(text)
+    output = parse_handoff(text, AnalyzerOutput)
     if output is not None:
         return _keep_known_sources(output, {s.id for s in batch})
     state.warn("An analysis answer could not be read; a low-confidence summary was kept.")
@@ -75,16 +73,6 @@ async def _analyze_batch(
             )
         ]
     )
-
-
-def _parse(text: str) -> AnalyzerOutput | None:
-    data = parse_json_object(text)
-    if data is None:
-        return None
-    try:
-        return AnalyzerOutput.model_validate(data)
-    except ValidationError:
-        return None
 
 
 def _keep_known_sources(output: AnalyzerOutput, known: set[str]) -> AnalyzerOutput:

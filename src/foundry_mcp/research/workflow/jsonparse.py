@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 import json_repair
+from pydantic import BaseModel, ValidationError
+
+HandoffT = TypeVar("HandoffT", bound=BaseModel)
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
 
@@ -42,3 +45,14 @@ def parse_json_object(text: str) -> dict[str, Any] | None:
         if isinstance(repaired, dict) and repaired:
             return repaired
     return None
+
+
+def parse_handoff(text: str, model: type[HandoffT]) -> HandoffT | None:
+    """The agent handoff ``model`` read from model output, or None if it cannot be."""
+    data = parse_json_object(text)
+    if data is None:
+        return None
+    try:
+        return model.model_validate(data)
+    except ValidationError:
+        return None

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import ValidationError
-
 from foundry_mcp.research.models import PlannedSubQuery, PlannerOutput, ResearchState
 from foundry_mcp.research.prompts.planner import planner_prompts
 from foundry_mcp.research.workflow.calls import ResearchLLM
-from foundry_mcp.research.workflow.jsonparse import parse_json_object
+from foundry_mcp.research.workflow.jsonparse import parse_handoff
 
 MIN_QUERY_CHARS = 3
 
@@ -17,7 +15,7 @@ async def plan(llm: ResearchLLM, state: ResearchState, guidance: str | None) -> 
     limit = state.limits.max_sub_queries
     system, user = planner_prompts(state.query, limit, state.system_prompt, guidance)
     text = await llm.ask("planning", system, user, json_mode=True, max_tokens=2048)
-    output = _parse(text)
+    output = parse_handoff(text, PlannerOutput)
     if output is None or not output.sub_queries:
         state.warn("The planner's answer could not be read; the question was searched as is.")
         return PlannerOutput(
@@ -33,16 +31,6 @@ async def plan(llm: ResearchLLM, state: ResearchState, guidance: str | None) -> 
             unique.append(sub_query)
     output.sub_queries = unique[:limit] or [PlannedSubQuery(query=_as_search_query(state.query))]
     return output
-
-
-def _parse(text: str) -> PlannerOutput | None:
-    data = parse_json_object(text)
-    if data is None:
-        return None
-    try:
-        return PlannerOutput.model_validate(data)
-    except ValidationError:
-        return None
 
 
 def _as_search_query(question: str) -> str:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pydantic import ValidationError
-
 from foundry_mcp.research.models import (
     Confidence,
     FollowUpQuery,
@@ -14,7 +12,7 @@ from foundry_mcp.research.models import (
 )
 from foundry_mcp.research.prompts.refiner import refiner_prompts
 from foundry_mcp.research.workflow.calls import ResearchLLM
-from foundry_mcp.research.workflow.jsonparse import parse_json_object
+from foundry_mcp.research.workflow.jsonparse import parse_handoff
 
 
 async def refine(llm: ResearchLLM, state: ResearchState, guidance: str | None) -> RefinerOutput:
@@ -32,7 +30,7 @@ async def refine(llm: ResearchLLM, state: ResearchState, guidance: str | None) -
         guidance,
     )
     text = await llm.ask("refinement", system, user, json_mode=True, max_tokens=2048)
-    output = _parse(text)
+    output = parse_handoff(text, RefinerOutput)
     known = {gap.id for gap in gaps}
     if output is not None:
         output.gap_analysis = [a for a in output.gap_analysis if a.gap_id in known]
@@ -57,13 +55,3 @@ async def refine(llm: ResearchLLM, state: ResearchState, guidance: str | None) -
     for assessment in output.gap_analysis:
         by_id[assessment.gap_id].severity = assessment.severity
     return output
-
-
-def _parse(text: str) -> RefinerOutput | None:
-    data = parse_json_object(text)
-    if data is None:
-        return None
-    try:
-        return RefinerOutput.model_validate(data)
-    except ValidationError:
-        return None
