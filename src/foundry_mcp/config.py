@@ -73,6 +73,8 @@ class ResearchSettings(_Section):
     deep_research_timeout: float = Field(600.0, ge=10, le=86400)
     deep_research_providers: list[str] = Field(default_factory=lambda: ["tavily"])
     research_dir: Path = Path("~/.foundry-mcp/research")
+    deep_research_verify_citations: bool = True
+    deep_research_verification_max_claims: int = Field(60, ge=1, le=500)
 
     @field_validator("research_dir")
     @classmethod

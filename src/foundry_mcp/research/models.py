@@ -131,6 +131,15 @@ class Severity(StrEnum):
     MINOR = "minor"
 
 
+class Verdict(StrEnum):
+    """What the cited sources say about one claim of the report."""
+
+    SUPPORTED = "supported"
+    PARTIAL = "partial"
+    UNSUPPORTED = "unsupported"
+    UNVERIFIED = "unverified"  # the judge could not be asked or its answer was unreadable
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore", validate_assignment=False)
 
@@ -192,6 +201,38 @@ class Gap(_Model):
     iteration: int = 1
 
 
+class Contradiction(_Model):
+    """Sources that disagree about something that matters to the question."""
+
+    id: str = Field(default_factory=lambda: new_id("con"))
+    description: str
+    source_ids: list[str] = Field(default_factory=list)
+    resolution: str | None = None
+    iteration: int = 1
+
+
+class ClaimCheck(_Model):
+    """The verification verdict on one cited sentence of the report."""
+
+    sentence: str
+    source_ids: list[str] = Field(default_factory=list)
+    verdict: Verdict = Verdict.UNVERIFIED
+    reason: str = ""
+
+
+class VerificationSummary(_Model):
+    """Counts of the citation verification pass over the report."""
+
+    claims_checked: int = 0
+    supported: int = 0
+    partial: int = 0
+    unsupported: int = 0
+    unverified: int = 0
+    uncited_sentences: int = 0
+    removed: int = 0
+    llm_calls: int = 0
+
+
 class AgentDecision(_Model):
     """One recorded step of the supervisor: a dispatch, an evaluation or an iteration decision."""
 
@@ -231,6 +272,7 @@ class ReportMetadata(_Model):
     confidence_summary: dict[str, int] = Field(default_factory=dict)
     dropped_citations: int = 0
     cited_source_ids: list[str] = Field(default_factory=list)
+    verification: VerificationSummary | None = None
 
 
 class ResearchLimits(_Model):
@@ -263,6 +305,8 @@ class ResearchState(_Model):
     sources: list[Source] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
     gaps: list[Gap] = Field(default_factory=list)
+    contradictions: list[Contradiction] = Field(default_factory=list)
+    claim_checks: list[ClaimCheck] = Field(default_factory=list)
     report: str | None = None
     report_metadata: ReportMetadata | None = None
 
