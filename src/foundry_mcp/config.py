@@ -75,6 +75,8 @@ class ResearchSettings(_Section):
     research_dir: Path = Path("~/.foundry-mcp/research")
     deep_research_verify_citations: bool = True
     deep_research_verification_max_claims: int = Field(60, ge=1, le=500)
+    deep_research_gate_retries: int = Field(1, ge=0, le=3)
+    deep_research_enable_reflection: bool = False
 
     @field_validator("research_dir")
     @classmethod

@@ -285,6 +285,15 @@ class ResearchLimits(_Model):
     task_timeout: float = 600.0
 
 
+class ResearchOptions(_Model):
+    """Workflow switches of one research, resolved from configuration when it starts."""
+
+    verify_citations: bool = True
+    max_verified_claims: int = 60
+    gate_retries: int = 1
+    enable_reflection: bool = False
+
+
 class ResearchState(_Model):
     """Everything known about one research; persisted after every unit of work."""
 
@@ -296,6 +305,7 @@ class ResearchState(_Model):
     phase: Phase = Phase.PLANNING
     iteration: int = 1
     limits: ResearchLimits = Field(default_factory=ResearchLimits)
+    options: ResearchOptions = Field(default_factory=ResearchOptions)
     llm_provider: str
     llm_model: str
     search_providers: list[str] = Field(default_factory=list)

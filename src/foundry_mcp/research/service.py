@@ -30,6 +30,7 @@ from foundry_mcp.research.models import (
     AgentRole,
     Phase,
     ResearchLimits,
+    ResearchOptions,
     ResearchState,
     Status,
     SubQueryStatus,
@@ -122,10 +123,17 @@ class ResearchService:
         search, warnings = self.providers.usable_search_providers(
             self.settings.research.deep_research_providers
         )
+        research = self.settings.research
         state = ResearchState(
             query=query,
             system_prompt=(system_prompt or None),
             limits=limits,
+            options=ResearchOptions(
+                verify_citations=research.deep_research_verify_citations,
+                max_verified_claims=research.deep_research_verification_max_claims,
+                gate_retries=research.deep_research_gate_retries,
+                enable_reflection=research.deep_research_enable_reflection,
+            ),
             llm_provider=llm_name,
             llm_model=llm_model,
             search_providers=search,
