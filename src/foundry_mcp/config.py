@@ -77,6 +77,7 @@ class ResearchSettings(_Section):
     deep_research_verification_max_claims: int = Field(60, ge=1, le=500)
     deep_research_gate_retries: int = Field(1, ge=0, le=3)
     deep_research_enable_reflection: bool = False
+    supervisor_hooks: str | None = None
 
     @field_validator("research_dir")
     @classmethod

@@ -361,6 +361,11 @@ class ResearchState(_Model):
         if message not in self.warnings:
             self.warnings.append(message)
 
+    def record_fallback(self, agent: AgentRole, message: str) -> None:
+        """Note that an agent fell back to its safe default, as a warning and a decision."""
+        self.warn(message)
+        self.record(AgentDecision(agent=agent, action="fallback", rationale=message))
+
 
 # --------------------------------------------------------------------------- agent handoffs
 
@@ -405,6 +410,11 @@ class IdentifiedGap(_Model):
     priority: int = 1
 
 
+class IdentifiedContradiction(_Model):
+    description: str
+    source_ids: list[str] = Field(default_factory=list)
+
+
 class QualityUpdate(_Model):
     source_id: str
     quality: SourceQuality
@@ -416,6 +426,7 @@ class AnalyzerOutput(_Model):
     findings: list[ExtractedFinding] = Field(default_factory=list)
     gaps: list[IdentifiedGap] = Field(default_factory=list)
     quality_updates: list[QualityUpdate] = Field(default_factory=list)
+    contradictions: list[IdentifiedContradiction] = Field(default_factory=list)
 
 
 class SynthesizerOutput(_Model):
@@ -451,6 +462,21 @@ class RefinerOutput(_Model):
         default_factory=IterationRecommendation
     )
     report_improvements: list[str] = Field(default_factory=list)
+
+
+class QualityAssessment(_Model):
+    score: float = 0.0
+    strengths: list[str] = Field(default_factory=list)
+    weaknesses: list[str] = Field(default_factory=list)
+
+
+class ReflectionDecision(_Model):
+    """The supervisor model's answer at a think pause."""
+
+    action: str = "proceed"  # proceed | retry | iterate | complete
+    rationale: str = ""
+    quality_assessment: QualityAssessment = Field(default_factory=QualityAssessment)
+    guidance: str | None = None
 
 
 class ValidationResult(_Model):

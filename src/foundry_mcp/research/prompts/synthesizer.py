@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from foundry_mcp.research.models import Finding, Gap, Source
+from foundry_mcp.research.models import Contradiction, Finding, Gap, Source
 
 SYNTHESIZER_SYSTEM = """\
 You are the research writer of a deep-research team. You turn analysed findings into a clear, \
@@ -14,7 +14,7 @@ Structure:
 # <a title that names the answer>
 ## Executive Summary   (two or three sentences that answer the question)
 ## Key Findings        (organised by theme or importance, evidence before opinion)
-## Conflicting Evidence (only if sources disagree)
+## Conflicting Evidence (whenever contradictions are listed below: what each side says, cited)
 ## Limitations and Open Questions
 ## Conclusion          (what the reader should take away or do)
 
@@ -34,6 +34,9 @@ Research brief: {brief}
 Findings:
 
 {findings}
+
+Contradictions between sources:
+{contradictions}
 
 Known gaps:
 {gaps}
@@ -57,6 +60,7 @@ def synthesizer_prompts(
     max_iterations: int,
     high_quality: int,
     guidance: str | None,
+    contradictions: Sequence[Contradiction] = (),
 ) -> tuple[str, str]:
     """The (system, user) prompts for writing the report."""
     finding_lines = [
@@ -65,6 +69,9 @@ def synthesizer_prompts(
         for n, f in enumerate(findings, start=1)
     ]
     gap_lines = [f"- {g.description}" for g in gaps] or ["- (none)"]
+    contradiction_lines = [
+        f"- {c.description}\n  Sources: {', '.join(c.source_ids)}" for c in contradictions
+    ] or ["- (none)"]
     source_lines = [f"- {s.id}: {s.title} ({s.url or 'no URL'})" for s in sources]
     user = SYNTHESIZER_USER.format(
         query=query,
@@ -72,6 +79,7 @@ def synthesizer_prompts(
         guidance=f"\nSupervisor guidance: {guidance}\n" if guidance else "",
         findings="\n\n".join(finding_lines) or "(no findings)",
         gaps="\n".join(gap_lines),
+        contradictions="\n".join(contradiction_lines),
         sources="\n".join(source_lines) or "- (none)",
         iteration=iteration,
         max_iterations=max_iterations,

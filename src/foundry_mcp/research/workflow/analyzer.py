@@ -6,8 +6,10 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
 from foundry_mcp.research.models import (
+    AgentRole,
     AnalyzerOutput,
     Confidence,
+    Contradiction,
     ExtractedFinding,
     Finding,
     Gap,
@@ -40,6 +42,7 @@ async def analyze(
         combined.findings.extend(output.findings)
         combined.gaps.extend(output.gaps)
         combined.quality_updates.extend(output.quality_updates)
+        combined.contradictions.extend(output.contradictions)
         await checkpoint()
 
     await asyncio.gather(*(run(batch) for batch in batches))
@@ -62,7 +65,10 @@ async def _analyze_batch(
     output = parse_handoff(text, AnalyzerOutput)
     if output is not None:
         return _keep_known_sources(output, {s.id for s in batch})
-    state.warn("An analysis answer could not be read; a low-confidence summary was kept.")
+    state.record_fallback(
+        AgentRole.ANALYZER,
+        "An analysis answer could not be read; a low-confidence summary was kept.",
+    )
     summary = " ".join(text.split())[:600] or "The sources were collected but not analysed."
     return AnalyzerOutput(
         findings=[
@@ -84,6 +90,13 @@ def _keep_known_sources(output: AnalyzerOutput, known: set[str]) -> AnalyzerOutp
             findings.append(finding)
     output.findings = findings
     output.quality_updates = [u for u in output.quality_updates if u.source_id in known]
+    for contradiction in output.contradictions:
+        contradiction.source_ids = [
+            sid for sid in dict.fromkeys(contradiction.source_ids) if sid in known
+        ]
+    output.contradictions = [
+        c for c in output.contradictions if c.source_ids and c.description.strip()
+    ]
     return output
 
 
@@ -114,5 +127,13 @@ def _apply(state: ResearchState, batch: Sequence[Source], output: AnalyzerOutput
                     iteration=state.iteration,
                 )
             )
+    for contradiction in output.contradictions:
+        state.contradictions.append(
+            Contradiction(
+                description=contradiction.description.strip(),
+                source_ids=contradiction.source_ids,
+                iteration=state.iteration,
+            )
+        )
     for source in batch:
         source.analyzed = True

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from foundry_mcp.research.models import PlannedSubQuery, PlannerOutput, ResearchState
+from foundry_mcp.research.models import AgentRole, PlannedSubQuery, PlannerOutput, ResearchState
 from foundry_mcp.research.prompts.planner import planner_prompts
 from foundry_mcp.research.workflow.calls import ResearchLLM
 from foundry_mcp.research.workflow.jsonparse import parse_handoff
@@ -17,7 +17,10 @@ async def plan(llm: ResearchLLM, state: ResearchState, guidance: str | None) -> 
     text = await llm.ask("planning", system, user, json_mode=True, max_tokens=2048)
     output = parse_handoff(text, PlannerOutput)
     if output is None or not output.sub_queries:
-        state.warn("The planner's answer could not be read; the question was searched as is.")
+        state.record_fallback(
+            AgentRole.PLANNER,
+            "The planner's answer could not be read; the question was searched as is.",
+        )
         return PlannerOutput(
             research_brief=output.research_brief if output else "",
             sub_queries=[PlannedSubQuery(query=_as_search_query(state.query), priority=1)],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from foundry_mcp.research.models import (
+    AgentRole,
     Confidence,
     FollowUpQuery,
     GapAssessment,
@@ -36,7 +37,10 @@ async def refine(llm: ResearchLLM, state: ResearchState, guidance: str | None) -
         output.gap_analysis = [a for a in output.gap_analysis if a.gap_id in known]
     if output is None or not output.gap_analysis:
         if output is None:
-            state.warn("The refiner's answer could not be read; gaps' own queries were used.")
+            state.record_fallback(
+                AgentRole.REFINER,
+                "The refiner's answer could not be read; the gaps' own queries were used.",
+            )
         output = RefinerOutput(
             gap_analysis=[
                 GapAssessment(

@@ -22,9 +22,11 @@ from foundry_mcp.research.models import (
     Confidence,
     Phase,
     RefinerOutput,
+    ReflectionDecision,
     ResearchState,
     SubQuery,
     SubQueryStatus,
+    ValidationResult,
 )
 from foundry_mcp.research.workflow.analyzer import analyze
 from foundry_mcp.research.workflow.calls import CallLog, ResearchLLM
@@ -32,6 +34,7 @@ from foundry_mcp.research.workflow.gates import GATES
 from foundry_mcp.research.workflow.gatherer import gather
 from foundry_mcp.research.workflow.planner import plan
 from foundry_mcp.research.workflow.refiner import refine
+from foundry_mcp.research.workflow.reflection import reflect
 from foundry_mcp.research.workflow.synthesizer import synthesize
 
 log = logging.getLogger(__name__)
@@ -40,13 +43,20 @@ Checkpoint = Callable[[], Awaitable[None]]
 
 
 class SupervisorHooks:
-    """Extension points for library users; override any method. All default to no-ops."""
+    """Extension points for library users; override any method. All default to no-ops.
+
+    A hook that raises is logged and ignored (with a warning on the research): a faulty hook
+    never breaks a research.
+    """
 
     async def on_phase_start(self, state: ResearchState, phase: Phase) -> None:
         """Called before a phase's agent runs."""
 
+    async def on_agent_handoff(self, state: ResearchState, agent: AgentRole, phase: Phase) -> None:
+        """Called when the supervisor hands a phase to its specialist agent."""
+
     async def on_phase_complete(self, state: ResearchState, phase: Phase) -> None:
-        """Called after a phase's agent ran and its state was saved."""
+        """Called after a phase ran, passed its gate (or used up its retries) and was saved."""
 
     async def on_think_pause(self, state: ResearchState, prompt: str) -> str | None:
         """Called at each reflection point; guidance returned goes to the next agent."""
@@ -103,6 +113,7 @@ class Supervisor:
         self._checkpoint = checkpoint
         self._hooks = hooks or SupervisorHooks()
         self._guidance: str | None = None
+        self._complete_early = False
 
     async def run(self) -> None:
         """Advance phase by phase; returns when the research is complete."""
@@ -119,34 +130,151 @@ class Supervisor:
 
     async def _run_phase(self, phase: Phase) -> None:
         state = self.state
+        agent = PHASE_TO_AGENT[phase]
         self._record(
-            PHASE_TO_AGENT[phase],
+            agent,
             f"execute_{phase.value}",
-            f"Phase {phase.value} is handled by the {PHASE_TO_AGENT[phase].value}.",
+            f"Phase {phase.value} is handled by the {agent.value}.",
             {"phase": phase.value, "iteration": state.iteration},
             None,
         )
-        await self._hooks.on_phase_start(state, phase)
-        outputs: dict[str, Any]
-        if phase is Phase.PLANNING:
-            outputs = await self._planning()
-        elif phase is Phase.GATHERING:
-            outputs = await self._gathering()
-        elif phase is Phase.ANALYSIS:
-            outputs = await self._analysis()
-        elif phase is Phase.SYNTHESIS:
-            outputs = await self._synthesis()
-        else:
-            outputs = await self._refinement()
-        self._evaluate(phase, outputs)
-        await self._checkpoint()
-        await self._hooks.on_phase_complete(state, phase)
-        guidance = await self._hooks.on_think_pause(state, reflection_prompt(state, phase))
-        self._guidance = guidance or None
-        if self._guidance:
-            state.metadata.setdefault("guidance", []).append(
-                {"after": phase.value, "iteration": state.iteration, "guidance": self._guidance}
+        await self._call_hook("on_phase_start", state, phase)
+        await self._call_hook("on_agent_handoff", state, agent, phase)
+        given_guidance = self._guidance  # from the think pause before this phase
+        outputs = await self._execute(phase)
+        gate = self._evaluate(phase, outputs)
+        reflection = await self._reflect(phase, gate, outputs)
+        attempts = 0
+        while attempts < state.options.gate_retries and self._retry_wanted(phase, gate, reflection):
+            attempts += 1
+            issues = gate.issues or [reflection.rationale if reflection else "quality too low"]
+            self._record(
+                AgentRole.SUPERVISOR,
+                "retry_phase",
+                f"Retrying {phase.value} (attempt {attempts} of {state.options.gate_retries}): "
+                f"{'; '.join(issues)}.",
+                {"phase": phase.value, "iteration": state.iteration, "attempt": attempts},
+                {"issues": issues},
             )
+            self._prepare_retry(phase)
+            self._guidance = _join(
+                given_guidance,
+                f"The previous attempt fell short: {'; '.join(issues)}. Fix these issues.",
+                reflection.guidance if reflection else None,
+            )
+            outputs = await self._execute(phase)
+            gate = self._evaluate(phase, outputs)
+            reflection = None
+        await self._checkpoint()
+        await self._call_hook("on_phase_complete", state, phase)
+        await self._think_pause(phase, reflection)
+
+    async def _execute(self, phase: Phase) -> dict[str, Any]:
+        if phase is Phase.PLANNING:
+            return await self._planning()
+        if phase is Phase.GATHERING:
+            return await self._gathering()
+        if phase is Phase.ANALYSIS:
+            return await self._analysis()
+        if phase is Phase.SYNTHESIS:
+            return await self._synthesis()
+        return await self._refinement()
+
+    async def _reflect(
+        self, phase: Phase, gate: ValidationResult, outputs: dict[str, Any]
+    ) -> ReflectionDecision | None:
+        """The model's judgement of the phase, when reflection is enabled."""
+        state = self.state
+        if not state.options.enable_reflection:
+            return None
+        decision = await reflect(
+            self._llm, state, phase, reflection_prompt(state, phase), gate, outputs
+        )
+        self._record(
+            AgentRole.SUPERVISOR,
+            "reflect",
+            decision.rationale or f"Reflection chose {decision.action}.",
+            {"phase": phase.value, "iteration": state.iteration},
+            {
+                "action": decision.action,
+                "score": decision.quality_assessment.score,
+                "guidance": decision.guidance,
+            },
+        )
+        if decision.action == "complete" and phase in (Phase.SYNTHESIS, Phase.REFINEMENT):
+            self._complete_early = True
+        return decision
+
+    def _retry_wanted(
+        self, phase: Phase, gate: ValidationResult, reflection: ReflectionDecision | None
+    ) -> bool:
+        """Retry when the gate failed (or the reflection asked) and a retry can change things."""
+        wanted = not gate.valid or (reflection is not None and reflection.action == "retry")
+        return wanted and self._can_retry(phase)
+
+    def _can_retry(self, phase: Phase) -> bool:
+        state = self.state
+        current = [sq for sq in state.sub_queries if sq.iteration == state.iteration]
+        if phase is Phase.PLANNING:
+            return state.iteration == 1 and all(
+                sq.status is SubQueryStatus.PENDING for sq in current
+            )
+        if phase is Phase.GATHERING:
+            return any(sq.status is SubQueryStatus.FAILED for sq in current)
+        if phase is Phase.ANALYSIS:
+            return any(s.iteration == state.iteration for s in state.sources)
+        return phase is Phase.SYNTHESIS
+
+    def _prepare_retry(self, phase: Phase) -> None:
+        """Undo what the phase produced so that running it again replaces, not duplicates."""
+        state = self.state
+        if phase is Phase.PLANNING:
+            state.sub_queries = [sq for sq in state.sub_queries if sq.iteration != state.iteration]
+        elif phase is Phase.GATHERING:
+            for sq in state.sub_queries:
+                if sq.iteration == state.iteration and sq.status is SubQueryStatus.FAILED:
+                    sq.status, sq.error = SubQueryStatus.PENDING, None
+        elif phase is Phase.ANALYSIS:
+            state.findings = [f for f in state.findings if f.iteration != state.iteration]
+            state.gaps = [g for g in state.gaps if g.iteration != state.iteration or g.addressed]
+            state.contradictions = [
+                c for c in state.contradictions if c.iteration != state.iteration
+            ]
+            for source in state.sources:
+                if source.iteration == state.iteration:
+                    source.analyzed = False
+
+    async def _think_pause(self, phase: Phase, reflection: ReflectionDecision | None) -> None:
+        """Reflect after the phase: hooks and the model may give guidance to the next agent."""
+        state = self.state
+        prompt = reflection_prompt(state, phase)
+        hook_guidance = await self._call_hook("on_think_pause", state, prompt)
+        guidance = _join(
+            hook_guidance if isinstance(hook_guidance, str) else None,
+            reflection.guidance if reflection else None,
+        )
+        self._record(
+            AgentRole.SUPERVISOR,
+            "think_pause",
+            prompt,
+            {"phase": phase.value, "iteration": state.iteration},
+            {"guidance": guidance},
+        )
+        self._guidance = guidance
+        if guidance:
+            state.metadata.setdefault("guidance", []).append(
+                {"after": phase.value, "iteration": state.iteration, "guidance": guidance}
+            )
+
+    async def _call_hook(self, name: str, *args: Any) -> Any:
+        try:
+            return await getattr(self._hooks, name)(*args)
+        except Exception as exc:
+            log.exception("supervisor hook %s failed", name)
+            self.state.warn(
+                f"Supervisor hook {name} failed ({type(exc).__name__}: {exc}); ignored."
+            )
+            return None
 
     async def _planning(self) -> dict[str, Any]:
         state = self.state
@@ -183,11 +311,11 @@ class Supervisor:
                 remediation="Check the search provider's key and status, then resume the "
                 "research; the failed searches are retried.",
             )
-        self._mark_searched_gaps()
         return {"source_count": len(state.sources), **output.stats.model_dump()}
 
     async def _analysis(self) -> dict[str, Any]:
         output = await analyze(self._llm, self.state, self._guidance, self._checkpoint)
+        self._mark_addressed_gaps()
         return {
             "finding_count": len(self.state.findings),
             "new_findings": len(output.findings),
@@ -255,7 +383,7 @@ class Supervisor:
         if phase is Phase.SYNTHESIS:
             return Phase.REFINEMENT if self._decide_iteration() else None
         if phase is Phase.REFINEMENT:
-            if not self._next_iteration_queries():
+            if not self._next_iteration_queries() or self._complete_early:
                 return None
             state.iteration += 1
             return Phase.GATHERING
@@ -266,7 +394,10 @@ class Supervisor:
         state = self.state
         gaps = len(state.unaddressed_gaps())
         should = gaps > 0 and state.iteration < state.limits.max_iterations
-        if should:
+        if should and self._complete_early:
+            should = False
+            rationale = "The supervisor's reflection judged the report complete."
+        elif should:
             rationale = f"{gaps} unaddressed gap(s) and iterations remain: refine."
         elif gaps:
             rationale = f"{gaps} gap(s) remain but the iteration limit is reached: complete."
@@ -285,7 +416,7 @@ class Supervisor:
         )
         return should
 
-    def _evaluate(self, phase: Phase, outputs: dict[str, Any]) -> None:
+    def _evaluate(self, phase: Phase, outputs: dict[str, Any]) -> ValidationResult:
         result = GATES[phase](self.state)
         rationale = (
             f"{phase.value.capitalize()} meets its quality gate."
@@ -304,12 +435,17 @@ class Supervisor:
                 "issues": result.issues,
             },
         )
+        return result
 
-    def _mark_searched_gaps(self) -> None:
-        """A gap counts as addressed once every follow-up query made for it was searched."""
-        for gap in self.state.gaps:
-            follow_ups = [sq for sq in self.state.sub_queries if sq.gap_id == gap.id]
-            if follow_ups and all(sq.status is not SubQueryStatus.PENDING for sq in follow_ups):
+    def _mark_addressed_gaps(self) -> None:
+        """A gap is addressed once a finding rests on a source its follow-up queries found."""
+        state = self.state
+        supported = {sid for finding in state.findings for sid in finding.source_ids}
+        for gap in state.unaddressed_gaps():
+            follow_ups = [sq for sq in state.sub_queries if sq.gap_id == gap.id]
+            if any(sq.status is SubQueryStatus.PENDING for sq in follow_ups):
+                continue
+            if any(sid in supported for sq in follow_ups for sid in sq.source_ids):
                 gap.addressed = True
 
     def _record(
@@ -326,3 +462,9 @@ class Supervisor:
             )
         )
         log.debug("%s %s: %s", agent.value, action, rationale)
+
+
+def _join(*parts: str | None) -> str | None:
+    """Several pieces of guidance as one, or None when there is none."""
+    kept = [part.strip() for part in parts if part and part.strip()]
+    return "\n".join(kept) or None

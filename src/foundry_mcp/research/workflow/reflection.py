@@ -1,0 +1,50 @@
+"""The supervisor's optional model-based reflection at a think pause."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from foundry_mcp.errors import ProviderError
+from foundry_mcp.research.models import (
+    AgentRole,
+    Phase,
+    ReflectionDecision,
+    ResearchState,
+    ValidationResult,
+)
+from foundry_mcp.research.prompts.supervisor import supervisor_prompts
+from foundry_mcp.research.workflow.calls import ResearchLLM
+from foundry_mcp.research.workflow.jsonparse import parse_handoff
+
+ACTIONS = ("proceed", "retry", "iterate", "complete")
+
+
+async def reflect(
+    llm: ResearchLLM,
+    state: ResearchState,
+    phase: Phase,
+    prompt: str,
+    gate: ValidationResult,
+    metrics: dict[str, Any],
+) -> ReflectionDecision:
+    """Ask the model to judge the phase; ``proceed`` whenever its answer is unusable."""
+    gate_summary = "passed" if gate.valid else f"failed: {'; '.join(gate.issues)}"
+    system, user = supervisor_prompts(
+        state.query, prompt, gate_summary, metrics, state.iteration, state.limits.max_iterations
+    )
+    try:
+        text = await llm.ask(f"reflection:{phase.value}", system, user, json_mode=True)
+    except ProviderError as exc:
+        state.record_fallback(
+            AgentRole.SUPERVISOR,
+            f"Reflection after {phase.value} failed ({exc.message}); proceeding.",
+        )
+        return ReflectionDecision(action="proceed", rationale="Reflection unavailable.")
+    decision = parse_handoff(text, ReflectionDecision)
+    if decision is None or decision.action not in ACTIONS:
+        state.record_fallback(
+            AgentRole.SUPERVISOR,
+            f"The reflection after {phase.value} could not be read; proceeding.",
+        )
+        return ReflectionDecision(action="proceed", rationale="Unreadable reflection.")
+    return decision
