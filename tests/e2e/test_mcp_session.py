@@ -47,6 +47,10 @@ async def test_whole_research_through_mcp(
         assert data["summary"]
         assert data["total_chars"] == len(data["report"])  # small report: one page
         cited = assert_citations_resolve(data["report"], served_urls(tavily_server))
+        log = data["decision_log"]
+        assert log["by_action"]["evaluate_phase"] >= 5
+        assert any(d["action"] == "decide_iteration" for d in log["key_decisions"])
+        assert final["recent_decisions"] and final["recent_decisions"][-1]["agent"] == "supervisor"
         assert [s["number"] for s in data["sources"]] == cited
 
         resource = await client.read_resource(f"research://{research_id}/report")

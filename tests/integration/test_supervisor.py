@@ -240,3 +240,14 @@ def test_hooks_that_cannot_be_loaded_are_a_configuration_error() -> None:
         load_hooks("no_such_module:Hooks")
     with pytest.raises(ConfigError, match="did not produce a SupervisorHooks"):
         load_hooks("json:JSONDecoder")
+
+
+async def test_guidance_given_after_planning_carries_over_gathering_to_the_analyzer(
+    settings: Settings, brain: ResearchBrain
+) -> None:
+    hooks = RecordingHooks(Phase.PLANNING, "Weigh vendor benchmarks with suspicion.")
+    await _research(settings, "How fast is FAISS?", hooks, max_iterations=1)
+    analyzer_prompts = [user for agent, _, user in brain.history if agent == "analyzer"]
+    assert analyzer_prompts and all("vendor benchmarks" in user for user in analyzer_prompts)
+    writer_prompt = next(user for agent, _, user in brain.history if agent == "writer")
+    assert "vendor benchmarks" not in writer_prompt

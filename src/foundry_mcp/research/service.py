@@ -375,6 +375,7 @@ class ResearchService:
             **page,
             "report_metadata": metadata.model_dump() if metadata else None,
             "sources": _cited_sources(state),
+            "decision_log": _decision_log(state),
         }
         return payload, warnings
 
@@ -551,6 +552,27 @@ def _check_query(query: Any) -> str:
 def _shorten(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+KEY_DECISIONS = {"decide_iteration", "plan_next_iteration", "retry_phase", "fallback", "resume"}
+
+
+def _decision_log(state: ResearchState) -> dict[str, Any]:
+    """The supervisor's decisions in brief: counts per action and the ones that changed course."""
+    counts: dict[str, int] = {}
+    for decision in state.decisions:
+        counts[decision.action] = counts.get(decision.action, 0) + 1
+    key = [
+        {
+            "agent": d.agent.value,
+            "action": d.action,
+            "rationale": _shorten(d.rationale, 240),
+            "iteration": d.inputs.get("iteration"),
+        }
+        for d in state.decisions
+        if d.action in KEY_DECISIONS
+    ]
+    return {"total": len(state.decisions), "by_action": counts, "key_decisions": key[-20:]}
 
 
 def _cited_sources(state: ResearchState) -> list[dict[str, Any]]:

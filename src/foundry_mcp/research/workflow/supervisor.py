@@ -167,7 +167,7 @@ class Supervisor:
             reflection = None
         await self._checkpoint()
         await self._call_hook("on_phase_complete", state, phase)
-        await self._think_pause(phase, reflection)
+        await self._think_pause(phase, reflection, given_guidance)
 
     async def _execute(self, phase: Phase) -> dict[str, Any]:
         if phase is Phase.PLANNING:
@@ -244,7 +244,9 @@ class Supervisor:
                 if source.iteration == state.iteration:
                     source.analyzed = False
 
-    async def _think_pause(self, phase: Phase, reflection: ReflectionDecision | None) -> None:
+    async def _think_pause(
+        self, phase: Phase, reflection: ReflectionDecision | None, given: str | None
+    ) -> None:
         """Reflect after the phase: hooks and the model may give guidance to the next agent."""
         state = self.state
         prompt = reflection_prompt(state, phase)
@@ -260,7 +262,8 @@ class Supervisor:
             {"phase": phase.value, "iteration": state.iteration},
             {"guidance": guidance},
         )
-        self._guidance = guidance
+        # The gatherer uses no model, so guidance given before it carries over to the analyzer.
+        self._guidance = _join(given, guidance) if phase is Phase.GATHERING else guidance
         if guidance:
             state.metadata.setdefault("guidance", []).append(
                 {"after": phase.value, "iteration": state.iteration, "guidance": guidance}
