@@ -16,8 +16,21 @@ GAP_ID_RE = re.compile(r"\bgap-[0-9a-f]{8}\b")
 ITERATION_RE = re.compile(r"^\s*Iteration:\s*(\d+)\s*/\s*(\d+)", re.MULTILINE | re.IGNORECASE)
 QUESTION_RE = re.compile(r"^\s*Research question:\s*(.+?)\s*$", re.MULTILINE | re.IGNORECASE)
 SOURCES_LINE_RE = re.compile(r"^\s*[-*]?\s*Sources?:\s*(.+)$", re.MULTILINE | re.IGNORECASE)
+SOURCE_TEXT_RE = re.compile(r"<source\s+id=\"(src-[0-9a-f]{8})\"[^>]*>(.*?)</source>", re.DOTALL)
+CONTENT_RE = re.compile(r"^\s*Content:\s*(.*)", re.DOTALL | re.MULTILINE | re.IGNORECASE)
+FINDING_HEADER_RE = re.compile(r"^\s*Finding\s+\d+(?:\s*\([^)\n]*\))?\s*:\s*(.*)$", re.IGNORECASE)
+SENTENCE_RE = re.compile(r"(?<=\.)\s+(?=[A-Z0-9])")
+CLAIM_RE = re.compile(r"^Claim\s+(\d+):[ \t]*(.*)$", re.MULTILINE)
+EXCERPT_RE = re.compile(r"<excerpt\b[^>]*>(.*?)</excerpt>", re.DOTALL)
+WORD_RE = re.compile(r"[a-z0-9]+")
+_JUDGE_STOP_WORDS_TEXT = """
+a an and are as at be by for from has have in is it its of on or that the their this to was
+were which with
+"""
+JUDGE_STOP_WORDS = frozenset(_JUDGE_STOP_WORDS_TEXT.split())
 
 AGENT_MARKERS: tuple[tuple[str, str], ...] = (
+    ("research fact-checker", "verifier"),
     ("research planner", "planner"),
     ("research analyst", "analyzer"),
     ("research writer", "writer"),
@@ -60,12 +73,15 @@ class ResearchBrain:
         gap_iterations: int = 1,
         hallucinate_citation: bool = False,
         include_sources_section: bool = False,
+        unsupported_claim: str | None = None,
         json_in_fences: bool = False,
         broken_json_for: Iterable[str] = (),
     ) -> None:
         self.gap_iterations = gap_iterations
         self.hallucinate_citation = hallucinate_citation
         self.include_sources_section = include_sources_section
+        # A sentence no source supports, added to the report citing a real source id.
+        self.unsupported_claim = unsupported_claim
         self.json_in_fences = json_in_fences
         self.broken_json_for: set[str] = set(broken_json_for)
         self.overrides: dict[str, Override] = {}  # agent -> fixed text or fn(system, user)
@@ -77,7 +93,7 @@ class ResearchBrain:
 
     @staticmethod
     def identify(system: str) -> str:
-        """``planner``, ``analyzer``, ``writer``, ``refiner`` or ``other``."""
+        """``planner``, ``analyzer``, ``writer``, ``refiner``, ``verifier`` or ``other``."""
         lowered = system.lower()
         for marker, agent in AGENT_MARKERS:
             if marker in lowered:
@@ -123,6 +139,8 @@ class ResearchBrain:
             return self._json(self.refine(user))
         if agent == "writer":
             return self.write(user)
+        if agent == "verifier":
+            return self._json(self.verify(user))
         return "This is a deterministic answer from the fake research brain."
 
     def _json(self, data: dict[str, Any]) -> str:
@@ -151,16 +169,24 @@ class ResearchBrain:
         """Analyzer output: findings citing the prompt's sources, quality updates, gaps."""
         ids = _unique(SOURCE_BLOCK_RE.findall(user)) or _unique(SOURCE_ID_RE.findall(user))
         q = question_of(user)
+        texts = source_sentences(user)
         findings: list[dict[str, Any]] = []
         if ids:
             cites = [ids[:2], ids[1:2] or ids[:1]]
             if len(ids) >= 3:
                 cites.append([ids[2], ids[0]])
             for i, source_ids in enumerate(cites):
+                # Evidence-based: finding i restates sentence i of its first cited source.
+                sentences = texts.get(source_ids[0]) or []
+                content = (
+                    sentences[i % len(sentences)]
+                    if sentences
+                    else f"Finding {i + 1} about {q}: the sources agree on point "
+                    f"{i + 1} and provide supporting detail."
+                )
                 findings.append(
                     {
-                        "content": f"Finding {i + 1} about {q}: the sources agree on point "
-                        f"{i + 1} and provide supporting detail.",
+                        "content": content,
                         "confidence": "high" if i == 0 else "medium",
                         "source_ids": source_ids,
                         "category": "evidence" if i == 0 else "context",
@@ -212,7 +238,10 @@ class ResearchBrain:
         }
 
     def write(self, user: str) -> str:
-        """Writer output: a markdown report citing the prompt's source ids."""
+        """Writer output: a markdown report, each finding a sentence followed by its citations.
+
+        Without findings in the prompt, templated sentences cite the ``Sources:`` lines' ids.
+        """
         q = question_of(user)
         groups = [_unique(SOURCE_ID_RE.findall(line)) for line in SOURCES_LINE_RE.findall(user)]
         groups = [g for g in groups if g]
@@ -222,15 +251,21 @@ class ResearchBrain:
         def cite(ids: list[str]) -> str:
             return " ".join(f"[{sid}]" for sid in ids)
 
-        templates = (
-            "The gathered evidence on {q} establishes point {i} {c}.",
-            "Several sources add detail to point {i} about {q} {c}.",
-            "Point {i} on {q} is consistent across independent reports {c}.",
-        )
-        findings = [
-            templates[i % 3].format(q=q, i=i + 1, c=cite(groups[i % len(groups)]))
-            for i in range(max(3, len(groups)) if groups else 0)
-        ] or [f"The gathered material on {q} was thin and offers no citable finding."]
+        stated = prompt_findings(user)
+        if stated:
+            findings = [f"{content.rstrip('.')} {cite(ids)}." for content, ids in stated]
+        else:
+            templates = (
+                "The gathered evidence on {q} establishes point {i} {c}.",
+                "Several sources add detail to point {i} about {q} {c}.",
+                "Point {i} on {q} is consistent across independent reports {c}.",
+            )
+            findings = [
+                templates[i % 3].format(q=q, i=i + 1, c=cite(groups[i % len(groups)]))
+                for i in range(max(3, len(groups)) if groups else 0)
+            ] or [f"The gathered material on {q} was thin and offers no citable finding."]
+        if self.unsupported_claim and groups:
+            findings.append(f"{self.unsupported_claim.rstrip('.')} {cite(groups[0][:1])}.")
         if self.hallucinate_citation:
             findings.append(f"A further claim rests on an ungathered source [{HALLUCINATED_ID}].")
         parts = [
@@ -249,3 +284,77 @@ class ResearchBrain:
             listed = [sid for g in groups for sid in g] or [HALLUCINATED_ID]
             parts += ["## Sources", "\n".join(f"- [{sid}] model-written entry" for sid in listed)]
         return "\n\n".join(parts) + "\n"
+
+    def verify(self, user: str) -> dict[str, Any]:
+        """Fact-checker output: a lexical judge of each numbered claim against its excerpts.
+
+        Supported when at least three quarters of the claim's content words appear in its
+        excerpts, partial when at least a third do, unsupported otherwise.
+        """
+        verdicts = []
+        for number, claim, excerpts in prompt_claims(user):
+            words = judge_words(claim)
+            found = judge_words(" ".join(excerpts))
+            share = len(words & found) / len(words) if words else 0.0
+            verdict = (
+                "supported" if share >= 0.75 else "partial" if share >= 1 / 3 else "unsupported"
+            )
+            verdicts.append(
+                {
+                    "claim": number,
+                    "verdict": verdict,
+                    "reason": f"{share:.0%} of the claim's words appear in the excerpts.",
+                }
+            )
+        return {"verdicts": verdicts}
+
+
+def source_sentences(user: str) -> dict[str, list[str]]:
+    """The sentences of each source's ``Content:`` text in an analyzer prompt, by source id."""
+    found: dict[str, list[str]] = {}
+    for source_id, block in SOURCE_TEXT_RE.findall(user):
+        match = CONTENT_RE.search(block)
+        if not match:
+            continue
+        text = " ".join(match.group(1).replace("[...]", " ").split())
+        sentences = [s.strip() for s in SENTENCE_RE.split(text) if len(s.split()) >= 4]
+        if sentences:
+            found.setdefault(source_id, sentences)
+    return found
+
+
+def prompt_findings(user: str) -> list[tuple[str, list[str]]]:
+    """``(content, source ids)`` of each ``Finding N ...:`` block in a writer prompt."""
+    findings: list[tuple[str, list[str]]] = []
+    content: list[str] | None = None
+    for line in user.splitlines():
+        header = FINDING_HEADER_RE.match(line)
+        if header:
+            content = [header.group(1)]
+            continue
+        sources = SOURCES_LINE_RE.match(line)
+        if sources and content is not None:
+            text = " ".join(" ".join(content).split())
+            ids = _unique(SOURCE_ID_RE.findall(sources.group(1)))
+            if text and ids:
+                findings.append((text, ids))
+            content = None
+        elif content is not None:
+            content.append(line)
+    return findings
+
+
+def prompt_claims(user: str) -> list[tuple[int, str, list[str]]]:
+    """``(number, claim, excerpts)`` of each ``Claim N:`` in a fact-checker prompt."""
+    headers = list(CLAIM_RE.finditer(user))
+    claims = []
+    for i, header in enumerate(headers):
+        end = headers[i + 1].start() if i + 1 < len(headers) else len(user)
+        excerpts = EXCERPT_RE.findall(user, header.end(), end)
+        claims.append((int(header.group(1)), header.group(2).strip(), excerpts))
+    return claims
+
+
+def judge_words(text: str) -> set[str]:
+    """The fake judge's content words: lower-case, three letters or more, no stop words."""
+    return {w for w in WORD_RE.findall(text.lower()) if len(w) >= 3 and w not in JUDGE_STOP_WORDS}

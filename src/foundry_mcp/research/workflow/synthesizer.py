@@ -11,21 +11,35 @@ from foundry_mcp.research.models import (
     ResearchState,
     SourceQuality,
     SynthesizerOutput,
+    VerificationSummary,
 )
 from foundry_mcp.research.prompts.synthesizer import synthesizer_prompts
+from foundry_mcp.research.verification import (
+    evidence_quality_section,
+    split_claims,
+    verify_draft,
+)
 from foundry_mcp.research.workflow.calls import ResearchLLM
 
 _HEADING = re.compile(r"^#{2,3}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _FENCED_REPORT = re.compile(r"^```(?:markdown|md)?\s*\n(.*)\n```\s*$", re.DOTALL)
+_SOURCES_SPLIT = "\n## Sources\n"  # the heading resolve_citations appends
 
 
 async def synthesize(
     llm: ResearchLLM, state: ResearchState, guidance: str | None
 ) -> SynthesizerOutput:
-    """Write the report; every citation in it is resolved against the research's sources."""
+    """Write the report, check its cited sentences, and resolve its citations.
+
+    With ``state.options.verify_citations`` each cited sentence is judged against its sources
+    (see :mod:`foundry_mcp.research.verification`): unsupported ones are removed and partial ones
+    marked. Either way an ``## Evidence Quality`` section ends the body.
+    """
     if not state.findings:
+        state.claim_checks = []
         return _no_evidence_report(state)
     cited_ids = {sid for f in state.findings for sid in f.source_ids}
+    cited_ids.update(sid for c in state.contradictions for sid in c.source_ids)
     sources = [s for s in state.sources if s.id in cited_ids]
     high_quality = sum(1 for s in state.sources if s.quality is SourceQuality.HIGH)
     system, user = synthesizer_prompts(
@@ -38,28 +52,56 @@ async def synthesize(
         state.limits.max_iterations,
         high_quality,
         guidance,
+        contradictions=state.contradictions,
     )
     draft = await llm.ask("synthesis", system, user, json_mode=False, max_tokens=8192)
     draft = _unwrap_fence(draft.strip())
-    resolved = resolve_citations(draft, {s.id: s for s in sources})
-    if resolved.dropped_citations:
-        state.warn(
-            f"{resolved.dropped_citations} citation(s) in the draft named no known source "
-            "and were removed."
-        )
+    by_id = {s.id: s for s in sources}
+    # Counted on the writer's draft: verification may remove the sentence that held them.
+    dropped = resolve_citations(draft, by_id).dropped_citations
+    if dropped:
+        state.warn(f"{dropped} citation(s) in the draft named no known source and were removed.")
+    verification: VerificationSummary | None = None
+    if state.options.verify_citations:
+        verified = await verify_draft(llm, state, draft, by_id)
+        draft, verification = verified.markdown, verified.summary
+        uncited = verification.uncited_sentences
+    else:
+        state.claim_checks = []
+        uncited = split_claims(draft).uncited_sentences
+    resolved = resolve_citations(draft, by_id)
     confidence = Counter(f.confidence.value for f in state.findings)
-    body = resolved.markdown.split("\n## Sources\n", 1)[0]
+    confidence_summary = {level: confidence.get(level, 0) for level in ("high", "medium", "low")}
+    section = evidence_quality_section(
+        verification,
+        state.claim_checks,
+        sources_cited=len(resolved.cited),
+        sources_examined=len(state.sources),
+        confidence=confidence_summary,
+        uncited_sentences=uncited,
+    )
+    report = _insert_before_sources(resolved.markdown, section)
+    body = report.split(_SOURCES_SPLIT, 1)[0]
     metadata = ReportMetadata(
-        sections=[h for h in _HEADING.findall(resolved.markdown)],
+        sections=[h for h in _HEADING.findall(report)],
         word_count=len(body.split()),
         citations_count=resolved.citations_count,
         sources_cited=len(resolved.cited),
         sources_examined=len(state.sources),
-        confidence_summary={level: confidence.get(level, 0) for level in ("high", "medium", "low")},
-        dropped_citations=resolved.dropped_citations,
+        confidence_summary=confidence_summary,
+        dropped_citations=dropped,
         cited_source_ids=[source.id for source in resolved.cited],
+        verification=verification,
     )
-    return SynthesizerOutput(report=resolved.markdown, report_metadata=metadata)
+    return SynthesizerOutput(report=report, report_metadata=metadata)
+
+
+def _insert_before_sources(report: str, section: str) -> str:
+    """``section`` at the end of the body, before the ``## Sources`` list when there is one."""
+    body, split, sources = report.rpartition(_SOURCES_SPLIT)
+    if not split:
+        return report.rstrip() + "\n\n" + section
+    return body.rstrip() + "\n\n" + section + split + sources
 
 
 def _unwrap_fence(text: str) -> str:
