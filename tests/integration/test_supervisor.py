@@ -215,6 +215,10 @@ async def test_contradictions_from_analysis_are_kept_for_the_writer(
     assert state.contradictions[0].description.startswith("Sources disagree")
     writer_prompt = next(user for agent, _, user in brain.history if agent == "writer")
     assert "Sources disagree on the default page size." in writer_prompt
+    # The fake writer ignores them; the report still gets its own section, with citations.
+    assert state.report is not None
+    section = state.report.split("## Conflicting Evidence", 1)[1].split("\n## ", 1)[0]
+    assert "Sources disagree on the default page size. [" in section
 
 
 class GuidingHooks(SupervisorHooks):

@@ -69,6 +69,7 @@ async def synthesize(
     else:
         state.claim_checks = []
         uncited = split_claims(draft).uncited_sentences
+    draft = _ensure_conflict_section(draft, state)
     resolved = resolve_citations(draft, by_id)
     confidence = Counter(f.confidence.value for f in state.findings)
     confidence_summary = {level: confidence.get(level, 0) for level in ("high", "medium", "low")}
@@ -94,6 +95,26 @@ async def synthesize(
         verification=verification,
     )
     return SynthesizerOutput(report=report, report_metadata=metadata)
+
+
+_CONFLICT_HEADING = re.compile(
+    r"^#{2,3}\s+.*\b(conflict|contradict|disagree|disput)", re.IGNORECASE | re.MULTILINE
+)
+
+
+def _ensure_conflict_section(draft: str, state: ResearchState) -> str:
+    """Contradictions found in analysis always get their own section.
+
+    When the writer left it out, it is added from the analyzer's records. It is added after
+    verification: it reports that sources disagree, which no single source states.
+    """
+    if not state.contradictions or _CONFLICT_HEADING.search(draft):
+        return draft
+    lines = [
+        f"- {c.description.strip()} {''.join(f'[{sid}]' for sid in c.source_ids)}"
+        for c in state.contradictions
+    ]
+    return draft.rstrip() + "\n\n## Conflicting Evidence\n\n" + "\n".join(lines) + "\n"
 
 
 def _insert_before_sources(report: str, section: str) -> str:
