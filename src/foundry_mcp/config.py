@@ -78,6 +78,23 @@ class ResearchSettings(_Section):
     deep_research_gate_retries: int = Field(1, ge=0, le=3)
     deep_research_enable_reflection: bool = False
     supervisor_hooks: str | None = None
+    deep_research_planning_timeout: float = Field(180.0, ge=1, le=86400)
+    deep_research_gathering_timeout: float = Field(300.0, ge=1, le=86400)
+    deep_research_analysis_timeout: float = Field(300.0, ge=1, le=86400)
+    deep_research_synthesis_timeout: float = Field(300.0, ge=1, le=86400)
+    deep_research_refinement_timeout: float = Field(180.0, ge=1, le=86400)
+    retention_days: float | None = Field(None, gt=0)
+    auto_resume: bool = False
+
+    def phase_timeouts(self) -> dict[str, float]:
+        """The per-phase timeouts, by phase name."""
+        return {
+            "planning": self.deep_research_planning_timeout,
+            "gathering": self.deep_research_gathering_timeout,
+            "analysis": self.deep_research_analysis_timeout,
+            "synthesis": self.deep_research_synthesis_timeout,
+            "refinement": self.deep_research_refinement_timeout,
+        }
 
     @field_validator("research_dir")
     @classmethod

@@ -35,9 +35,16 @@ async def research_runtime(
                 # Import the SDKs in a thread now, so the first research does not stall the loop.
                 task_group.start_soon(_warm_up, providers)
             service = ResearchService(settings, store, providers, JobRunner(task_group), hooks)
-            recovered = service.recover_orphans()
-            if recovered:
-                log.info("marked %d research left by stopped processes as interrupted", recovered)
+            chores = service.housekeeping()
+            if any(chores.values()):
+                log.info(
+                    "start-up: %d research interrupted by stopped processes, %d deleted by "
+                    "retention, %d resumed",
+                    len(chores["interrupted"]),
+                    chores["deleted"],
+                    len(chores["resumed"]),
+                )
+            task_group.start_soon(service.heartbeat)
             try:
                 yield service
             finally:

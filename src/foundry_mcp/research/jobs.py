@@ -46,6 +46,9 @@ class JobRunner:
     def is_running(self, research_id: str) -> bool:
         return research_id in self._jobs
 
+    def running_ids(self) -> list[str]:
+        return list(self._jobs)
+
     def cancel(self, research_id: str) -> bool:
         """Ask a run to stop; in-flight provider calls are cancelled too."""
         job = self._jobs.get(research_id)

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 RESEARCH_ID_PATTERN = re.compile(r"^deepres-[0-9a-f]{12}$")
 
-STATE_SCHEMA_VERSION = 1
+STATE_SCHEMA_VERSION = 2
 
 
 def utcnow() -> datetime:
@@ -32,6 +33,9 @@ def new_research_id() -> str:
 def new_id(prefix: str) -> str:
     """A short random id such as ``src-1a2b3c4d``."""
     return f"{prefix}-{secrets.token_hex(4)}"
+
+
+EventListener = Callable[[str, dict[str, Any]], None]
 
 
 class Phase(StrEnum):
@@ -292,6 +296,7 @@ class ResearchOptions(_Model):
     max_verified_claims: int = 60
     gate_retries: int = 1
     enable_reflection: bool = False
+    phase_timeouts: dict[str, float] = Field(default_factory=dict)  # seconds, by phase value
 
 
 class ResearchState(_Model):
@@ -327,12 +332,12 @@ class ResearchState(_Model):
     error: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
-    owner_pid: int | None = None
-    owner_host: str | None = None
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None
     completed_at: datetime | None = None
+
+    _listener: EventListener | None = PrivateAttr(default=None)
 
     # ----------------------------------------------------------------- derived views
 
@@ -354,12 +359,23 @@ class ResearchState(_Model):
         end = self.completed_at or now or utcnow()
         return max(0.0, (end - self.started_at).total_seconds())
 
+    def attach(self, listener: EventListener | None) -> None:
+        """Send this state's decisions, warnings and emitted events to ``listener``."""
+        self._listener = listener
+
+    def emit(self, kind: str, data: dict[str, Any]) -> None:
+        """Report an event (a phase started, a provider call...) to the audit trail, if any."""
+        if self._listener is not None:
+            self._listener(kind, data)
+
     def record(self, decision: AgentDecision) -> None:
         self.decisions.append(decision)
+        self.emit("decision", decision.model_dump(mode="json"))
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
+            self.emit("warning", {"message": message})
 
     def record_fallback(self, agent: AgentRole, message: str) -> None:
         """Note that an agent fell back to its safe default, as a warning and a decision."""

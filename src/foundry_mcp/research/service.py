@@ -1,4 +1,4 @@
-"""The use cases of deep research: start, status, report, list, cancel, resume, delete.
+"""The use cases of deep research: start, status, report, list, events, cancel, resume, delete.
 
 The MCP tool and the CLI both call this service; it validates input, talks to the store and the
 job runner, and returns plain payload dictionaries. It raises ``FoundryError`` for everything a
@@ -8,9 +8,8 @@ user can act on.
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -20,11 +19,10 @@ from foundry_mcp.errors import (
     FoundryError,
     InputError,
     InvalidStateError,
-    ProviderError,
     ReportNotReadyError,
 )
 from foundry_mcp.providers.registry import ProviderRegistry
-from foundry_mcp.research.jobs import Job, JobRunner
+from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.models import (
     AgentDecision,
     AgentRole,
@@ -34,12 +32,12 @@ from foundry_mcp.research.models import (
     ResearchState,
     Status,
     SubQueryStatus,
-    utcnow,
 )
 from foundry_mcp.research.report import report_page, report_summary
-from foundry_mcp.research.store import ResearchStore, validate_research_id
-from foundry_mcp.research.workflow.calls import CallLog, ResearchLLM
-from foundry_mcp.research.workflow.supervisor import Supervisor, SupervisorHooks
+from foundry_mcp.research.runner import ResearchRunner, abort
+from foundry_mcp.research.store import Owner, ResearchStore, validate_research_id
+from foundry_mcp.research.views import cited_sources, decision_log, shorten, status_payload
+from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +51,13 @@ LIMIT_RANGES: dict[str, tuple[float, float]] = {
 }
 MAX_WAIT_SECONDS = 60.0
 WAIT_POLL_SECONDS = 0.1
+CANCEL_WAIT_SECONDS = 2.0
 DELETE_WAIT_SECONDS = 10.0
-RECENT_DECISIONS = 5
+LEASE_SECONDS = 20.0
+HEARTBEAT_SECONDS = 0.25  # how often cancel requests from other processes are noticed
+RENEW_EVERY_SECONDS = 5.0
+
+ProgressCallback = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 def check_range(name: str, value: Any, low: float, high: float, *, integer: bool = True) -> Any:
@@ -85,14 +88,19 @@ class ResearchService:
         providers: ProviderRegistry,
         jobs: JobRunner,
         hooks: SupervisorHooks | None = None,
+        owner: Owner | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.providers = providers
         self.jobs = jobs
-        self.hooks = hooks
-        self.call_logs: dict[str, CallLog] = {}
-        self._deleted: set[str] = set()
+        self.owner = owner or Owner()
+        self.runner = ResearchRunner(store, providers, self.owner, hooks)
+
+    @property
+    def call_logs(self) -> dict[str, Any]:
+        """Timing of provider calls per research run by this process (for benchmarks)."""
+        return self.runner.call_logs
 
     # ------------------------------------------------------------------ start
 
@@ -133,15 +141,16 @@ class ResearchService:
                 max_verified_claims=research.deep_research_verification_max_claims,
                 gate_retries=research.deep_research_gate_retries,
                 enable_reflection=research.deep_research_enable_reflection,
+                phase_timeouts=research.phase_timeouts(),
             ),
             llm_provider=llm_name,
             llm_model=llm_model,
             search_providers=search,
             warnings=warnings,
         )
-        self._claim(state)
-        self.store.save(state)
-        self.jobs.start(state.id, self._run)
+        self.store.create(state, self.owner, LEASE_SECONDS)
+        self.runner.event(state.id, "created", {"query": shorten(query, 300)})
+        self.jobs.start(state.id, self.runner.run)
         return {
             "research_id": state.id,
             "status": state.status.value,
@@ -175,85 +184,88 @@ class ResearchService:
                 setattr(limits, name, float(value) if name == "task_timeout" else value)
         return limits
 
-    # ------------------------------------------------------------------ the run
+    # ------------------------------------------------------------------ ownership
 
-    async def _run(self, job: Job) -> None:
-        """The background body of one research: supervisor, timeout and final status."""
-        state = self.store.load(job.research_id)
-        if job.cancel_requested:  # cancelled before it started: nothing to stop
-            self._abort(state, Status.CANCELLED, "cancelled")
-            self._save_run(state)
-            return
-        calls = self.call_logs.setdefault(state.id, CallLog())
-        state.status = Status.RUNNING
-        state.started_at = utcnow()
-        state.error = None
-        self._save_run(state)
+    async def heartbeat(self) -> None:
+        """Keep this process's leases alive and obey cancel requests from other processes."""
+        last_renewal = 0.0
+        while True:
+            running = self.jobs.running_ids()
+            try:
+                if time.monotonic() - last_renewal >= RENEW_EVERY_SECONDS:
+                    cancel = self.store.renew(self.owner, running, LEASE_SECONDS)
+                    last_renewal = time.monotonic()
+                else:
+                    cancel = self.store.cancel_requests(self.owner, running)
+            except Exception:  # a busy or failing disk must not kill the heartbeat
+                log.exception("heartbeat could not reach the store")
+                cancel = set()
+            for research_id in cancel:
+                self.runner.event(research_id, "cancel_received", {"pid": self.owner.pid})
+                self.jobs.cancel(research_id)
+            await anyio.sleep(HEARTBEAT_SECONDS)
 
-        async def checkpoint() -> None:
-            self._save_run(state)
+    def _load_checked(self, research_id: str) -> ResearchState:
+        """Load a state; an active one whose owner is gone is recorded ``interrupted``."""
+        state = self.store.load(research_id)
+        if not state.status.is_active:
+            return state
+        ownership = self.store.ownership(research_id)
+        if ownership is None:
+            return state
+        if ownership.is_alive(self.owner, self.jobs.is_running(research_id)):
+            return state
+        if self.store.disown(research_id, ownership.token):
+            state = self.store.load(research_id)
+            if state.status.is_active:
+                abort(state, Status.INTERRUPTED, "interrupted")
+                state.error = "The process running this research stopped before it finished."
+                self.store.save(state)
+                self.runner.event(research_id, "interrupted", {"previous_owner_pid": ownership.pid})
+        return self.store.load(research_id)
 
-        try:
-            llm_provider = await anyio.to_thread.run_sync(self.providers.llm, state.llm_provider)
-            search = [
-                await anyio.to_thread.run_sync(self.providers.search, name)
-                for name in state.search_providers
-            ]
-            llm = ResearchLLM(llm_provider, state.llm_model, state, calls)
-            supervisor = Supervisor(state, llm, search, calls, checkpoint, self.hooks)
-            with anyio.fail_after(state.limits.task_timeout):
-                await supervisor.run()
-        except TimeoutError:
-            self._abort(state, Status.TIMED_OUT, "timeout")
-            state.error = (
-                f"The research exceeded its task_timeout of {state.limits.task_timeout:g} s "
-                f"during {state.phase.value}."
-            )
-        except anyio.get_cancelled_exc_class():
-            if job.cancel_requested:
-                self._abort(state, Status.CANCELLED, "cancelled")
-            else:
-                self._abort(state, Status.INTERRUPTED, "interrupted")
-                state.error = "The server stopped while the research was running."
-            self._save_run(state)
-            raise
-        except FoundryError as exc:
-            self._abort(state, Status.FAILED, "failed")
-            state.error = f"{exc.message} {exc.remediation}".strip()
-            if isinstance(exc, ProviderError):
-                state.metadata["failed_provider"] = exc.provider
-        except Exception:
-            log.exception("research %s failed unexpectedly", state.id)
-            self._abort(state, Status.FAILED, "failed")
-            state.error = "An internal error stopped the research; see the server log."
-        else:
-            state.status = Status.COMPLETED
-            state.completed_at = utcnow()
-        self._save_run(state)
+    def recover_orphans(self) -> list[str]:
+        """Mark research left active by stopped processes as interrupted; returns their ids."""
+        recovered = []
+        for research_id in self.store.active_ids():
+            try:
+                if self._load_checked(research_id).status is Status.INTERRUPTED:
+                    recovered.append(research_id)
+            except FoundryError:
+                continue
+        return recovered
 
-    def _save_run(self, state: ResearchState) -> None:
-        """Save a run's state, unless the research was deleted while it ran."""
-        if state.id not in self._deleted:
-            self.store.save(state)
-
-    @staticmethod
-    def _abort(state: ResearchState, status: Status, reason: str) -> None:
-        state.status = status
-        state.completed_at = utcnow()
-        state.metadata[reason] = True
-        state.metadata["abort_phase"] = state.phase.value
-        state.metadata["abort_iteration"] = state.iteration
-
-    def _claim(self, state: ResearchState) -> None:
-        state.owner_pid = os.getpid()
-        state.owner_host = socket.gethostname()
+    def housekeeping(self) -> dict[str, Any]:
+        """Start-up chores: orphans, retention, and (if configured) auto-resume."""
+        research = self.settings.research
+        recovered = self.recover_orphans()
+        removed = 0
+        if research.retention_days:
+            removed = self.store.delete_older_than(research.retention_days)
+        resumed = []
+        if research.auto_resume:
+            for research_id in recovered:
+                try:
+                    self.resume(research_id)
+                    resumed.append(research_id)
+                except FoundryError as exc:
+                    log.warning("auto-resume of %s failed: %s", research_id, exc.message)
+        return {"interrupted": recovered, "deleted": removed, "resumed": resumed}
 
     # ------------------------------------------------------------------ status
 
     async def status(
-        self, research_id: Any, *, wait: bool = False, wait_timeout: float | None = None
+        self,
+        research_id: Any,
+        *,
+        wait: bool = False,
+        wait_timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> dict[str, Any]:
-        """The research's status; with ``wait``, first block until it moves (long poll)."""
+        """The research's status; with ``wait``, first block until it moves (long poll).
+
+        While waiting, ``on_progress`` receives the status every second.
+        """
         research_id = validate_research_id(research_id)
         timeout = 30.0 if wait_timeout is None else wait_timeout
         check_range("wait_timeout", timeout, 0, MAX_WAIT_SECONDS, integer=False)
@@ -261,91 +273,25 @@ class ResearchService:
         if wait and state.status.is_active:
             before = self.store.fingerprint(research_id)
             deadline = time.monotonic() + timeout
+            next_report = time.monotonic()
             while time.monotonic() < deadline:
+                if on_progress is not None and time.monotonic() >= next_report:
+                    await on_progress(self._status_of(self._load_checked(research_id)))
+                    next_report = time.monotonic() + 1.0
                 await anyio.sleep(min(WAIT_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
                 now = self.store.fingerprint(research_id)
-                if now is None or now[:3] != (before or now)[:3]:
+                if now is None or before is None or now[:3] != before[:3]:
                     break
             state = self._load_checked(research_id)
-        return self._status_payload(state)
+        return self._status_of(state)
 
-    def _status_payload(self, state: ResearchState) -> dict[str, Any]:
-        return {
-            "research_id": state.id,
-            "query": _shorten(state.query, 200),
-            "status": state.status.value,
-            "phase": state.phase.value,
-            "iteration": state.iteration,
-            "max_iterations": state.limits.max_iterations,
-            "counts": {
-                "sub_queries": len(state.sub_queries),
-                "sub_queries_completed": len(state.completed_sub_queries()),
-                "sources": len(state.sources),
-                "findings": len(state.findings),
-                "gaps": len(state.gaps),
-                "gaps_unaddressed": len(state.unaddressed_gaps()),
-            },
-            "elapsed_s": round(state.elapsed_seconds(), 2),
-            "tokens": {
-                "input": state.usage.input_tokens,
-                "output": state.usage.output_tokens,
-                "total": state.usage.total_tokens,
-                "calls": state.usage.calls,
-            },
-            "search_calls": state.search_calls,
-            "provider": f"{state.llm_provider}:{state.llm_model}",
-            "report_available": state.report is not None,
-            "error": state.error,
-            "warnings": state.warnings,
-            "recent_decisions": [
-                {
-                    "agent": d.agent.value,
-                    "action": d.action,
-                    "rationale": d.rationale,
-                    "timestamp": d.timestamp.isoformat(),
-                }
-                for d in state.decisions[-RECENT_DECISIONS:]
-            ],
-            "created_at": state.created_at.isoformat(),
-            "updated_at": state.updated_at.isoformat(),
-        }
-
-    def _load_checked(self, research_id: str) -> ResearchState:
-        """Load a state; an active one whose owner process is gone becomes ``interrupted``."""
-        state = self.store.load(research_id)
-        if state.status.is_active and self._owner_is_gone(state):
-            self._abort(state, Status.INTERRUPTED, "interrupted")
-            state.error = "The process running this research stopped before it finished."
-            self.store.save(state)
-        return state
-
-    def _owner_is_gone(self, state: ResearchState) -> bool:
-        if self.jobs.is_running(state.id):
-            return False
-        if state.owner_host not in (None, socket.gethostname()):
-            return False  # another machine's process: we cannot tell; trust the state
-        if state.owner_pid is None or state.owner_pid == os.getpid():
-            return True
-        try:
-            os.kill(state.owner_pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-        return False
-
-    def recover_orphans(self) -> int:
-        """Mark researches left active by dead processes as interrupted; returns how many."""
-        count = 0
-        for research_id in self.store.active_ids():
-            try:
-                state = self.store.load(research_id)
-            except FoundryError:
-                continue
-            if state.status.is_active and self._owner_is_gone(state):
-                self._load_checked(research_id)
-                count += 1
-        return count
+    def _status_of(self, state: ResearchState) -> dict[str, Any]:
+        ownership = self.store.ownership(state.id)
+        return status_payload(
+            state,
+            cancel_requested=bool(ownership and ownership.cancel_requested),
+            last_event_at=self.store.last_event_at(state.id),
+        )
 
     # ------------------------------------------------------------------ report
 
@@ -366,16 +312,15 @@ class ResearchService:
             warnings.append(
                 f"The research is {state.status.value}: this report is from an unfinished run."
             )
-        page = report_page(state.report, offset, max_chars)
         metadata = state.report_metadata
         payload = {
             "research_id": state.id,
             "status": state.status.value,
             "summary": report_summary(state.report),
-            **page,
+            **report_page(state.report, offset, max_chars),
             "report_metadata": metadata.model_dump() if metadata else None,
-            "sources": _cited_sources(state),
-            "decision_log": _decision_log(state),
+            "sources": cited_sources(state),
+            "decision_log": decision_log(state),
         }
         return payload, warnings
 
@@ -398,18 +343,25 @@ class ResearchService:
             remediation="Resume it with action='deep-research-resume' to finish the report.",
         )
 
-    # ------------------------------------------------------------------ list
+    # ------------------------------------------------------------------ list and events
 
     def list(
-        self, *, limit: int | None = None, cursor: str | None = None, completed_only: bool = False
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        completed_only: bool = False,
+        status: str | None = None,
     ) -> dict[str, Any]:
+        """Research newest first, optionally of some statuses only."""
         limit = 20 if limit is None else check_range("limit", limit, 1, 100)
-        items, next_cursor = self.store.list_page(limit, cursor, bool(completed_only))
+        statuses = _parse_statuses(status)
+        items, next_cursor = self.store.list_page(limit, cursor, bool(completed_only), statuses)
         return {
             "items": [
                 {
                     "research_id": item.research_id,
-                    "query": _shorten(item.query, 120),
+                    "query": shorten(item.query, 120),
                     "status": item.status.value,
                     "phase": item.phase,
                     "iteration": item.iteration,
@@ -419,6 +371,29 @@ class ResearchService:
                 for item in items
             ],
             "next_cursor": next_cursor,
+        }
+
+    def events(
+        self, research_id: Any, *, cursor: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        """A page of the research's audit trail, oldest first."""
+        research_id = validate_research_id(research_id)
+        limit = 50 if limit is None else check_range("limit", limit, 1, 500)
+        self.store.load(research_id)  # RESEARCH_NOT_FOUND for unknown ids
+        after = 0
+        if cursor:
+            if not cursor.isdigit():
+                raise InputError(
+                    "cursor is not a cursor returned by deep-research-events.",
+                    remediation="Pass next_cursor from the previous page unchanged.",
+                    details={"field": "cursor"},
+                )
+            after = int(cursor)
+        events = self.store.events(research_id, after, limit)
+        return {
+            "research_id": research_id,
+            "events": [{"seq": e.seq, "at": e.at, "kind": e.kind, "data": e.data} for e in events],
+            "next_cursor": str(events[-1].seq) if len(events) == limit else None,
         }
 
     # ------------------------------------------------------------------ cancel, resume, delete
@@ -434,18 +409,16 @@ class ResearchService:
                 f"Research {research_id} is {state.status.value}; there is nothing to cancel.",
                 remediation="Only queued or running research can be cancelled.",
             )
+        self.runner.event(research_id, "cancel_requested", {"by_pid": self.owner.pid})
+        self.store.request_cancel(research_id)  # status says "cancelling" until the run stops
         if self.jobs.cancel(research_id):
-            state.status = Status.CANCELLING
-            self.store.save(state)
-            await self.jobs.wait(research_id, 2.0)
-        else:
-            raise InvalidStateError(
-                f"Research {research_id} is run by another foundry-mcp process "
-                f"(pid {state.owner_pid}).",
-                remediation="Cancel it from the process that runs it (the same editor window).",
-            )
-        state = self.store.load(research_id)
-        return {"research_id": research_id, "status": state.status.value}
+            await self.jobs.wait(research_id, CANCEL_WAIT_SECONDS)
+        else:  # run by another process: its heartbeat picks the request up
+            with anyio.move_on_after(CANCEL_WAIT_SECONDS):
+                while self.store.load(research_id).status.is_active:
+                    await anyio.sleep(WAIT_POLL_SECONDS)
+        status = self._status_of(self.store.load(research_id))["status"]
+        return {"research_id": research_id, "status": status}
 
     def resume(
         self,
@@ -457,19 +430,21 @@ class ResearchService:
         max_concurrent: int | None = None,
         task_timeout: float | None = None,
     ) -> dict[str, Any]:
-        """Continue an unfinished research from its saved phase, without redoing work."""
+        """Continue an unfinished research from its saved phase, without redoing work.
+
+        A completed research given a larger ``max_iterations`` continues with a refinement
+        round, if gaps are still open.
+        """
         research_id = validate_research_id(research_id)
         state = self._load_checked(research_id)
-        if state.status is Status.COMPLETED:
-            raise InvalidStateError(
-                f"Research {research_id} is already completed.",
-                remediation="Read it with action='deep-research-report', or start a new one.",
-            )
-        if not state.status.is_resumable:
+        if state.status.is_active:
             raise InvalidStateError(
                 f"Research {research_id} is {state.status.value}; it is still being worked on.",
                 remediation="Wait for it with action='deep-research-status' and wait=true.",
             )
+        continuing = state.status is Status.COMPLETED
+        if continuing:
+            self._check_can_continue(state, max_iterations)
         state.limits = self._limits(
             state.limits,
             max_iterations=max_iterations,
@@ -481,7 +456,16 @@ class ResearchService:
         # The provider must still be usable: fail now, not in the background.
         self.providers.resolve_llm(f"{state.llm_provider}:{state.llm_model}", None)
         self.providers.usable_search_providers(state.search_providers)
+        ownership = self.store.ownership(research_id)
+        expected = ownership.token if ownership else None
+        if not self.store.claim(research_id, self.owner, LEASE_SECONDS, expected):
+            raise InvalidStateError(
+                f"Research {research_id} was just resumed by another process.",
+                remediation="Follow it with action='deep-research-status'.",
+            )
         previous = state.status
+        if continuing:
+            state.phase = Phase.REFINEMENT
         state.record(
             AgentDecision(
                 agent=AgentRole.SUPERVISOR,
@@ -491,7 +475,7 @@ class ResearchService:
                 outputs={"limits": state.limits.model_dump()},
             )
         )
-        for key in ("cancelled", "timeout", "interrupted", "failed"):
+        for key in ("cancelled", "timeout", "interrupted", "failed", "timeout_phase"):
             state.metadata.pop(key, None)
         if state.phase is Phase.GATHERING:  # searches that failed get another chance
             for sub_query in state.sub_queries:
@@ -504,9 +488,13 @@ class ResearchService:
         state.status = Status.QUEUED
         state.completed_at = None
         state.error = None
-        self._claim(state)
-        self.store.save(state)
-        self.jobs.start(research_id, self._run)
+        self.store.save(state, self.owner)
+        self.runner.event(
+            research_id,
+            "resumed",
+            {"from": previous.value, "phase": state.phase.value, "pid": self.owner.pid},
+        )
+        self.jobs.start(research_id, self.runner.run)
         return {
             "research_id": research_id,
             "status": state.status.value,
@@ -515,15 +503,34 @@ class ResearchService:
             "resumed_from": previous.value,
         }
 
+    @staticmethod
+    def _check_can_continue(state: ResearchState, max_iterations: int | None) -> None:
+        if max_iterations is None or max_iterations <= state.iteration:
+            raise InvalidStateError(
+                f"Research {state.id} is already completed "
+                f"(iteration {state.iteration} of {state.limits.max_iterations}).",
+                remediation=(
+                    "Read it with action='deep-research-report'. To research further, resume "
+                    f"with max_iterations above {state.iteration}, or start a new research."
+                ),
+            )
+        if not state.unaddressed_gaps():
+            raise InvalidStateError(
+                f"Research {state.id} is completed and has no open gap left to research.",
+                remediation="Start a new research with a more specific question.",
+            )
+
     async def delete(self, research_id: Any) -> dict[str, Any]:
-        """Delete a research, cancelling it first if it runs here."""
+        """Delete a research, cancelling it first if it runs here or elsewhere."""
         research_id = validate_research_id(research_id)
-        self.store.load(research_id)  # RESEARCH_NOT_FOUND before anything else
-        self._deleted.add(research_id)
+        state = self._load_checked(research_id)  # RESEARCH_NOT_FOUND before anything else
+        self.runner.deleted.add(research_id)
         if self.jobs.cancel(research_id):
             await self.jobs.wait(research_id, DELETE_WAIT_SECONDS)
+        elif state.status.is_active:
+            self.store.request_cancel(research_id)
         self.store.delete(research_id)
-        self.call_logs.pop(research_id, None)
+        self.runner.call_logs.pop(research_id, None)
         return {"research_id": research_id, "deleted": True}
 
 
@@ -549,38 +556,19 @@ def _check_query(query: Any) -> str:
     return query.strip()
 
 
-def _shorten(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-KEY_DECISIONS = {"decide_iteration", "plan_next_iteration", "retry_phase", "fallback", "resume"}
-
-
-def _decision_log(state: ResearchState) -> dict[str, Any]:
-    """The supervisor's decisions in brief: counts per action and the ones that changed course."""
-    counts: dict[str, int] = {}
-    for decision in state.decisions:
-        counts[decision.action] = counts.get(decision.action, 0) + 1
-    key = [
-        {
-            "agent": d.agent.value,
-            "action": d.action,
-            "rationale": _shorten(d.rationale, 240),
-            "iteration": d.inputs.get("iteration"),
-        }
-        for d in state.decisions
-        if d.action in KEY_DECISIONS
-    ]
-    return {"total": len(state.decisions), "by_action": counts, "key_decisions": key[-20:]}
-
-
-def _cited_sources(state: ResearchState) -> list[dict[str, Any]]:
-    """The report's numbered sources, in order, from its ``## Sources`` section."""
-    cited_ids = state.report_metadata.cited_source_ids if state.report_metadata else []
-    by_id = state.source_by_id()
-    return [
-        {"number": n, "id": sid, "title": by_id[sid].title, "url": by_id[sid].url}
-        for n, sid in enumerate(cited_ids, start=1)
-        if sid in by_id
-    ]
+def _parse_statuses(raw: str | None) -> list[Status]:
+    """``"running,failed"`` as statuses; ``InputError`` naming the bad value."""
+    if raw is None or not raw.strip():
+        return []
+    statuses = []
+    for part in raw.split(","):
+        name = part.strip().lower()
+        try:
+            statuses.append(Status(name))
+        except ValueError:
+            raise InputError(
+                f"status {name!r} is not a research status.",
+                remediation=f"Use one or more of: {', '.join(s.value for s in Status)}.",
+                details={"field": "status"},
+            ) from None
+    return statuses

@@ -6,6 +6,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.llm.base import LLMProvider, LLMRequest
 from foundry_mcp.research.models import ResearchState
 
@@ -67,9 +68,26 @@ class ResearchLLM:
         started = time.perf_counter()
         try:
             response = await self.provider.complete(request)
+        except ProviderError as exc:
+            self._state.emit(
+                "llm_error",
+                {"purpose": purpose, "provider": self.provider.name, "error": exc.message},
+            )
+            raise
         finally:
             self._calls.add("llm", started, time.perf_counter())
         self._state.usage.add(response.input_tokens, response.output_tokens)
+        self._state.emit(
+            "llm_call",
+            {
+                "purpose": purpose,
+                "provider": response.provider,
+                "model": response.model,
+                "input_tokens": response.input_tokens,
+                "output_tokens": response.output_tokens,
+                "latency_s": round(response.latency_s, 3),
+            },
+        )
         log.debug(
             "llm call %s/%s for %s: %d in, %d out, %.2fs",
             response.provider,

@@ -84,16 +84,23 @@ async def _search_all(
     errors: list[str] = []
     for provider in providers:
         started = time.perf_counter()
+        event: dict[str, object] = {"provider": provider.name, "query": query}
         try:
-            results.extend(await provider.search(query, state.limits.max_sources_per_query))
+            found = await provider.search(query, state.limits.max_sources_per_query)
+            results.extend(found)
+            event["results"] = len(found)
         except ProviderError as exc:
             log.warning("search on %s failed: %s", provider.name, exc.message)
             errors.append(exc.message)
+            event["error"] = exc.message
             if exc.status_code in (401, 403):
                 state.warn(f"{exc.message} {exc.remediation}")
         finally:
-            calls.add("search", started, time.perf_counter())
+            ended = time.perf_counter()
+            calls.add("search", started, ended)
             state.search_calls += 1
+            event["latency_s"] = round(ended - started, 3)
+        state.emit("search", event)
     return results, errors
 
 

@@ -13,6 +13,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
+
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.search.base import SearchProvider
 from foundry_mcp.research.models import (
@@ -40,6 +42,18 @@ from foundry_mcp.research.workflow.synthesizer import synthesize
 log = logging.getLogger(__name__)
 
 Checkpoint = Callable[[], Awaitable[None]]
+
+
+class PhaseTimeoutError(Exception):
+    """A phase ran longer than its configured timeout."""
+
+    def __init__(self, phase: Phase, seconds: float) -> None:
+        super().__init__(
+            f"The {phase.value} phase exceeded its timeout of {seconds:g} s. Resume the "
+            f"research to continue; raise deep_research_{phase.value}_timeout if it recurs."
+        )
+        self.phase = phase
+        self.seconds = seconds
 
 
 class SupervisorHooks:
@@ -138,10 +152,12 @@ class Supervisor:
             {"phase": phase.value, "iteration": state.iteration},
             None,
         )
+        state.emit("phase_started", {"phase": phase.value, "iteration": state.iteration})
         await self._call_hook("on_phase_start", state, phase)
         await self._call_hook("on_agent_handoff", state, agent, phase)
         given_guidance = self._guidance  # from the think pause before this phase
         outputs = await self._execute(phase)
+        await self._checkpoint()  # the phase's paid work is on disk before anything else
         gate = self._evaluate(phase, outputs)
         reflection = await self._reflect(phase, gate, outputs)
         attempts = 0
@@ -166,10 +182,24 @@ class Supervisor:
             gate = self._evaluate(phase, outputs)
             reflection = None
         await self._checkpoint()
+        state.emit(
+            "phase_completed",
+            {"phase": phase.value, "iteration": state.iteration, "quality_ok": gate.valid},
+        )
         await self._call_hook("on_phase_complete", state, phase)
         await self._think_pause(phase, reflection, given_guidance)
 
     async def _execute(self, phase: Phase) -> dict[str, Any]:
+        """Run the phase's agent within the phase's timeout, if one is configured."""
+        seconds = self.state.options.phase_timeouts.get(phase.value)
+        if not seconds:
+            return await self._dispatch(phase)
+        with anyio.move_on_after(seconds) as scope:
+            return await self._dispatch(phase)
+        assert scope.cancelled_caught
+        raise PhaseTimeoutError(phase, seconds)
+
+    async def _dispatch(self, phase: Phase) -> dict[str, Any]:
         if phase is Phase.PLANNING:
             return await self._planning()
         if phase is Phase.GATHERING:

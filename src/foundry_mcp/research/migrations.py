@@ -1,0 +1,42 @@
+"""Upgrades of stored research states written by older versions of foundry-mcp.
+
+Each step takes the JSON of version ``n`` and returns version ``n + 1``; loading applies every
+step from the stored ``schema_version`` up to ``STATE_SCHEMA_VERSION``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from foundry_mcp.research.models import STATE_SCHEMA_VERSION
+
+State = dict[str, Any]
+
+
+def _v1_to_v2(state: State) -> State:
+    """Version 2 keeps ownership in the store's lease columns, not in the state."""
+    state.pop("owner_pid", None)
+    state.pop("owner_host", None)
+    state.setdefault("options", {})
+    state.setdefault("contradictions", [])
+    state.setdefault("claim_checks", [])
+    return state
+
+
+STEPS: dict[int, Callable[[State], State]] = {1: _v1_to_v2}
+
+
+def migrate_state(state: State) -> State:
+    """``state`` upgraded to the current schema version.
+
+    Raises ``ValueError`` for a state written by a newer foundry-mcp.
+    """
+    version = int(state.get("schema_version", 1))
+    if version > STATE_SCHEMA_VERSION:
+        raise ValueError(f"state schema {version} is newer than {STATE_SCHEMA_VERSION}")
+    while version < STATE_SCHEMA_VERSION:
+        state = STEPS[version](state)
+        version += 1
+        state["schema_version"] = version
+    return state

@@ -1,0 +1,138 @@
+"""The background body of one research: lease, supervisor, timeouts, final status, audit trail."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+
+from foundry_mcp.errors import FoundryError, ProviderError
+from foundry_mcp.providers.registry import ProviderRegistry
+from foundry_mcp.research.jobs import Job
+from foundry_mcp.research.models import ResearchState, Status, utcnow
+from foundry_mcp.research.store import LeaseLostError, Owner, ResearchStore
+from foundry_mcp.research.workflow.calls import CallLog, ResearchLLM
+from foundry_mcp.research.workflow.supervisor import PhaseTimeoutError, Supervisor, SupervisorHooks
+
+log = logging.getLogger(__name__)
+
+
+def abort(state: ResearchState, status: Status, reason: str) -> None:
+    """End ``state`` unfinished, recording where it stopped (partial results stay)."""
+    state.status = status
+    state.completed_at = utcnow()
+    state.metadata[reason] = True
+    state.metadata["abort_phase"] = state.phase.value
+    state.metadata["abort_iteration"] = state.iteration
+
+
+class ResearchRunner:
+    """Runs researches this process has claimed; every write is fenced by the lease."""
+
+    def __init__(
+        self,
+        store: ResearchStore,
+        providers: ProviderRegistry,
+        owner: Owner,
+        hooks: SupervisorHooks | None,
+    ) -> None:
+        self.store = store
+        self.providers = providers
+        self.owner = owner
+        self.hooks = hooks
+        self.call_logs: dict[str, CallLog] = {}
+        self.deleted: set[str] = set()
+
+    async def run(self, job: Job) -> None:
+        state = self.store.load(job.research_id)
+        state.attach(lambda kind, data: self.event(state.id, kind, data))
+        try:
+            await self._run(job, state)
+        except LeaseLostError:
+            log.warning("research %s is now owned by another process; this run stops", state.id)
+        finally:
+            state.attach(None)
+            self.store.release(state.id, self.owner)
+
+    async def _run(self, job: Job, state: ResearchState) -> None:
+        if job.cancel_requested:  # cancelled before it started: nothing to stop
+            abort(state, Status.CANCELLED, "cancelled")
+            self._save(state)
+            self.event(state.id, "run_ended", {"status": state.status.value})
+            return
+        calls = self.call_logs.setdefault(state.id, CallLog())
+        state.status = Status.RUNNING
+        state.started_at = utcnow()
+        state.error = None
+        self._save(state)
+        self.event(
+            state.id,
+            "run_started",
+            {"phase": state.phase.value, "iteration": state.iteration, "pid": self.owner.pid},
+        )
+
+        async def checkpoint() -> None:
+            self._save(state)
+
+        try:
+            llm_provider = await anyio.to_thread.run_sync(self.providers.llm, state.llm_provider)
+            search = [
+                await anyio.to_thread.run_sync(self.providers.search, name)
+                for name in state.search_providers
+            ]
+            llm = ResearchLLM(llm_provider, state.llm_model, state, calls)
+            supervisor = Supervisor(state, llm, search, calls, checkpoint, self.hooks)
+            with anyio.fail_after(state.limits.task_timeout):
+                await supervisor.run()
+        except TimeoutError:
+            abort(state, Status.TIMED_OUT, "timeout")
+            state.error = (
+                f"The research exceeded its task_timeout of {state.limits.task_timeout:g} s "
+                f"during {state.phase.value}. Resume it, with a larger task_timeout if needed."
+            )
+        except PhaseTimeoutError as exc:
+            abort(state, Status.TIMED_OUT, "timeout")
+            state.metadata["timeout_phase"] = exc.phase.value
+            state.error = str(exc)
+        except anyio.get_cancelled_exc_class():
+            if job.cancel_requested:
+                abort(state, Status.CANCELLED, "cancelled")
+            else:
+                abort(state, Status.INTERRUPTED, "interrupted")
+                state.error = "The server stopped while the research was running."
+            self._finish(state)  # synchronous: runs fully even while cancelled
+            raise
+        except LeaseLostError:
+            raise
+        except FoundryError as exc:
+            abort(state, Status.FAILED, "failed")
+            state.error = f"{exc.message} {exc.remediation}".strip()
+            if isinstance(exc, ProviderError):
+                state.metadata["failed_provider"] = exc.provider
+        except Exception:
+            log.exception("research %s failed unexpectedly", state.id)
+            abort(state, Status.FAILED, "failed")
+            state.error = "An internal error stopped the research; see the server log."
+        else:
+            state.status = Status.COMPLETED
+            state.completed_at = utcnow()
+        self._finish(state)
+
+    def _finish(self, state: ResearchState) -> None:
+        self._save(state)
+        self.event(state.id, "run_ended", {"status": state.status.value, "error": state.error})
+
+    def _save(self, state: ResearchState) -> None:
+        """Save a run's state (fenced), unless the research was deleted while it ran."""
+        if state.id not in self.deleted:
+            self.store.save(state, self.owner)
+
+    def event(self, research_id: str, kind: str, data: dict[str, Any]) -> None:
+        """Append to the audit trail; a failure to log never stops the research."""
+        if research_id in self.deleted:
+            return
+        try:
+            self.store.append_event(research_id, kind, data)
+        except Exception:
+            log.exception("could not record %s event for %s", kind, research_id)

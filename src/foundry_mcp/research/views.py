@@ -1,0 +1,138 @@
+"""The payloads the service returns about a research: status, decision log, cited sources."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from foundry_mcp.research.models import PHASE_ORDER, ResearchState, Status, utcnow
+
+RECENT_DECISIONS = 5
+STALE_AFTER_SECONDS = 180.0
+KEY_DECISIONS = {"decide_iteration", "plan_next_iteration", "retry_phase", "fallback", "resume"}
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def status_payload(
+    state: ResearchState,
+    *,
+    cancel_requested: bool = False,
+    last_event_at: str | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Everything ``deep-research-status`` says about a research."""
+    now = now or utcnow()
+    status = state.status
+    if cancel_requested and status is Status.RUNNING:
+        status = Status.CANCELLING  # asked to stop; the owning process has not yet
+    last_activity = max(state.updated_at.isoformat(), last_event_at or "")
+    idle = (now - datetime.fromisoformat(last_activity)).total_seconds()
+    stale = status.is_active and idle > STALE_AFTER_SECONDS
+    completed = len(state.completed_sub_queries())
+    return {
+        "research_id": state.id,
+        "query": shorten(state.query, 200),
+        "status": status.value,
+        "phase": state.phase.value,
+        "iteration": state.iteration,
+        "max_iterations": state.limits.max_iterations,
+        "progress": {
+            "phase_index": PHASE_ORDER.index(state.phase) + 1,
+            "phases": len(PHASE_ORDER),
+            "sub_queries_done": completed,
+            "sub_queries_total": len(state.sub_queries),
+            "sources": len(state.sources),
+            "findings": len(state.findings),
+        },
+        "counts": {
+            "sub_queries": len(state.sub_queries),
+            "sub_queries_completed": completed,
+            "sources": len(state.sources),
+            "findings": len(state.findings),
+            "gaps": len(state.gaps),
+            "gaps_unaddressed": len(state.unaddressed_gaps()),
+        },
+        "elapsed_s": round(state.elapsed_seconds(now), 2),
+        "last_activity_at": last_activity,
+        "stale": stale,
+        "next_action": next_action(state, status, stale),
+        "tokens": {
+            "input": state.usage.input_tokens,
+            "output": state.usage.output_tokens,
+            "total": state.usage.total_tokens,
+            "calls": state.usage.calls,
+        },
+        "search_calls": state.search_calls,
+        "provider": f"{state.llm_provider}:{state.llm_model}",
+        "report_available": state.report is not None,
+        "error": state.error,
+        "warnings": state.warnings,
+        "recent_decisions": [
+            {
+                "agent": d.agent.value,
+                "action": d.action,
+                "rationale": shorten(d.rationale, 300),
+                "timestamp": d.timestamp.isoformat(),
+            }
+            for d in state.decisions[-RECENT_DECISIONS:]
+        ],
+        "created_at": state.created_at.isoformat(),
+        "updated_at": state.updated_at.isoformat(),
+    }
+
+
+def next_action(state: ResearchState, status: Status, stale: bool) -> str:
+    """A one-line hint for the caller: what to do now."""
+    rid = state.id
+    if status is Status.COMPLETED:
+        return f"Read the report: action='deep-research-report', research_id='{rid}'."
+    if status in (Status.QUEUED, Status.RUNNING):
+        if stale:
+            return (
+                "Nothing has moved for a while; keep waiting, or cancel and resume it with "
+                "action='deep-research-resume'."
+            )
+        return (
+            f"Wait: action='deep-research-status', research_id='{rid}', wait=true "
+            "(returns when the phase changes)."
+        )
+    if status is Status.CANCELLING:
+        return "Stopping; call status again in a moment."
+    hint = f"Resume it: action='deep-research-resume', research_id='{rid}'"
+    if state.report is not None:
+        hint += ", or read the partial report with action='deep-research-report'"
+    return hint + "."
+
+
+def decision_log(state: ResearchState) -> dict[str, Any]:
+    """The supervisor's decisions in brief: counts per action and the ones that changed course."""
+    counts: dict[str, int] = {}
+    for decision in state.decisions:
+        counts[decision.action] = counts.get(decision.action, 0) + 1
+    key = [
+        {
+            "agent": d.agent.value,
+            "action": d.action,
+            "rationale": shorten(d.rationale, 240),
+            "iteration": d.inputs.get("iteration"),
+        }
+        for d in state.decisions
+        if d.action in KEY_DECISIONS
+    ]
+    return {"total": len(state.decisions), "by_action": counts, "key_decisions": key[-20:]}
+
+
+def cited_sources(state: ResearchState) -> list[dict[str, Any]]:
+    """The report's numbered sources, in order."""
+    cited_ids = state.report_metadata.cited_source_ids if state.report_metadata else []
+    by_id = state.source_by_id()
+    return [
+        {"number": n, "id": sid, "title": by_id[sid].title, "url": by_id[sid].url}
+        for n, sid in enumerate(cited_ids, start=1)
+        if sid in by_id
+    ]
