@@ -137,22 +137,48 @@ async def _follow(service: ResearchService, research_id: str) -> int:
 async def _watch(
     service: ResearchService, research_id: str, interrupted: anyio.Event
 ) -> dict[str, Any]:
+    """Show progress until the research ends: a live bar on a terminal, else one line a change."""
+    live = sys.stderr.isatty()
     last = ""
     while True:
-        status = await service.status(research_id, wait=True, wait_timeout=1.0)
-        counts = status["counts"]
-        line = (
-            f"[{status['elapsed_s']:6.1f}s] {status['status']:<10} {status['phase']:<11} "
-            f"iteration {status['iteration']}/{status['max_iterations']}  "
-            f"sub-queries {counts['sub_queries_completed']}/{counts['sub_queries']}  "
-            f"sources {counts['sources']}  findings {counts['findings']}  "
-            f"tokens {status['tokens']['total']}"
-        )
-        if line.split("]", 1)[1] != last:
+        status = await service.status(research_id, wait=True, wait_timeout=0.5)
+        line = _progress_line(status)
+        if live:
+            print(f"\r{line[: _terminal_width() - 1]}\033[K", end="", file=sys.stderr, flush=True)
+        elif line.split("]", 1)[1] != last:
             print(line, file=sys.stderr)
-            last = line.split("]", 1)[1]
+        last = line.split("]", 1)[1]
         if status["status"] in TERMINAL or interrupted.is_set():
+            if live:
+                print(file=sys.stderr)
             return status
+
+
+def _progress_line(status: dict[str, Any]) -> str:
+    """``[  12.3s] [#####.........] analysis   iteration 1/3 ...`` for one status."""
+    progress = status["progress"]
+    iterations = max(1, status["max_iterations"])
+    done = (
+        status["iteration"] - 1 + (progress["phase_index"] - 1) / progress["phases"]
+    ) / iterations
+    if status["status"] == "completed":
+        done = 1.0
+    filled = round(min(1.0, done) * 20)
+    counts = status["counts"]
+    return (
+        f"[{status['elapsed_s']:6.1f}s] [{'#' * filled}{'.' * (20 - filled)}] "
+        f"{status['status']:<10} {status['phase']:<11} "
+        f"iteration {status['iteration']}/{status['max_iterations']}  "
+        f"sub-queries {counts['sub_queries_completed']}/{counts['sub_queries']}  "
+        f"sources {counts['sources']}  findings {counts['findings']}  "
+        f"tokens {status['tokens']['total']}"
+    )
+
+
+def _terminal_width() -> int:
+    import shutil
+
+    return shutil.get_terminal_size((120, 20)).columns
 
 
 async def _status(service: ResearchService, args: argparse.Namespace) -> int:
@@ -170,7 +196,26 @@ async def _report(service: ResearchService, args: argparse.Namespace) -> int:
 
 
 async def _list(service: ResearchService, args: argparse.Namespace) -> int:
-    _print_json(service.list(limit=args.limit, completed_only=args.completed_only))
+    _print_json(
+        service.list(limit=args.limit, completed_only=args.completed_only, status=args.status)
+    )
+    return 0
+
+
+async def _events(service: ResearchService, args: argparse.Namespace) -> int:
+    cursor: str | None = None
+    while True:
+        page = service.events(args.research_id, cursor=cursor, limit=500)
+        for event in page["events"]:
+            data = json.dumps(event["data"], ensure_ascii=False)
+            print(f"{event['seq']:>5} {event['at']} {event['kind']:<16} {data}")
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return 0
+
+
+async def _cancel(service: ResearchService, args: argparse.Namespace) -> int:
+    _print_json(await service.cancel(args.research_id))
     return 0
 
 
@@ -210,6 +255,8 @@ COMMANDS: dict[str, Callable[[ResearchService, argparse.Namespace], Awaitable[in
     "status": _status,
     "report": _report,
     "list": _list,
+    "events": _events,
+    "cancel": _cancel,
     "delete": _delete,
     "doctor": _doctor,
 }
@@ -238,7 +285,12 @@ def _parser() -> argparse.ArgumentParser:
     resume.add_argument("research_id")
     resume.add_argument("--max-iterations", type=int)
 
-    for name, text in (("status", "show a research's status"), ("delete", "delete a research")):
+    for name, text in (
+        ("status", "show a research's status"),
+        ("events", "print a research's audit trail"),
+        ("cancel", "cancel a research running in another foundry-mcp process"),
+        ("delete", "delete a research"),
+    ):
         commands.add_parser(name, help=text).add_argument("research_id")
     report = commands.add_parser("report", help="print a research's report")
     report.add_argument("research_id")
@@ -246,6 +298,7 @@ def _parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", help="list researches, newest first")
     listing.add_argument("--limit", type=int, default=20)
     listing.add_argument("--completed-only", action="store_true")
+    listing.add_argument("--status", help="only these statuses, comma-separated")
     commands.add_parser("doctor", help="check configuration and provider keys")
     return parser
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from foundry_mcp.errors import InputError, UnknownActionError
-from foundry_mcp.research.service import ResearchService
+from foundry_mcp.research.service import ProgressCallback, ResearchService
 
 LIMIT_PARAMS = (
     "max_iterations",
@@ -31,7 +31,8 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
     ),
     "deep-research-status": ("research_id", "wait", "wait_timeout"),
     "deep-research-report": ("research_id", "offset", "max_chars"),
-    "deep-research-list": ("limit", "cursor", "completed_only"),
+    "deep-research-list": ("limit", "cursor", "completed_only", "status"),
+    "deep-research-events": ("research_id", "cursor", "limit"),
     "deep-research-cancel": ("research_id",),
     "deep-research-resume": ("research_id", *LIMIT_PARAMS),
     "deep-research-delete": ("research_id",),
@@ -41,7 +42,8 @@ ACTION_SUMMARIES: dict[str, str] = {
     "deep-research": "start a research in the background; returns research_id at once",
     "deep-research-status": "status, phase, iteration, counts, tokens; wait=true long-polls",
     "deep-research-report": "executive summary + one page of the cited report; page with offset",
-    "deep-research-list": "researches newest first; page with cursor",
+    "deep-research-list": "researches newest first; filter by status; page with cursor",
+    "deep-research-events": "the audit trail of a research (phases, provider calls, decisions)",
     "deep-research-cancel": "stop a running research (partial results stay, resumable)",
     "deep-research-resume": "continue a cancelled/failed/timed-out/interrupted research",
     "deep-research-delete": "delete a research (cancels it first if running)",
@@ -71,7 +73,10 @@ def tool_description() -> str:
 
 
 async def dispatch(
-    service: ResearchService, action: str, args: dict[str, Any]
+    service: ResearchService,
+    action: str,
+    args: dict[str, Any],
+    on_progress: ProgressCallback | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """Run one action; returns its payload and warnings for the envelope."""
     if action not in ACTION_PARAMS:
@@ -116,6 +121,7 @@ async def dispatch(
             use.get("research_id"),
             wait=bool(use.get("wait", False)),
             wait_timeout=use.get("wait_timeout"),
+            on_progress=on_progress,
         )
         return payload, warnings
     if action == "deep-research-report":
@@ -128,6 +134,12 @@ async def dispatch(
             limit=use.get("limit"),
             cursor=_text(use, "cursor"),
             completed_only=bool(use.get("completed_only", False)),
+            status=_text(use, "status"),
+        )
+        return payload, warnings
+    if action == "deep-research-events":
+        payload = service.events(
+            use.get("research_id"), cursor=_text(use, "cursor"), limit=use.get("limit")
         )
         return payload, warnings
     if action == "deep-research-cancel":

@@ -16,7 +16,7 @@ from pydantic import Field
 from foundry_mcp import __version__
 from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.errors import FoundryError
-from foundry_mcp.research.service import ResearchService
+from foundry_mcp.research.service import ProgressCallback, ResearchService
 from foundry_mcp.runtime import research_runtime
 from foundry_mcp.server.actions import ACTION_PARAMS, dispatch, tool_description
 from foundry_mcp.server.envelope import Envelope, failure, ok
@@ -155,14 +155,25 @@ def create_server(settings_loader: Callable[[], Settings] = load_settings) -> MC
         limit: Annotated[
             int | None,
             _schema(
-                "deep-research-list: items per page, 1-100 (default 20).", minimum=1, maximum=100
+                "deep-research-list: items per page, 1-100 (default 20); deep-research-events: "
+                "1-500 (default 50).",
+                minimum=1,
+                maximum=500,
             ),
         ] = None,
         cursor: Annotated[
-            str | None, _schema("deep-research-list: next_cursor from the previous page.")
+            str | None,
+            _schema("deep-research-list / -events: next_cursor from the previous page."),
         ] = None,
         completed_only: Annotated[
             bool | None, _schema("deep-research-list: only completed research.")
+        ] = None,
+        status: Annotated[
+            str | None,
+            _schema(
+                "deep-research-list: only these statuses, comma-separated, e.g. "
+                "'running,interrupted'."
+            ),
         ] = None,
     ) -> Annotated[CallToolResult, Envelope]:
         args = {
@@ -184,8 +195,19 @@ def create_server(settings_loader: Callable[[], Settings] = load_settings) -> MC
             "limit": limit,
             "cursor": cursor,
             "completed_only": completed_only,
+            "status": status,
         }
-        envelope = await _handle(_context(ctx), action, args)
+
+        async def progress(snapshot: dict[str, Any]) -> None:
+            # Sent only when the client asked for progress (it passed a progress token).
+            message = (
+                f"{snapshot['status']}: {snapshot['phase']}, iteration {snapshot['iteration']}/"
+                f"{snapshot['max_iterations']}, {snapshot['counts']['sources']} sources, "
+                f"{snapshot['counts']['findings']} findings"
+            )
+            await ctx.report_progress(snapshot["elapsed_s"], None, message)
+
+        envelope = await _handle(_context(ctx), action, args, progress)
         return CallToolResult(
             content=[TextContent(type="text", text=envelope.model_dump_json())],
             structured_content=envelope.model_dump(mode="json"),
@@ -214,10 +236,15 @@ def _context(ctx: Context) -> ServerContext:
     return context
 
 
-async def _handle(context: ServerContext, action: str, args: dict[str, Any]) -> Envelope:
+async def _handle(
+    context: ServerContext,
+    action: str,
+    args: dict[str, Any],
+    on_progress: ProgressCallback | None = None,
+) -> Envelope:
     try:
         service = context.require()
-        payload, warnings = await dispatch(service, action, args)
+        payload, warnings = await dispatch(service, action, args, on_progress)
         return ok(payload, warnings)
     except FoundryError as exc:
         return failure(exc)
