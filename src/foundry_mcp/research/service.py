@@ -56,6 +56,7 @@ DELETE_WAIT_SECONDS = 10.0
 LEASE_SECONDS = 20.0
 HEARTBEAT_SECONDS = 0.25  # how often cancel requests from other processes are noticed
 RENEW_EVERY_SECONDS = 5.0
+AUTO_RESUME_LIMIT = 20  # newest interrupted research resumed at start-up with auto_resume
 
 ProgressCallback = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -244,7 +245,8 @@ class ResearchService:
             removed = self.store.delete_older_than(research.retention_days)
         resumed = []
         if research.auto_resume:
-            for research_id in recovered:
+            interrupted, _ = self.store.list_page(AUTO_RESUME_LIMIT, statuses=[Status.INTERRUPTED])
+            for research_id in [item.research_id for item in interrupted]:
                 try:
                     self.resume(research_id)
                     resumed.append(research_id)

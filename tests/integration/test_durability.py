@@ -1,0 +1,340 @@
+"""Research that never loses work: cancel, timeouts, leases, audit trail, migrations, retention."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import time
+from datetime import timedelta
+
+import anyio
+import pytest
+
+from foundry_mcp.config import Settings
+from foundry_mcp.errors import InputError, InvalidStateError, ResearchNotFoundError
+from foundry_mcp.research.models import ResearchState, Status, utcnow
+from foundry_mcp.research.service import ResearchService
+from foundry_mcp.research.store import LeaseLostError, Owner, ResearchStore
+from foundry_mcp.runtime import research_runtime
+from tests.fakes import FakeHTTPServer, ResearchBrain
+from tests.support import TERMINAL, wait_until
+
+pytestmark = pytest.mark.anyio
+
+
+async def _until(service: ResearchService, research_id: str, check, timeout: float = 10) -> None:  # type: ignore[no-untyped-def]
+    with anyio.fail_after(timeout):
+        while not check(service.store.load(research_id)):
+            await anyio.sleep(0.02)
+
+
+def _searched(tavily: FakeHTTPServer) -> list[str]:
+    return [r.json["query"] for r in tavily.requests_to("/search") if r.json]
+
+
+async def test_cancel_during_gathering_stops_at_once_and_resume_repeats_nothing(
+    settings: Settings, tavily_server: FakeHTTPServer, openai_server: FakeHTTPServer
+) -> None:
+    settings.research.deep_research_max_concurrent = 1  # one search at a time, so some finish
+    tavily_server.latency = 0.3
+    async with research_runtime(settings, warm=False) as service:
+        started = service.start("How do hash joins spill to disk?", max_iterations=1)
+        rid = started["research_id"]
+        await _until(service, rid, lambda s: len(s.completed_sub_queries()) >= 1)
+        done_before = {sq.query for sq in service.store.load(rid).completed_sub_queries()}
+
+        began = time.monotonic()
+        cancelled = await service.cancel(rid)
+        assert cancelled["status"] == "cancelled"
+        assert time.monotonic() - began < 2.0
+        calls_at_cancel = len(tavily_server.requests) + len(openai_server.requests)
+        await anyio.sleep(0.5)
+        assert len(tavily_server.requests) + len(openai_server.requests) == calls_at_cancel
+
+        state = service.store.load(rid)
+        assert state.status is Status.CANCELLED
+        assert state.metadata["abort_phase"] == "gathering"
+        assert state.sources  # partial results stay
+
+        before_resume = len(_searched(tavily_server))
+        tavily_server.latency = 0
+        service.resume(rid)
+        status = await wait_until(service, rid, TERMINAL)
+        assert status["status"] == "completed", status["error"]
+    repeated = [q for q in _searched(tavily_server)[before_resume:] if q in done_before]
+    assert repeated == []
+
+
+async def test_a_phase_timeout_ends_timed_out_and_resume_finishes(
+    settings: Settings, tavily_server: FakeHTTPServer
+) -> None:
+    settings.research.deep_research_gathering_timeout = 1
+    tavily_server.latency = 3
+    async with research_runtime(settings, warm=False) as service:
+        rid = service.start("What is a bitmap index?", max_iterations=1)["research_id"]
+        status = await wait_until(service, rid, TERMINAL)
+        assert status["status"] == "timed_out"
+        assert "gathering phase exceeded its timeout of 1 s" in status["error"]
+        assert service.store.load(rid).metadata["timeout_phase"] == "gathering"
+
+        tavily_server.latency = 0
+        resumed = service.resume(rid, task_timeout=120)
+        assert resumed["phase"] == "gathering"
+        status = await wait_until(service, rid, TERMINAL)
+        assert status["status"] == "completed"
+
+
+async def test_long_poll_returns_early_on_a_change_and_at_the_timeout_otherwise(
+    settings: Settings, openai_server: FakeHTTPServer
+) -> None:
+    openai_server.latency = 1.5
+    async with research_runtime(settings, warm=False) as service:
+        rid = service.start("What is a trie?")["research_id"]
+        await _until(service, rid, lambda s: s.status is Status.RUNNING)
+        began = time.monotonic()
+        status = await service.status(rid, wait=True, wait_timeout=0.6)
+        assert 0.5 <= time.monotonic() - began < 1.2  # planning takes 1.5 s: nothing moved
+        assert status["phase"] == "planning"
+
+        began = time.monotonic()
+        status = await service.status(rid, wait=True, wait_timeout=10)
+        assert time.monotonic() - began < 3  # returned when planning ended
+        assert status["phase"] != "planning"
+        assert status["progress"]["phases"] == 5
+        assert status["progress"]["phase_index"] >= 2
+        assert status["stale"] is False
+        assert "wait=true" in status["next_action"]
+
+
+async def test_two_processes_one_store_run_each_research_once(
+    settings: Settings, openai_server: FakeHTTPServer
+) -> None:
+    openai_server.latency = 0.3
+    async with (
+        research_runtime(settings, warm=False) as first,
+        research_runtime(settings, warm=False) as second,
+    ):
+        assert first.owner.token != second.owner.token
+        rid = first.start("How does MVCC avoid read locks?", max_iterations=1)["research_id"]
+        await _until(first, rid, lambda s: s.status is Status.RUNNING)
+        seen = await second.status(rid)
+        assert seen["status"] == "running"  # the other process is alive: not interrupted
+        with pytest.raises(InvalidStateError, match="still being worked on"):
+            second.resume(rid)
+        # A cancel from the other process reaches the owner through the store.
+        cancelled = await second.cancel(rid)
+        assert cancelled["status"] == "cancelled"
+        assert (await first.status(rid))["status"] == "cancelled"
+        events = [e["kind"] for e in first.events(rid, limit=500)["events"]]
+        assert "cancel_received" in events
+
+
+def _exited_pid() -> int:
+    """The pid of a process that has already exited."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(done.stdout)
+
+
+async def test_a_dead_owner_is_detected_and_a_late_write_from_it_is_refused(
+    settings: Settings,
+) -> None:
+    ghost = Owner(pid=_exited_pid())
+    store = ResearchStore(settings.research.research_dir)
+    state = ResearchState(query="What is a B-link tree?", llm_provider="openai", llm_model="m")
+    state.status = Status.RUNNING
+    store.create(state, ghost, lease_seconds=60)
+    async with research_runtime(settings, warm=False) as service:
+        status = await service.status(state.id)
+        assert status["status"] == "interrupted"
+        assert "stopped before it finished" in status["error"]
+    with pytest.raises(LeaseLostError):
+        store.save(state, ghost)  # the ghost's stale state never overwrites the record
+    assert store.load(state.id).status is Status.INTERRUPTED
+
+
+async def test_an_expired_lease_of_another_host_counts_as_gone(settings: Settings) -> None:
+    store = ResearchStore(settings.research.research_dir)
+    state = ResearchState(query="What is Raft?", llm_provider="openai", llm_model="m")
+    state.status = Status.RUNNING
+    elsewhere = Owner(host="another-machine", pid=1)
+    store.create(state, elsewhere, lease_seconds=-1)
+    async with research_runtime(settings, warm=False) as service:
+        assert (await service.status(state.id))["status"] == "interrupted"
+
+
+async def test_the_audit_trail_records_the_whole_run_and_pages(settings: Settings) -> None:
+    async with research_runtime(settings, warm=False) as service:
+        rid = service.start("What is a Bloom filter?", max_iterations=1)["research_id"]
+        await wait_until(service, rid, TERMINAL)
+        pages, cursor = [], None
+        while True:
+            page = service.events(rid, cursor=cursor, limit=7)
+            pages.append(page["events"])
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+    events = [e for page in pages for e in page]
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    kinds = [e["kind"] for e in events]
+    assert kinds[0] == "created" and kinds[-1] == "run_ended"
+    for kind in (
+        "run_started",
+        "phase_started",
+        "phase_completed",
+        "llm_call",
+        "search",
+        "decision",
+    ):
+        assert kind in kinds
+    llm = next(e["data"] for e in events if e["kind"] == "llm_call")
+    assert llm["input_tokens"] > 0 and llm["latency_s"] >= 0 and llm["purpose"] == "planning"
+    assert events[-1]["data"]["status"] == "completed"
+
+
+async def test_events_reject_bad_input(settings: Settings) -> None:
+    async with research_runtime(settings, warm=False) as service:
+        with pytest.raises(ResearchNotFoundError):
+            service.events("deepres-000000000000")
+        rid = service.start("What is a heap?", max_iterations=1)["research_id"]
+        with pytest.raises(InputError, match="cursor"):
+            service.events(rid, cursor="abc")
+        with pytest.raises(InputError, match="limit"):
+            service.events(rid, limit=501)
+
+
+async def test_list_filters_by_status(settings: Settings, openai_server: FakeHTTPServer) -> None:
+    async with research_runtime(settings, warm=False) as service:
+        done = service.start("What is a rope?", max_iterations=1)["research_id"]
+        await wait_until(service, done, TERMINAL)
+        openai_server.latency = 5
+        running = service.start("What is a treap?")["research_id"]
+        await _until(service, running, lambda s: s.status is Status.RUNNING)
+        ids = lambda page: [i["research_id"] for i in page["items"]]  # noqa: E731
+        assert ids(service.list(status="running")) == [running]
+        assert ids(service.list(status="completed,failed")) == [done]
+        assert set(ids(service.list())) == {done, running}
+        with pytest.raises(InputError, match="not a research status"):
+            service.list(status="finished")
+
+
+async def test_completed_research_continues_with_more_iterations(
+    settings: Settings, brain: ResearchBrain
+) -> None:
+    def analyzer(system: str, user: str) -> str:
+        answer = brain.analyze(user)
+        if "Iteration: 1/" in user:
+            answer["gaps"] = [
+                {"description": "Rebalancing cost is unknown.", "suggested_queries": ["cost"]}
+            ]
+        return json.dumps(answer)
+
+    brain.overrides["analyzer"] = analyzer
+    async with research_runtime(settings, warm=False) as service:
+        rid = service.start("What is consistent hashing?", max_iterations=1)["research_id"]
+        await wait_until(service, rid, TERMINAL)
+        assert service.store.load(rid).unaddressed_gaps()
+        with pytest.raises(InvalidStateError, match="already completed"):
+            service.resume(rid)
+        resumed = service.resume(rid, max_iterations=2)
+        assert resumed["phase"] == "refinement" and resumed["resumed_from"] == "completed"
+        status = await wait_until(service, rid, TERMINAL)
+    assert status["status"] == "completed"
+    assert status["iteration"] == 2
+    assert brain.calls["refiner"] == 1
+
+
+async def test_cancel_of_a_finished_research_is_refused(settings: Settings) -> None:
+    async with research_runtime(settings, warm=False) as service:
+        rid = service.start("What is a segment tree?", max_iterations=1)["research_id"]
+        await wait_until(service, rid, TERMINAL)
+        with pytest.raises(InvalidStateError, match="nothing to cancel"):
+            await service.cancel(rid)
+        with pytest.raises(ResearchNotFoundError):
+            service.resume("deepres-000000000000")
+
+
+def _old_database(path, state_json: str) -> None:  # type: ignore[no-untyped-def]
+    """A research.db as version 1 of foundry-mcp wrote it."""
+    db = sqlite3.connect(path / "research.db")
+    db.executescript(
+        "CREATE TABLE research (id TEXT PRIMARY KEY, status TEXT NOT NULL, phase TEXT NOT NULL,"
+        " iteration INTEGER NOT NULL, query TEXT NOT NULL, created_at TEXT NOT NULL,"
+        " updated_at TEXT NOT NULL, state TEXT NOT NULL);"
+    )
+    data = json.loads(state_json)
+    db.execute(
+        "INSERT INTO research VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            data["id"],
+            data["status"],
+            data["phase"],
+            data["iteration"],
+            data["query"],
+            data["created_at"],
+            data["updated_at"],
+            state_json,
+        ),
+    )
+    db.commit()
+    db.close()
+
+
+async def test_a_version_one_store_is_migrated_on_open(settings: Settings) -> None:
+    research_dir = settings.research.research_dir
+    research_dir.mkdir(parents=True)
+    old = ResearchState(query="What is an LSM tree?", llm_provider="openai", llm_model="m")
+    old.status = Status.COMPLETED
+    old.report = "# Old\n\n## Summary\n\nKept."
+    data = json.loads(old.model_dump_json())
+    data.update(schema_version=1, owner_pid=123, owner_host="old-host")
+    for key in ("options", "contradictions", "claim_checks"):
+        data.pop(key)
+    _old_database(research_dir, json.dumps(data))
+
+    async with research_runtime(settings, warm=False) as service:
+        state = service.store.load(old.id)
+        assert state.schema_version == 2
+        assert state.report == old.report
+        assert (await service.status(old.id))["status"] == "completed"
+        assert service.list()["items"][0]["research_id"] == old.id
+    db = sqlite3.connect(research_dir / "research.db")
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+
+
+async def test_retention_deletes_old_finished_research_at_start_up(settings: Settings) -> None:
+    store = ResearchStore(settings.research.research_dir)
+    old = ResearchState(query="Old question?", llm_provider="openai", llm_model="m")
+    old.status = Status.COMPLETED
+    store.save(old)
+    store._db.execute(
+        "UPDATE research SET updated_at=? WHERE id=?",
+        ((utcnow() - timedelta(days=40)).isoformat(), old.id),
+    )
+    fresh = ResearchState(query="New question?", llm_provider="openai", llm_model="m")
+    fresh.status = Status.COMPLETED
+    store.save(fresh)
+    settings.research.retention_days = 30
+    async with research_runtime(settings, warm=False) as service:
+        ids = [i["research_id"] for i in service.list()["items"]]
+    assert ids == [fresh.id]
+
+
+async def test_auto_resume_continues_interrupted_research_at_start_up(
+    settings: Settings, openai_server: FakeHTTPServer
+) -> None:
+    openai_server.latency = 0.3
+    async with research_runtime(settings, warm=False) as service:
+        rid = service.start("What is a Fenwick tree?", max_iterations=1)["research_id"]
+        await _until(service, rid, lambda s: bool(s.sub_queries))
+    openai_server.latency = 0
+    settings.research.auto_resume = True
+    async with research_runtime(settings, warm=False) as service:
+        status = await wait_until(service, rid, TERMINAL)
+    assert status["status"] == "completed"
