@@ -1,0 +1,404 @@
+"""Crash and resume: SIGKILL a server at a random moment, resume in a new one, count the damage.
+
+Each trial starts a research in a fresh research_dir through a real ``python -m foundry_mcp``
+process (stdio), kills it with SIGKILL at a random moment of the expected run time, starts a
+new server on the same directory, checks that the research reads ``interrupted`` (or
+``completed`` if it had finished), resumes it and waits for the end. It prints:
+
+- trials completed;
+- repeated work: searches (and source analyses) saved before the kill that ran again after the
+  resume. "Saved before the kill" means the fake received the request at least latency + 0.5 s
+  before the kill, or before a status read that showed the research already past that phase;
+- store errors: INTERNAL_ERROR envelopes, status reads that fail, servers that fail to start;
+- the median and max time from resume to completion.
+
+Then it times ``deep-research-list`` (50 a page) over 5,000 stored researches, straight from
+the store and through MCP. Run from the repository root:
+
+    python benchmarks/crash_resume.py [--trials 20] [--seed 7] [--list-size 5000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.fakes import FakeHTTPServer, RecordedRequest, ResearchBrain, fake_openai, fake_tavily
+from tests.fakes.brain import SOURCE_BLOCK_RE
+from tests.rawmcp import RawServer, RawServerError
+
+QUERY = "How do heat pumps perform in cold climates?"
+LIMITS = {"max_iterations": 2, "max_sub_queries": 3, "max_sources_per_query": 3}
+ACTIVE = {"queued", "running", "cancelling"}
+TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted"}
+AFTER_GATHERING = {"analysis", "synthesis", "refinement"}
+AFTER_ANALYSIS = {"synthesis", "refinement"}
+SAVE_MARGIN = 0.5
+LLM_PATH = "/v1/chat/completions"
+
+
+@dataclass
+class Trial:
+    number: int
+    llm_latency: float
+    search_latency: float
+    kill_after: float
+    outcome: str = "not run"  # completed, or what went wrong
+    status_after_kill: str | None = None
+    phase_after_kill: str | None = None
+    searches_saved: int = 0  # searches that count as saved before the kill
+    analyses_saved: int = 0  # source analyses that count as saved before the kill
+    duplicate_searches: int = 0
+    duplicate_analyses: int = 0
+    store_errors: list[str] = field(default_factory=list)
+    resume_seconds: float | None = None
+
+
+class StoreError(Exception):
+    """A failure the benchmark counts as a store error."""
+
+
+class Session:
+    """A RawServer whose every envelope is checked for INTERNAL_ERROR."""
+
+    def __init__(self, env: dict[str, str], trial: Trial) -> None:
+        self.trial = trial
+        try:
+            self.server = RawServer(env)
+        except RawServerError as exc:
+            trial.store_errors.append(f"server failed to start: {exc}")
+            raise StoreError("server failed to start") from None
+
+    def call(self, arguments: dict[str, Any], timeout: float = 30) -> dict[str, Any]:
+        envelope = self.server.call(arguments, timeout)
+        if not envelope["success"] and envelope["data"].get("error_code") == "INTERNAL_ERROR":
+            self.trial.store_errors.append(f"INTERNAL_ERROR on {arguments['action']}")
+        return envelope
+
+    def status(self, research_id: str, **extra: Any) -> dict[str, Any]:
+        timeout = float(extra.get("wait_timeout", 0)) + 20
+        try:
+            envelope = self.call(
+                {"action": "deep-research-status", "research_id": research_id, **extra}, timeout
+            )
+        except RawServerError as exc:
+            self.trial.store_errors.append(f"status read failed: {exc}")
+            raise StoreError("status read failed") from None
+        if not envelope["success"]:
+            self.trial.store_errors.append(f"status read failed: {envelope['error']}")
+            raise StoreError("status read failed")
+        return dict(envelope["data"])
+
+    def kill(self) -> None:
+        self.server.kill()
+
+    def close(self) -> None:
+        self.server.close()
+
+
+def environment(tmp: Path, llm: FakeHTTPServer, search: FakeHTTPServer) -> dict[str, str]:
+    config = tmp / "foundry-mcp.toml"
+    config.write_text("[providers.openai]\nmax_retries = 0\n")
+    home = tmp / "home"
+    home.mkdir(exist_ok=True)
+    return {
+        "HOME": str(home),
+        "FOUNDRY_MCP_CONFIG": str(config),
+        "FOUNDRY_MCP_RESEARCH_DIR": str(tmp / "research"),
+        "OPENAI_API_KEY": "sk-bench",
+        "OPENAI_BASE_URL": llm.base_url + "/v1",
+        "TAVILY_API_KEY": "tvly-bench",
+        "TAVILY_BASE_URL": search.base_url,
+    }
+
+
+def analysed(requests: Iterable[RecordedRequest]) -> list[str]:
+    """Source ids sent to the analyzer, once per analysis request that carried them."""
+    ids: list[str] = []
+    for request in requests:
+        messages = (request.json or {}).get("messages") or []
+        system = "\n".join(str(m.get("content")) for m in messages if m.get("role") == "system")
+        if ResearchBrain.identify(system) == "analyzer":
+            user = "\n".join(str(m.get("content")) for m in messages if m.get("role") == "user")
+            ids.extend(dict.fromkeys(SOURCE_BLOCK_RE.findall(user)))
+    return ids
+
+
+def saved_before(
+    requests: list[RecordedRequest], latency: float, killed_at: float, seen_past: float | None
+) -> list[RecordedRequest]:
+    horizon = killed_at - (latency + SAVE_MARGIN)
+    if seen_past is not None:
+        horizon = max(horizon, seen_past)
+    return [r for r in requests if r.timestamp <= horizon]
+
+
+def run_trial(trial: Trial) -> None:
+    brain = ResearchBrain()
+    with (
+        fake_openai(brain) as llm,
+        fake_tavily() as search,
+        tempfile.TemporaryDirectory(prefix="crash-resume-") as tmp,
+    ):
+        llm.latency, search.latency = trial.llm_latency, trial.search_latency
+        env = environment(Path(tmp), llm, search)
+
+        # 1. Start, watch the status until the chosen moment, SIGKILL.
+        first = Session(env, trial)
+        try:
+            started = first.call({"action": "deep-research", "query": QUERY, **LIMITS})
+            if not started["success"]:
+                trial.outcome = f"start failed: {started['error']}"
+                return
+            research_id = started["data"]["research_id"]
+            kill_at = time.monotonic() + trial.kill_after
+            seen: list[tuple[float, str]] = []  # (sent at, phase) of each status read
+            while (remaining := kill_at - time.monotonic()) > 0.15:
+                sent = time.time()
+                data = first.status(research_id, wait=True, wait_timeout=min(0.5, remaining - 0.1))
+                seen.append((sent, data["phase"]))
+                if data["status"] not in ACTIVE:
+                    break
+            time.sleep(max(0.0, kill_at - time.monotonic()))
+            killed_at = time.time()
+        finally:
+            first.kill()
+
+        past_gathering = next((t for t, phase in seen if phase in AFTER_GATHERING), None)
+        past_analysis = next((t for t, phase in seen if phase in AFTER_ANALYSIS), None)
+        searches_before = saved_before(
+            search.requests_to("/search"), trial.search_latency, killed_at, past_gathering
+        )
+        analyses_before = saved_before(
+            llm.requests_to(LLM_PATH), trial.llm_latency, killed_at, past_analysis
+        )
+
+        # 2. A new server on the same store: status, resume, wait.
+        second = Session(env, trial)
+        try:
+            data = second.status(research_id)
+            trial.status_after_kill, trial.phase_after_kill = data["status"], data["phase"]
+            if data["status"] not in ("interrupted", "completed"):
+                trial.outcome = f"status after the kill is {data['status']}"
+                return
+            resumed_at = time.time()
+            if data["status"] == "interrupted":
+                began = time.monotonic()
+                resumed = second.call(
+                    {"action": "deep-research-resume", "research_id": research_id}
+                )
+                if not resumed["success"]:
+                    trial.outcome = f"resume refused: {resumed['error']}"
+                    return
+                data = dict(resumed["data"])  # queued
+                while data["status"] not in TERMINAL:
+                    if time.monotonic() > began + 120:
+                        trial.outcome = "resume did not finish within 120 s"
+                        return
+                    data = second.status(research_id, wait=True, wait_timeout=2)
+                trial.resume_seconds = time.monotonic() - began
+            report = second.call({"action": "deep-research-report", "research_id": research_id})
+            if data["status"] != "completed":
+                trial.outcome = f"ended {data['status']}: {data.get('error')}"
+            elif not report["success"]:
+                trial.outcome = f"report unreadable: {report['error']}"
+            else:
+                trial.outcome = "completed"
+        finally:
+            second.close()
+
+        searches_after = [r for r in search.requests_to("/search") if r.timestamp >= resumed_at]
+        done = {str((r.json or {}).get("query")) for r in searches_before}
+        trial.searches_saved = len(done)
+        trial.duplicate_searches = sum(
+            1 for r in searches_after if str((r.json or {}).get("query")) in done
+        )
+        llm_after = [r for r in llm.requests_to(LLM_PATH) if r.timestamp >= resumed_at]
+        done_ids = set(analysed(analyses_before))
+        trial.analyses_saved = len(done_ids)
+        trial.duplicate_analyses = sum(1 for sid in analysed(llm_after) if sid in done_ids)
+
+
+def crash_trials(args: argparse.Namespace, trials: list[Trial]) -> None:
+    """Run the trials, appending each to ``trials`` as it starts (so a failure keeps them)."""
+    rng = random.Random(args.seed)
+    for number in range(1, args.trials + 1):
+        llm_latency = round(rng.uniform(0.05, 0.2), 3)
+        search_latency = round(rng.uniform(0.05, 0.2), 3)
+        # About 8 LLM calls and 2 rounds of searches, plus the server's start-up (provider SDK
+        # imports, ~1 s) and bookkeeping; some kills land after the end, which is fine.
+        expected = 8 * llm_latency + 2 * search_latency + 1.5
+        trial = Trial(number, llm_latency, search_latency, round(rng.uniform(0.05, expected), 3))
+        trials.append(trial)
+        try:
+            run_trial(trial)
+        except StoreError as exc:
+            trial.outcome = str(exc)
+        except Exception as exc:
+            trial.outcome = f"crashed: {type(exc).__name__}: {exc}"
+            traceback.print_exc(file=sys.stderr)
+        print(
+            f"trial {number:2d}: kill after {trial.kill_after:5.2f} s "
+            f"(llm {llm_latency:.2f} s, search {search_latency:.2f} s) -> "
+            f"{trial.status_after_kill or '-'} in {trial.phase_after_kill or '-'}; "
+            f"{trial.outcome}"
+            + (f"; resumed in {trial.resume_seconds:.2f} s" if trial.resume_seconds else ""),
+            flush=True,
+        )
+
+
+def report_trials(trials: list[Trial], wanted: int) -> None:
+    completed = sum(1 for t in trials if t.outcome == "completed")
+    errors = [e for t in trials for e in t.store_errors]
+    resumes = [t.resume_seconds for t in trials if t.resume_seconds is not None]
+    kinds = Counter(t.status_after_kill or "unknown" for t in trials)
+    print()
+    print(f"trials completed:          {completed}/{wanted}")
+    print(f"status after the kill:     {dict(kinds)}")
+    print(
+        f"duplicate search calls:    {sum(t.duplicate_searches for t in trials)} "
+        f"(of {sum(t.searches_saved for t in trials)} searches saved before a kill)"
+    )
+    print(
+        f"duplicate source analyses: {sum(t.duplicate_analyses for t in trials)} "
+        f"(of {sum(t.analyses_saved for t in trials)} analyses saved before a kill)"
+    )
+    print(f"store errors:              {len(errors)}")
+    for error in errors[:10]:
+        print(f"  - {error.splitlines()[0][:200]}")
+    for trial in trials:
+        if trial.outcome != "completed":
+            print(f"  trial {trial.number}: {trial.outcome.splitlines()[0][:200]}")
+    if resumes:
+        print(
+            f"resume to completion:      median {statistics.median(resumes):.2f} s, "
+            f"max {max(resumes):.2f} s ({len(resumes)} resumes)"
+        )
+    else:
+        print("resume to completion:      no resumes")
+
+
+# ---------------------------------------------------------------------- listing
+
+
+def fill_store(research_dir: Path, count: int) -> None:
+    from foundry_mcp.research.models import Phase, ResearchState, Status
+    from foundry_mcp.research.store import ResearchStore
+
+    store = ResearchStore(research_dir)
+    base = datetime.now(UTC) - timedelta(days=30)
+    try:
+        for n in range(count):
+            state = ResearchState(
+                query=f"Stored research number {n}: how does topic {n % 97} behave?",
+                llm_provider="openai",
+                llm_model="m",
+                status=Status.FAILED if n % 10 == 0 else Status.COMPLETED,
+                phase=Phase.SYNTHESIS,
+                report=f"# Report {n}\n\nA short report.\n",
+                created_at=base + timedelta(seconds=n),
+            )
+            store.save(state)
+    finally:
+        store.close()
+
+
+def time_listing(args: argparse.Namespace) -> None:
+    from foundry_mcp.research.store import ResearchStore
+
+    pages = args.list_pages
+    with tempfile.TemporaryDirectory(prefix="crash-resume-list-") as tmp:
+        research_dir = Path(tmp) / "research"
+        began = time.perf_counter()
+        fill_store(research_dir, args.list_size)
+        print()
+        print(f"stored {args.list_size} researches in {time.perf_counter() - began:.1f} s")
+
+        store = ResearchStore(research_dir)
+        try:
+            for completed_only in (False, True):
+                timings, cursor, listed = [], None, 0
+                for _ in range(pages):
+                    began = time.perf_counter()
+                    items, cursor = store.list_page(50, cursor, completed_only)
+                    timings.append((time.perf_counter() - began) * 1000)
+                    listed += len(items)
+                    if cursor is None:
+                        break
+                label = "store.list_page(50)" + (", completed_only" if completed_only else "")
+                print(
+                    f"{label + ':':40s} median {statistics.median(timings):6.2f} ms/page, "
+                    f"max {max(timings):6.2f} ms ({len(timings)} pages, {listed} items)"
+                )
+        finally:
+            store.close()
+
+        with (
+            fake_openai() as llm,
+            fake_tavily() as search,
+        ):
+            env = environment(Path(tmp), llm, search)
+            env["FOUNDRY_MCP_RESEARCH_DIR"] = str(research_dir)
+            with RawServer(env) as server:
+                timings, cursor, errors = [], None, 0
+                for _ in range(pages):
+                    arguments: dict[str, Any] = {"action": "deep-research-list", "limit": 50}
+                    if cursor:
+                        arguments["cursor"] = cursor
+                    began = time.perf_counter()
+                    envelope = server.call(arguments)
+                    timings.append((time.perf_counter() - began) * 1000)
+                    if not envelope["success"]:
+                        errors += 1
+                        print(f"  list failed: {envelope['error']}")
+                        break
+                    cursor = envelope["data"]["next_cursor"]
+                    if cursor is None:
+                        break
+        median = statistics.median(timings)
+        verdict = "ok" if median < 100 else "over the 100 ms target"
+        print(
+            f"{'MCP deep-research-list (limit 50):':40s} median {median:6.2f} ms/page, "
+            f"max {max(timings):6.2f} ms ({len(timings)} pages, {errors} errors) - {verdict}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--list-size", type=int, default=5000)
+    parser.add_argument("--list-pages", type=int, default=10)
+    parser.add_argument("--skip-list", action="store_true", help="only run the crash trials")
+    args = parser.parse_args()
+
+    trials: list[Trial] = []
+    try:
+        crash_trials(args, trials)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+    finally:
+        report_trials(trials, args.trials)
+    if not args.skip_list:
+        try:
+            time_listing(args)
+        except Exception:
+            print("listing benchmark failed:", file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
