@@ -29,25 +29,42 @@ CONFIG_ENV = "FOUNDRY_MCP_CONFIG"
 USER_CONFIG = Path("~/.foundry-mcp.toml")
 PROJECT_CONFIG = Path("foundry-mcp.toml")
 
-ProviderKind = Literal["openai", "anthropic", "tavily"]
+ProviderKind = Literal[
+    "openai", "anthropic", "gemini", "tavily", "google", "semantic_scholar", "local"
+]
 
 # The API flavour of each provider name we know; other names must say `type = ...`.
 KNOWN_PROVIDER_KINDS: dict[str, ProviderKind] = {
     "openai": "openai",
     "anthropic": "anthropic",
+    "gemini": "gemini",
     "tavily": "tavily",
+    "google": "google",
+    "semantic_scholar": "semantic_scholar",
+    "local": "local",
 }
 
 DEFAULT_MODELS: dict[str, str] = {
     "openai": "gpt-4.1-mini",
     "anthropic": "claude-sonnet-5",
+    "gemini": "gemini-2.5-flash",
 }
 
 # Environment variables read for each provider, as (variable, key in [providers.<name>]).
 PROVIDER_ENV: dict[str, tuple[tuple[str, str], ...]] = {
     "openai": (("OPENAI_API_KEY", "api_key"), ("OPENAI_BASE_URL", "base_url")),
     "anthropic": (("ANTHROPIC_API_KEY", "api_key"), ("ANTHROPIC_BASE_URL", "base_url")),
+    "gemini": (("GEMINI_API_KEY", "api_key"), ("GOOGLE_GEMINI_BASE_URL", "base_url")),
     "tavily": (("TAVILY_API_KEY", "api_key"), ("TAVILY_BASE_URL", "base_url")),
+    "google": (
+        ("GOOGLE_API_KEY", "api_key"),
+        ("GOOGLE_CSE_ID", "cse_id"),
+        ("GOOGLE_CSE_BASE_URL", "base_url"),
+    ),
+    "semantic_scholar": (
+        ("SEMANTIC_SCHOLAR_API_KEY", "api_key"),
+        ("SEMANTIC_SCHOLAR_BASE_URL", "base_url"),
+    ),
 }
 
 # Environment variables read for [research] keys; list values are comma-separated.
@@ -60,6 +77,52 @@ RESEARCH_ENV: dict[str, str] = {
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class FetchSettings(_Section):
+    """The ``[research.fetch]`` table: reading full pages for sources."""
+
+    enabled: bool = True
+    follow_links: bool = False
+    max_bytes: int = Field(10_000_000, ge=1000, le=100_000_000)
+    max_redirects: int = Field(5, ge=0, le=20)
+    timeout: float = Field(20.0, gt=0, le=300)
+    max_concurrent: int = Field(5, ge=1, le=50)
+    allow_private_networks: bool = False
+
+
+class LocalDocumentsSettings(_Section):
+    """The ``[research.local]`` table: the user's own documents as a search provider."""
+
+    paths: list[Path] = Field(default_factory=list)
+    extensions: list[str] = Field(
+        default_factory=lambda: [
+            ".md",
+            ".markdown",
+            ".txt",
+            ".rst",
+            ".html",
+            ".htm",
+            ".pdf",
+            ".py",
+            ".js",
+            ".ts",
+            ".go",
+            ".rs",
+            ".java",
+            ".c",
+            ".h",
+            ".cpp",
+            ".toml",
+            ".yaml",
+        ]
+    )
+    max_file_bytes: int = Field(20_000_000, ge=1000)
+
+    @field_validator("paths")
+    @classmethod
+    def _expand_paths(cls, value: list[Path]) -> list[Path]:
+        return [path.expanduser() for path in value]
 
 
 class ResearchSettings(_Section):
@@ -86,6 +149,41 @@ class ResearchSettings(_Section):
     retention_days: float | None = Field(None, gt=0)
     auto_resume: bool = False
 
+    # Per-phase LLM provider and its fallbacks, as "provider[:model]" specs.
+    deep_research_planning_provider: str | None = None
+    deep_research_planning_providers: list[str] = Field(default_factory=list)
+    deep_research_analysis_provider: str | None = None
+    deep_research_analysis_providers: list[str] = Field(default_factory=list)
+    deep_research_synthesis_provider: str | None = None
+    deep_research_synthesis_providers: list[str] = Field(default_factory=list)
+    deep_research_refinement_provider: str | None = None
+    deep_research_refinement_providers: list[str] = Field(default_factory=list)
+    tavily_search_depth: Literal["basic", "advanced"] = "basic"
+    max_cost_usd: float | None = Field(None, gt=0)
+
+    # Token management (fitting content into each model's context window).
+    token_management_enabled: bool = True
+    token_safety_margin: float = Field(0.15, ge=0.0, le=0.9)
+    runtime_overhead: int = Field(60_000, ge=0)
+    summarization_provider: str | None = None
+    summarization_providers: list[str] = Field(default_factory=list)
+    summarization_timeout: float = Field(60.0, gt=0, le=3600)
+    summarization_cache_enabled: bool = True
+    allow_content_dropping: bool = False
+    content_archive_enabled: bool = False
+    content_archive_ttl_hours: float = Field(168.0, gt=0)
+    research_archive_dir: Path | None = None
+    model_context_overrides: dict[str, int] = Field(default_factory=dict)
+
+    fetch: FetchSettings = Field(default_factory=FetchSettings)
+    local: LocalDocumentsSettings = Field(default_factory=LocalDocumentsSettings)
+
+    def phase_providers(self, phase: str) -> list[str]:
+        """The LLM provider specs for a phase, primary first; empty means the research's own."""
+        primary = getattr(self, f"deep_research_{phase}_provider", None)
+        fallbacks = getattr(self, f"deep_research_{phase}_providers", [])
+        return [spec for spec in [primary, *fallbacks] if spec]
+
     def phase_timeouts(self) -> dict[str, float]:
         """The per-phase timeouts, by phase name."""
         return {
@@ -96,10 +194,18 @@ class ResearchSettings(_Section):
             "refinement": self.deep_research_refinement_timeout,
         }
 
-    @field_validator("research_dir")
+    @field_validator("research_dir", "research_archive_dir")
     @classmethod
-    def _expand(cls, value: Path) -> Path:
-        return value.expanduser()
+    def _expand(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
+    @field_validator("model_context_overrides")
+    @classmethod
+    def _positive_windows(cls, value: dict[str, int]) -> dict[str, int]:
+        for model, window in value.items():
+            if window < 1000:
+                raise ValueError(f"context window of {model!r} must be at least 1000 tokens")
+        return value
 
     @field_validator("default_provider")
     @classmethod
@@ -118,6 +224,11 @@ class ProviderSettings(_Section):
     model: str | None = None
     timeout: float = Field(120.0, gt=0, le=3600)
     max_retries: int = Field(2, ge=0, le=10)
+    cse_id: str | None = None  # Google Custom Search engine id
+    requests_per_minute: float | None = Field(None, gt=0)
+    max_in_flight: int | None = Field(None, ge=1, le=100)
+    circuit_breaker_failures: int = Field(5, ge=1, le=100)
+    circuit_breaker_reset_seconds: float = Field(30.0, gt=0, le=3600)
 
     @field_validator("base_url")
     @classmethod
@@ -136,6 +247,13 @@ class ProviderSettings(_Section):
         return secret or None
 
 
+class PriceSettings(_Section):
+    """One ``[pricing."provider:model"]`` table: US dollars per million tokens."""
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+
+
 class LoggingSettings(_Section):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
 
@@ -145,6 +263,7 @@ class Settings(_Section):
 
     research: ResearchSettings = Field(default_factory=ResearchSettings)
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+    pricing: dict[str, PriceSettings] = Field(default_factory=dict)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     _sources: list[str] = PrivateAttr(default_factory=list)
 
@@ -259,6 +378,14 @@ def _environment_layer(
             value = raw
         layer.setdefault("research", {})[key] = value
         origin[("research", key)] = f"environment variable {variable}"
+    allow_private = env.get("FOUNDRY_MCP_FETCH_ALLOW_PRIVATE", "").strip()
+    if allow_private:
+        layer.setdefault("research", {}).setdefault("fetch", {})["allow_private_networks"] = (
+            allow_private.lower() in ("1", "true", "yes", "on")
+        )
+        origin[("research", "fetch", "allow_private_networks")] = (
+            "environment variable FOUNDRY_MCP_FETCH_ALLOW_PRIVATE"
+        )
     for provider, pairs in PROVIDER_ENV.items():
         for variable, key in pairs:
             raw = env.get(variable, "").strip()
