@@ -249,7 +249,7 @@ def test_invalid_toml_syntax_names_the_file(dirs: tuple[Path, Path]) -> None:
         ("[research]\ndeep_research_max_sourcez = 5\n", "deep_research_max_sourcez"),
         ("[reserch]\ndeep_research_max_iterations = 3\n", "reserch"),
         ('[providers.openai]\ntimeout = "slow"\n', "timeout"),
-        ('[providers.openai]\ntype = "gemini"\n', "type"),
+        ('[providers.openai]\ntype = "watsonx"\n', "type"),
         ('[logging]\nlevel = "LOUD"\n', "level"),
     ],
 )
