@@ -90,7 +90,12 @@ class ReportNotReadyError(FoundryError):
 
 
 class ProviderError(FoundryError):
-    """A provider call failed. ``retryable`` says whether trying again may help."""
+    """A provider call failed. ``retryable`` says whether trying again may help.
+
+    ``kind`` classifies the failure: ``rate_limit``, ``transient`` (5xx, connection, timeout),
+    ``auth``, ``bad_request``, ``context_overflow``, ``not_found``, ``circuit_open``,
+    ``budget`` (the research's cost ceiling) or ``unknown``.
+    """
 
     error_code = "PROVIDER_ERROR"
     error_type = "provider"
@@ -106,12 +111,16 @@ class ProviderError(FoundryError):
         retryable: bool = False,
         status_code: int | None = None,
         remediation: str | None = None,
+        kind: str = "unknown",
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(
             message,
             remediation=remediation,
-            details={"provider": provider, "status_code": status_code},
+            details={"provider": provider, "status_code": status_code, "kind": kind},
         )
         self.provider = provider
         self.retryable = retryable
         self.status_code = status_code
+        self.kind = kind
+        self.retry_after = retry_after
