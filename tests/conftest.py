@@ -62,7 +62,8 @@ def research_env(
     """Environment variables that point foundry-mcp at the fakes and at a private store."""
     config = tmp_path / "foundry-mcp.toml"
     config.write_text(
-        "[providers.openai]\nmax_retries = 0\n\n[providers.anthropic]\nmax_retries = 0\n"
+        "[providers.openai]\nmax_retries = 0\n\n[providers.anthropic]\nmax_retries = 0\n\n"
+        "[providers.tavily]\nmax_retries = 0\n"
     )
     home = tmp_path / "home"
     home.mkdir()

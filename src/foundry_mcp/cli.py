@@ -245,8 +245,29 @@ async def _doctor(service: ResearchService, args: argparse.Namespace) -> int:
         )
     except FoundryError as exc:
         checks["search"] = f"not usable: {exc.message} {exc.remediation}"
+    # Every known or configured provider: key present, a cheap live call, the fix.
+    health = await service.health()
+    checks["providers"] = [
+        {
+            key: entry[key]
+            for key in (
+                "name",
+                "role",
+                "in_use",
+                "key_present",
+                "model",
+                "status",
+                "problem",
+                "fix",
+            )
+            if entry.get(key) is not None
+        }
+        for entry in health["providers"]
+    ]
+    checks["problems"] = health["problems"]
     _print_json(checks)
-    return 0 if all(not str(v).startswith("not usable") for v in checks.values()) else 1
+    configured = all(not str(v).startswith("not usable") for v in checks.values())
+    return 0 if configured and health["ok"] else 1
 
 
 COMMANDS: dict[str, Callable[[ResearchService, argparse.Namespace], Awaitable[int]]] = {
@@ -299,7 +320,9 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--limit", type=int, default=20)
     listing.add_argument("--completed-only", action="store_true")
     listing.add_argument("--status", help="only these statuses, comma-separated")
-    commands.add_parser("doctor", help="check configuration and provider keys")
+    commands.add_parser(
+        "doctor", help="check configuration, provider keys, and that each provider answers"
+    )
     return parser
 
 

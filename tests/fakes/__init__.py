@@ -1,6 +1,8 @@
-"""Scriptable fake HTTP servers (OpenAI, Anthropic, Tavily) and a deterministic LLM brain."""
+"""Scriptable fake HTTP servers (OpenAI, Anthropic, Tavily, Google, Semantic Scholar, web
+pages) and a deterministic LLM brain."""
 
 from .brain import HALLUCINATED_ID, BrainReply, ResearchBrain, question_of
+from .gemini import GEMINI_MODELS, fake_gemini, gemini_error
 from .http import FakeHTTPServer, FakeResponse, Handler, RecordedRequest, error_body
 from .providers import (
     SHARED_URL,
@@ -10,8 +12,22 @@ from .providers import (
     fake_tavily,
     slugify,
 )
+from .search_apis import (
+    article_html,
+    fake_google,
+    fake_pages,
+    fake_semantic_scholar,
+    google_error,
+    google_items,
+    html_page,
+    make_pdf,
+    paper,
+    redirect,
+    scholar_papers,
+)
 
 __all__ = [
+    "GEMINI_MODELS",
     "HALLUCINATED_ID",
     "SHARED_URL",
     "BrainReply",
@@ -20,11 +36,24 @@ __all__ = [
     "Handler",
     "RecordedRequest",
     "ResearchBrain",
+    "article_html",
     "default_results",
     "error_body",
     "fake_anthropic",
+    "fake_gemini",
+    "fake_google",
     "fake_openai",
+    "fake_pages",
+    "fake_semantic_scholar",
     "fake_tavily",
+    "gemini_error",
+    "google_error",
+    "google_items",
+    "html_page",
+    "make_pdf",
+    "paper",
     "question_of",
+    "redirect",
+    "scholar_papers",
     "slugify",
 ]

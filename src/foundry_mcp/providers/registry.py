@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from typing import TYPE_CHECKING
 
 from foundry_mcp.config import DEFAULT_MODELS, PROVIDER_ENV, ProviderKind, Settings
 from foundry_mcp.errors import ProviderNotConfiguredError
 from foundry_mcp.providers.llm.base import LLMProvider
+from foundry_mcp.providers.resilience import ResilienceRegistry
 from foundry_mcp.providers.search.base import SearchProvider
 
-LLM_KINDS: frozenset[ProviderKind] = frozenset({"openai", "anthropic"})
-SEARCH_KINDS: frozenset[ProviderKind] = frozenset({"tavily"})
+if TYPE_CHECKING:
+    from foundry_mcp.providers.fetch import PageFetcher
+
+LLM_KINDS: frozenset[ProviderKind] = frozenset({"openai", "anthropic", "gemini"})
+
+# The groups of LLM calls that can have their own provider lists, and the configuration keys
+# that hold them ("provider[:model]" specs, primary first).
+LLM_ROUTE_GROUPS: dict[str, tuple[str, str]] = {
+    "planning": ("deep_research_planning_provider", "deep_research_planning_providers"),
+    "analysis": ("deep_research_analysis_provider", "deep_research_analysis_providers"),
+    "synthesis": ("deep_research_synthesis_provider", "deep_research_synthesis_providers"),
+    "refinement": ("deep_research_refinement_provider", "deep_research_refinement_providers"),
+    "summarization": ("summarization_provider", "summarization_providers"),
+}
+LENIENT_ROUTE_GROUPS = frozenset({"summarization"})  # unusable specs are skipped, not errors
+SEARCH_KINDS: frozenset[ProviderKind] = frozenset({"tavily", "google", "semantic_scholar", "local"})
 
 
 def parse_provider_spec(spec: str) -> tuple[str, str | None]:
@@ -34,9 +51,17 @@ class ProviderRegistry:
         self._settings = settings
         self._llms: dict[str, LLMProvider] = {}
         self._searches: dict[str, SearchProvider] = {}
+        self._fetcher: PageFetcher | None = None
         # Adapters may be built in a worker thread (their SDK clients are slow to create).
         self._lock = threading.Lock()
         self.warmed = threading.Event()
+        # Timeout, retries, rate limits and circuit breakers: one policy per provider, shared
+        # by every research of this process.
+        self.resilience = ResilienceRegistry(settings)
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
 
     # ------------------------------------------------------------------ LLMs
 
@@ -76,12 +101,52 @@ class ProviderRegistry:
             )
         return name, chosen
 
+    def route_specs(self, group: str) -> list[str]:
+        """The configured "provider[:model]" specs of a route group (empty: not configured)."""
+        keys = LLM_ROUTE_GROUPS.get(group)
+        if keys is None:
+            return []
+        research = self._settings.research
+        primary, fallbacks = (getattr(research, key) for key in keys)
+        return [spec for spec in [primary, *fallbacks] if spec and spec.strip()]
+
+    def resolve_routes(self) -> dict[str, list[tuple[str, str]]]:
+        """The configured per-phase provider lists, each as resolved (provider, model) pairs.
+
+        Raises ``ProviderNotConfiguredError`` naming the configuration key of the first phase
+        spec that is not usable (unknown provider, missing key or model). Unusable
+        summarization specs are left out instead (token management warns about them).
+        """
+        routes: dict[str, list[tuple[str, str]]] = {}
+        research = self._settings.research
+        for group, (primary_key, fallbacks_key) in LLM_ROUTE_GROUPS.items():
+            resolved = []
+            primary = getattr(research, primary_key)
+            for spec in self.route_specs(group):
+                key = primary_key if spec == primary else fallbacks_key
+                try:
+                    resolved.append(self.resolve_llm(spec, None))
+                except ProviderNotConfiguredError as exc:
+                    if group in LENIENT_ROUTE_GROUPS:
+                        continue
+                    raise ProviderNotConfiguredError(
+                        f"[research] {key} names '{spec}': {exc.message}",
+                        remediation=f"{exc.remediation} Or correct [research] {key}.",
+                    ) from None
+            if resolved:
+                routes[group] = resolved
+        return routes
+
     def llm(self, name: str) -> LLMProvider:
-        """The adapter for an LLM provider (resolve it first with ``resolve_llm``).
+        """The adapter for an LLM provider behind its resilience policy (resolve it first).
 
         The first call for a provider creates its SDK client, which takes tens to hundreds of
         milliseconds (TLS setup): call it from a worker thread, not the event loop.
         """
+        return self.resilience.wrap_llm(self.llm_adapter(name))
+
+    def llm_adapter(self, name: str) -> LLMProvider:
+        """The bare adapter, without retries or limits (for health probes)."""
         with self._lock:
             return self._llm_locked(name)
 
@@ -89,11 +154,16 @@ class ProviderRegistry:
         if name not in self._llms:
             settings = self._settings.provider(name)
             kind = self._settings.provider_kind(name)
-            args = (name, settings.key(), settings.base_url, settings.timeout, settings.max_retries)
+            # SDK retries stay off: the resilience policy is the only one that retries.
+            args = (name, settings.key(), settings.base_url, settings.timeout, 0)
             if kind == "anthropic":
                 from foundry_mcp.providers.llm.anthropic import AnthropicProvider
 
                 self._llms[name] = AnthropicProvider(*args)
+            elif kind == "gemini":
+                from foundry_mcp.providers.llm.gemini import GeminiProvider
+
+                self._llms[name] = GeminiProvider(*args)
             else:
                 from foundry_mcp.providers.llm.openai import OpenAIProvider
 
@@ -105,44 +175,129 @@ class ProviderRegistry:
     def usable_search_providers(self, names: list[str]) -> tuple[list[str], list[str]]:
         """The configured search providers that can run, in order, and warnings for the rest.
 
-        Raises ``ProviderNotConfiguredError`` when none is usable.
+        Tavily and Google need their keys (Google also a search engine id), Semantic Scholar
+        needs none, ``local`` needs ``[research.local] paths``. When local paths are set and no
+        local provider is listed, ``local`` is added at the end. Raises
+        ``ProviderNotConfiguredError`` when none is usable.
         """
         usable: list[str] = []
         warnings: list[str] = []
+        listed: list[str] = []
         for raw in names:
             name = raw.strip().lower()
-            kind = self._settings.provider_kind(name)
-            if kind not in SEARCH_KINDS:
-                warnings.append(f"Search provider '{name}' is not supported yet; skipped.")
-                continue
-            if self._settings.provider(name).key() is None:
-                warnings.append(f"Search provider '{name}' has no API key; skipped.")
-                continue
-            usable.append(name)
+            if name and name not in listed:
+                listed.append(name)
+        local_paths = bool(self._settings.research.local.paths)
+        if local_paths and not any(self._settings.provider_kind(n) == "local" for n in listed):
+            listed.append("local")
+        for name in listed:
+            problem = self._search_problem(name)
+            if problem is None:
+                usable.append(name)
+            else:
+                warnings.append(problem)
         if not usable:
             detail = " ".join(warnings) or "deep_research_providers is empty."
             raise ProviderNotConfiguredError(
                 f"No usable search provider. {detail}",
                 remediation=(
-                    f"{_key_hint('tavily')} Then list it in [research] deep_research_providers."
+                    f"{_key_hint('tavily')} Or use Google (GOOGLE_API_KEY and GOOGLE_CSE_ID), "
+                    "Semantic Scholar (no key needed), or your own documents ([research.local] "
+                    "paths). List the provider in [research] deep_research_providers."
                 ),
             )
         return usable, warnings
 
+    def _search_problem(self, name: str) -> str | None:
+        """Why search provider ``name`` cannot run (a warning with the fix), or None."""
+        kind = self._settings.provider_kind(name)
+        settings = self._settings.provider(name)
+        if kind not in SEARCH_KINDS:
+            return (
+                f"Search provider '{name}' is not supported (use tavily, google, "
+                "semantic_scholar or local, or declare [providers."
+                f'{name}] with type = "tavily" / "google" / ...); skipped.'
+            )
+        if kind == "tavily" and settings.key() is None:
+            return f"Search provider '{name}' has no API key; skipped. {_key_hint(name)}"
+        if kind == "google" and (settings.key() is None or not (settings.cse_id or "").strip()):
+            missing = " and ".join(
+                what
+                for what, absent in (
+                    ("an API key", settings.key() is None),
+                    ("a search engine id", not (settings.cse_id or "").strip()),
+                )
+                if absent
+            )
+            where = (
+                "GOOGLE_API_KEY and GOOGLE_CSE_ID in the MCP server's env block, or "
+                if name == "google"
+                else ""
+            )
+            return (
+                f"Search provider '{name}' has no {missing}; skipped. Set {where}api_key and "
+                f"cse_id in [providers.{name}] of ~/.foundry-mcp.toml."
+            )
+        if kind == "local" and not self._settings.research.local.paths:
+            return (
+                f"Search provider '{name}' has no folders to search; skipped. Set "
+                '[research.local] paths = ["~/notes", ...] in ~/.foundry-mcp.toml.'
+            )
+        return None
+
     def search(self, name: str) -> SearchProvider:
-        """The adapter for a search provider (check it with ``usable_search_providers``)."""
+        """The adapter for a search provider (check it with ``usable_search_providers``).
+
+        Adapters are built once and reused; each carries the registry's page fetcher as
+        ``page_fetcher`` so the gatherer can read the pages behind results without text.
+        """
         with self._lock:
             return self._search_locked(name)
 
     def _search_locked(self, name: str) -> SearchProvider:
         if name not in self._searches:
-            settings = self._settings.provider(name)
-            from foundry_mcp.providers.search.tavily import TavilySearch
-
-            self._searches[name] = TavilySearch(
-                name, settings.key() or "", settings.base_url, settings.timeout
-            )
+            adapter = self._new_search(name)
+            adapter.page_fetcher = self._fetcher_locked()  # type: ignore[attr-defined]
+            self._searches[name] = adapter
         return self._searches[name]
+
+    def _new_search(self, name: str) -> SearchProvider:
+        settings = self._settings.provider(name)
+        kind = self._settings.provider_kind(name)
+        if kind == "google":
+            from foundry_mcp.providers.search.google import GoogleSearch
+
+            return GoogleSearch(
+                name,
+                settings.key() or "",
+                (settings.cse_id or "").strip(),
+                settings.base_url,
+                settings.timeout,
+            )
+        if kind == "semantic_scholar":
+            from foundry_mcp.providers.search.semantic_scholar import SemanticScholarSearch
+
+            return SemanticScholarSearch(name, settings.key(), settings.base_url, settings.timeout)
+        if kind == "local":
+            from foundry_mcp.providers.search.local import INDEX_FILE, LocalDocuments
+
+            research = self._settings.research
+            return LocalDocuments(name, research.local, research.research_dir / INDEX_FILE)
+        from foundry_mcp.providers.search.tavily import TavilySearch
+
+        return TavilySearch(name, settings.key() or "", settings.base_url, settings.timeout)
+
+    def fetcher(self) -> PageFetcher:
+        """The page fetcher of this process (``[research.fetch]``), created on first use."""
+        with self._lock:
+            return self._fetcher_locked()
+
+    def _fetcher_locked(self) -> PageFetcher:
+        if self._fetcher is None:
+            from foundry_mcp.providers.fetch import PageFetcher
+
+            self._fetcher = PageFetcher(self._settings.research.fetch)
+        return self._fetcher
 
     async def aclose(self) -> None:
         """Close every HTTP client this registry opened."""
@@ -150,6 +305,9 @@ class ProviderRegistry:
             await llm.aclose()
         for search in self._searches.values():
             await search.aclose()
+        if self._fetcher is not None:
+            await self._fetcher.aclose()
+            self._fetcher = None
         self._llms.clear()
         self._searches.clear()
 
@@ -168,7 +326,12 @@ class ProviderRegistry:
                     self.search(search)
             except ProviderNotConfiguredError:
                 pass  # reported to the user when they start a research
+            with contextlib.suppress(ProviderNotConfiguredError):
+                for pairs in self.resolve_routes().values():
+                    for route_name, _ in pairs:
+                        self.llm(route_name)
             import anthropic  # noqa: F401
+            import google.genai  # noqa: F401
             import openai  # noqa: F401
             import tavily  # noqa: F401
         finally:

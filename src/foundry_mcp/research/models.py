@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
+from foundry_mcp.context.levels import ContentLevel
+
 RESEARCH_ID_PATTERN = re.compile(r"^deepres-[0-9a-f]{12}$")
 
 STATE_SCHEMA_VERSION = 2
@@ -265,6 +267,70 @@ class TokenUsage(_Model):
         self.calls += 1
 
 
+MAX_LLM_CALL_RECORDS = 200  # per research; older records are dropped, totals are kept
+
+
+class LLMCallRecord(_Model):
+    """One LLM call: who answered, for what, what it read and wrote, and its estimated cost."""
+
+    provider: str
+    model: str
+    phase: str
+    purpose: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd: float | None = None  # None: no price known for the model
+    at: datetime = Field(default_factory=utcnow)
+
+
+class UsageTotals(_Model):
+    """Tokens, calls and estimated cost summed over LLM calls."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: int = 0
+    cost_usd: float = 0.0  # of the calls whose price is known
+    unpriced_calls: int = 0
+
+    def add(self, record: LLMCallRecord) -> None:
+        self.input_tokens += record.input_tokens
+        self.output_tokens += record.output_tokens
+        self.calls += 1
+        if record.cost_usd is None:
+            self.unpriced_calls += 1
+        else:
+            self.cost_usd += record.cost_usd
+
+
+class LLMUsage(_Model):
+    """Every LLM call of a research (the most recent ones) and totals by phase and provider."""
+
+    calls: list[LLMCallRecord] = Field(default_factory=list)
+    dropped_calls: int = 0
+    total: UsageTotals = Field(default_factory=UsageTotals)
+    by_phase: dict[str, UsageTotals] = Field(default_factory=dict)
+    by_provider: dict[str, UsageTotals] = Field(default_factory=dict)
+    by_model: dict[str, UsageTotals] = Field(default_factory=dict)  # "provider:model"
+    max_cost_usd: float | None = None  # the ceiling of the last run
+    cost_ceiling_reached: bool = False
+
+    @property
+    def spent_usd(self) -> float:
+        return self.total.cost_usd
+
+    def add(self, record: LLMCallRecord) -> None:
+        self.calls.append(record)
+        if len(self.calls) > MAX_LLM_CALL_RECORDS:
+            excess = len(self.calls) - MAX_LLM_CALL_RECORDS
+            del self.calls[:excess]
+            self.dropped_calls += excess
+        self.total.add(record)
+        self.by_phase.setdefault(record.phase, UsageTotals()).add(record)
+        self.by_provider.setdefault(record.provider, UsageTotals()).add(record)
+        self.by_model.setdefault(f"{record.provider}:{record.model}", UsageTotals()).add(record)
+
+
 class ReportMetadata(_Model):
     """Facts about the final report (the synthesizer's output schema)."""
 
@@ -289,6 +355,41 @@ class ResearchLimits(_Model):
     task_timeout: float = 600.0
 
 
+PHASE_BUDGET_FRACTIONS: dict[str, float] = {
+    "planning": 0.10,
+    "analysis": 0.40,
+    "synthesis": 0.35,
+    "refinement": 0.15,
+}
+
+
+class TokenBudgetOptions(_Model):
+    """Token management of one research (``[research]`` token keys, resolved when it starts).
+
+    ``context_window`` and ``max_output`` are the research model's limits after
+    ``model_context_overrides``; ``phase_fractions`` split one call's available input between
+    the phases (see ``specs/token-management.md``).
+    """
+
+    enabled: bool = True
+    safety_margin: float = 0.15
+    runtime_overhead: int = 60_000
+    client_window: int = 200_000
+    context_window: int | None = None  # None: looked up from the model name at run time
+    max_output: int | None = None
+    limits_source: str = "default"
+    model_context_overrides: dict[str, int] = Field(default_factory=dict)  # for other models
+    phase_fractions: dict[str, float] = Field(default_factory=lambda: dict(PHASE_BUDGET_FRACTIONS))
+    summarization_providers: list[str] = Field(default_factory=list)  # empty: the research's LLM
+    summarization_timeout: float = 60.0
+    summarization_cache: bool = True
+    allow_content_dropping: bool = False
+    archive_enabled: bool = False
+    archive_dir: str | None = None
+    archive_ttl_hours: float = 168.0
+    cache_dir: str | None = None  # where summaries are cached (the research_dir)
+
+
 class ResearchOptions(_Model):
     """Workflow switches of one research, resolved from configuration when it starts."""
 
@@ -297,6 +398,52 @@ class ResearchOptions(_Model):
     gate_retries: int = 1
     enable_reflection: bool = False
     phase_timeouts: dict[str, float] = Field(default_factory=dict)  # seconds, by phase value
+    token_budget: TokenBudgetOptions = Field(default_factory=TokenBudgetOptions)
+
+
+class ContentFidelity(_Model):
+    """How much of one content item (a source, a finding) reached the model, in tokens."""
+
+    item_type: str = "source"
+    original_tokens: int = 0
+    current_tokens: int = 0
+    current_level: ContentLevel = ContentLevel.FULL
+    compression_ratio: float = 1.0  # current_tokens / original_tokens, at most 1
+    content_hash: str | None = None  # sha256 of the original: its count is reused on resume
+    method: str = "full"  # full | selection | summary | truncation | dropped
+    summarizer: str | None = None  # the provider spec that wrote a summary
+    phase: str = "analysis"
+    iteration: int = 1
+    archived: bool = False
+
+
+class PhaseAllocation(_Model):
+    """The latest allocation of one phase's content budget."""
+
+    iteration: int = 1
+    tokens_used: int = 0
+    tokens_available: int = 0
+    utilization: float = 0.0
+    items: int = 0
+    items_dropped: int = 0
+    items_summarized: int = 0
+    items_degraded: int = 0
+    fidelity: float = 1.0
+
+
+class ContentAllocationMetadata(_Model):
+    """Research-wide token accounting: fidelity over every item and the phases' budgets."""
+
+    fidelity: float = 1.0
+    tokens_used: int = 0
+    tokens_available: int = 0
+    utilization: float = 0.0
+    items_dropped: int = 0
+    items_summarized: int = 0
+    items_degraded: int = 0
+    items_total: int = 0
+    phases: dict[str, PhaseAllocation] = Field(default_factory=dict)
+    fidelity_by_iteration: dict[str, float] = Field(default_factory=dict)
 
 
 class ResearchState(_Model):
@@ -327,7 +474,15 @@ class ResearchState(_Model):
 
     decisions: list[AgentDecision] = Field(default_factory=list)
     usage: TokenUsage = Field(default_factory=TokenUsage)
+    llm_usage: LLMUsage = Field(default_factory=LLMUsage)
     search_calls: int = 0
+
+    # Token management: what reached the model of each item, and what was set aside.
+    content_fidelity: dict[str, ContentFidelity] = Field(default_factory=dict)
+    content_allocation_metadata: ContentAllocationMetadata | None = None
+    dropped_content_ids: list[str] = Field(default_factory=list)
+    content_archive_hashes: dict[str, str] = Field(default_factory=dict)  # item id -> sha256:...
+    protected_content_ids: list[str] = Field(default_factory=list)  # restored by the user
     warnings: list[str] = Field(default_factory=list)
     error: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)

@@ -11,8 +11,9 @@ from foundry_mcp.errors import FoundryError, ProviderError
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.research.jobs import Job
 from foundry_mcp.research.models import ResearchState, Status, utcnow
+from foundry_mcp.research.pricing import PriceTable
 from foundry_mcp.research.store import LeaseLostError, Owner, ResearchStore
-from foundry_mcp.research.workflow.calls import CallLog, ResearchLLM
+from foundry_mcp.research.workflow.calls import CallLog, LLMRoute, ResearchLLM
 from foundry_mcp.research.workflow.supervisor import PhaseTimeoutError, Supervisor, SupervisorHooks
 
 log = logging.getLogger(__name__)
@@ -76,12 +77,13 @@ class ResearchRunner:
             self._save(state)
 
         try:
-            llm_provider = await anyio.to_thread.run_sync(self.providers.llm, state.llm_provider)
+            llm = await self._research_llm(state, calls)
             search = [
-                await anyio.to_thread.run_sync(self.providers.search, name)
+                self.providers.resilience.wrap_search(
+                    await anyio.to_thread.run_sync(self.providers.search, name)
+                )
                 for name in state.search_providers
             ]
-            llm = ResearchLLM(llm_provider, state.llm_model, state, calls)
             supervisor = Supervisor(state, llm, search, calls, checkpoint, self.hooks)
             with anyio.fail_after(state.limits.task_timeout):
                 await supervisor.run()
@@ -105,11 +107,16 @@ class ResearchRunner:
             raise
         except LeaseLostError:
             raise
+        except ProviderError as exc:
+            if exc.kind == "budget":
+                self._stop_at_cost_ceiling(state, exc)
+            else:
+                abort(state, Status.FAILED, "failed")
+                state.error = f"{exc.message} {exc.remediation}".strip()
+                state.metadata["failed_provider"] = exc.provider
         except FoundryError as exc:
             abort(state, Status.FAILED, "failed")
             state.error = f"{exc.message} {exc.remediation}".strip()
-            if isinstance(exc, ProviderError):
-                state.metadata["failed_provider"] = exc.provider
         except Exception:
             log.exception("research %s failed unexpectedly", state.id)
             abort(state, Status.FAILED, "failed")
@@ -118,6 +125,43 @@ class ResearchRunner:
             state.status = Status.COMPLETED
             state.completed_at = utcnow()
         self._finish(state)
+
+    async def _research_llm(self, state: ResearchState, calls: CallLog) -> ResearchLLM:
+        """The research's LLMs: its own provider, the per-phase lists, prices and ceiling."""
+        providers = self.providers
+        own = await anyio.to_thread.run_sync(providers.llm, state.llm_provider)
+        routes: dict[str, list[LLMRoute]] = {}
+        for group, pairs in providers.resolve_routes().items():
+            routes[group] = [
+                LLMRoute(await anyio.to_thread.run_sync(providers.llm, name), model)
+                for name, model in pairs
+            ]
+        settings = providers.settings
+        return ResearchLLM(
+            own,
+            state.llm_model,
+            state,
+            calls,
+            routes=routes,
+            prices=PriceTable.from_settings(settings),
+            max_cost_usd=settings.research.max_cost_usd,
+        )
+
+    @staticmethod
+    def _stop_at_cost_ceiling(state: ResearchState, exc: ProviderError) -> None:
+        """The cost ceiling ends a run cleanly: with its report if it has one."""
+        state.llm_usage.cost_ceiling_reached = True
+        state.metadata["cost_ceiling_reached"] = True
+        if state.report is not None:
+            state.status = Status.COMPLETED
+            state.completed_at = utcnow()
+            state.warn(
+                "Cost ceiling reached: the research stopped before finishing; the report is the "
+                "last one written."
+            )
+            return
+        abort(state, Status.FAILED, "failed")
+        state.error = f"{exc.message} No report was written before the ceiling. {exc.remediation}"
 
     def _finish(self, state: ResearchState) -> None:
         self._save(state)

@@ -15,12 +15,17 @@ from typing import Any
 import anyio
 
 from foundry_mcp.config import Settings
+from foundry_mcp.context.fidelity import report_fidelity_block
+from foundry_mcp.context.restore import restore_content
+from foundry_mcp.context.runtime import ContextServices
+from foundry_mcp.context.runtime import prepare as prepare_context
 from foundry_mcp.errors import (
     FoundryError,
     InputError,
     InvalidStateError,
     ReportNotReadyError,
 )
+from foundry_mcp.providers.health import check_providers
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.models import (
@@ -36,7 +41,13 @@ from foundry_mcp.research.models import (
 from foundry_mcp.research.report import report_page, report_summary
 from foundry_mcp.research.runner import ResearchRunner, abort
 from foundry_mcp.research.store import Owner, ResearchStore, validate_research_id
-from foundry_mcp.research.views import cited_sources, decision_log, shorten, status_payload
+from foundry_mcp.research.views import (
+    cited_sources,
+    decision_log,
+    shorten,
+    status_payload,
+    usage_payload,
+)
 from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 
 log = logging.getLogger(__name__)
@@ -97,6 +108,7 @@ class ResearchService:
         self.jobs = jobs
         self.owner = owner or Owner()
         self.runner = ResearchRunner(store, providers, self.owner, hooks)
+        self.context = ContextServices(settings, providers)  # token management
 
     @property
     def call_logs(self) -> dict[str, Any]:
@@ -129,6 +141,7 @@ class ResearchService:
             task_timeout=task_timeout,
         )
         llm_name, llm_model = self.providers.resolve_llm(provider_id, model)
+        routes = self.providers.resolve_routes()  # per-phase lists: fail now, naming the key
         search, warnings = self.providers.usable_search_providers(
             self.settings.research.deep_research_providers
         )
@@ -149,6 +162,7 @@ class ResearchService:
             search_providers=search,
             warnings=warnings,
         )
+        prepare_context(self.context, state)  # token budget options from [research]
         self.store.create(state, self.owner, LEASE_SECONDS)
         self.runner.event(state.id, "created", {"query": shorten(query, 300)})
         self.jobs.start(state.id, self.runner.run)
@@ -163,6 +177,10 @@ class ResearchService:
             ),
             "limits": limits.model_dump(),
             "provider": f"{llm_name}:{llm_model}",
+            "phase_providers": {
+                group: [f"{name}:{chosen}" for name, chosen in pairs]
+                for group, pairs in routes.items()
+            },
         }
 
     def _limits(self, base: ResearchLimits | None, **given: Any) -> ResearchLimits:
@@ -252,7 +270,13 @@ class ResearchService:
                     resumed.append(research_id)
                 except FoundryError as exc:
                     log.warning("auto-resume of %s failed: %s", research_id, exc.message)
-        return {"interrupted": recovered, "deleted": removed, "resumed": resumed}
+        archived = self.context.purge_archive()  # content_archive_ttl_hours
+        return {
+            "interrupted": recovered,
+            "deleted": removed,
+            "resumed": resumed,
+            "archive_purged": archived,
+        }
 
     # ------------------------------------------------------------------ status
 
@@ -323,6 +347,8 @@ class ResearchService:
             "report_metadata": metadata.model_dump() if metadata else None,
             "sources": cited_sources(state),
             "decision_log": decision_log(state),
+            "usage": usage_payload(state),
+            "fidelity": report_fidelity_block(state),
         }
         return payload, warnings
 
@@ -344,6 +370,12 @@ class ResearchService:
             f"Research {state.id} ended {state.status.value} before writing a report.",
             remediation="Resume it with action='deep-research-resume' to finish the report.",
         )
+
+    # ------------------------------------------------------------------ health
+
+    async def health(self) -> dict[str, Any]:
+        """Every known or configured provider: key present, a cheap live call, and the fix."""
+        return await check_providers(self.providers)
 
     # ------------------------------------------------------------------ list and events
 
@@ -457,6 +489,7 @@ class ResearchService:
         )
         # The provider must still be usable: fail now, not in the background.
         self.providers.resolve_llm(f"{state.llm_provider}:{state.llm_model}", None)
+        self.providers.resolve_routes()
         self.providers.usable_search_providers(state.search_providers)
         ownership = self.store.ownership(research_id)
         expected = ownership.token if ownership else None
@@ -477,7 +510,14 @@ class ResearchService:
                 outputs={"limits": state.limits.model_dump()},
             )
         )
-        for key in ("cancelled", "timeout", "interrupted", "failed", "timeout_phase"):
+        for key in (
+            "cancelled",
+            "timeout",
+            "interrupted",
+            "failed",
+            "timeout_phase",
+            "cost_ceiling_reached",
+        ):
             state.metadata.pop(key, None)
         if state.phase is Phase.GATHERING:  # searches that failed get another chance
             for sub_query in state.sub_queries:
@@ -490,6 +530,7 @@ class ResearchService:
         state.status = Status.QUEUED
         state.completed_at = None
         state.error = None
+        prepare_context(self.context, state)  # current token settings (see restore_content)
         self.store.save(state, self.owner)
         self.runner.event(
             research_id,
@@ -521,6 +562,18 @@ class ResearchService:
                 f"Research {state.id} is completed and has no open gap left to research.",
                 remediation="Start a new research with a more specific question.",
             )
+
+    def restore_content(self, research_id: Any, item_id: Any) -> dict[str, Any]:
+        """Bring a dropped (archived) source back into a stopped research; resume it next."""
+        research_id = validate_research_id(research_id)
+        if not isinstance(item_id, str) or not item_id.strip():
+            raise InputError("item_id must name a source id.", details={"field": "item_id"})
+        state = self._load_checked(research_id)
+        archive = self.context.archive() if state.options.token_budget.archive_enabled else None
+        result = restore_content(state, item_id.strip(), archive)
+        self.store.save(state)
+        self.runner.event(research_id, "content_restored", {"item_id": item_id.strip()})
+        return result
 
     async def delete(self, research_id: Any) -> dict[str, Any]:
         """Delete a research, cancelling it first if it runs here or elsewhere."""

@@ -21,15 +21,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from foundry_mcp.context.passages import PASSAGE_MAX_CHARS as PASSAGE_MAX_CHARS
+from foundry_mcp.context.passages import PASSAGE_MIN_CHARS as PASSAGE_MIN_CHARS
+from foundry_mcp.context.passages import PassageIndex
+from foundry_mcp.context.passages import content_words as content_words
+from foundry_mcp.context.passages import split_passages as split_passages
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.research.models import (
     ClaimCheck,
@@ -46,8 +50,6 @@ log = logging.getLogger(__name__)
 
 BATCH_SIZE = 8  # claims per fact-checker call
 VERIFIER_MAX_TOKENS = 2048
-PASSAGE_MIN_CHARS = 400  # a passage ends at the first paragraph end past this length
-PASSAGE_MAX_CHARS = 600
 PASSAGES_PER_SOURCE = 2
 EXCERPT_CHARS_PER_CLAIM = 1500
 MIN_EXCERPT_CHARS = 120
@@ -249,133 +251,7 @@ def _sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
 
 # --------------------------------------------------------------------------- excerpts
 
-_TOKEN = re.compile(r"[a-z0-9]+")
-_STOP_WORDS_TEXT = """
-    a about above after again against all also am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each either else
-    few for from further had has have having he her here hers him his how however i if in into
-    is it its itself just may me might more most much must my no nor not now of off on once
-    only or other our ours out over own per same she should so some such than that the their
-    theirs them then there these they this those through thus to too under until up upon us
-    very via was we were what when where whether which while who whom whose why will with
-    within without would yet you your
-"""
-_STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[\"'“(\[]*[A-Z0-9])")
-
-
-def content_words(text: str) -> list[str]:
-    """Lower-cased, stemmed words of ``text`` without stop words (numbers are kept)."""
-    words = []
-    for token in _TOKEN.findall(text.lower()):
-        if token in _STOP_WORDS or (len(token) < 2 and not token.isdigit()):
-            continue
-        words.append(_stem(token))
-    return words
-
-
-def _stem(word: str) -> str:
-    """A crude suffix stripper, so that "indexes", "indexing" and "index" meet."""
-    if word.isdigit():
-        return word
-    for suffix, replacement in (("ies", "y"), ("sses", "ss"), ("ing", ""), ("ed", ""), ("s", "")):
-        if word.endswith(suffix) and not word.endswith("ss") and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)] + replacement
-            break
-    if word.endswith("e") and len(word) > 4:
-        word = word[:-1]
-    return word
-
-
-def split_passages(
-    text: str, min_chars: int = PASSAGE_MIN_CHARS, max_chars: int = PASSAGE_MAX_CHARS
-) -> list[str]:
-    """``text`` cut into passages of about ``min_chars``-``max_chars`` characters.
-
-    Passages end at sentence boundaries, and at a paragraph end once they are ``min_chars``
-    long; a single sentence longer than ``max_chars`` is cut at word boundaries.
-    """
-    passages: list[str] = []
-    current = ""
-    for paragraph in re.split(r"\n\s*\n", text):
-        for sentence in _SENTENCE_BREAK.split(" ".join(paragraph.split())):
-            for piece in _cut_words(sentence, max_chars):
-                if current and len(current) + 1 + len(piece) > max_chars:
-                    passages.append(current)
-                    current = ""
-                current = f"{current} {piece}" if current else piece
-        if len(current) >= min_chars:
-            passages.append(current)
-            current = ""
-    if current:
-        passages.append(current)
-    return passages
-
-
-def _cut_words(text: str, max_chars: int) -> list[str]:
-    pieces: list[str] = []
-    while len(text) > max_chars:
-        cut = text.rfind(" ", 0, max_chars)
-        cut = cut if cut > 0 else max_chars
-        pieces.append(text[:cut].rstrip())
-        text = text[cut:].lstrip()
-    if text:
-        pieces.append(text)
-    return pieces
-
-
-@dataclass
-class _PassageIndex:
-    """The passages of one source with the term statistics BM25 needs."""
-
-    passages: list[str]
-    terms: list[Counter[str]]
-    document_frequency: Counter[str]
-    average_length: float
-
-    @classmethod
-    def build(cls, text: str) -> _PassageIndex:
-        passages = split_passages(text)
-        terms = [Counter(content_words(p)) for p in passages]
-        frequency: Counter[str] = Counter()
-        for counts in terms:
-            frequency.update(counts.keys())
-        lengths = [sum(c.values()) for c in terms]
-        average = sum(lengths) / len(lengths) if lengths else 0.0
-        return cls(passages, terms, frequency, average or 1.0)
-
-    def scores(self, query: Iterable[str], k1: float = 1.2, b: float = 0.75) -> list[float]:
-        """The BM25 score of every passage for the (unique) ``query`` terms."""
-        n = len(self.passages)
-        unique = set(query)
-        result = []
-        for counts in self.terms:
-            length = sum(counts.values())
-            score = 0.0
-            for term in unique:
-                tf = counts.get(term, 0)
-                if not tf:
-                    continue
-                df = self.document_frequency[term]
-                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-                score += (
-                    idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / self.average_length))
-                )
-            result.append(score)
-        return result
-
-    def best(self, query: Sequence[str], count: int) -> list[str]:
-        """The ``count`` passages that share most with ``query``, best first.
-
-        When no passage shares a word with the claim, the source's opening passage is given
-        so the judge still sees what the source is about.
-        """
-        if not self.passages:
-            return []
-        scores = self.scores(query)
-        ranked = sorted(range(len(self.passages)), key=lambda i: (-scores[i], i))
-        chosen = [i for i in ranked[:count] if scores[i] > 0]
-        return [self.passages[i] for i in chosen or [0]]
+# Passages and BM25 live in foundry_mcp.context.passages (shared with passage selection).
 
 
 class ExcerptSelector:
@@ -391,14 +267,14 @@ class ExcerptSelector:
         self._sources = sources
         self._per_source = per_source
         self._max_chars = max_chars
-        self._indexes: dict[str, _PassageIndex] = {}
+        self._indexes: dict[str, PassageIndex] = {}
 
-    def _index(self, source_id: str) -> _PassageIndex:
+    def _index(self, source_id: str) -> PassageIndex:
         index = self._indexes.get(source_id)
         if index is None:
             source = self._sources.get(source_id)
             text = (source.content or source.snippet or "") if source else ""
-            index = self._indexes[source_id] = _PassageIndex.build(text.strip())
+            index = self._indexes[source_id] = PassageIndex.build(text.strip())
         return index
 
     def excerpts(self, claim: str, source_ids: Sequence[str]) -> list[tuple[str, str]]:

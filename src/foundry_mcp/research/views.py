@@ -5,11 +5,19 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from foundry_mcp.research.models import PHASE_ORDER, ResearchState, Status, utcnow
+from foundry_mcp.context.fidelity import fidelity_block
+from foundry_mcp.research.models import PHASE_ORDER, ResearchState, Status, UsageTotals, utcnow
 
 RECENT_DECISIONS = 5
 STALE_AFTER_SECONDS = 180.0
-KEY_DECISIONS = {"decide_iteration", "plan_next_iteration", "retry_phase", "fallback", "resume"}
+KEY_DECISIONS = {
+    "decide_iteration",
+    "plan_next_iteration",
+    "retry_phase",
+    "fallback",
+    "provider_fallback",
+    "resume",
+}
 
 
 def shorten(text: str, limit: int) -> str:
@@ -67,6 +75,7 @@ def status_payload(
             "total": state.usage.total_tokens,
             "calls": state.usage.calls,
         },
+        "usage": usage_payload(state),
         "search_calls": state.search_calls,
         "provider": f"{state.llm_provider}:{state.llm_model}",
         "report_available": state.report is not None,
@@ -83,6 +92,7 @@ def status_payload(
         ],
         "created_at": state.created_at.isoformat(),
         "updated_at": state.updated_at.isoformat(),
+        "fidelity": fidelity_block(state),
     }
 
 
@@ -136,3 +146,33 @@ def cited_sources(state: ResearchState) -> list[dict[str, Any]]:
         for n, sid in enumerate(cited_ids, start=1)
         if sid in by_id
     ]
+
+
+def usage_payload(state: ResearchState) -> dict[str, Any]:
+    """Tokens and estimated cost of the research's LLM calls, in total, by phase and provider.
+
+    Costs are estimates from list prices; calls to models without a known price are counted in
+    ``unpriced_calls`` and add nothing to ``cost_usd``.
+    """
+    usage = state.llm_usage
+
+    def totals(item: UsageTotals) -> dict[str, Any]:
+        return {
+            "input_tokens": item.input_tokens,
+            "output_tokens": item.output_tokens,
+            "calls": item.calls,
+            "cost_usd": round(item.cost_usd, 6),
+            "unpriced_calls": item.unpriced_calls,
+        }
+
+    return {
+        "total_cost_usd": round(usage.total.cost_usd, 6),
+        "cost_is_estimate": True,
+        "unpriced_calls": usage.total.unpriced_calls,
+        "max_cost_usd": usage.max_cost_usd,
+        "cost_ceiling_reached": usage.cost_ceiling_reached,
+        "total": totals(usage.total),
+        "by_phase": {phase: totals(item) for phase, item in usage.by_phase.items()},
+        "by_provider": {name: totals(item) for name, item in usage.by_provider.items()},
+        "by_model": {name: totals(item) for name, item in usage.by_model.items()},
+    }

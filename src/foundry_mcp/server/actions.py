@@ -36,6 +36,7 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
     "deep-research-cancel": ("research_id",),
     "deep-research-resume": ("research_id", *LIMIT_PARAMS),
     "deep-research-delete": ("research_id",),
+    "health": (),
 }
 
 ACTION_SUMMARIES: dict[str, str] = {
@@ -47,6 +48,7 @@ ACTION_SUMMARIES: dict[str, str] = {
     "deep-research-cancel": "stop a running research (partial results stay, resumable)",
     "deep-research-resume": "continue a cancelled/failed/timed-out/interrupted research",
     "deep-research-delete": "delete a research (cancels it first if running)",
+    "health": "check every provider: key present, a cheap live call, and the fix for each problem",
 }
 
 DEEP_RESEARCH_ACTIONS = ("start", "continue", "resume", "cancel")
@@ -62,7 +64,8 @@ def tool_description() -> str:
         "Actions (action=...) and their parameters:",
     ]
     for action, params in ACTION_PARAMS.items():
-        lines.append(f"- {action}: {ACTION_SUMMARIES[action]}. Params: {', '.join(params)}.")
+        taken = f"Params: {', '.join(params)}." if params else "No params."
+        lines.append(f"- {action}: {ACTION_SUMMARIES[action]}. {taken}")
     lines += [
         "",
         "Typical use: research(action='deep-research', query='...') -> research_id; then "
@@ -146,6 +149,8 @@ async def dispatch(
         return await service.cancel(use.get("research_id")), warnings
     if action == "deep-research-resume":
         return service.resume(use.get("research_id"), **limits), warnings
+    if action == "health":
+        return await service.health(), warnings
     return await service.delete(use.get("research_id")), warnings
 
 

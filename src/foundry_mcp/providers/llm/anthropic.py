@@ -5,8 +5,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from foundry_mcp.errors import ProviderError
-from foundry_mcp.providers.http_errors import status_error
+from foundry_mcp.providers.http_errors import (
+    connection_error,
+    malformed_error,
+    parse_retry_after,
+    scrub_secrets,
+    status_error,
+    timeout_error,
+)
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
 from foundry_mcp.providers.llm.text import strip_reasoning
 
@@ -15,7 +21,7 @@ if TYPE_CHECKING:
 
 
 class AnthropicProvider:
-    """Claude models reached through the ``anthropic`` SDK."""
+    """Claude models reached through the ``anthropic`` SDK (its own retries off by default)."""
 
     def __init__(
         self,
@@ -23,11 +29,13 @@ class AnthropicProvider:
         api_key: str | None,
         base_url: str | None,
         timeout: float,
-        max_retries: int,
+        max_retries: int = 0,
     ) -> None:
         from anthropic import AsyncAnthropic
 
         self.name = name
+        self._key = api_key
+        self._timeout = timeout
         self._client: AsyncAnthropic = AsyncAnthropic(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
         )
@@ -46,29 +54,54 @@ class AnthropicProvider:
         try:
             message = await self._client.messages.create(**kwargs)
         except anthropic.APIStatusError as exc:
-            raise status_error(self.name, exc.status_code, str(exc.message)) from None
+            raise status_error(
+                self.name,
+                exc.status_code,
+                _message(exc),
+                retry_after=parse_retry_after(exc.response.headers),
+                code=_error_type(exc),
+                secret=self._key,
+            ) from None
         except anthropic.APITimeoutError:
-            raise ProviderError(
-                f"{self.name} did not answer in time.", provider=self.name, retryable=True
-            ) from None
+            raise timeout_error(self.name, self._timeout) from None
         except anthropic.APIConnectionError as exc:
-            raise ProviderError(
-                f"Cannot reach {self.name}: {exc}.",
-                provider=self.name,
-                retryable=True,
-                remediation=f"Check the base_url of [providers.{self.name}] and your network.",
-            ) from None
-        text = "".join(
-            block.text for block in message.content if getattr(block, "type", "") == "text"
-        )
+            raise connection_error(self.name, exc) from None
+        except anthropic.APIResponseValidationError as exc:
+            raise malformed_error(self.name, scrub_secrets(str(exc), self._key)[:200]) from None
+        except ValueError as exc:  # a body that is not JSON
+            raise malformed_error(self.name, type(exc).__name__) from None
+        try:
+            text = "".join(
+                block.text for block in message.content if getattr(block, "type", "") == "text"
+            )
+            usage = message.usage
+        except (AttributeError, TypeError):
+            raise malformed_error(self.name, "no content") from None
         return LLMResponse(
             text=strip_reasoning(text),
             model=message.model or request.model,
             provider=self.name,
-            input_tokens=message.usage.input_tokens if message.usage else 0,
-            output_tokens=message.usage.output_tokens if message.usage else 0,
+            input_tokens=(usage.input_tokens or 0) if usage else 0,
+            output_tokens=(usage.output_tokens or 0) if usage else 0,
             latency_s=time.perf_counter() - started,
         )
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def _message(exc: Exception) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return str(error["message"])
+    return str(getattr(exc, "message", exc))
+
+
+def _error_type(exc: Exception) -> str | None:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        kind = body["error"].get("type")
+        return kind if isinstance(kind, str) else None
+    return None

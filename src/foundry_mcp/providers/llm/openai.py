@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import re
 import time
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-from foundry_mcp.errors import ProviderError
-from foundry_mcp.providers.http_errors import status_error
+from foundry_mcp.providers.http_errors import (
+    connection_error,
+    malformed_error,
+    parse_retry_after,
+    scrub_secrets,
+    status_error,
+    timeout_error,
+)
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
 from foundry_mcp.providers.llm.text import strip_reasoning
 
@@ -16,9 +24,16 @@ if TYPE_CHECKING:
 # Servers that are not OpenAI often need no key, but the SDK insists on one.
 PLACEHOLDER_KEY = "not-needed"
 
+# OpenAI's reasoning models take no temperature.
+_REASONING_MODEL = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
+
 
 class OpenAIProvider:
-    """An LLM reached through the ``openai`` SDK."""
+    """An LLM reached through the ``openai`` SDK.
+
+    The SDK's own retries are off (``max_retries`` defaults to 0): the resilience policy in
+    ``providers/resilience.py`` is the only one that retries.
+    """
 
     def __init__(
         self,
@@ -26,11 +41,17 @@ class OpenAIProvider:
         api_key: str | None,
         base_url: str | None,
         timeout: float,
-        max_retries: int,
+        max_retries: int = 0,
     ) -> None:
         from openai import AsyncOpenAI
 
         self.name = name
+        self._key = api_key
+        self._timeout = timeout
+        # OpenAI itself wants max_completion_tokens (its reasoning models refuse max_tokens);
+        # compatible servers (Ollama, vLLM, ...) know max_tokens.
+        host = (urlsplit(base_url).hostname or "") if base_url else "api.openai.com"
+        self._official = host == "openai.com" or host.endswith(".openai.com")
         self._client: AsyncOpenAI = AsyncOpenAI(
             api_key=api_key or PLACEHOLDER_KEY,
             base_url=base_url,
@@ -47,9 +68,14 @@ class OpenAIProvider:
                 {"role": "system", "content": request.system},
                 {"role": "user", "content": request.user},
             ],
-            "max_tokens": request.max_tokens,
         }
-        if request.temperature is not None:
+        if self._official:
+            kwargs["max_completion_tokens"] = request.max_tokens
+        else:
+            kwargs["max_tokens"] = request.max_tokens
+        if request.temperature is not None and not (
+            self._official and _REASONING_MODEL.match(request.model)
+        ):
             kwargs["temperature"] = request.temperature
         if request.json_mode:
             kwargs["response_format"] = {"type": "json_object"}
@@ -57,28 +83,34 @@ class OpenAIProvider:
         try:
             completion = await self._client.chat.completions.create(**kwargs)
         except openai.APIStatusError as exc:
-            raise status_error(self.name, exc.status_code, _message(exc)) from None
+            raise status_error(
+                self.name,
+                exc.status_code,
+                _message(exc),
+                retry_after=parse_retry_after(exc.response.headers),
+                code=_code(exc),
+                secret=self._key,
+            ) from None
         except openai.APITimeoutError:
-            raise ProviderError(
-                f"{self.name} did not answer in time.", provider=self.name, retryable=True
-            ) from None
+            raise timeout_error(self.name, self._timeout) from None
         except openai.APIConnectionError as exc:
-            raise ProviderError(
-                f"Cannot reach {self.name}: {exc}.",
-                provider=self.name,
-                retryable=True,
-                remediation=f"Check the base_url of [providers.{self.name}] and your network.",
-            ) from None
-        if not completion.choices:
-            raise ProviderError(f"{self.name} returned no choices.", provider=self.name)
-        text = completion.choices[0].message.content or ""
-        usage = completion.usage
+            raise connection_error(self.name, exc) from None
+        except openai.APIResponseValidationError as exc:
+            raise malformed_error(self.name, scrub_secrets(str(exc), self._key)[:200]) from None
+        except ValueError as exc:  # a body that is not JSON
+            raise malformed_error(self.name, type(exc).__name__) from None
+        try:
+            choice = completion.choices[0]
+            text = choice.message.content or ""
+            usage = completion.usage
+        except (AttributeError, IndexError, TypeError):
+            raise malformed_error(self.name, "no choices") from None
         return LLMResponse(
             text=strip_reasoning(text),
             model=completion.model or request.model,
             provider=self.name,
-            input_tokens=usage.prompt_tokens if usage else 0,
-            output_tokens=usage.completion_tokens if usage else 0,
+            input_tokens=(usage.prompt_tokens or 0) if usage else 0,
+            output_tokens=(usage.completion_tokens or 0) if usage else 0,
             latency_s=time.perf_counter() - started,
         )
 
@@ -93,3 +125,8 @@ def _message(exc: Exception) -> str:
         if isinstance(error, dict) and isinstance(error.get("message"), str):
             return str(error["message"])
     return str(getattr(exc, "message", exc))
+
+
+def _code(exc: Exception) -> str | None:
+    code = getattr(exc, "code", None)
+    return code if isinstance(code, str) else None

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 from foundry_mcp.research.models import Gap
 
+REPORT_EXCERPT_CHARS = 3000
+
 REFINER_SYSTEM = """\
 You are the research refiner of a deep-research team. You judge the knowledge gaps left by the \
 current report and decide whether another round of searching is worth its cost.
@@ -52,8 +54,10 @@ def refiner_prompts(
     finding_count: int,
     high_confidence: int,
     guidance: str | None,
+    *,
+    report_excerpt_chars: int = REPORT_EXCERPT_CHARS,
 ) -> tuple[str, str]:
-    """The (system, user) prompts for refinement."""
+    """The (system, user) prompts for refinement (the report cut to its beginning)."""
     gap_lines = []
     for gap in gaps:
         line = f"Gap {gap.id} (priority {gap.priority}): {gap.description}"
@@ -62,7 +66,7 @@ def refiner_prompts(
         gap_lines.append(line)
     user = REFINER_USER.format(
         query=query,
-        report_excerpt=(report or "(no report yet)")[:3000],
+        report_excerpt=(report or "(no report yet)")[:report_excerpt_chars],
         gaps="\n".join(gap_lines) or "(none)",
         iteration=iteration,
         max_iterations=max_iterations,

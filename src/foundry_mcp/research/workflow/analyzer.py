@@ -1,10 +1,21 @@
-"""The analyzer: extracts cited findings, gaps and source ratings from new sources."""
+"""The analyzer: extracts cited findings, gaps and source ratings from new sources.
+
+The sources not analysed yet are first fitted into the analysis budget (see
+:mod:`foundry_mcp.context.research`): each gets a level of the degradation ladder by priority,
+long ones are cut to their relevant passages or summarized, and low-priority ones may be
+dropped when ``allow_content_dropping`` is set. The fitted sources are then analysed in batches
+of at most ``SOURCES_PER_CALL``; each batch is saved as it lands.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Awaitable, Callable, Sequence
 
+from foundry_mcp.context.levels import ContentLevel
+from foundry_mcp.context.research import FittedSource, ResearchContext
+from foundry_mcp.context.selection import select_passages
 from foundry_mcp.research.models import (
     AgentRole,
     AnalyzerOutput,
@@ -16,12 +27,18 @@ from foundry_mcp.research.models import (
     ResearchState,
     Source,
 )
-from foundry_mcp.research.prompts.analyzer import analyzer_prompts
+from foundry_mcp.research.prompts.analyzer import (
+    analyzer_prompts,
+    cut_text,
+    render_source,
+    source_text,
+)
 from foundry_mcp.research.workflow.calls import ResearchLLM
 from foundry_mcp.research.workflow.jsonparse import parse_handoff
 
 SOURCES_PER_CALL = 20
-CHARS_PER_SOURCE = 4000
+CHARS_PER_SOURCE = 4000  # the fixed cut used when token management is switched off
+LEGACY_MAX_TOKENS = 4096
 
 Checkpoint = Callable[[], Awaitable[None]]
 
@@ -31,14 +48,26 @@ async def analyze(
 ) -> AnalyzerOutput:
     """Analyse every source not analysed yet, in batches; each batch is saved as it lands."""
     pending = [s for s in state.sources if not s.analyzed]
-    batches = [pending[i : i + SOURCES_PER_CALL] for i in range(0, len(pending), SOURCES_PER_CALL)]
+    context = await ResearchContext.open(llm, state, "analysis")
+    if context.enabled and pending:
+        fitted = await context.fit_sources(pending)
+    else:
+        fitted = [
+            FittedSource(s, cut_text(source_text(s), CHARS_PER_SOURCE), ContentLevel.FULL, 0)
+            for s in pending
+        ]
+    kept = {f.source.id for f in fitted}
+    for source in pending:  # dropped to fit: considered, but nothing to analyse
+        if source.id not in kept:
+            source.analyzed = True
+    batches = [fitted[i : i + SOURCES_PER_CALL] for i in range(0, len(fitted), SOURCES_PER_CALL)]
     combined = AnalyzerOutput()
     semaphore = asyncio.Semaphore(state.limits.max_concurrent)
 
-    async def run(batch: list[Source]) -> None:
+    async def run(batch: list[FittedSource]) -> None:
         async with semaphore:
-            output = await _analyze_batch(llm, state, batch, guidance)
-        _apply(state, batch, output)
+            output = await _analyze_batch(context, state, batch, guidance)
+        _apply(state, [f.source for f in batch], output)
         combined.findings.extend(output.findings)
         combined.gaps.extend(output.gaps)
         combined.quality_updates.extend(output.quality_updates)
@@ -50,21 +79,48 @@ async def analyze(
 
 
 async def _analyze_batch(
-    llm: ResearchLLM, state: ResearchState, batch: Sequence[Source], guidance: str | None
+    context: ResearchContext,
+    state: ResearchState,
+    batch: Sequence[FittedSource],
+    guidance: str | None,
 ) -> AnalyzerOutput:
-    system, user = analyzer_prompts(
-        state.query,
-        state.research_brief,
-        batch,
-        state.iteration,
-        state.limits.max_iterations,
-        CHARS_PER_SOURCE,
-        guidance,
+    def build(scale: float) -> tuple[str, str]:
+        """The prompts, with every source's text cut to ``scale`` of its fitted size."""
+        rendered = []
+        for fitted in batch:
+            if scale >= 1.0:
+                rendered.append(fitted.render())
+                continue
+            size = fitted.tokens or context.counter.count(fitted.text)
+            text = select_passages(
+                fitted.text,
+                context.query_for(fitted.source),
+                max(1, math.floor(size * scale)),
+                context.counter,
+            ).text
+            rendered.append(render_source(fitted.source, text, fitted.level))
+        return analyzer_prompts(
+            state.query,
+            state.research_brief,
+            rendered,
+            state.iteration,
+            state.limits.max_iterations,
+            guidance,
+        )
+
+    system, user = build(1.0)
+    text = await context.ask(
+        "analysis",
+        system,
+        user,
+        json_mode=True,
+        max_tokens=context.output_tokens("analysis", LEGACY_MAX_TOKENS),
+        rebuild=build,
     )
-    text = await llm.ask("analysis", system, user, json_mode=True, max_tokens=4096)
+    sources = [f.source for f in batch]
     output = parse_handoff(text, AnalyzerOutput)
     if output is not None:
-        return _keep_known_sources(output, {s.id for s in batch})
+        return _keep_known_sources(output, {s.id for s in sources})
     state.record_fallback(
         AgentRole.ANALYZER,
         "An analysis answer could not be read; a low-confidence summary was kept.",
@@ -75,7 +131,7 @@ async def _analyze_batch(
             ExtractedFinding(
                 content=summary,
                 confidence=Confidence.LOW,
-                source_ids=[s.id for s in batch[:3]],
+                source_ids=[s.id for s in sources[:3]],
             )
         ]
     )

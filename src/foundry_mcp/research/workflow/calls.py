@@ -1,16 +1,52 @@
-"""Provider calls made on behalf of one research: usage accounting and timing."""
+"""Provider calls made on behalf of one research: routing, fallback, usage, cost and timing.
+
+Every LLM call of a research goes through ``ResearchLLM.ask(purpose, ...)``. The purpose picks
+an ordered list of (provider, model) routes:
+
+==========================  ====================================================================
+purpose                     provider list
+==========================  ====================================================================
+``planning``                ``deep_research_planning_provider(s)``
+``analysis``                ``deep_research_analysis_provider(s)``
+``synthesis``               ``deep_research_synthesis_provider(s)``
+``verification``            the synthesis list (claims are checked while the report is written)
+``refinement``              ``deep_research_refinement_provider(s)``
+``reflection:<phase>``      the list of ``<phase>`` (none for gathering)
+``summarization``           ``summarization_provider(s)``, else the current phase's list
+anything else               the list of the phase the research is in
+==========================  ====================================================================
+
+A list that is not configured is the research's own provider and model. When a route fails
+with a rate limit or a transient error (after the resilience policy's retries), an open
+circuit, an unknown model or a rejected key, the next route is tried and the switch is recorded
+(a ``provider_fallback`` event, and a supervisor decision the first time per phase and pair).
+When every route failed, the last error is raised.
+"""
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.providers.llm.base import LLMProvider, LLMRequest
-from foundry_mcp.research.models import ResearchState
+from foundry_mcp.providers.llm.base import LLMProvider, LLMRequest, LLMResponse
+from foundry_mcp.providers.resilience import RetryObserver, retry_observer
+from foundry_mcp.research.models import (
+    AgentDecision,
+    AgentRole,
+    LLMCallRecord,
+    ResearchState,
+)
+from foundry_mcp.research.pricing import PriceTable
 
 log = logging.getLogger(__name__)
+
+LLM_PHASES = ("planning", "analysis", "synthesis", "refinement")
+# Failures after which the next provider of the list is tried.
+FALLBACK_KINDS = frozenset({"rate_limit", "transient", "circuit_open", "not_found", "auth"})
+BUDGET_PROVIDER = "cost ceiling"
 
 
 @dataclass
@@ -42,50 +78,180 @@ class CallLog:
         return total
 
 
+@dataclass(frozen=True)
+class LLMRoute:
+    """One (provider, model) an LLM call can be sent to."""
+
+    provider: LLMProvider
+    model: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider.name}:{self.model}"
+
+
+def route_group(purpose: str, phase: str) -> str | None:
+    """The provider list that serves ``purpose`` while the research is in ``phase``."""
+    head, _, tail = purpose.partition(":")
+    if head in LLM_PHASES:
+        return head
+    if head == "verification":
+        return "synthesis"
+    if head == "reflection":
+        return tail if tail in LLM_PHASES else None
+    if head == "summarization":
+        return "summarization"
+    return phase if phase in LLM_PHASES else None
+
+
 class ResearchLLM:
-    """The LLM of one research: sends prompts and books tokens to the research's usage."""
+    """The LLMs of one research: routes prompts, falls back, books tokens and cost.
+
+    ``provider`` and ``model`` are the research's own; ``routes`` the configured lists by
+    group (see the module doc); ``prices`` estimates each call's cost; with ``max_cost_usd``,
+    no call is made once the research has spent that much (``ProviderError`` kind ``budget``).
+    """
 
     def __init__(
-        self, provider: LLMProvider, model: str, state: ResearchState, calls: CallLog
+        self,
+        provider: LLMProvider,
+        model: str,
+        state: ResearchState,
+        calls: CallLog,
+        *,
+        routes: Mapping[str, Sequence[LLMRoute]] | None = None,
+        prices: PriceTable | None = None,
+        max_cost_usd: float | None = None,
     ) -> None:
         self.provider = provider
         self.model = model
         self._state = state
         self._calls = calls
+        self._default = [LLMRoute(provider, model)]
+        self._routes = {group: list(items) for group, items in (routes or {}).items() if items}
+        self._prices = prices
+        self._max_cost = max_cost_usd
+        self._reported: set[tuple[str, str, str, str]] = set()
+        state.llm_usage.max_cost_usd = max_cost_usd
+        state.llm_usage.cost_ceiling_reached = False  # a resumed run checks against the new one
+
+    def routes_for(self, purpose: str) -> list[LLMRoute]:
+        """The (provider, model) routes a call for ``purpose`` tries, in order."""
+        phase = self._state.phase.value
+        group = route_group(purpose, phase)
+        for candidate in (group, phase):
+            if candidate is not None and candidate in self._routes:
+                return self._routes[candidate]
+        return self._default
+
+    def model_for(self, purpose: str) -> tuple[str, str]:
+        """The (provider, model) that answers ``purpose`` first (e.g. to size its prompt)."""
+        route = self.routes_for(purpose)[0]
+        return route.provider.name, route.model
 
     async def ask(
         self, purpose: str, system: str, user: str, *, json_mode: bool, max_tokens: int = 4096
     ) -> str:
-        """Send one prompt and return the model's text."""
-        request = LLMRequest(
-            system=system,
-            user=user,
-            model=self.model,
-            max_tokens=max_tokens,
-            json_mode=json_mode,
-            purpose=purpose,
-        )
-        started = time.perf_counter()
-        try:
-            response = await self.provider.complete(request)
-        except ProviderError as exc:
-            self._state.emit(
-                "llm_error",
-                {"purpose": purpose, "provider": self.provider.name, "error": exc.message},
+        """Send one prompt and return the model's text, trying the purpose's routes in order."""
+        routes = self.routes_for(purpose)
+        phase = self._state.phase.value
+        tried: list[str] = []
+        for index, route in enumerate(routes):
+            self._check_budget()
+            request = LLMRequest(
+                system=system,
+                user=user,
+                model=route.model,
+                max_tokens=max_tokens,
+                json_mode=json_mode,
+                purpose=purpose,
             )
-            raise
-        finally:
-            self._calls.add("llm", started, time.perf_counter())
+            started = time.perf_counter()
+            token = retry_observer.set(self._retry_listener(purpose, route))
+            try:
+                response = await route.provider.complete(request)
+            except ProviderError as exc:
+                self._state.emit(
+                    "llm_error",
+                    {
+                        "purpose": purpose,
+                        "provider": route.provider.name,
+                        "model": route.model,
+                        "kind": exc.kind,
+                        "error": exc.message,
+                    },
+                )
+                tried.append(f"{route.label} ({exc.kind})")
+                if index + 1 < len(routes) and exc.kind in FALLBACK_KINDS:
+                    self._fall_back(purpose, phase, route, routes[index + 1], exc)
+                    continue
+                if len(tried) > 1:
+                    raise _all_failed(purpose, tried, exc) from None
+                raise
+            finally:
+                retry_observer.reset(token)
+                self._calls.add("llm", started, time.perf_counter())
+            self._book(purpose, phase, route, response)
+            return response.text
+        raise AssertionError("a route list is never empty")
+
+    # ------------------------------------------------------------------ internals
+
+    def _check_budget(self) -> None:
+        if self._max_cost is None:
+            return
+        usage = self._state.llm_usage
+        spent = usage.spent_usd
+        if spent < self._max_cost:
+            return
+        usage.cost_ceiling_reached = True
+        self._state.warn(
+            f"Cost ceiling reached: about ${spent:.4f} spent of max_cost_usd ${self._max_cost:g}; "
+            "no further LLM calls were made."
+        )
+        raise ProviderError(
+            f"The research reached its cost ceiling: about ${spent:.4f} spent of "
+            f"max_cost_usd ${self._max_cost:g} (estimated from list prices).",
+            provider=BUDGET_PROVIDER,
+            kind="budget",
+            remediation=(
+                "Raise [research] max_cost_usd in foundry-mcp.toml, restart the server, then "
+                "resume the research."
+            ),
+        )
+
+    def _book(self, purpose: str, phase: str, route: LLMRoute, response: LLMResponse) -> None:
+        cost = None
+        if self._prices is not None:
+            cost = self._prices.cost(
+                route.provider.name,
+                (response.model, route.model),
+                response.input_tokens,
+                response.output_tokens,
+            )
+        record = LLMCallRecord(
+            provider=route.provider.name,
+            model=route.model,
+            phase=phase,
+            purpose=purpose,
+            input_tokens=response.input_tokens,
+            output_tokens=response.output_tokens,
+            latency_s=round(response.latency_s, 3),
+            cost_usd=cost,
+        )
         self._state.usage.add(response.input_tokens, response.output_tokens)
+        self._state.llm_usage.add(record)
         self._state.emit(
             "llm_call",
             {
                 "purpose": purpose,
+                "phase": phase,
                 "provider": response.provider,
                 "model": response.model,
                 "input_tokens": response.input_tokens,
                 "output_tokens": response.output_tokens,
                 "latency_s": round(response.latency_s, 3),
+                "cost_usd": None if cost is None else round(cost, 6),
             },
         )
         log.debug(
@@ -97,4 +263,71 @@ class ResearchLLM:
             response.output_tokens,
             response.latency_s,
         )
-        return response.text
+
+    def _fall_back(
+        self, purpose: str, phase: str, failed: LLMRoute, following: LLMRoute, exc: ProviderError
+    ) -> None:
+        state = self._state
+        state.emit(
+            "provider_fallback",
+            {
+                "purpose": purpose,
+                "phase": phase,
+                "from": failed.label,
+                "to": following.label,
+                "kind": exc.kind,
+                "error": exc.message,
+            },
+        )
+        if exc.kind == "auth":
+            state.warn(f"{exc.message} {exc.remediation} Calls fall back to {following.label}.")
+        key = (phase, failed.label, following.label, exc.kind)
+        if key in self._reported:
+            return
+        self._reported.add(key)
+        log.warning(
+            "%s failed for %s (%s); using %s", failed.label, purpose, exc.kind, following.label
+        )
+        state.record(
+            AgentDecision(
+                agent=AgentRole.SUPERVISOR,
+                action="provider_fallback",
+                rationale=(
+                    f"{failed.label} failed for {purpose} ({exc.kind}: {exc.message}); "
+                    f"switching to {following.label}."
+                ),
+                inputs={"purpose": purpose, "phase": phase, "iteration": state.iteration},
+                outputs={"from": failed.label, "to": following.label, "kind": exc.kind},
+            )
+        )
+
+    def _retry_listener(self, purpose: str, route: LLMRoute) -> RetryObserver:
+        state = self._state
+
+        def on_retry(provider: str, attempt: int, error: ProviderError, delay: float) -> None:
+            state.emit(
+                "llm_retry",
+                {
+                    "purpose": purpose,
+                    "provider": provider,
+                    "model": route.model,
+                    "attempt": attempt,
+                    "kind": error.kind,
+                    "delay_s": round(delay, 2),
+                    "error": error.message,
+                },
+            )
+
+        return on_retry
+
+
+def _all_failed(purpose: str, tried: list[str], last: ProviderError) -> ProviderError:
+    return ProviderError(
+        f"Every LLM provider for {purpose} failed: {', '.join(tried)}. Last error: {last.message}",
+        provider=last.provider,
+        retryable=last.retryable,
+        status_code=last.status_code,
+        kind=last.kind,
+        retry_after=last.retry_after,
+        remediation=last.remediation,
+    )

@@ -1,11 +1,25 @@
-"""The gatherer: runs the pending sub-queries concurrently and collects new sources."""
+"""The gatherer: runs the pending sub-queries concurrently and collects new sources.
+
+Each sub-query goes to every search provider at once. Their answers are merged rank by rank
+(the first hit of each provider, then the second, ...), de-duplicated against the whole
+research by normalised URL and by normalised title, and cut to ``max_sources_per_query``. A
+sub-query fails only when every provider failed for it.
+
+Then the pages of the new sources that came without text are fetched (``[research.fetch]``;
+with ``follow_links`` every new source's page is fetched) and their text becomes the source's
+content. A failed fetch is recorded, never fails the sub-query. Each finished sub-query is
+saved before the gatherer moves on.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
+import unicodedata
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from foundry_mcp.errors import ProviderError
@@ -19,16 +33,45 @@ from foundry_mcp.research.models import (
 )
 from foundry_mcp.research.workflow.calls import CallLog
 
+if TYPE_CHECKING:
+    from foundry_mcp.providers.fetch import FetchResult, PageFetcher
+
 log = logging.getLogger(__name__)
 
 Checkpoint = Callable[[], Awaitable[None]]
 
+# A title must be this specific before two sources are taken to be one page by it.
+MIN_TITLE_CHARS = 20
+MIN_TITLE_WORDS = 3
+FETCH_ERRORS_KEY = "fetch_errors"  # state.metadata: source id -> why its page was not read
+
 
 def normalise_url(url: str) -> str:
-    """A URL reduced to what identifies the page: no fragment, scheme/host lower-cased."""
+    """A URL reduced to what identifies the page: no fragment, scheme/host lower-cased.
+
+    ``file:`` URLs keep their fragment: it names a passage of a local document.
+    """
     parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
     path = parts.path.rstrip("/") or "/"
-    return urlunsplit((parts.scheme.lower(), parts.netloc.lower(), path, parts.query, ""))
+    fragment = parts.fragment if scheme == "file" else ""
+    return urlunsplit((scheme, parts.netloc.lower(), path, parts.query, fragment))
+
+
+def normalise_title(title: str) -> str | None:
+    """A title reduced to its words, or None when it is too short or generic to identify a page."""
+    text = unicodedata.normalize("NFKC", title).casefold()
+    text = " ".join(re.findall(r"\w+", text))
+    if len(text) < MIN_TITLE_CHARS or len(text.split()) < MIN_TITLE_WORDS:
+        return None
+    return text
+
+
+def _title_key(title: str, url: str | None) -> str | None:
+    # Passages of one local document share its title: only web pages are matched by title.
+    if url is not None and urlsplit(url.strip()).scheme.lower() == "file":
+        return None
+    return normalise_title(title)
 
 
 async def gather(
@@ -36,19 +79,55 @@ async def gather(
     providers: list[SearchProvider],
     calls: CallLog,
     checkpoint: Checkpoint,
+    fetcher: PageFetcher | None = None,
 ) -> GathererOutput:
     """Search every pending sub-query; each finished one is saved before the next starts.
 
-    A failing sub-query is marked failed with its error and does not stop the others.
+    ``fetcher`` reads the pages of sources without text; by default the one the registry
+    attached to the search adapters (``page_fetcher``), if any.
     """
     output = GathererOutput()
-    seen = {normalise_url(s.url) for s in state.sources if s.url}
+    fetcher = fetcher if fetcher is not None else _attached_fetcher(providers)
+    seen_urls = {normalise_url(s.url) for s in state.sources if s.url}
+    seen_titles = {k for s in state.sources if (k := _title_key(s.title, s.url))}
     semaphore = asyncio.Semaphore(state.limits.max_concurrent)
+    failures: dict[str, list[str]] = {}  # provider -> errors, for the partial-failure warning
+    answered: set[str] = set()
 
     async def run(sub_query: SubQuery) -> None:
         async with semaphore:
-            results, errors = await _search_all(providers, sub_query.query, state, calls)
-        if not results and errors:
+            per_provider = await _search_all(providers, sub_query.query, state, calls)
+        errors = [error for _, _, error in per_provider if error is not None]
+        for name, _, error in per_provider:
+            if error is not None:
+                failures.setdefault(name, []).append(error)
+            else:
+                answered.add(name)
+        chosen: list[SearchResult] = []
+        for result in _interleave([found for _, found, _ in per_provider]):
+            if len(chosen) >= state.limits.max_sources_per_query:
+                break
+            url_key = normalise_url(result.url) if result.url else None
+            title_key = _title_key(result.title, result.url)
+            duplicate = (url_key is not None and url_key in seen_urls) or (
+                title_key is not None and title_key in seen_titles
+            )
+            if duplicate:
+                output.stats.duplicates_skipped += 1
+                _merge_into(chosen, result, url_key, title_key)
+                continue
+            if url_key is not None:
+                seen_urls.add(url_key)
+            if title_key is not None:
+                seen_titles.add(title_key)
+            chosen.append(result)
+
+        sources = [_source(result, sub_query, state.iteration) for result in chosen]
+        if fetcher is not None and fetcher.enabled:
+            await _fetch_pages(fetcher, sources, state, calls)
+        # From here to the checkpoint nothing awaits: a cancel cannot leave the sub-query
+        # marked done without its sources.
+        if errors and all(error is not None for _, _, error in per_provider):
             sub_query.status = SubQueryStatus.FAILED
             sub_query.error = "; ".join(errors)
             output.stats.queries_failed += 1
@@ -56,16 +135,7 @@ async def gather(
             sub_query.status = SubQueryStatus.COMPLETED
             sub_query.error = None
             output.stats.queries_executed += 1
-        for result in results:
-            if len(sub_query.source_ids) >= state.limits.max_sources_per_query:
-                break
-            key = normalise_url(result.url) if result.url else None
-            if key is not None and key in seen:
-                output.stats.duplicates_skipped += 1
-                continue
-            if key is not None:
-                seen.add(key)
-            source = _source(result, sub_query, state.iteration)
+        for source in sources:
             state.sources.append(source)
             sub_query.source_ids.append(source.id)
             output.sources.append(source)
@@ -74,26 +144,63 @@ async def gather(
         await checkpoint()
 
     await asyncio.gather(*(run(sq) for sq in state.pending_sub_queries()))
+    for name, errors in failures.items():
+        if answered - {name}:
+            state.warn(
+                f"Search provider '{name}' failed on {len(errors)} search(es); the other "
+                f"providers' results were used. Last error: {errors[-1]}"
+            )
     return output
+
+
+def _attached_fetcher(providers: list[SearchProvider]) -> PageFetcher | None:
+    for provider in providers:
+        fetcher: Any = getattr(provider, "page_fetcher", None)
+        if fetcher is not None:
+            return fetcher  # type: ignore[no-any-return]
+    return None
+
+
+def _interleave(lists: list[list[SearchResult]]) -> list[SearchResult]:
+    """The first result of each list, then the second of each, and so on."""
+    merged: list[SearchResult] = []
+    for rank in range(max((len(found) for found in lists), default=0)):
+        merged.extend(found[rank] for found in lists if rank < len(found))
+    return merged
+
+
+def _merge_into(
+    chosen: list[SearchResult], result: SearchResult, url_key: str | None, title_key: str | None
+) -> None:
+    """Give a kept result the text a duplicate of it brought, if it had none."""
+    if not result.content:
+        return
+    for kept in chosen:
+        same_url = url_key is not None and kept.url and normalise_url(kept.url) == url_key
+        same_title = title_key is not None and _title_key(kept.title, kept.url) == title_key
+        if (same_url or same_title) and not kept.content:
+            kept.content = result.content
+            return
 
 
 async def _search_all(
     providers: list[SearchProvider], query: str, state: ResearchState, calls: CallLog
-) -> tuple[list[SearchResult], list[str]]:
-    results: list[SearchResult] = []
-    errors: list[str] = []
-    for provider in providers:
+) -> list[tuple[str, list[SearchResult], str | None]]:
+    """Ask every provider at once: (name, results, error) per provider, in provider order."""
+
+    async def one(provider: SearchProvider) -> tuple[str, list[SearchResult], str | None]:
         started = time.perf_counter()
         event: dict[str, object] = {"provider": provider.name, "query": query}
+        found: list[SearchResult] = []
+        error: str | None = None
         try:
             found = await provider.search(query, state.limits.max_sources_per_query)
-            results.extend(found)
             event["results"] = len(found)
         except ProviderError as exc:
             log.warning("search on %s failed: %s", provider.name, exc.message)
-            errors.append(exc.message)
+            error = exc.message
             event["error"] = exc.message
-            if exc.status_code in (401, 403):
+            if exc.kind == "auth" or exc.status_code in (401, 403):
                 state.warn(f"{exc.message} {exc.remediation}")
         finally:
             ended = time.perf_counter()
@@ -101,7 +208,48 @@ async def _search_all(
             state.search_calls += 1
             event["latency_s"] = round(ended - started, 3)
         state.emit("search", event)
-    return results, errors
+        return provider.name, found, error
+
+    return list(await asyncio.gather(*(one(p) for p in providers)))
+
+
+async def _fetch_pages(
+    fetcher: PageFetcher, sources: list[Source], state: ResearchState, calls: CallLog
+) -> None:
+    """Read the pages of ``sources`` that need it; their text becomes the source content."""
+    follow = fetcher.settings.follow_links
+    wanted = [
+        s
+        for s in sources
+        if s.url
+        and urlsplit(s.url).scheme.lower() in ("http", "https")
+        and (follow or not s.content)
+    ]
+    if not wanted:
+        return
+
+    async def one(source: Source) -> None:
+        assert source.url is not None
+        started = time.perf_counter()
+        result: FetchResult = await fetcher.fetch(source.url)
+        calls.add("fetch", started, time.perf_counter())
+        state.emit(
+            "fetch",
+            {
+                "url": source.url,
+                "ok": result.ok,
+                "bytes": result.bytes,
+                "error": result.error,
+                "latency_s": result.latency_s,
+            },
+        )
+        if result.ok and result.text:
+            if not source.content or len(result.text) > len(source.content):
+                source.content = result.text
+        elif not source.content:
+            state.metadata.setdefault(FETCH_ERRORS_KEY, {})[source.id] = result.error
+
+    await asyncio.gather(*(one(source) for source in wanted))
 
 
 def _source(result: SearchResult, sub_query: SubQuery, iteration: int) -> Source:

@@ -2,35 +2,60 @@
 
 from __future__ import annotations
 
+from foundry_mcp.context.research import ResearchContext
 from foundry_mcp.research.models import (
     AgentRole,
     Confidence,
     FollowUpQuery,
+    Gap,
     GapAssessment,
     IterationRecommendation,
     RefinerOutput,
     ResearchState,
 )
-from foundry_mcp.research.prompts.refiner import refiner_prompts
+from foundry_mcp.research.prompts.refiner import REPORT_EXCERPT_CHARS, refiner_prompts
 from foundry_mcp.research.workflow.calls import ResearchLLM
 from foundry_mcp.research.workflow.jsonparse import parse_handoff
+
+LEGACY_MAX_TOKENS = 2048
 
 
 async def refine(llm: ResearchLLM, state: ResearchState, guidance: str | None) -> RefinerOutput:
     """Assess the unaddressed gaps; fall back to their suggested queries if unreadable."""
     gaps = state.unaddressed_gaps()
-    system, user = refiner_prompts(
-        state.query,
-        state.report,
-        gaps,
-        state.iteration,
-        state.limits.max_iterations,
-        len(state.sources),
-        len(state.findings),
-        sum(1 for f in state.findings if f.confidence is Confidence.HIGH),
-        guidance,
+    context = await ResearchContext.open(llm, state, "refinement")
+
+    def build(scale: float) -> tuple[str, str]:
+        """The prompts; the report excerpt and gap list within ``scale`` of the budget."""
+        excerpt_chars = REPORT_EXCERPT_CHARS
+        listed = gaps
+        if context.enabled:
+            budget = max(1, int(context.phase_budget("refinement") * scale))
+            # The excerpt may use half the budget (at about three characters a token).
+            excerpt_chars = max(200, min(int(REPORT_EXCERPT_CHARS * scale), budget * 3 // 2))
+            listed = _gaps_within(context, gaps, budget - min(budget // 2, excerpt_chars // 3))
+        return refiner_prompts(
+            state.query,
+            state.report,
+            listed,
+            state.iteration,
+            state.limits.max_iterations,
+            len(state.sources),
+            len(state.findings),
+            sum(1 for f in state.findings if f.confidence is Confidence.HIGH),
+            guidance,
+            report_excerpt_chars=excerpt_chars,
+        )
+
+    system, user = build(1.0)
+    text = await context.ask(
+        "refinement",
+        system,
+        user,
+        json_mode=True,
+        max_tokens=context.output_tokens("refinement", LEGACY_MAX_TOKENS),
+        rebuild=build,
     )
-    text = await llm.ask("refinement", system, user, json_mode=True, max_tokens=2048)
     output = parse_handoff(text, RefinerOutput)
     known = {gap.id for gap in gaps}
     if output is not None:
@@ -59,3 +84,18 @@ async def refine(llm: ResearchLLM, state: ResearchState, guidance: str | None) -
     for assessment in output.gap_analysis:
         by_id[assessment.gap_id].severity = assessment.severity
     return output
+
+
+def _gaps_within(context: ResearchContext, gaps: list[Gap], budget: int) -> list[Gap]:
+    """The most important gaps (lowest priority number first) whose lines fit ``budget``."""
+    kept: list[Gap] = []
+    used = 0
+    for gap in sorted(gaps, key=lambda g: (g.priority, g.iteration)):
+        cost = context.counter.count(f"Gap {gap.id} (priority {gap.priority}): {gap.description}")
+        cost += context.counter.count("; ".join(gap.suggested_queries)) + 8
+        if kept and used + cost > budget:
+            break
+        kept.append(gap)
+        used += cost
+    order = {gap.id: n for n, gap in enumerate(gaps)}
+    return sorted(kept, key=lambda g: order[g.id])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from foundry_mcp.context.research import ResearchContext
 from foundry_mcp.research.citations import resolve_citations
 from foundry_mcp.research.models import (
     ReportMetadata,
@@ -24,6 +25,7 @@ from foundry_mcp.research.workflow.calls import ResearchLLM
 _HEADING = re.compile(r"^#{2,3}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _FENCED_REPORT = re.compile(r"^```(?:markdown|md)?\s*\n(.*)\n```\s*$", re.DOTALL)
 _SOURCES_SPLIT = "\n## Sources\n"  # the heading resolve_citations appends
+LEGACY_MAX_TOKENS = 8192
 
 
 async def synthesize(
@@ -42,19 +44,40 @@ async def synthesize(
     cited_ids.update(sid for c in state.contradictions for sid in c.source_ids)
     sources = [s for s in state.sources if s.id in cited_ids]
     high_quality = sum(1 for s in state.sources if s.quality is SourceQuality.HIGH)
-    system, user = synthesizer_prompts(
-        state.query,
-        state.research_brief,
-        state.findings,
-        state.unaddressed_gaps(),
-        sources,
-        state.iteration,
-        state.limits.max_iterations,
-        high_quality,
-        guidance,
-        contradictions=state.contradictions,
+    context = await ResearchContext.open(llm, state, "synthesis")
+
+    def build(scale: float) -> tuple[str, str]:
+        """The prompts; with token management, the findings fitted to ``scale`` of the budget."""
+        findings, listed = state.findings, sources
+        gaps, contradictions = state.unaddressed_gaps(), state.contradictions
+        if context.enabled:
+            fitted = context.fit_findings(
+                findings, sources, gaps, contradictions, scale=scale, record=scale >= 1.0
+            )
+            findings, listed = fitted.findings, fitted.sources
+            gaps, contradictions = fitted.gaps, fitted.contradictions
+        return synthesizer_prompts(
+            state.query,
+            state.research_brief,
+            findings,
+            gaps,
+            listed,
+            state.iteration,
+            state.limits.max_iterations,
+            high_quality,
+            guidance,
+            contradictions=contradictions,
+        )
+
+    system, user = build(1.0)
+    draft = await context.ask(
+        "synthesis",
+        system,
+        user,
+        json_mode=False,
+        max_tokens=context.output_tokens("synthesis", LEGACY_MAX_TOKENS),
+        rebuild=build,
     )
-    draft = await llm.ask("synthesis", system, user, json_mode=False, max_tokens=8192)
     draft = _unwrap_fence(draft.strip())
     by_id = {s.id: s for s in sources}
     # Counted on the writer's draft: verification may remove the sentence that held them.

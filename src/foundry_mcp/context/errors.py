@@ -1,0 +1,31 @@
+"""The error raised when research content cannot be made to fit a model's context window."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from foundry_mcp.errors import FoundryError
+
+CONTEXT_REMEDIATION = (
+    "Make room, then resume the research: set [research] allow_content_dropping = true to let "
+    "low-priority content be dropped; use a model with a larger context window (or correct its "
+    "window in [research] model_context_overrides); lower token_safety_margin; or lower "
+    "deep_research_max_sources / deep_research_max_sub_queries."
+)
+
+
+class ContextExceededError(FoundryError):
+    """Even the most compressed content the guardrails allow does not fit the budget."""
+
+    error_code = "CONTEXT_EXCEEDED"
+    error_type = "context"
+    default_remediation = CONTEXT_REMEDIATION
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        remediation: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message, remediation=remediation, details=details)

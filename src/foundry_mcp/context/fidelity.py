@@ -1,0 +1,207 @@
+"""Fidelity: how much of each item reached the model, and the research-wide picture.
+
+Every allocation records, per item, its original and current tokens, its level and the ratio
+(``ContentFidelity``), and per phase the tokens used of the budget (``PhaseAllocation``). The
+research fidelity is the mean of the items' latest ratios (a dropped item counts 0), read in
+bands: full (>= 0.9), condensed (>= 0.6), compressed (>= 0.3), minimal. Below 0.5 the research
+carries a warning. An item whose level falls from one iteration to the next, or a research
+whose fidelity falls, is reported as a warning: fidelity never regresses silently.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from foundry_mcp.context.budget import TokenBudget
+from foundry_mcp.context.levels import LOW_FIDELITY, ContentLevel, fidelity_band
+from foundry_mcp.context.tokens import estimate_tokens
+from foundry_mcp.research.models import (
+    ContentAllocationMetadata,
+    ContentFidelity,
+    PhaseAllocation,
+    ResearchState,
+)
+
+REGRESSION_TOLERANCE = 0.05
+STATUS_DROPPED_IDS = 10
+REPORT_ITEMS = 100
+
+
+def record_item(
+    state: ResearchState, item_id: str, record: ContentFidelity, regressions: list[str]
+) -> None:
+    """Store ``record`` for ``item_id``; note it in ``regressions`` if an earlier iteration
+    gave the item a higher level."""
+    previous = state.content_fidelity.get(item_id)
+    if (
+        previous is not None
+        and previous.iteration < record.iteration
+        and previous.phase == record.phase
+        and record.current_level.rank < previous.current_level.rank
+    ):
+        regressions.append(
+            f"{item_id} ({previous.current_level.value} -> {record.current_level.value})"
+        )
+    state.content_fidelity[item_id] = record
+
+
+def make_record(
+    *,
+    item_type: str,
+    original_tokens: int,
+    current_tokens: int,
+    level: ContentLevel,
+    method: str,
+    phase: str,
+    iteration: int,
+    content_hash: str | None = None,
+    summarizer: str | None = None,
+) -> ContentFidelity:
+    ratio = 1.0 if original_tokens <= 0 else min(1.0, current_tokens / original_tokens)
+    if level is ContentLevel.DROPPED:
+        ratio = 0.0
+    return ContentFidelity(
+        item_type=item_type,
+        original_tokens=original_tokens,
+        current_tokens=current_tokens,
+        current_level=level,
+        compression_ratio=round(ratio, 4),
+        content_hash=content_hash,
+        method=method,
+        summarizer=summarizer,
+        phase=phase,
+        iteration=iteration,
+    )
+
+
+def finish_phase(
+    state: ResearchState,
+    phase: str,
+    item_ids: list[str],
+    tokens_used: int,
+    tokens_available: int,
+    regressions: list[str],
+) -> None:
+    """Update the phase's and the research's allocation metadata; warn about losses."""
+    records = [state.content_fidelity[i] for i in item_ids if i in state.content_fidelity]
+    phase_fidelity = _mean([r.compression_ratio for r in records])
+    metadata = state.content_allocation_metadata or ContentAllocationMetadata()
+    metadata.phases[phase] = PhaseAllocation(
+        iteration=state.iteration,
+        tokens_used=tokens_used,
+        tokens_available=tokens_available,
+        utilization=round(tokens_used / tokens_available, 4) if tokens_available else 0.0,
+        items=len(records),
+        items_dropped=sum(1 for r in records if r.current_level is ContentLevel.DROPPED),
+        items_summarized=sum(1 for r in records if r.method == "summary"),
+        items_degraded=sum(1 for r in records if r.current_level is not ContentLevel.FULL),
+        fidelity=round(phase_fidelity, 4),
+    )
+    _refresh_totals(state, metadata)
+    state.content_allocation_metadata = metadata
+    if regressions:
+        shown = ", ".join(regressions[:5]) + (" ..." if len(regressions) > 5 else "")
+        state.warn(
+            f"Fidelity fell in iteration {state.iteration} for {len(regressions)} item(s) of "
+            f"{phase}: {shown}. More content now competes for the same budget."
+        )
+    key = str(state.iteration)
+    earlier = [v for k, v in metadata.fidelity_by_iteration.items() if k != key]
+    metadata.fidelity_by_iteration[key] = metadata.fidelity
+    if earlier and metadata.fidelity < earlier[-1] - REGRESSION_TOLERANCE:
+        state.warn(
+            f"Research fidelity fell from {earlier[-1]:.2f} to {metadata.fidelity:.2f} in "
+            f"iteration {state.iteration}."
+        )
+    if metadata.items_total and metadata.fidelity < LOW_FIDELITY:
+        state.warn(low_fidelity_warning(metadata.fidelity))
+
+
+def low_fidelity_warning(score: float) -> str:
+    return (
+        f"Content fidelity is {score:.2f} ({fidelity_band(score)}): much of the gathered text "
+        "was shortened to fit the model. Reduce deep_research_max_sources or use a model with "
+        "a larger context window for a more complete analysis."
+    )
+
+
+def _refresh_totals(state: ResearchState, metadata: ContentAllocationMetadata) -> None:
+    records = list(state.content_fidelity.values())
+    metadata.items_total = len(records)
+    metadata.fidelity = round(_mean([r.compression_ratio for r in records]), 4)
+    metadata.items_dropped = sum(1 for r in records if r.current_level is ContentLevel.DROPPED)
+    metadata.items_summarized = sum(1 for r in records if r.method == "summary")
+    metadata.items_degraded = sum(1 for r in records if r.current_level is not ContentLevel.FULL)
+    metadata.tokens_used = sum(p.tokens_used for p in metadata.phases.values())
+    metadata.tokens_available = sum(p.tokens_available for p in metadata.phases.values())
+    metadata.utilization = (
+        round(metadata.tokens_used / metadata.tokens_available, 4)
+        if metadata.tokens_available
+        else 0.0
+    )
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 1.0
+
+
+# --------------------------------------------------------------------------- payload blocks
+
+
+def fidelity_block(state: ResearchState, *, include_items: bool = False) -> dict[str, Any]:
+    """The ``fidelity`` block of ``deep-research-status`` (and, with items, of the report)."""
+    options = state.options.token_budget
+    metadata = state.content_allocation_metadata
+    block: dict[str, Any] = {"enabled": options.enabled}
+    if metadata is None or not metadata.items_total:
+        block.update({"score": None, "band": None, "warning": None, "items_total": 0})
+        return block
+    block.update(
+        {
+            "score": metadata.fidelity,
+            "band": fidelity_band(metadata.fidelity),
+            "warning": (
+                low_fidelity_warning(metadata.fidelity)
+                if metadata.fidelity < LOW_FIDELITY
+                else None
+            ),
+            "tokens_used": metadata.tokens_used,
+            "tokens_available": metadata.tokens_available,
+            "utilization": metadata.utilization,
+            "items_total": metadata.items_total,
+            "items_degraded": metadata.items_degraded,
+            "items_summarized": metadata.items_summarized,
+            "items_dropped": metadata.items_dropped,
+            "dropped_ids": state.dropped_content_ids[:STATUS_DROPPED_IDS],
+            "archived": len(state.content_archive_hashes),
+            "phases": {name: p.model_dump() for name, p in metadata.phases.items()},
+        }
+    )
+    if include_items:
+        degraded = {
+            item_id: record.model_dump(mode="json", exclude={"content_hash"})
+            for item_id, record in state.content_fidelity.items()
+            if record.current_level is not ContentLevel.FULL
+        }
+        block["content_fidelity"] = dict(list(degraded.items())[:REPORT_ITEMS])
+        block["content_archive_hashes"] = dict(state.content_archive_hashes)
+    return block
+
+
+def report_fidelity_block(state: ResearchState) -> dict[str, Any]:
+    """The ``fidelity`` block of ``deep-research-report``: the status block plus the degraded
+    items, the archive hashes and how the report compares with the client's budget."""
+    block = fidelity_block(state, include_items=True)
+    budget = TokenBudget.from_options(
+        state.options.token_budget, state.llm_model, state.llm_provider
+    )
+    client_budget = budget.client_budget
+    report_tokens = estimate_tokens(state.report or "")
+    block["report_tokens"] = report_tokens
+    block["client_budget_tokens"] = client_budget
+    if report_tokens > client_budget:
+        block["report_warning"] = (
+            f"The report (~{report_tokens:,} tokens) is larger than the {client_budget:,} tokens "
+            "left in your context after runtime_overhead; read it in pages with offset."
+        )
+    return block

@@ -1,0 +1,183 @@
+"""Counting tokens: tiktoken when its encoding loads, a conservative estimate otherwise.
+
+``tiktoken.get_encoding`` downloads its BPE file the first time; with no network it fails (and
+on a half-open network it can hang). Loading is therefore tried once per encoding and process,
+in a helper thread with a time limit, and a failure is remembered. Counting never raises: any
+problem falls back to the estimate of one token per three characters, which over-counts
+ordinary prose and JSON rather than under-counting them.
+
+Counts are cached by content hash, so the long texts of a research are counted once per
+process; the per-item fidelity records keep the count of each original across resumes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import re
+import threading
+from collections import OrderedDict
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+CHARS_PER_TOKEN_ESTIMATE = 3.0
+MESSAGE_OVERHEAD_TOKENS = 12  # roles and separators around a system and a user message
+LOAD_TIMEOUT_SECONDS = 5.0
+CACHE_MIN_CHARS = 512  # shorter texts are counted directly: hashing costs about as much
+CACHE_ENTRIES = 20_000
+
+# Model-name patterns of the OpenAI families, and the encoding each uses.
+_ENCODING_BY_MODEL: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^(gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|o\d|chatgpt-4o|gpt-oss)"), "o200k_base"),
+    (re.compile(r"^(gpt-4|gpt-3\.5|text-embedding-3|text-embedding-ada)"), "cl100k_base"),
+)
+
+
+class TokenCounter(Protocol):
+    """Counts the tokens of a text for one model family."""
+
+    name: str
+
+    def count(self, text: str) -> int:
+        """The number of tokens in ``text``; never raises."""
+        ...
+
+
+def estimate_tokens(text: str) -> int:
+    """The conservative estimate: one token per three characters, rounded up."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN_ESTIMATE) if text else 0
+
+
+class EstimateCounter:
+    """Counts by the character estimate (for unknown tokenizers, or when tiktoken is absent)."""
+
+    name = "estimate"
+
+    def count(self, text: str) -> int:
+        return estimate_tokens(text)
+
+
+class TiktokenCounter:
+    """Counts with a loaded tiktoken encoding; falls back to the estimate on any error."""
+
+    def __init__(self, encoding: Any, name: str) -> None:
+        self._encoding = encoding
+        self.name = f"tiktoken:{name}"
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        try:
+            return len(self._encoding.encode_ordinary(text))
+        except Exception:  # a tokenizer bug must not fail a research
+            return estimate_tokens(text)
+
+
+class CachedCounter:
+    """A counter that remembers the counts of long texts by their hash (thread-safe LRU)."""
+
+    def __init__(self, inner: TokenCounter, entries: int = CACHE_ENTRIES) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self._entries = entries
+        self._cache: OrderedDict[bytes, int] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+
+    def count(self, text: str) -> int:
+        if len(text) < CACHE_MIN_CHARS:
+            return self.inner.count(text)
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        with self._lock:
+            found = self._cache.get(key)
+            if found is not None:
+                self._cache.move_to_end(key)
+                self.hits += 1
+                return found
+        tokens = self.inner.count(text)
+        with self._lock:
+            self._cache[key] = tokens
+            if len(self._cache) > self._entries:
+                self._cache.popitem(last=False)
+        return tokens
+
+    def remember(self, text: str, tokens: int) -> None:
+        """Seed the cache with a count known from elsewhere (a saved fidelity record)."""
+        if len(text) < CACHE_MIN_CHARS:
+            return
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        with self._lock:
+            self._cache[key] = tokens
+
+
+_encodings: dict[str, Any] = {}  # name -> encoding, or None when it could not be loaded
+_encodings_lock = threading.Lock()
+_counters: dict[str, CachedCounter] = {}
+
+
+def _load_encoding(name: str, timeout: float = LOAD_TIMEOUT_SECONDS) -> Any:
+    """The tiktoken encoding ``name``, or None if it cannot be loaded (tried once)."""
+    with _encodings_lock:
+        if name in _encodings:
+            return _encodings[name]
+    result: list[Any] = []
+
+    def load() -> None:
+        try:
+            import tiktoken
+
+            result.append(tiktoken.get_encoding(name))
+        except Exception as exc:  # no network, no cache, no package
+            log.info("tiktoken encoding %s unavailable (%s); estimating tokens", name, exc)
+
+    worker = threading.Thread(target=load, name=f"tiktoken-{name}", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    encoding = result[0] if result else None
+    with _encodings_lock:
+        _encodings.setdefault(name, encoding)
+        return _encodings[name]
+
+
+def encoding_for_model(model: str) -> str | None:
+    """The tiktoken encoding of an OpenAI model name, or None for other families."""
+    bare = model.rsplit(":", 1)[-1].strip().lower()
+    bare = bare.rsplit("/", 1)[-1]  # "openai/gpt-4o" on routers
+    for pattern, encoding in _ENCODING_BY_MODEL:
+        if pattern.match(bare):
+            return encoding
+    return None
+
+
+def counter_for_model(model: str) -> CachedCounter:
+    """The (cached, shared) token counter for ``model``.
+
+    OpenAI models count with their tiktoken encoding when it loads. Anthropic, Gemini and
+    unknown models have no public offline tokenizer: they use the conservative estimate.
+    """
+    encoding_name = encoding_for_model(model)
+    key = encoding_name or "estimate"
+    with _encodings_lock:
+        found = _counters.get(key)
+    if found is not None:
+        return found
+    inner: TokenCounter = EstimateCounter()
+    if encoding_name is not None:
+        encoding = _load_encoding(encoding_name)
+        if encoding is not None:
+            inner = TiktokenCounter(encoding, encoding_name)
+    counter = CachedCounter(inner)
+    with _encodings_lock:
+        return _counters.setdefault(key, counter)
+
+
+def count_messages(counter: TokenCounter, system: str, user: str) -> int:
+    """The input tokens of a system and a user message, with the per-message overhead."""
+    return counter.count(system) + counter.count(user) + MESSAGE_OVERHEAD_TOKENS
+
+
+def content_hash(text: str) -> str:
+    """``sha256:<hex>`` of ``text`` (UTF-8): the identity of a content item's original."""
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

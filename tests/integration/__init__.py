@@ -1,0 +1,1 @@
+"""Integration tests: real SDKs against loopback fakes, whole researches on a temporary store."""

@@ -1,0 +1,422 @@
+"""Token management end to end: budgets, the ladder, fidelity, dropping, archive, overflow.
+
+Real SDKs talk to loopback fakes; the fake model's window is made small with
+``model_context_overrides`` so that sources must be shortened to fit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from foundry_mcp.config import Settings, load_settings
+from foundry_mcp.context.budget import TokenBudget
+from foundry_mcp.context.errors import ContextExceededError
+from foundry_mcp.context.levels import ContentLevel
+from foundry_mcp.context.research import ResearchContext, is_context_overflow
+from foundry_mcp.context.runtime import ContextServices
+from foundry_mcp.context.tokens import count_messages, estimate_tokens
+from foundry_mcp.errors import ProviderError
+from foundry_mcp.research.models import Phase, ResearchState, TokenBudgetOptions
+from foundry_mcp.research.workflow.supervisor import SupervisorHooks
+from foundry_mcp.runtime import research_runtime
+from tests.fakes import FakeHTTPServer, ResearchBrain, fake_tavily
+from tests.fakes.http import FakeResponse, RecordedRequest
+from tests.support import TERMINAL, wait_until
+
+pytestmark = pytest.mark.anyio
+
+QUESTION = "How efficient is lithium battery recycling today?"
+DOCUMENT_RE = re.compile(r"<document[^>]*>\n(.*)\n</document>", re.DOTALL)
+WORDS_RE = re.compile(r"(?:about|at most) (\d+) words")
+
+
+def long_page(query: str, n: int, sentences: int = 60) -> str:
+    """About 2,000 estimated tokens of varied text, relevant to the question."""
+    digest = hashlib.sha256(f"{query}|{n}".encode()).hexdigest()
+    lines = []
+    for i in range(sentences):
+        figure = int(digest[i % 60 : i % 60 + 2], 16) % 90 + 5
+        lines.append(
+            f"Study {n}.{i} reports that lithium battery recycling recovered {figure} percent "
+            f"of cathode metals in plant {i % 7 + 1} during trial {i}."
+        )
+    return "\n\n".join(" ".join(lines[i : i + 4]) for i in range(0, len(lines), 4))
+
+
+def long_corpus(per_query: int) -> Any:
+    def results(query: str) -> list[dict[str, Any]]:
+        slug = hashlib.sha256(query.encode()).hexdigest()[:10]
+        return [
+            {
+                "title": f"Recycling field report {slug} number {n}",
+                "url": f"https://reports.example.org/{slug}/{n}",
+                "content": f"Field report {n} on lithium battery recycling yields.",
+                "score": round(0.9 - 0.05 * n, 3),
+                "raw_content": long_page(query, n),
+            }
+            for n in range(1, per_query + 1)
+        ]
+
+    return results
+
+
+def extractive_summary(system: str, user: str) -> str:
+    """A fake summarizer: the document's first words, as many as asked, whole sentences."""
+    document = DOCUMENT_RE.search(user)
+    words = WORDS_RE.search(user)
+    if document is None or words is None:
+        return "This is a deterministic answer from the fake research brain."
+    limit = int(words.group(1))
+    kept: list[str] = []
+    for sentence in re.split(r"(?<=\.)\s+", " ".join(document.group(1).split())):
+        if "[…]" in sentence:
+            continue
+        if len(" ".join([*kept, sentence]).split()) > limit:
+            break
+        kept.append(sentence)
+    return " ".join(kept) or " ".join(document.group(1).split()[:limit])
+
+
+@pytest.fixture
+def long_tavily() -> Iterator[FakeHTTPServer]:
+    with fake_tavily(long_corpus(per_query=2)) as server:
+        yield server
+
+
+def make_settings(
+    research_env: dict[str, str], tmp_path: Path, tavily: FakeHTTPServer, research: str
+) -> Settings:
+    config = tmp_path / "token-test.toml"
+    config.write_text(
+        "[providers.openai]\nmax_retries = 0\n\n[research]\n" + research.strip() + "\n"
+    )
+    env = {**research_env, "FOUNDRY_MCP_CONFIG": str(config), "TAVILY_BASE_URL": tavily.base_url}
+    return load_settings(env=env, cwd=tmp_path, home=Path(env["HOME"]))
+
+
+SMALL_WINDOW = 'model_context_overrides = { "gpt-4.1-mini" = 24000 }'
+
+
+async def test_sources_are_shortened_to_fit_and_fidelity_is_reported(
+    research_env: dict[str, str], tmp_path: Path, brain: ResearchBrain, long_tavily: FakeHTTPServer
+) -> None:
+    brain.overrides["other"] = extractive_summary
+    settings = make_settings(research_env, tmp_path, long_tavily, SMALL_WINDOW)
+    async with research_runtime(settings, warm=False) as service:
+        started = service.start(QUESTION, max_iterations=1, max_sources_per_query=2)
+        status = await wait_until(service, started["research_id"], TERMINAL)
+        assert status["status"] == "completed", status["error"]
+        report, _ = service.report(started["research_id"])
+        state = service.store.load(started["research_id"])
+
+    options = state.options.token_budget
+    assert options.context_window == 24_000 and options.limits_source == "override"
+    budget = TokenBudget.from_options(options, state.llm_model, state.llm_provider)
+    fidelity = status["fidelity"]
+    assert fidelity["enabled"] is True
+    assert 0 < fidelity["score"] < 1
+    assert fidelity["band"] in {"condensed", "compressed", "minimal"}
+    assert fidelity["items_degraded"] >= 5 and fidelity["items_summarized"] >= 1
+    analysis = fidelity["phases"]["analysis"]
+    assert (
+        analysis["tokens_used"] <= analysis["tokens_available"] == budget.phase_budget("analysis")
+    )
+    # Every analysis prompt fitted what one call may carry.
+    limit = budget.input_limit(budget.output_tokens("analysis"))
+    prompts = [(s, u) for agent, s, u in brain.history if agent == "analyzer"]
+    assert prompts
+    for system, user in prompts:
+        assert estimate_tokens(system) + estimate_tokens(user) <= limit
+        assert "Note: shortened to fit" in user
+    assert brain.calls["other"] >= 1  # summaries were asked for
+    # The report carries the per-item records.
+    items = report["fidelity"]["content_fidelity"]
+    assert items and all(
+        {"original_tokens", "current_tokens", "current_level", "compression_ratio"} <= set(v)
+        for v in items.values()
+    )
+    for record in state.content_fidelity.values():
+        if record.item_type == "source":
+            assert record.current_tokens <= record.original_tokens
+            assert record.content_hash and record.content_hash.startswith("sha256:")
+    assert report["fidelity"]["client_budget_tokens"] == budget.client_budget
+    assert (Path(settings.research.research_dir) / "context-cache.db").exists()
+
+
+async def test_content_exceeded_then_dropping_archive_and_restore(
+    research_env: dict[str, str], tmp_path: Path, brain: ResearchBrain
+) -> None:
+    brain.overrides["other"] = extractive_summary
+    with fake_tavily(long_corpus(per_query=5)) as tavily:
+        strict = make_settings(research_env, tmp_path, tavily, SMALL_WINDOW)
+        async with research_runtime(strict, warm=False) as service:
+            started = service.start(QUESTION, max_iterations=1, max_sources_per_query=5)
+            research_id = started["research_id"]
+            status = await wait_until(service, research_id, TERMINAL)
+        assert status["status"] == "failed"
+        assert "does not fit" in status["error"]
+        assert "allow_content_dropping" in status["error"]
+
+        archive_dir = tmp_path / "kept-originals"
+        relaxed = make_settings(
+            research_env,
+            tmp_path,
+            tavily,
+            SMALL_WINDOW
+            + "\nallow_content_dropping = true\ncontent_archive_enabled = true"
+            + f'\nresearch_archive_dir = "{archive_dir}"',
+        )
+        hooks = HoldBeforeSynthesis()
+        async with research_runtime(relaxed, hooks, warm=False) as service:
+            service.resume(research_id)  # the new settings apply to the resumed run
+            with anyio.fail_after(30):
+                await hooks.reached.wait()
+            await service.cancel(research_id)
+            state = service.store.load(research_id)
+            assert state.status.value == "cancelled" and state.phase is Phase.SYNTHESIS
+            dropped = list(state.dropped_content_ids)
+            assert dropped and len(state.content_archive_hashes) >= len(dropped)
+            by_id = state.source_by_id()
+            assert all(by_id[sid].content is None for sid in dropped)
+            assert stat.S_IMODE(archive_dir.stat().st_mode) == 0o700
+            for digest in state.content_archive_hashes.values():
+                path = archive_dir / f"{digest.removeprefix('sha256:')}.json"
+                assert stat.S_IMODE(path.stat().st_mode) == 0o600
+                assert json.loads(path.read_text())["content_hash"] == digest
+            status = await service.status(research_id)
+            assert status["fidelity"]["items_dropped"] == len(dropped)
+            assert set(status["fidelity"]["dropped_ids"]) <= set(dropped)
+
+            restored = service.restore_content(research_id, dropped[0])
+            assert restored["restored_from"] == "archive" and restored["reopened_analysis"]
+            hooks.release.set()
+            service.resume(research_id)
+            status = await wait_until(service, research_id, TERMINAL)
+            assert status["status"] == "completed", status["error"]
+            state = service.store.load(research_id)
+
+    source = state.source_by_id()[dropped[0]]
+    assert source.analyzed and source.content
+    assert dropped[0] in state.protected_content_ids
+    assert dropped[0] not in state.dropped_content_ids
+    assert state.content_fidelity[dropped[0]].current_level is not ContentLevel.DROPPED
+    last_analysis = [u for agent, _, u in brain.history if agent == "analyzer"][-1]
+    assert f'<source id="{dropped[0]}">' in last_analysis
+
+
+class HoldBeforeSynthesis(SupervisorHooks):
+    """Parks the run at the start of synthesis until released."""
+
+    def __init__(self) -> None:
+        self.reached = anyio.Event()
+        self.release = anyio.Event()
+
+    async def on_phase_start(self, state: ResearchState, phase: Phase) -> None:
+        if phase is Phase.SYNTHESIS and not self.release.is_set():
+            self.reached.set()
+            await self.release.wait()
+
+
+async def test_an_overflowing_prompt_is_shrunk_and_sent_again(
+    settings: Settings, brain: ResearchBrain, openai_server: FakeHTTPServer
+) -> None:
+    original = openai_server._routes[("POST", "/v1/chat/completions")]
+    limit: list[int] = []
+    rejected: list[int] = []
+
+    def strict(request: RecordedRequest) -> FakeResponse:
+        messages = (request.json or {}).get("messages") or []
+        text = "".join(str(m.get("content", "")) for m in messages)
+        tokens = len(text) // 4
+        if "research analyst" in text:
+            if not limit:
+                limit.append(int(tokens * 0.85))  # the window is smaller than we were told
+            if tokens > limit[0]:
+                rejected.append(tokens)
+                message = (
+                    f"This model's maximum context length is {limit[0]} tokens. However, your "
+                    f"messages resulted in {tokens} tokens. Please reduce the length."
+                )
+                return FakeResponse(
+                    400,
+                    {
+                        "error": {
+                            "message": message,
+                            "type": "invalid_request_error",
+                            "param": "messages",
+                            "code": "context_length_exceeded",
+                        }
+                    },
+                )
+        return original(request)
+
+    openai_server.route("POST", "/v1/chat/completions", strict)
+    async with research_runtime(settings, warm=False) as service:
+        started = service.start(QUESTION, max_iterations=1)
+        status = await wait_until(service, started["research_id"], TERMINAL)
+        events = service.events(started["research_id"], limit=500)["events"]
+    assert status["status"] == "completed", status["error"]
+    assert rejected
+    overflow = [e["data"] for e in events if e["kind"] == "context_overflow"]
+    assert overflow and overflow[0]["purpose"] == "analysis"
+    assert all(e["tokens"] < e["tokens_before"] for e in overflow)
+    assert all(e["attempt"] <= 3 for e in overflow)
+    assert any("rejected the analysis prompt" in w for w in status["warnings"])
+    accepted = [u for agent, s, u in brain.history if agent == "analyzer"]
+    assert accepted and len(accepted[-1]) // 4 <= limit[0]
+
+
+async def test_switching_token_management_off_restores_the_fixed_cut(
+    research_env: dict[str, str], tmp_path: Path, brain: ResearchBrain, long_tavily: FakeHTTPServer
+) -> None:
+    settings = make_settings(
+        research_env, tmp_path, long_tavily, "token_management_enabled = false\n" + SMALL_WINDOW
+    )
+    async with research_runtime(settings, warm=False) as service:
+        started = service.start(QUESTION, max_iterations=1, max_sources_per_query=2)
+        status = await wait_until(service, started["research_id"], TERMINAL)
+    assert status["status"] == "completed", status["error"]
+    assert status["fidelity"] == {
+        "enabled": False,
+        "score": None,
+        "band": None,
+        "warning": None,
+        "items_total": 0,
+    }
+    prompts = [u for agent, _, u in brain.history if agent == "analyzer"]
+    assert prompts and all("[...]" in u and "Note: shortened" not in u for u in prompts)
+    assert brain.calls["other"] == 0
+
+
+# --------------------------------------------------------------------------- the call guard
+
+
+class ScriptedLLM:
+    """Rejects prompts longer than ``limit`` estimated tokens as a context overflow."""
+
+    def __init__(self, limit: int, kind: str = "context_overflow") -> None:
+        self.limit = limit
+        self.kind = kind
+        self.model = "gpt-4o"
+        self.provider = type("P", (), {"name": "openai"})()
+        self.sent: list[int] = []
+
+    async def ask(
+        self, purpose: str, system: str, user: str, *, json_mode: bool, max_tokens: int = 4096
+    ) -> str:
+        tokens = estimate_tokens(system) + estimate_tokens(user)
+        self.sent.append(tokens)
+        if tokens > self.limit:
+            raise ProviderError(
+                f"maximum context length is {self.limit} tokens", provider="openai", kind=self.kind
+            )
+        return "ok"
+
+
+def _context(llm: ScriptedLLM, window: int = 128_000) -> ResearchContext:
+    state = ResearchState(query="q", llm_provider="openai", llm_model="gpt-4o")
+    state.options.token_budget = TokenBudgetOptions(context_window=window, max_output=16_384)
+    budget = TokenBudget.from_options(state.options.token_budget, "gpt-4o", "openai")
+    from foundry_mcp.context.tokens import EstimateCounter
+
+    return ResearchContext(llm, state, EstimateCounter(), budget)  # type: ignore[arg-type]
+
+
+async def test_the_guard_shrinks_about_ten_percent_per_retry() -> None:
+    llm = ScriptedLLM(limit=7_500)
+    context = _context(llm)
+    user = "word " * 6_000  # 10,000 estimated tokens
+    assert await context.ask("analysis", "sys", user, json_mode=True, max_tokens=4096) == "ok"
+    assert len(llm.sent) == 4  # three rejections, then accepted
+    ratios = [b / a for a, b in zip(llm.sent, llm.sent[1:], strict=False)]
+    assert all(0.85 <= r <= 0.95 for r in ratios)
+    assert context.state.warnings
+
+
+async def test_the_guard_gives_up_after_three_retries_with_context_exceeded() -> None:
+    llm = ScriptedLLM(limit=100)
+    context = _context(llm)
+    with pytest.raises(ContextExceededError) as raised:
+        await context.ask("analysis", "sys", "word " * 30_000, json_mode=True, max_tokens=4096)
+    assert len(llm.sent) == 4 and raised.value.error_code == "CONTEXT_EXCEEDED"
+
+
+async def test_preflight_shrinks_a_prompt_before_it_is_sent() -> None:
+    llm = ScriptedLLM(limit=10**9)
+    context = _context(llm, window=20_000)
+    user = "word " * 60_000
+    calls: list[float] = []
+
+    def rebuild(scale: float) -> tuple[str, str]:
+        calls.append(scale)
+        return "sys", "word " * int(60_000 * scale)
+
+    await context.ask("analysis", "sys", user, json_mode=True, max_tokens=4096, rebuild=rebuild)
+    limit = context.budget.input_limit(4096)
+    assert len(llm.sent) == 1 and llm.sent[0] <= limit and calls
+    assert count_messages(context.counter, "sys", "word " * int(60_000 * calls[-1])) <= limit
+
+
+async def test_other_provider_errors_are_not_retried() -> None:
+    llm = ScriptedLLM(limit=10, kind="auth")
+    llm_error = ProviderError("bad key", provider="openai", kind="auth")
+    assert not is_context_overflow(llm_error)
+    assert is_context_overflow(
+        ProviderError(
+            "openai answered HTTP 400: prompt is too long", provider="x", kind="bad_request"
+        )
+    )
+    with pytest.raises(ProviderError):
+        await _context(llm).ask("analysis", "sys", "word " * 100, json_mode=True, max_tokens=10)
+    assert len(llm.sent) == 1
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def test_every_token_setting_reaches_the_research_options(
+    research_env: dict[str, str], tmp_path: Path, tavily_server: FakeHTTPServer
+) -> None:
+    settings = make_settings(
+        research_env,
+        tmp_path,
+        tavily_server,
+        """
+token_management_enabled = false
+token_safety_margin = 0.2
+runtime_overhead = 30000
+summarization_provider = "openai:gpt-4o-mini"
+summarization_providers = ["anthropic:claude-3-5-haiku"]
+summarization_timeout = 12.5
+summarization_cache_enabled = false
+allow_content_dropping = true
+content_archive_enabled = true
+content_archive_ttl_hours = 24
+research_archive_dir = "/tmp/foundry-archive-test"
+model_context_overrides = { "gpt-4.1-mini" = 50000, client = 128000 }
+""",
+    )
+    from foundry_mcp.providers.registry import ProviderRegistry
+
+    options, warnings = ContextServices(settings, ProviderRegistry(settings)).token_options(
+        "openai", "gpt-4.1-mini"
+    )
+    assert options.enabled is False
+    assert options.safety_margin == 0.2 and options.runtime_overhead == 30_000
+    assert options.summarization_providers == ["openai:gpt-4o-mini"]
+    assert any("claude-3-5-haiku" in w and "not usable" in w for w in warnings)  # no key
+    assert options.summarization_timeout == 12.5 and options.summarization_cache is False
+    assert options.allow_content_dropping and options.archive_enabled
+    assert options.archive_ttl_hours == 24
+    assert options.archive_dir == "/tmp/foundry-archive-test"
+    assert options.context_window == 50_000 and options.client_window == 128_000
+    assert options.cache_dir == str(settings.research.research_dir)

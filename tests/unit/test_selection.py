@@ -1,0 +1,109 @@
+"""Query-focused passage selection, and the BM25 it shares with citation verification."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from foundry_mcp.context import passages
+from foundry_mcp.context.ladder import Ladder
+from foundry_mcp.context.levels import ContentLevel
+from foundry_mcp.context.selection import ELISION, query_terms, select_passages
+from foundry_mcp.context.tokens import EstimateCounter
+from foundry_mcp.research import verification
+
+COUNTER = EstimateCounter()
+QUESTION = "What recovery rates do lithium battery recycling plants reach?"
+SUB_QUERY = "hydrometallurgical lithium recovery rate pilot plant"
+KEY = (
+    "The hydrometallurgical pilot plant recovered 96 percent of the lithium, the highest "
+    "recovery rate reported for battery recycling so far."
+)
+FILLER = [
+    "The committee met on Tuesday to review the annual budget and travel plans.",
+    "Weather in the northern region was mild for most of the season.",
+    "Several employees attended a workshop about office software and email etiquette.",
+    "The cafeteria introduced a new menu with seasonal vegetables and soups.",
+    "Parking arrangements changed after the construction of the east wing began.",
+    "A local band performed at the summer festival near the river.",
+    "The library extended its opening hours during the examination period.",
+]
+
+
+def long_source(target_tokens: int, keys: dict[float, str], seed: int = 7) -> str:
+    """Filler paragraphs of about ``target_tokens`` with ``keys`` placed at given depths."""
+    rng = random.Random(seed)
+    paragraphs: list[str] = []
+    while COUNTER.count("\n\n".join(paragraphs)) < target_tokens:
+        paragraphs.append(" ".join(rng.choice(FILLER) for _ in range(4)))
+    for depth, sentence in keys.items():
+        index = min(len(paragraphs) - 1, int(depth * len(paragraphs)))
+        paragraphs[index] = f"{paragraphs[index]} {sentence}"
+    return "\n\n".join(paragraphs)
+
+
+def test_a_relevant_sentence_at_90_percent_depth_survives_key_points() -> None:
+    text = long_source(30_000, {0.9: KEY})
+    original = COUNTER.count(text)
+    assert 29_000 <= original <= 31_000
+    assert text.index(KEY) / len(text) > 0.85
+    budget = round(ContentLevel.KEY_POINTS.ratio * original)
+    selected = select_passages(text, query_terms(QUESTION, SUB_QUERY), budget, COUNTER)
+    assert KEY in selected.text
+    assert selected.tokens <= budget
+    assert selected.elided and ELISION in selected.text
+
+
+@pytest.mark.anyio
+async def test_the_ladder_keeps_it_at_key_points_too() -> None:
+    text = long_source(30_000, {0.9: KEY})
+    target = round(ContentLevel.KEY_POINTS.ratio * COUNTER.count(text))
+    result = await Ladder(COUNTER, []).degrade(
+        text, ContentLevel.KEY_POINTS, target, f"{QUESTION} {SUB_QUERY}"
+    )
+    assert KEY in result.text and result.tokens <= target
+    assert result.method == "selection"
+
+
+def test_selection_keeps_document_order_and_marks_each_gap() -> None:
+    keys = {
+        0.1: "Early trials recovered 80 percent of the lithium in the recycling plant.",
+        0.5: "Midway, the lithium recovery rate in recycling rose to 90 percent.",
+        0.9: KEY,
+    }
+    text = long_source(8_000, keys)
+    selected = select_passages(text, f"{QUESTION} {SUB_QUERY}", 800, COUNTER)
+    positions = [selected.text.index(sentence) for sentence in keys.values()]
+    assert positions == sorted(positions)
+    assert selected.text.count(ELISION) >= 3  # before, between and after the kept passages
+    assert "\n\n\n" not in selected.text
+
+
+def test_a_text_that_fits_is_returned_whole() -> None:
+    text = "First paragraph about lithium.\n\nSecond paragraph about recycling."
+    selected = select_passages(text, QUESTION, 1000, COUNTER)
+    assert selected.text == text and not selected.elided
+
+
+def test_without_matching_words_the_opening_is_kept() -> None:
+    text = long_source(3_000, {})
+    selected = select_passages(text, "quantum chromodynamics lattice", 300, COUNTER)
+    assert selected.text.startswith(text[:40])
+    assert selected.tokens <= 300
+
+
+def test_a_single_oversized_passage_is_cut_to_the_budget() -> None:
+    sentence = "lithium " * 3000  # one passage-free run of words
+    selected = select_passages(sentence, "lithium", 100, COUNTER)
+    assert selected.tokens <= 100
+    assert selected.text.endswith(ELISION)
+
+
+def test_verification_uses_the_shared_bm25() -> None:
+    assert verification.content_words is passages.content_words
+    assert verification.split_passages is passages.split_passages
+    assert verification.PassageIndex is passages.PassageIndex
+    index = passages.PassageIndex.build(long_source(2_000, {0.5: KEY}))
+    best = index.best(passages.content_words("lithium recovery rate"), 1)
+    assert KEY[:40] in best[0]
