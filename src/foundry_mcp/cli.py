@@ -214,6 +214,11 @@ async def _events(service: ResearchService, args: argparse.Namespace) -> int:
             return 0
 
 
+async def _restore(service: ResearchService, args: argparse.Namespace) -> int:
+    _print_json(service.restore_content(args.research_id, args.item_id))
+    return 0
+
+
 async def _cancel(service: ResearchService, args: argparse.Namespace) -> int:
     _print_json(await service.cancel(args.research_id))
     return 0
@@ -278,6 +283,7 @@ COMMANDS: dict[str, Callable[[ResearchService, argparse.Namespace], Awaitable[in
     "list": _list,
     "events": _events,
     "cancel": _cancel,
+    "restore": _restore,
     "delete": _delete,
     "doctor": _doctor,
 }
@@ -313,6 +319,11 @@ def _parser() -> argparse.ArgumentParser:
         ("delete", "delete a research"),
     ):
         commands.add_parser(name, help=text).add_argument("research_id")
+    restore = commands.add_parser(
+        "restore", help="bring an archived source back into a stopped research"
+    )
+    restore.add_argument("research_id")
+    restore.add_argument("item_id", help="the source id, e.g. src-1a2b3c4d")
     report = commands.add_parser("report", help="print a research's report")
     report.add_argument("research_id")
     report.add_argument("--json", action="store_true", help="summary, first page and metadata")

@@ -142,6 +142,20 @@ async def test_delete_cancels_a_running_research(
 
 
 BAD_CALLS: list[tuple[dict[str, Any], str, str | None]] = [
+    (
+        {"action": "deep-research-restore", "research_id": "deepres-000000000000"},
+        "VALIDATION_ERROR",
+        "item_id",
+    ),
+    (
+        {
+            "action": "deep-research-restore",
+            "research_id": "deepres-000000000000",
+            "item_id": "src-1a2b3c4d",
+        },
+        "RESEARCH_NOT_FOUND",
+        None,
+    ),
     ({"action": "deep-research"}, "VALIDATION_ERROR", "query"),
     ({"action": "deep-research", "query": "   "}, "VALIDATION_ERROR", "query"),
     ({"action": "deep-research", "query": "x" * 200_001}, "VALIDATION_ERROR", "query"),

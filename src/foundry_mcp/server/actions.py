@@ -36,6 +36,7 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
     "deep-research-cancel": ("research_id",),
     "deep-research-resume": ("research_id", *LIMIT_PARAMS),
     "deep-research-delete": ("research_id",),
+    "deep-research-restore": ("research_id", "item_id"),
     "health": (),
 }
 
@@ -48,6 +49,7 @@ ACTION_SUMMARIES: dict[str, str] = {
     "deep-research-cancel": "stop a running research (partial results stay, resumable)",
     "deep-research-resume": "continue a cancelled/failed/timed-out/interrupted research",
     "deep-research-delete": "delete a research (cancels it first if running)",
+    "deep-research-restore": "bring an archived (dropped) source back into a stopped research",
     "health": "check every provider: key present, a cheap live call, and the fix for each problem",
 }
 
@@ -151,6 +153,8 @@ async def dispatch(
         return service.resume(use.get("research_id"), **limits), warnings
     if action == "health":
         return await service.health(), warnings
+    if action == "deep-research-restore":
+        return service.restore_content(use.get("research_id"), use.get("item_id")), warnings
     return await service.delete(use.get("research_id")), warnings
 
 

@@ -130,6 +130,10 @@ def create_server(settings_loader: Callable[[], Settings] = load_settings) -> MC
         research_id: Annotated[
             str | None, _schema("The id returned by deep-research, e.g. 'deepres-0123456789ab'.")
         ] = None,
+        item_id: Annotated[
+            str | None,
+            _schema("deep-research-restore: the source id to restore, e.g. 'src-1a2b3c4d'."),
+        ] = None,
         wait: Annotated[
             bool | None, _schema("deep-research-status: block until the status or phase changes.")
         ] = None,
@@ -188,6 +192,7 @@ def create_server(settings_loader: Callable[[], Settings] = load_settings) -> MC
             "task_timeout": task_timeout,
             "deep_research_action": deep_research_action,
             "research_id": research_id,
+            "item_id": item_id,
             "wait": wait,
             "wait_timeout": wait_timeout,
             "offset": offset,
