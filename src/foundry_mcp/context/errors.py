@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from foundry_mcp.errors import FoundryError
 
 CONTEXT_REMEDIATION = (
@@ -20,12 +18,3 @@ class ContextExceededError(FoundryError):
     error_code = "CONTEXT_EXCEEDED"
     error_type = "context"
     default_remediation = CONTEXT_REMEDIATION
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        remediation: str | None = None,
-        details: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(message, remediation=remediation, details=details)

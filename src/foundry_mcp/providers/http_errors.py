@@ -221,3 +221,13 @@ def malformed_error(provider: str, what: str) -> ProviderError:
             f"[providers.{provider}] base_url points at the provider's API."
         ),
     )
+
+
+def sdk_error_message(exc: Exception) -> str:
+    """The provider's own error message from an openai/anthropic SDK exception."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        error = body.get("error", body)
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return str(error["message"])
+    return str(getattr(exc, "message", exc))

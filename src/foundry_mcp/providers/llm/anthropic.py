@@ -10,6 +10,7 @@ from foundry_mcp.providers.http_errors import (
     malformed_error,
     parse_retry_after,
     scrub_secrets,
+    sdk_error_message,
     status_error,
     timeout_error,
 )
@@ -57,7 +58,7 @@ class AnthropicProvider:
             raise status_error(
                 self.name,
                 exc.status_code,
-                _message(exc),
+                sdk_error_message(exc),
                 retry_after=parse_retry_after(exc.response.headers),
                 code=_error_type(exc),
                 secret=self._key,
@@ -88,15 +89,6 @@ class AnthropicProvider:
 
     async def aclose(self) -> None:
         await self._client.close()
-
-
-def _message(exc: Exception) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return str(error["message"])
-    return str(getattr(exc, "message", exc))
 
 
 def _error_type(exc: Exception) -> str | None:

@@ -12,6 +12,7 @@ from foundry_mcp.providers.http_errors import (
     malformed_error,
     parse_retry_after,
     scrub_secrets,
+    sdk_error_message,
     status_error,
     timeout_error,
 )
@@ -86,7 +87,7 @@ class OpenAIProvider:
             raise status_error(
                 self.name,
                 exc.status_code,
-                _message(exc),
+                sdk_error_message(exc),
                 retry_after=parse_retry_after(exc.response.headers),
                 code=_code(exc),
                 secret=self._key,
@@ -116,15 +117,6 @@ class OpenAIProvider:
 
     async def aclose(self) -> None:
         await self._client.close()
-
-
-def _message(exc: Exception) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return str(error["message"])
-    return str(getattr(exc, "message", exc))
 
 
 def _code(exc: Exception) -> str | None:
