@@ -24,7 +24,7 @@ from foundry_mcp.research.models import (
 
 REGRESSION_TOLERANCE = 0.05
 STATUS_DROPPED_IDS = 10
-REPORT_ITEMS = 100
+REPORT_ITEMS = 20  # keeps the report response compact; events and status hold the rest
 
 
 def record_item(
@@ -184,7 +184,9 @@ def fidelity_block(state: ResearchState, *, include_items: bool = False) -> dict
             if record.current_level is not ContentLevel.FULL
         }
         block["content_fidelity"] = dict(list(degraded.items())[:REPORT_ITEMS])
-        block["content_archive_hashes"] = dict(state.content_archive_hashes)
+        block["content_archive_hashes"] = dict(
+            list(state.content_archive_hashes.items())[:REPORT_ITEMS]
+        )
     return block
 
 
