@@ -229,25 +229,20 @@ async def test_shutdown_interrupts_and_a_new_process_can_resume(
     assert brain.calls["planner"] == 1
 
 
-async def test_all_searches_failing_fails_the_run_and_resume_retries_them(
+async def test_all_searches_failing_proceeds_and_the_report_says_so(
     settings: Settings, tavily_server: FakeHTTPServer, brain: ResearchBrain
 ) -> None:
-    tavily_server.fail_next(503, times=3)
+    tavily_server.fail_next(503, times=1000)  # down for good (the gate's retry fails too)
     async with research_runtime(settings, warm=False) as service:
         started = service.start("How do octopuses camouflage?", max_iterations=1)
         research_id = started["research_id"]
         status = await wait_until(service, research_id, TERMINAL)
-        assert status["status"] == "failed"
-        assert "Every search failed" in status["error"]
-        assert brain.calls["writer"] == 0  # no report written from the model's memory
-
-        resumed = service.resume(research_id)
-        assert resumed["phase"] == "gathering"
-        status = await wait_until(service, research_id, TERMINAL)
-        assert status["status"] == "completed", status["error"]
-        state = service.store.load(research_id)
-    assert all(sq.status.value == "completed" for sq in state.sub_queries)
-    assert brain.calls["planner"] == 1
+        report = service.full_report(research_id)
+    assert status["status"] == "completed"
+    assert any("Every search of iteration 1 failed" in w for w in status["warnings"])
+    assert brain.calls["writer"] == 0  # no report written from the model's memory
+    assert "Every search failed" in report and "makes no claims" in report
+    assert "503" in report
 
 
 async def test_no_findings_gives_an_honest_report_without_asking_the_model(

@@ -533,12 +533,19 @@ def evidence_quality_section(
     sources_examined: int,
     confidence: Mapping[str, int],
     uncited_sentences: int,
+    failed_searches: tuple[int, int] = (0, 0),
 ) -> str:
     """The ``## Evidence Quality`` section: how far the report's claims rest on its sources.
 
     ``summary`` is None when citations were not verified; the section then says so.
+    ``failed_searches`` is (failed, total) sub-queries, reported when any failed.
     """
     lines = [EVIDENCE_HEADING, ""]
+    if failed_searches[0]:
+        lines.append(
+            f"- Searches that failed: {failed_searches[0]} of {failed_searches[1]} sub-queries; "
+            "the report rests only on what the other searches found."
+        )
     if summary is None:
         lines.append(
             "- Citations were not verified: the cited sentences were not checked against the "

@@ -15,7 +15,6 @@ from typing import Any
 
 import anyio
 
-from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.search.base import SearchProvider
 from foundry_mcp.research.models import (
     PHASE_TO_AGENT,
@@ -334,16 +333,15 @@ class Supervisor:
         state = self.state
         output = await gather(state, self._search, self._calls, self._checkpoint)
         current = [sq for sq in state.sub_queries if sq.iteration == state.iteration]
-        if not state.sources and current and all(sq.error for sq in current):
-            # Writing a report from no evidence would only repeat the model's memory.
+        if current and all(sq.status is SubQueryStatus.FAILED for sq in current):
+            # The research goes on with what it has (perhaps nothing); the report says so.
             errors = "; ".join(dict.fromkeys(sq.error or "" for sq in current))
-            raise ProviderError(
-                f"Every search failed, so there is nothing to analyse: {errors}",
-                provider=", ".join(p.name for p in self._search),
-                retryable=True,
-                remediation="Check the search provider's key and status, then resume the "
-                "research; the failed searches are retried.",
+            state.warn(
+                f"Every search of iteration {state.iteration} failed, so it added no sources "
+                f"({errors}). Check the search providers with action='health'; resuming a "
+                "failed or cancelled research retries failed searches."
             )
+            state.metadata.setdefault("search_outages", []).append(state.iteration)
         return {"source_count": len(state.sources), **output.stats.model_dump()}
 
     async def _analysis(self) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from foundry_mcp.research.models import (
     ReportMetadata,
     ResearchState,
     SourceQuality,
+    SubQueryStatus,
     SynthesizerOutput,
     VerificationSummary,
 )
@@ -103,6 +104,7 @@ async def synthesize(
         sources_examined=len(state.sources),
         confidence=confidence_summary,
         uncited_sentences=uncited,
+        failed_searches=_failed_searches(state),
     )
     report = _insert_before_sources(resolved.markdown, section)
     body = report.split(_SOURCES_SPLIT, 1)[0]
@@ -153,16 +155,37 @@ def _unwrap_fence(text: str) -> str:
     return match.group(1).strip() if match else text
 
 
+def _failed_searches(state: ResearchState) -> tuple[int, int]:
+    failed = sum(1 for sq in state.sub_queries if sq.status is SubQueryStatus.FAILED)
+    return failed, len(state.sub_queries)
+
+
 def _no_evidence_report(state: ResearchState) -> SynthesizerOutput:
     """An honest report when nothing was found; the model is not asked to write from memory."""
+    failed, total = _failed_searches(state)
+    if total and failed == total:
+        errors = "; ".join(dict.fromkeys(sq.error or "" for sq in state.sub_queries))
+        why = (
+            f"Every search failed ({errors}), so no source could be examined and the research "
+            "makes no claims."
+        )
+        advice = (
+            "Check the search providers with action='health' (or `foundry-mcp doctor`), then "
+            "start the research again."
+        )
+    else:
+        why = (
+            f"The research examined {len(state.sources)} source(s) but extracted no finding "
+            "that the sources support, so it makes no claims."
+        )
+        advice = (
+            "Try a more specific question, more sources per sub-query, or another search "
+            "provider, then start the research again."
+        )
     report = (
         f"# {state.query.strip()[:200]}\n\n"
-        "## Executive Summary\n\n"
-        f"The research examined {len(state.sources)} source(s) but extracted no finding that "
-        "the sources support, so it makes no claims.\n\n"
-        "## Limitations and Open Questions\n\n"
-        "Try a more specific question, more sources per sub-query, or another search provider, "
-        "then start the research again.\n"
+        f"## Executive Summary\n\n{why}\n\n"
+        f"## Limitations and Open Questions\n\n{advice}\n"
     )
     state.warn("No findings were extracted; the report states that nothing could be established.")
     metadata = ReportMetadata(
