@@ -257,3 +257,14 @@ async def test_no_findings_gives_an_honest_report_without_asking_the_model(
     assert brain.calls["writer"] == 0
     assert "makes no claims" in report
     assert "[1]" not in report
+
+
+async def test_tavily_search_depth_reaches_the_api(
+    settings: Settings, tavily_server: FakeHTTPServer
+) -> None:
+    settings.research.tavily_search_depth = "advanced"
+    async with research_runtime(settings, warm=False) as service:
+        started = service.start("What is a radix tree?", max_iterations=1)
+        await wait_until(service, started["research_id"], TERMINAL)
+    bodies = [r.json for r in tavily_server.requests_to("/search")]
+    assert bodies and all(body["search_depth"] == "advanced" for body in bodies)

@@ -56,8 +56,14 @@ class FakeClock:
         await anyio.lowlevel.checkpoint()  # let others run, as a real sleep would
 
 
-def _error(kind: str, retry_after: float | None = None) -> ProviderError:
-    return ProviderError(f"{kind} failure", provider="p", kind=kind, retry_after=retry_after)
+def _error(
+    kind: str, retry_after: float | None = None, retryable: bool | None = None
+) -> ProviderError:
+    if retryable is None:
+        retryable = kind in ("rate_limit", "transient")
+    return ProviderError(
+        f"{kind} failure", provider="p", kind=kind, retry_after=retry_after, retryable=retryable
+    )
 
 
 class Script:
@@ -119,6 +125,14 @@ async def test_no_retry_for_failures_a_retry_cannot_fix(kind: str) -> None:
     with pytest.raises(ProviderError) as caught:
         await _policy(clock).call(script)
     assert caught.value.kind == kind
+    assert script.calls == 1 and clock.sleeps == []
+
+
+async def test_a_rate_limit_marked_not_retryable_is_not_retried() -> None:
+    clock = FakeClock()  # e.g. a daily quota: waiting minutes will not help
+    script = Script(_error("rate_limit", retryable=False))
+    with pytest.raises(ProviderError):
+        await _policy(clock).call(script)
     assert script.calls == 1 and clock.sleeps == []
 
 

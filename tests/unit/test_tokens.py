@@ -237,3 +237,11 @@ def test_a_phase_routed_to_another_model_is_budgeted_for_that_model() -> None:
     other = TokenBudget.from_options(options, "gpt-4o", "openai", own_model="gpt-4.1-mini")
     assert own.context_window == 1_047_576
     assert other.context_window == 128_000
+
+
+def test_a_model_tag_with_a_colon_is_not_mistaken_for_a_provider_prefix() -> None:
+    from foundry_mcp.context.limits import bare_model
+
+    assert bare_model("openai:gpt-4o") == "gpt-4o"
+    assert bare_model("qwen2.5:14b") == "qwen2.5:14b"
+    assert bare_model("openrouter/anthropic/claude-sonnet-5") == "claude-sonnet-5"

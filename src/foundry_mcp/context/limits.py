@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from foundry_mcp.config import KNOWN_PROVIDER_KINDS
+
 CLIENT_KEY = "client"
 DEFAULT_CLIENT_WINDOW = 200_000  # the assistants this server is built for (Claude Code, Cursor)
 MIN_OUTPUT_SHARE = 4  # an overridden window keeps at most a quarter for output
@@ -61,10 +63,15 @@ def known_models() -> list[str]:
 
 
 def bare_model(model: str) -> str:
-    """``"openai:gpt-4o"`` -> ``"gpt-4o"``; lower case, without a router prefix."""
+    """``"openai:gpt-4o"`` -> ``"gpt-4o"``; lower case, without a provider or router prefix.
+
+    Only a known provider name counts as a prefix, so an Ollama tag such as ``qwen2.5:14b``
+    stays whole.
+    """
     name = model.strip().lower()
-    if ":" in name:
-        name = name.split(":", 1)[1]
+    prefix, colon, rest = name.partition(":")
+    if colon and prefix in KNOWN_PROVIDER_KINDS:
+        name = rest
     return name.rsplit("/", 1)[-1]
 
 

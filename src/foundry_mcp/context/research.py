@@ -70,7 +70,6 @@ MIN_SCALE = 0.01
 SOURCE_FLOOR_TOKENS = 24
 FINDING_FLOOR_TOKENS = 12
 HEAVY_LEVELS = (ContentLevel.KEY_POINTS, ContentLevel.HEADLINE)
-USER_PROVIDERS = frozenset({"local"})  # sources the user supplied: protected, user priority 1
 SOURCE_TITLE_CHARS = 160
 MAX_FIXED_SHARE = 0.5  # the synthesis frame (sources, gaps, contradictions) may use at most half
 
@@ -407,7 +406,7 @@ class ResearchContext:
             overhead = self.counter.count(render_source(source, "", ContentLevel.KEY_POINTS))
             lexical = coverage(question_terms, f"{source.title} {source.snippet} {text[:4000]}")
             score = _clamp(source.score)
-            user_supplied = source.provider in USER_PROVIDERS
+            user_supplied = is_user_document(source)
             items.append(
                 ContentItem(
                     item_id=source.id,
@@ -592,7 +591,7 @@ class ResearchContext:
             kept_gaps = kept_gaps[: len(kept_gaps) // 2]
             cost = fixed_cost()
         question_terms = set(content_words(state.query))
-        user_sources = {s.id for s in sources if s.provider in USER_PROVIDERS}
+        user_sources = {s.id for s in sources if is_user_document(s)}
         items = []
         for finding in findings:
             ids = ", ".join(finding.source_ids)
@@ -670,3 +669,8 @@ class ResearchContext:
             contradictions=kept_contradictions,
             titles=titles,
         )
+
+
+def is_user_document(source: Source) -> bool:
+    """A source from the user's own documents (any local-documents provider): protected."""
+    return bool(source.url and source.url.startswith("file://"))

@@ -285,7 +285,13 @@ class ProviderRegistry:
             return LocalDocuments(name, research.local, research.research_dir / INDEX_FILE)
         from foundry_mcp.providers.search.tavily import TavilySearch
 
-        return TavilySearch(name, settings.key() or "", settings.base_url, settings.timeout)
+        return TavilySearch(
+            name,
+            settings.key() or "",
+            settings.base_url,
+            settings.timeout,
+            search_depth=self._settings.research.tavily_search_depth,
+        )
 
     def fetcher(self) -> PageFetcher:
         """The page fetcher of this process (``[research.fetch]``), created on first use."""

@@ -304,7 +304,8 @@ class ProviderPolicy:
             try:
                 return await self._attempt(operation)
             except ProviderError as exc:
-                if exc.kind not in RETRYABLE_KINDS or attempt >= self.settings.max_retries:
+                retry = exc.kind in RETRYABLE_KINDS and exc.retryable
+                if not retry or attempt >= self.settings.max_retries:
                     raise
                 if exc.retry_after is not None and exc.retry_after > self.settings.max_retry_after:
                     raise  # a long wait (quota exhausted) is better spent on a fallback

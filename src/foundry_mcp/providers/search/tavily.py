@@ -19,11 +19,19 @@ MAX_CONTENT_CHARS = 60_000
 class TavilySearch:
     """Search through ``tavily-python``; the key is required (no keyless mode)."""
 
-    def __init__(self, name: str, api_key: str, base_url: str | None, timeout: float) -> None:
+    def __init__(
+        self,
+        name: str,
+        api_key: str,
+        base_url: str | None,
+        timeout: float,
+        search_depth: str = "basic",
+    ) -> None:
         from tavily import AsyncTavilyClient
 
         self.name = name
         self._timeout = min(timeout, 120.0)
+        self._search_depth = search_depth
         self._client: AsyncTavilyClient = AsyncTavilyClient(api_key=api_key, api_base_url=base_url)
 
     async def search(self, query: str, max_results: int) -> list[SearchResult]:
@@ -34,6 +42,7 @@ class TavilySearch:
                 query,
                 max_results=max_results,
                 include_raw_content=True,
+                search_depth=self._search_depth,
                 timeout=self._timeout,
             )
         except errors.InvalidAPIKeyError:
@@ -51,6 +60,7 @@ class TavilySearch:
                 f"Cannot reach {self.name}: {type(exc).__name__}.",
                 provider=self.name,
                 retryable=True,
+                kind="transient",
             ) from None
         return [_result(self.name, item) for item in response.get("results", [])[:max_results]]
 
