@@ -61,7 +61,10 @@ def research_env(
 ) -> dict[str, str]:
     """Environment variables that point foundry-mcp at the fakes and at a private store."""
     config = tmp_path / "foundry-mcp.toml"
+    # Pages are not fetched: the fake search results carry their text, and a result without
+    # it must never make the suite resolve a real host name.
     config.write_text(
+        "[research.fetch]\nenabled = false\n\n"
         "[providers.openai]\nmax_retries = 0\n\n[providers.anthropic]\nmax_retries = 0\n\n"
         "[providers.tavily]\nmax_retries = 0\n"
     )
