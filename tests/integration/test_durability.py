@@ -14,7 +14,7 @@ import pytest
 
 from foundry_mcp.config import Settings
 from foundry_mcp.errors import InputError, InvalidStateError, ResearchNotFoundError
-from foundry_mcp.research.models import ResearchState, Status, utcnow
+from foundry_mcp.research.models import STATE_SCHEMA_VERSION, ResearchState, Status, utcnow
 from foundry_mcp.research.service import ResearchService
 from foundry_mcp.research.store import LeaseLostError, Owner, ResearchStore
 from foundry_mcp.runtime import research_runtime
@@ -294,15 +294,18 @@ async def test_a_version_one_store_is_migrated_on_open(settings: Settings) -> No
     old.report = "# Old\n\n## Summary\n\nKept."
     data = json.loads(old.model_dump_json())
     data.update(schema_version=1, owner_pid=123, owner_host="old-host")
-    for key in ("options", "contradictions", "claim_checks"):
+    data["usage"] = {"input_tokens": 900, "output_tokens": 100, "calls": 4}  # version 1 totals
+    for key in ("options", "contradictions", "claim_checks", "llm_usage"):
         data.pop(key)
     _old_database(research_dir, json.dumps(data))
 
     async with research_runtime(settings, warm=False) as service:
         state = service.store.load(old.id)
-        assert state.schema_version == 2
+        assert state.schema_version == STATE_SCHEMA_VERSION
         assert state.report == old.report
-        assert (await service.status(old.id))["status"] == "completed"
+        status = await service.status(old.id)
+        assert status["status"] == "completed"
+        assert status["tokens"] == {"input": 900, "output": 100, "total": 1000, "calls": 4}
         assert service.list()["items"][0]["research_id"] == old.id
     db = sqlite3.connect(research_dir / "research.db")
     assert db.execute("PRAGMA user_version").fetchone()[0] == 2

@@ -24,7 +24,22 @@ def _v1_to_v2(state: State) -> State:
     return state
 
 
-STEPS: dict[int, Callable[[State], State]] = {1: _v1_to_v2}
+def _v2_to_v3(state: State) -> State:
+    """Version 3 keeps token totals only in ``llm_usage`` (they were also in ``usage``)."""
+    old = state.pop("usage", None) or {}
+    usage = state.setdefault("llm_usage", {})
+    total = usage.setdefault("total", {})
+    if not total.get("calls") and old.get("calls"):
+        total.update(
+            input_tokens=old.get("input_tokens", 0),
+            output_tokens=old.get("output_tokens", 0),
+            calls=old["calls"],
+            unpriced_calls=old["calls"],
+        )
+    return state
+
+
+STEPS: dict[int, Callable[[State], State]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def migrate_state(state: State) -> State:

@@ -19,7 +19,7 @@ from foundry_mcp.context.levels import ContentLevel
 
 RESEARCH_ID_PATTERN = re.compile(r"^deepres-[0-9a-f]{12}$")
 
-STATE_SCHEMA_VERSION = 2
+STATE_SCHEMA_VERSION = 3
 
 
 def utcnow() -> datetime:
@@ -250,23 +250,6 @@ class AgentDecision(_Model):
     timestamp: datetime = Field(default_factory=utcnow)
 
 
-class TokenUsage(_Model):
-    """Token counts summed over LLM calls."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    calls: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
-    def add(self, input_tokens: int, output_tokens: int) -> None:
-        self.input_tokens += input_tokens
-        self.output_tokens += output_tokens
-        self.calls += 1
-
-
 MAX_LLM_CALL_RECORDS = 200  # per research; older records are dropped, totals are kept
 
 
@@ -473,7 +456,6 @@ class ResearchState(_Model):
     report_metadata: ReportMetadata | None = None
 
     decisions: list[AgentDecision] = Field(default_factory=list)
-    usage: TokenUsage = Field(default_factory=TokenUsage)
     llm_usage: LLMUsage = Field(default_factory=LLMUsage)
     search_calls: int = 0
 

@@ -239,7 +239,6 @@ class ResearchLLM:
             latency_s=round(response.latency_s, 3),
             cost_usd=cost,
         )
-        self._state.usage.add(response.input_tokens, response.output_tokens)
         self._state.llm_usage.add(record)
         self._state.emit(
             "llm_call",
