@@ -454,7 +454,6 @@ async def test_registry_builds_each_adapter_once_with_the_shared_fetcher(tmp_pat
     assert local.index_path == tmp_path / "research" / "local-index.db"
     fetcher = registry.fetcher()
     assert registry.fetcher() is fetcher
-    assert built[0].page_fetcher is fetcher  # type: ignore[attr-defined]
     await registry.aclose()
     assert registry.fetcher() is not fetcher  # closed and forgotten
     await registry.aclose()
@@ -702,19 +701,6 @@ async def test_disabled_fetching_reads_nothing() -> None:
         assert web.requests == []
     assert state.sources[0].content is None
     assert not [e for e in events if e[0] == "fetch"]
-
-
-async def test_the_fetcher_attached_to_the_adapters_is_used() -> None:
-    with fake_pages({"/p": html_page(article_html("Page", ["Attached fetcher text."]))}) as web:
-        a = ScriptedSearch("a", [_hit("a", "Page", f"{web.base_url}/p", content=None)])
-        fetcher = PageFetcher(FetchSettings(allow_private_networks=True, timeout=5))
-        a.page_fetcher = fetcher  # type: ignore[attr-defined]  # as the registry does
-        try:
-            state, _ = _state("q")
-            await _gather(state, [a])
-        finally:
-            await fetcher.aclose()
-    assert "Attached fetcher text." in (state.sources[0].content or "")
 
 
 # --------------------------------------------------------------------------- whole researches

@@ -248,17 +248,14 @@ class ProviderRegistry:
     def search(self, name: str) -> SearchProvider:
         """The adapter for a search provider (check it with ``usable_search_providers``).
 
-        Adapters are built once and reused; each carries the registry's page fetcher as
-        ``page_fetcher`` so the gatherer can read the pages behind results without text.
+        Adapters are built once and reused.
         """
         with self._lock:
             return self._search_locked(name)
 
     def _search_locked(self, name: str) -> SearchProvider:
         if name not in self._searches:
-            adapter = self._new_search(name)
-            adapter.page_fetcher = self._fetcher_locked()  # type: ignore[attr-defined]
-            self._searches[name] = adapter
+            self._searches[name] = self._new_search(name)
         return self._searches[name]
 
     def _new_search(self, name: str) -> SearchProvider:

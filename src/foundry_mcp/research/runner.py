@@ -84,7 +84,10 @@ class ResearchRunner:
                 )
                 for name in state.search_providers
             ]
-            supervisor = Supervisor(state, llm, search, calls, checkpoint, self.hooks)
+            fetcher = await anyio.to_thread.run_sync(self.providers.fetcher)
+            supervisor = Supervisor(
+                state, llm, search, calls, checkpoint, self.hooks, fetcher=fetcher
+            )
             with anyio.fail_after(state.limits.task_timeout):
                 await supervisor.run()
         except TimeoutError:

@@ -19,7 +19,7 @@ import re
 import time
 import unicodedata
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from foundry_mcp.errors import ProviderError
@@ -83,11 +83,9 @@ async def gather(
 ) -> GathererOutput:
     """Search every pending sub-query; each finished one is saved before the next starts.
 
-    ``fetcher`` reads the pages of sources without text; by default the one the registry
-    attached to the search adapters (``page_fetcher``), if any.
+    ``fetcher`` reads the pages of sources without text (none: pages are not read).
     """
     output = GathererOutput()
-    fetcher = fetcher if fetcher is not None else _attached_fetcher(providers)
     seen_urls = {normalise_url(s.url) for s in state.sources if s.url}
     seen_titles = {k for s in state.sources if (k := _title_key(s.title, s.url))}
     semaphore = asyncio.Semaphore(state.limits.max_concurrent)
@@ -151,14 +149,6 @@ async def gather(
                 f"providers' results were used. Last error: {errors[-1]}"
             )
     return output
-
-
-def _attached_fetcher(providers: list[SearchProvider]) -> PageFetcher | None:
-    for provider in providers:
-        fetcher: Any = getattr(provider, "page_fetcher", None)
-        if fetcher is not None:
-            return fetcher  # type: ignore[no-any-return]
-    return None
 
 
 def _interleave(lists: list[list[SearchResult]]) -> list[SearchResult]:

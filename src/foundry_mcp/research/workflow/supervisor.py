@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 
+from foundry_mcp.providers.fetch import PageFetcher
 from foundry_mcp.providers.search.base import SearchProvider
 from foundry_mcp.research.models import (
     PHASE_TO_AGENT,
@@ -118,8 +119,10 @@ class Supervisor:
         calls: CallLog,
         checkpoint: Checkpoint,
         hooks: SupervisorHooks | None = None,
+        fetcher: PageFetcher | None = None,
     ) -> None:
         self.state = state
+        self._fetcher = fetcher
         self._llm = llm
         self._search = search
         self._calls = calls
@@ -331,7 +334,7 @@ class Supervisor:
 
     async def _gathering(self) -> dict[str, Any]:
         state = self.state
-        output = await gather(state, self._search, self._calls, self._checkpoint)
+        output = await gather(state, self._search, self._calls, self._checkpoint, self._fetcher)
         current = [sq for sq in state.sub_queries if sq.iteration == state.iteration]
         if current and all(sq.status is SubQueryStatus.FAILED for sq in current):
             # The research goes on with what it has (perhaps nothing); the report says so.
