@@ -59,6 +59,16 @@ def _no_secret(error: ProviderError, secret: str) -> None:
 # --------------------------------------------------------------------------- Google
 
 
+async def _search_error(provider: Any) -> ProviderError:
+    """The ProviderError a search for "q" raises (the provider is closed afterwards)."""
+    try:
+        with pytest.raises(ProviderError) as caught:
+            await provider.search("q", 5)
+    finally:
+        await provider.aclose()
+    return caught.value
+
+
 async def test_google_returns_titles_links_and_snippets() -> None:
     with fake_google(api_key=GOOGLE_KEY, cse_id="cx-test") as server:
         provider = _google(server)
@@ -104,12 +114,7 @@ async def test_google_429_is_a_rate_limit_with_retry_after() -> None:
     with fake_google() as server:
         server.fail_next(429, headers={"Retry-After": "7"})
         provider = _google(server)
-        try:
-            with pytest.raises(ProviderError) as caught:
-                await provider.search("q", 5)
-        finally:
-            await provider.aclose()
-    error = caught.value
+        error = await _search_error(provider)
     assert error.kind == "rate_limit"
     assert error.retryable
     assert error.retry_after == pytest.approx(7.0)
@@ -128,41 +133,29 @@ async def test_google_daily_quota_is_a_rate_limit_that_retrying_does_not_fix() -
     with fake_google() as server:
         server.fail_next(403, json=body)
         provider = _google(server)
-        try:
-            with pytest.raises(ProviderError) as caught:
-                await provider.search("q", 5)
-        finally:
-            await provider.aclose()
-    assert caught.value.kind == "rate_limit"
-    assert not caught.value.retryable
-    assert "quota" in caught.value.message
+        error = await _search_error(provider)
+    assert error.kind == "rate_limit"
+    assert not error.retryable
+    assert "quota" in error.message
 
 
 async def test_google_500_is_transient() -> None:
     with fake_google() as server:
         server.fail_next(500)
         provider = _google(server)
-        try:
-            with pytest.raises(ProviderError) as caught:
-                await provider.search("q", 5)
-        finally:
-            await provider.aclose()
-    assert caught.value.kind == "transient"
-    assert caught.value.retryable
-    assert caught.value.status_code == 500
+        error = await _search_error(provider)
+    assert error.kind == "transient"
+    assert error.retryable
+    assert error.status_code == 500
 
 
 async def test_google_malformed_body_is_a_clear_error() -> None:
     with fake_google() as server:
         server.route("GET", "/customsearch/v1", lambda r: FakeResponse(body="<html>portal</html>"))
         provider = _google(server)
-        try:
-            with pytest.raises(ProviderError) as caught:
-                await provider.search("q", 5)
-        finally:
-            await provider.aclose()
-    assert caught.value.kind == "transient"
-    assert "could not be read" in caught.value.message
+        error = await _search_error(provider)
+    assert error.kind == "transient"
+    assert "could not be read" in error.message
 
 
 @pytest.mark.parametrize("status", [401, 403])
@@ -170,12 +163,7 @@ async def test_google_auth_failure_names_the_variables_and_hides_the_key(status:
     with fake_google() as server:
         server.fail_next(status, json={"error": {"code": status, "message": f"key {GOOGLE_KEY}"}})
         provider = _google(server)
-        try:
-            with pytest.raises(ProviderError) as caught:
-                await provider.search("q", 5)
-        finally:
-            await provider.aclose()
-    error = caught.value
+        error = await _search_error(provider)
     assert error.kind == "auth"
     assert not error.retryable
     assert "GOOGLE_API_KEY" in error.remediation
@@ -186,14 +174,10 @@ async def test_google_auth_failure_names_the_variables_and_hides_the_key(status:
 async def test_google_invalid_key_answered_as_400_is_an_auth_failure() -> None:
     with fake_google(api_key="the-right-key") as server:
         provider = _google(server, key=GOOGLE_KEY)
-        try:
-            with pytest.raises(ProviderError) as caught:
-                await provider.search("q", 5)
-        finally:
-            await provider.aclose()
-    assert caught.value.kind == "auth"
-    assert caught.value.status_code == 400
-    _no_secret(caught.value, GOOGLE_KEY)
+        error = await _search_error(provider)
+    assert error.kind == "auth"
+    assert error.status_code == 400
+    _no_secret(error, GOOGLE_KEY)
 
 
 async def test_google_hang_times_out_within_the_provider_timeout() -> None:
@@ -201,29 +185,21 @@ async def test_google_hang_times_out_within_the_provider_timeout() -> None:
         server.latency = 5.0
         provider = _google(server, timeout=0.5)
         started = time.perf_counter()
-        try:
-            with pytest.raises(ProviderError) as caught:
-                await provider.search("q", 5)
-        finally:
-            await provider.aclose()
+        error = await _search_error(provider)
     assert time.perf_counter() - started < 2.0
-    assert caught.value.kind == "transient"
-    assert caught.value.retryable
-    assert "0.5 s" in caught.value.message
+    assert error.kind == "transient"
+    assert error.retryable
+    assert "0.5 s" in error.message
 
 
 async def test_google_unreachable_is_transient_without_the_url() -> None:
     with fake_google() as server:
         base = server.base_url
     provider = GoogleSearch("google", GOOGLE_KEY, "cx", base, 2.0)  # the server is gone
-    try:
-        with pytest.raises(ProviderError) as caught:
-            await provider.search("q", 5)
-    finally:
-        await provider.aclose()
-    assert caught.value.kind == "transient"
-    _no_secret(caught.value, GOOGLE_KEY)
-    assert base not in caught.value.message
+    error = await _search_error(provider)
+    assert error.kind == "transient"
+    _no_secret(error, GOOGLE_KEY)
+    assert base not in error.message
 
 
 async def test_google_key_never_reaches_the_log(caplog: pytest.LogCaptureFixture) -> None:
@@ -304,28 +280,20 @@ async def test_semantic_scholar_keyless_429_suggests_a_key() -> None:
     with fake_semantic_scholar() as server:
         server.fail_next(429, headers={"Retry-After": "3"}, json={"message": "Too Many Requests"})
         provider = _scholar(server)
-        try:
-            with pytest.raises(ProviderError) as caught:
-                await provider.search("q", 5)
-        finally:
-            await provider.aclose()
-    assert caught.value.kind == "rate_limit"
-    assert caught.value.retry_after == pytest.approx(3.0)
-    assert "SEMANTIC_SCHOLAR_API_KEY" in caught.value.remediation
+        error = await _search_error(provider)
+    assert error.kind == "rate_limit"
+    assert error.retry_after == pytest.approx(3.0)
+    assert "SEMANTIC_SCHOLAR_API_KEY" in error.remediation
 
 
 async def test_semantic_scholar_rejected_key_is_auth_and_hidden() -> None:
     with fake_semantic_scholar(api_key="the-right-key") as server:
         provider = _scholar(server, key=S2_KEY)
-        try:
-            with pytest.raises(ProviderError) as caught:
-                await provider.search("q", 5)
-        finally:
-            await provider.aclose()
-    assert caught.value.kind == "auth"
-    assert caught.value.status_code == 403
-    assert "SEMANTIC_SCHOLAR_API_KEY" in caught.value.remediation
-    _no_secret(caught.value, S2_KEY)
+        error = await _search_error(provider)
+    assert error.kind == "auth"
+    assert error.status_code == 403
+    assert "SEMANTIC_SCHOLAR_API_KEY" in error.remediation
+    _no_secret(error, S2_KEY)
 
 
 async def test_semantic_scholar_500_and_malformed_body_are_transient() -> None:
@@ -353,13 +321,9 @@ async def test_semantic_scholar_hang_times_out() -> None:
         server.latency = 5.0
         provider = _scholar(server, timeout=0.4)
         started = time.perf_counter()
-        try:
-            with pytest.raises(ProviderError) as caught:
-                await provider.search("q", 5)
-        finally:
-            await provider.aclose()
+        error = await _search_error(provider)
     assert time.perf_counter() - started < 2.0
-    assert caught.value.kind == "transient"
+    assert error.kind == "transient"
 
 
 # --------------------------------------------------------------------------- registry
