@@ -14,6 +14,7 @@ import pytest
 from foundry_mcp.errors import InputError, InvalidResearchIdError, ResearchNotFoundError
 from foundry_mcp.research.models import (
     Finding,
+    LLMCallRecord,
     Phase,
     ResearchState,
     Source,
@@ -108,11 +109,21 @@ def test_round_trip_keeps_every_field(store: ResearchStore) -> None:
         metadata={"abort_phase": "gathering", "nested": {"n": [1, 2]}},
         warnings=["careful"],
     )
-    state.usage.add(10, 5)
+    state.llm_usage.add(
+        LLMCallRecord(
+            provider="openai",
+            model="m",
+            phase="analysis",
+            purpose="analysis",
+            input_tokens=10,
+            output_tokens=5,
+        )
+    )
     store.save(state)
     loaded = store.load(state.id)
     assert loaded.model_dump() == state.model_dump()
-    assert loaded.usage.total_tokens == 15
+    total = loaded.llm_usage.total
+    assert total.input_tokens + total.output_tokens == 15
 
 
 def test_save_twice_keeps_the_latest_state(store: ResearchStore) -> None:
