@@ -492,8 +492,9 @@ class ResearchStore:
 
     def last_event_at(self, research_id: str) -> str | None:
         with self._lock:
-            row = self._db.execute(
-                "SELECT MAX(at) FROM events WHERE research_id = ?", (research_id,)
+            row = self._db.execute(  # the newest event, found through the primary key
+                "SELECT at FROM events WHERE research_id = ? ORDER BY seq DESC LIMIT 1",
+                (research_id,),
             ).fetchone()
         return None if row is None else row[0]
 
