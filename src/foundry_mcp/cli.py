@@ -9,28 +9,34 @@ import argparse
 import contextlib
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
 
 from foundry_mcp import __version__
-from foundry_mcp.config import Settings, load_settings
+from foundry_mcp.config import PROJECT_CONFIG, Settings, load_settings, protected_keys_in
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.research.service import ResearchService
 from foundry_mcp.runtime import research_runtime
+from foundry_mcp.trust import TrustStore
 
 TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted"}
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``foundry-mcp`` console script."""
+    _drop_implicit_working_directory()
     args = _parser().parse_args(argv)
     command = args.command or "serve"
     if command == "serve":
         return _serve()
+    if command == "trust":
+        return _trust(args)
     try:
         settings = load_settings()
     except FoundryError as exc:
@@ -51,6 +57,26 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(exc)
     except KeyboardInterrupt:
         return 130
+
+
+def _drop_implicit_working_directory() -> None:
+    """Take the working directory off the import path unless the user put it there.
+
+    ``python -m foundry_mcp`` puts the working directory first on ``sys.path``; in a cloned
+    repository that would let a file such as ``openai.py`` or a hooks module named by the
+    repository shadow what the server imports. A folder named in ``PYTHONPATH`` stays.
+    """
+    if sys.flags.safe_path or not sys.path:
+        return
+    cwd = Path.cwd().resolve()
+    explicit = {
+        Path(entry).resolve()
+        for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        if entry
+    }
+    first = sys.path[0]
+    if first in ("", ".") or (Path(first).resolve() == cwd and cwd not in explicit):
+        del sys.path[0]
 
 
 def _serve() -> int:
@@ -179,6 +205,39 @@ def _terminal_width() -> int:
     import shutil
 
     return shutil.get_terminal_size((120, 20)).columns
+
+
+def _trust(args: argparse.Namespace) -> int:
+    """Trust (or, with --revoke, stop trusting) a project file; --list shows the trusted ones."""
+    store = TrustStore(Path.home())
+    try:
+        if args.list:
+            _print_json(store.entries())
+            return 0
+        path = Path(args.path or PROJECT_CONFIG).expanduser().resolve()
+        if args.revoke:
+            if not store.revoke(path):
+                print(f"{path} was not trusted.", file=sys.stderr)
+                return 1
+            print(f"{path} is no longer trusted; its protected keys are ignored.", file=sys.stderr)
+            return 0
+        if not path.is_file():
+            raise FoundryError(
+                f"{path} does not exist.",
+                remediation="Name the project's foundry-mcp.toml, e.g. foundry-mcp trust ./foundry-mcp.toml.",
+            )
+        data = path.read_bytes()
+        protected = protected_keys_in(path, data)
+        digest = store.trust(path, data)
+    except FoundryError as exc:
+        return _fail(exc)
+    print(f"trusted {path} ({digest[:19]}...)", file=sys.stderr)
+    if protected:
+        print("These keys of it now apply:", file=sys.stderr)
+        for key in protected:
+            print(f"  {key}", file=sys.stderr)
+    print("If the file changes, it must be trusted again.", file=sys.stderr)
+    return 0
 
 
 async def _status(service: ResearchService, args: argparse.Namespace) -> int:
@@ -334,6 +393,13 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "doctor", help="check configuration, provider keys, and that each provider answers"
     )
+    trust = commands.add_parser(
+        "trust",
+        help="let a project's foundry-mcp.toml set protected keys (base_url, hooks, paths...)",
+    )
+    trust.add_argument("path", nargs="?", help="the file to trust (default: ./foundry-mcp.toml)")
+    trust.add_argument("--revoke", action="store_true", help="stop trusting the file")
+    trust.add_argument("--list", action="store_true", help="show the trusted files")
     return parser
 
 

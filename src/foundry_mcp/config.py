@@ -3,10 +3,17 @@
 ``./foundry-mcp.toml`` is replaced by the file named in ``FOUNDRY_MCP_CONFIG`` when that is set.
 Every key is validated; an invalid file or value raises ``ConfigError`` naming the file (or the
 environment variable), the key and the fix. Nothing invalid is silently dropped.
+
+The user's own file, the environment and a file named in ``FOUNDRY_MCP_CONFIG`` are trusted. A
+``./foundry-mcp.toml`` in the working directory usually comes with a cloned repository: until
+the user trusts it (``foundry-mcp trust``, see :mod:`foundry_mcp.trust`) its protected keys are
+ignored and named in ``Settings.ignored_keys``; every other key applies. Relative paths in a file
+are taken relative to the folder of that file.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import tomllib
 from collections.abc import Mapping
@@ -24,10 +31,33 @@ from pydantic import (
 )
 
 from foundry_mcp.errors import ConfigError
+from foundry_mcp.trust import TrustStore
 
 CONFIG_ENV = "FOUNDRY_MCP_CONFIG"
-USER_CONFIG = Path("~/.foundry-mcp.toml")
 PROJECT_CONFIG = Path("foundry-mcp.toml")
+
+# Keys an untrusted project file may not set: where requests and keys go, what code runs, what
+# the server may read or write, and what the user pays.
+PROTECTED_PROVIDER_KEYS = ("type", "api_key", "base_url")
+PROTECTED_RESEARCH_KEYS = ("supervisor_hooks", "research_dir", "research_archive_dir", "max_cost_usd")
+PROTECTED_FETCH_KEYS = ("allow_private_networks",)
+PROTECTED_TABLES = ("pricing",)
+# Path-valued keys, as (table path, key): relative values are taken from the file's folder.
+PATH_KEYS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("research",), "research_dir"),
+    (("research",), "research_archive_dir"),
+    (("research", "local"), "paths"),
+)
+
+# The bounds of each research limit, shared by the configuration, the service and the MCP
+# tool's published schema: (lowest, highest).
+LIMIT_BOUNDS: dict[str, tuple[int | float, int | float]] = {
+    "max_iterations": (1, 10),
+    "max_sub_queries": (1, 20),
+    "max_sources_per_query": (1, 50),
+    "max_concurrent": (1, 10),
+    "task_timeout": (10, 86400),
+}
 
 ProviderKind = Literal[
     "openai", "anthropic", "gemini", "tavily", "google", "semantic_scholar", "local"
@@ -73,6 +103,10 @@ RESEARCH_ENV: dict[str, str] = {
     "FOUNDRY_MCP_DEFAULT_PROVIDER": "default_provider",
     "FOUNDRY_MCP_SEARCH_PROVIDERS": "deep_research_providers",
 }
+
+
+_LOW = {name: low for name, (low, _) in LIMIT_BOUNDS.items()}
+_HIGH = {name: high for name, (_, high) in LIMIT_BOUNDS.items()}
 
 
 class _Section(BaseModel):
@@ -129,11 +163,19 @@ class ResearchSettings(_Section):
     """The ``[research]`` table: how a deep research runs."""
 
     default_provider: str = "openai"
-    deep_research_max_iterations: int = Field(3, ge=1, le=10)
-    deep_research_max_sub_queries: int = Field(5, ge=1, le=20)
-    deep_research_max_sources: int = Field(5, ge=1, le=50)
-    deep_research_max_concurrent: int = Field(3, ge=1, le=10)
-    deep_research_timeout: float = Field(600.0, ge=10, le=86400)
+    deep_research_max_iterations: int = Field(3, ge=_LOW["max_iterations"], le=_HIGH["max_iterations"])
+    deep_research_max_sub_queries: int = Field(
+        5, ge=_LOW["max_sub_queries"], le=_HIGH["max_sub_queries"]
+    )
+    deep_research_max_sources: int = Field(
+        5, ge=_LOW["max_sources_per_query"], le=_HIGH["max_sources_per_query"]
+    )
+    deep_research_max_concurrent: int = Field(
+        3, ge=_LOW["max_concurrent"], le=_HIGH["max_concurrent"]
+    )
+    deep_research_timeout: float = Field(
+        600.0, ge=_LOW["task_timeout"], le=_HIGH["task_timeout"]
+    )
     deep_research_providers: list[str] = Field(default_factory=lambda: ["tavily"])
     research_dir: Path = Path("~/.foundry-mcp/research")
     deep_research_verify_citations: bool = True
@@ -266,11 +308,21 @@ class Settings(_Section):
     pricing: dict[str, PriceSettings] = Field(default_factory=dict)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     _sources: list[str] = PrivateAttr(default_factory=list)
+    _untrusted: UntrustedProjectConfig | None = PrivateAttr(default=None)
 
     @property
     def sources(self) -> list[str]:
         """The configuration files that were read, in order of precedence."""
         return self._sources
+
+    @property
+    def untrusted(self) -> UntrustedProjectConfig | None:
+        """The project file whose protected keys were ignored, if any were."""
+        return self._untrusted
+
+    def trust_warnings(self) -> list[str]:
+        """One warning naming the ignored keys and the fix, or none."""
+        return [self._untrusted.warning()] if self._untrusted else []
 
     def provider(self, name: str) -> ProviderSettings:
         """The settings of a provider, empty ones when it has no table."""
@@ -287,6 +339,21 @@ class Settings(_Section):
 # --------------------------------------------------------------------------- loading
 
 
+class UntrustedProjectConfig(BaseModel):
+    """A ``./foundry-mcp.toml`` the user has not trusted, and the keys of it that were ignored."""
+
+    path: Path
+    reason: str  # "never trusted" or "changed since it was trusted"
+    ignored_keys: list[str]
+
+    def warning(self) -> str:
+        return (
+            f"{self.path} is not trusted ({self.reason}), so these keys in it were ignored: "
+            f"{', '.join(self.ignored_keys)}. If you wrote this file and want them to apply, "
+            f"run: foundry-mcp trust {self.path}"
+        )
+
+
 def load_settings(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
@@ -295,11 +362,12 @@ def load_settings(
     """Read every configuration layer and return validated settings."""
     env = os.environ if env is None else env
     cwd = Path.cwd() if cwd is None else cwd
-    home_config = (home / ".foundry-mcp.toml") if home else USER_CONFIG.expanduser()
+    home = Path.home() if home is None else home
 
     merged: dict[str, Any] = {}
     origin: dict[tuple[str, ...], str] = {}
     sources: list[str] = []
+    untrusted: UntrustedProjectConfig | None = None
 
     explicit = env.get(CONFIG_ENV)
     project_config = Path(explicit).expanduser() if explicit else cwd / PROJECT_CONFIG
@@ -308,10 +376,23 @@ def load_settings(
             f"{CONFIG_ENV} names {project_config}, which does not exist.",
             remediation=f"Point {CONFIG_ENV} at an existing TOML file, or unset it.",
         )
-    for path in (home_config, project_config):
-        if path.is_file():
-            _merge(merged, _read_toml(path), origin, str(path), ())
-            sources.append(str(path))
+    home_config = home / ".foundry-mcp.toml"
+    if home_config.is_file():
+        _merge(merged, _read_layer(home_config, _read_bytes(home_config)), origin, str(home_config), ())
+        sources.append(str(home_config))
+    if project_config.is_file() and _absolute(project_config) != _absolute(home_config):
+        data = _read_bytes(project_config)
+        layer = _read_layer(project_config, data)
+        if not explicit:
+            verdict = TrustStore(home).verdict(project_config, data)
+            if not verdict.trusted:
+                layer, ignored = _without_protected_keys(layer, project_config.parent)
+                if ignored:
+                    untrusted = UntrustedProjectConfig(
+                        path=_absolute(project_config), reason=verdict.reason, ignored_keys=ignored
+                    )
+        _merge(merged, layer, origin, str(project_config), ())
+        sources.append(str(project_config))
 
     env_layer, env_origin = _environment_layer(env)
     for path_key, label in env_origin.items():
@@ -323,22 +404,124 @@ def load_settings(
     except ValidationError as exc:
         raise _config_error(exc, origin) from None
     settings._sources = sources
+    settings._untrusted = untrusted
     return settings
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _absolute(path: Path) -> Path:
+    return path.expanduser().resolve()
+
+
+def _read_bytes(path: Path) -> bytes:
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(
-            f"{path} is not valid TOML: {exc}.",
-            remediation=f"Fix the syntax of {path} (see the sample foundry-mcp.toml).",
-        ) from None
+        return path.read_bytes()
     except OSError as exc:
         raise ConfigError(
             f"{path} cannot be read: {exc.strerror}.",
             remediation=f"Check the permissions of {path}.",
+        ) from None
+
+
+def _read_layer(path: Path, data: bytes) -> dict[str, Any]:
+    """One file's settings, with relative paths anchored at the file's folder."""
+    layer = _parse_toml(path, data)
+    for tables, key in PATH_KEYS:
+        table = _table(layer, tables)
+        if table is None or key not in table:
+            continue
+        value = table[key]
+        if isinstance(value, str):
+            table[key] = str(_anchored(value, path.parent))
+        elif isinstance(value, list):
+            table[key] = [
+                str(_anchored(item, path.parent)) if isinstance(item, str) else item
+                for item in value
+            ]
+    return layer
+
+
+def _anchored(value: str, folder: Path) -> Path:
+    candidate = Path(value).expanduser()
+    return candidate if candidate.is_absolute() else folder / candidate
+
+
+def _table(layer: dict[str, Any], tables: tuple[str, ...]) -> dict[str, Any] | None:
+    node: Any = layer
+    for name in tables:
+        node = node.get(name) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) else None
+
+
+def _without_protected_keys(
+    layer: dict[str, Any], project: Path
+) -> tuple[dict[str, Any], list[str]]:
+    """An untrusted project file's settings without its protected keys, and their names.
+
+    Local document folders inside the project's own folder are kept; others are protected.
+    """
+    kept = copy.deepcopy(layer)
+    ignored: list[str] = []
+    providers = kept.get("providers")
+    if isinstance(providers, dict):
+        for name, table in providers.items():
+            for key in PROTECTED_PROVIDER_KEYS:
+                if isinstance(table, dict) and table.pop(key, None) is not None:
+                    ignored.append(f"[providers.{name}] {key}")
+    # A protected key set to its built-in default is dropped without a word: the user's own
+    # value (or that same default) applies, and nothing the user should know about happened.
+    research = _table(kept, ("research",))
+    for key in PROTECTED_RESEARCH_KEYS:
+        if research is not None and key in research and not _is_default(
+            ResearchSettings, key, research.pop(key)
+        ):
+            ignored.append(f"[research] {key}")
+    fetch = _table(kept, ("research", "fetch"))
+    for key in PROTECTED_FETCH_KEYS:
+        if fetch is not None and key in fetch and not _is_default(
+            FetchSettings, key, fetch.pop(key)
+        ):
+            ignored.append(f"[research.fetch] {key}")
+    local = _table(kept, ("research", "local"))
+    if local is not None and isinstance(local.get("paths"), list):
+        root = _absolute(project)
+        inside = [p for p in local["paths"] if isinstance(p, str) and _is_within(p, root)]
+        outside = [p for p in local["paths"] if p not in inside]
+        if outside:
+            local["paths"] = inside
+            listed = ", ".join(str(p) for p in outside)
+            ignored.append(f"[research.local] paths outside {root} ({listed})")
+    for table in PROTECTED_TABLES:
+        if kept.pop(table, None) is not None:
+            ignored.append(f"[{table}]")
+    return kept, ignored
+
+
+def protected_keys_in(path: Path, data: bytes) -> list[str]:
+    """The protected keys a project file sets (to other than their defaults)."""
+    return _without_protected_keys(_read_layer(path, data), path.parent)[1]
+
+
+def _is_default(section: type[BaseModel], key: str, value: Any) -> bool:
+    default = section.model_fields[key].get_default(call_default_factory=True)
+    if isinstance(default, Path):
+        return isinstance(value, str) and _absolute(Path(value)) == _absolute(default)
+    return bool(value == default)
+
+
+def _is_within(path: str, root: Path) -> bool:
+    try:
+        return _absolute(Path(path)).is_relative_to(root)
+    except (OSError, RuntimeError):  # an unresolvable path or a symlink loop
+        return False
+
+
+def _parse_toml(path: Path, data: bytes) -> dict[str, Any]:
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(
+            f"{path} is not valid TOML: {exc}.",
+            remediation=f"Fix the syntax of {path} (see the sample foundry-mcp.toml).",
         ) from None
 
 

@@ -12,7 +12,7 @@ from mcp.types import TextResourceContents
 
 from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.server import create_server
-from foundry_mcp.server.actions import ACTION_PARAMS
+from foundry_mcp.server.arguments import ACTION_PARAMS
 from tests.e2e.conftest import call, run_to_end
 from tests.fakes import FakeHTTPServer
 from tests.support import assert_citations_resolve, served_urls

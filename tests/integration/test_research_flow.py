@@ -196,7 +196,7 @@ async def test_resume_refuses_completed_and_running_research(settings: Settings)
 async def test_timeout_ends_the_run_timed_out_and_keeps_partial_work(
     settings: Settings, openai_server: FakeHTTPServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(service_module.LIMIT_RANGES, "task_timeout", (0.1, 86400))
+    monkeypatch.setitem(service_module.LIMIT_BOUNDS, "task_timeout", (0.1, 86400))
     openai_server.latency = 0.5
     async with research_runtime(settings, warm=False) as service:
         started = service.start("How are exoplanets detected?", task_timeout=0.8)

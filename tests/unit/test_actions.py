@@ -1,38 +1,114 @@
-"""The tool description documents every action and every parameter the dispatcher reads."""
+"""The tool description says exactly what the dispatcher does with each parameter.
+
+The dispatcher runs against a recording stand-in of the service: a parameter counts as read by an
+action when its value reaches the service. The description, parsed as a model reads it, must list
+exactly those parameters.
+"""
 
 from __future__ import annotations
 
+import inspect
 import re
+from typing import Any
 
 import pytest
 
-from foundry_mcp.server.actions import ACTION_PARAMS, ACTION_SUMMARIES, tool_description
+from foundry_mcp.research.service import ResearchService
+from foundry_mcp.server.actions import HANDLERS, dispatch, tool_description
+from foundry_mcp.server.arguments import ResearchArguments, parse_arguments
+
+pytestmark = pytest.mark.anyio
+
+# A distinct, valid value for every parameter, so what reaches the service can be traced back.
+SAMPLES: dict[str, Any] = {
+    "query": "sample query",
+    "system_prompt": "sample context",
+    "provider_id": "sample-provider",
+    "model": "sample-model",
+    "max_iterations": 2,
+    "max_sub_queries": 3,
+    "max_sources_per_query": 4,
+    "max_concurrent": 5,
+    "task_timeout": 77.0,
+    "research_id": "deepres-0123456789ab",
+    "item_id": "src-1a2b3c4d",
+    "wait": True,
+    "wait_timeout": 12.0,
+    "offset": 13,
+    "max_chars": 1400,
+    "limit": 15,
+    "cursor": "sample-cursor",
+    "completed_only": True,
+    "status": "running",
+}
 
 
-def _action_line(description: str, action: str) -> str:
-    lines = [line for line in description.splitlines() if line.startswith(f"- {action}:")]
-    assert len(lines) == 1, f"expected one line for {action}, found {lines}"
-    return lines[0]
+class RecordingService:
+    """Records the arguments each service method receives, bound to the real signatures."""
+
+    def __init__(self) -> None:
+        self.received: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        real = getattr(ResearchService, name)
+        signature = inspect.signature(real)
+
+        def record(*args: Any, **kwargs: Any) -> Any:
+            bound = signature.bind(self, *args, **kwargs)
+            self.received.update({k: v for k, v in bound.arguments.items() if k != "self"})
+            if name == "start_warnings":
+                return []
+            return ({}, []) if name == "report" else {}
+
+        if inspect.iscoroutinefunction(real):
+
+            async def record_async(*args: Any, **kwargs: Any) -> Any:
+                return record(*args, **kwargs)
+
+            return record_async
+        return record
 
 
-def test_every_action_has_a_summary() -> None:
-    assert set(ACTION_SUMMARIES) == set(ACTION_PARAMS)
+async def _reached(action: str, **extra: Any) -> tuple[set[str], list[str]]:
+    service = RecordingService()
+    arguments = parse_arguments({"action": action, **SAMPLES, **extra})
+    _, warnings = await dispatch(service, arguments)  # type: ignore[arg-type]
+    reached = {name for name, value in SAMPLES.items() if service.received.get(name) == value}
+    return reached, warnings
 
 
-@pytest.mark.parametrize("action", list(ACTION_PARAMS))
-def test_description_lists_each_action_with_all_its_parameters(action: str) -> None:
-    line = _action_line(tool_description(), action)
-    if not ACTION_PARAMS[action]:
-        assert line.endswith("No params."), line
-        return
-    listed = re.search(r"Params: (.*)\.$", line)
-    assert listed is not None, line
-    assert [p.strip() for p in listed.group(1).split(",")] == list(ACTION_PARAMS[action])
+def _documented(action: str) -> set[str]:
+    lines = [line for line in tool_description().splitlines() if line.startswith(f"- {action}:")]
+    assert len(lines) == 1, lines
+    listed = re.search(r"Params: (.*)\.$", lines[0])
+    return {p.strip() for p in listed.group(1).split(",")} if listed else set()
 
 
-def test_description_mentions_every_parameter_as_a_word() -> None:
-    description = tool_description()
-    words = set(re.findall(r"[a-z_]+", description))
-    for params in ACTION_PARAMS.values():
-        for param in params:
-            assert param in words, param
+def test_every_action_of_the_schema_has_a_handler() -> None:
+    actions = ResearchArguments.model_json_schema()["properties"]["action"]["enum"]
+    assert set(actions) == set(HANDLERS)
+
+
+@pytest.mark.parametrize("action", [a for a in HANDLERS if a != "deep-research"])
+async def test_the_description_lists_exactly_what_the_dispatcher_reads(action: str) -> None:
+    reached, warnings = await _reached(action)
+    assert reached == _documented(action)
+    ignored = {re.search(r"'(\w+)'", w).group(1) for w in warnings}  # type: ignore[union-attr]
+    assert ignored == set(SAMPLES) - reached
+
+
+async def test_deep_research_reads_its_parameters_across_its_sub_actions() -> None:
+    started, start_warnings = await _reached("deep-research", deep_research_action="start")
+    resumed, _ = await _reached("deep-research", deep_research_action="resume")
+    cancelled, _ = await _reached("deep-research", deep_research_action="cancel")
+    assert "research_id" not in started
+    assert any("research_id is ignored" in w for w in start_warnings)
+    assert "research_id" in resumed and "research_id" in cancelled
+    documented = _documented("deep-research") - {"deep_research_action"}
+    assert started | resumed | cancelled == documented
+
+
+def test_every_schema_parameter_is_read_by_some_action() -> None:
+    parameters = set(ResearchArguments.model_fields) - {"action", "deep_research_action"}
+    described = set().union(*(_documented(action) for action in HANDLERS))
+    assert parameters <= described

@@ -8,6 +8,7 @@ import pytest
 
 from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.errors import ConfigError
+from foundry_mcp.trust import TrustStore
 
 SECRET = "sk-TOPSECRET-0123456789abcdef"
 
@@ -27,9 +28,12 @@ def _home_file(dirs: tuple[Path, Path], text: str) -> Path:
     return path
 
 
-def _project_file(dirs: tuple[Path, Path], text: str) -> Path:
+def _project_file(dirs: tuple[Path, Path], text: str, *, trusted: bool = True) -> Path:
+    """A ``foundry-mcp.toml`` in the project folder, trusted by the user unless told otherwise."""
     path = dirs[1] / "foundry-mcp.toml"
     path.write_text(text)
+    if trusted:
+        TrustStore(dirs[0]).trust(path, path.read_bytes())
     return path
 
 

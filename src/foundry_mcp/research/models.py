@@ -467,6 +467,7 @@ class ResearchState(_Model):
     protected_content_ids: list[str] = Field(default_factory=list)  # restored by the user
     warnings: list[str] = Field(default_factory=list)
     error: str | None = None
+    error_code: str | None = None  # the FoundryError code that ended the last run
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     created_at: datetime = Field(default_factory=utcnow)

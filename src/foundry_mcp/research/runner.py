@@ -66,6 +66,7 @@ class ResearchRunner:
         state.status = Status.RUNNING
         state.started_at = utcnow()
         state.error = None
+        state.error_code = None
         self._save(state)
         self.event(
             state.id,
@@ -116,14 +117,17 @@ class ResearchRunner:
             else:
                 abort(state, Status.FAILED, "failed")
                 state.error = f"{exc.message} {exc.remediation}".strip()
+                state.error_code = exc.error_code
                 state.metadata["failed_provider"] = exc.provider
         except FoundryError as exc:
             abort(state, Status.FAILED, "failed")
             state.error = f"{exc.message} {exc.remediation}".strip()
+            state.error_code = exc.error_code
         except Exception:
             log.exception("research %s failed unexpectedly", state.id)
             abort(state, Status.FAILED, "failed")
             state.error = "An internal error stopped the research; see the server log."
+            state.error_code = FoundryError.error_code
         else:
             state.status = Status.COMPLETED
             state.completed_at = utcnow()

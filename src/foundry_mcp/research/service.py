@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 
-from foundry_mcp.config import Settings
+from foundry_mcp.config import LIMIT_BOUNDS, Settings
 from foundry_mcp.context.fidelity import report_fidelity_block
 from foundry_mcp.context.restore import restore_content
 from foundry_mcp.context.runtime import ContextServices
@@ -53,13 +53,6 @@ from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 200_000
-LIMIT_RANGES: dict[str, tuple[float, float]] = {
-    "max_iterations": (1, 10),
-    "max_sub_queries": (1, 20),
-    "max_sources_per_query": (1, 50),
-    "max_concurrent": (1, 10),
-    "task_timeout": (10, 86400),
-}
 MAX_WAIT_SECONDS = 60.0
 WAIT_POLL_SECONDS = 0.1
 CANCEL_WAIT_SECONDS = 2.0
@@ -116,6 +109,10 @@ class ResearchService:
         return self.runner.call_logs
 
     # ------------------------------------------------------------------ start
+
+    def start_warnings(self) -> list[str]:
+        """What a user starting a research should know about the configuration."""
+        return self.settings.trust_warnings()
 
     def start(
         self,
@@ -198,7 +195,7 @@ class ResearchService:
         )
         for name, value in given.items():
             if value is not None:
-                low, high = LIMIT_RANGES[name]
+                low, high = LIMIT_BOUNDS[name]
                 check_range(name, value, low, high, integer=name != "task_timeout")
                 setattr(limits, name, float(value) if name == "task_timeout" else value)
         return limits

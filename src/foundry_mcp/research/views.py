@@ -80,6 +80,7 @@ def status_payload(
         "provider": f"{state.llm_provider}:{state.llm_model}",
         "report_available": state.report is not None,
         "error": state.error,
+        "error_code": state.error_code,
         "warnings": state.warnings,
         "recent_decisions": [
             {

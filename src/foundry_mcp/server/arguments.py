@@ -1,0 +1,257 @@
+"""What the ``research`` tool accepts: one pydantic model is the bounds, the validation and the
+published input schema.
+
+A call whose arguments do not fit the model is refused with the tool's own envelope
+(``VALIDATION_ERROR`` naming the field, or ``UNKNOWN_ACTION``), never with the SDK's text.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic_core import ErrorDetails
+
+from foundry_mcp.config import LIMIT_BOUNDS
+from foundry_mcp.errors import InputError, UnknownActionError
+from foundry_mcp.research.service import MAX_QUERY_CHARS, MAX_WAIT_SECONDS
+
+LIMIT_PARAMS = tuple(LIMIT_BOUNDS)
+
+# Each action and the parameters it reads: the tool description, the "ignored parameter"
+# warnings and the dispatcher's table all follow this.
+ACTION_PARAMS: dict[str, tuple[str, ...]] = {
+    "deep-research": (
+        "query",
+        "system_prompt",
+        "provider_id",
+        "model",
+        *LIMIT_PARAMS,
+        "deep_research_action",
+        "research_id",
+    ),
+    "deep-research-status": ("research_id", "wait", "wait_timeout"),
+    "deep-research-report": ("research_id", "offset", "max_chars"),
+    "deep-research-list": ("limit", "cursor", "completed_only", "status"),
+    "deep-research-events": ("research_id", "cursor", "limit"),
+    "deep-research-cancel": ("research_id",),
+    "deep-research-resume": ("research_id", *LIMIT_PARAMS),
+    "deep-research-delete": ("research_id",),
+    "deep-research-restore": ("research_id", "item_id"),
+    "health": (),
+}
+
+ACTION_SUMMARIES: dict[str, str] = {
+    "deep-research": "start a research in the background; returns research_id at once",
+    "deep-research-status": "status, phase, iteration, counts, tokens; wait=true long-polls",
+    "deep-research-report": "executive summary + one page of the cited report; page with offset",
+    "deep-research-list": "researches newest first; filter by status; page with cursor",
+    "deep-research-events": "the audit trail of a research (phases, provider calls, decisions)",
+    "deep-research-cancel": "stop a running research (partial results stay, resumable)",
+    "deep-research-resume": "continue a cancelled/failed/timed-out/interrupted research",
+    "deep-research-delete": "delete a research (cancels it first if running)",
+    "deep-research-restore": "bring an archived (dropped) source back into a stopped research",
+    "health": "check every provider: key present, a cheap live call, and the fix for each problem",
+}
+
+DEEP_RESEARCH_ACTIONS = ("start", "continue", "resume", "cancel")
+
+Action = Literal[
+    "deep-research",
+    "deep-research-status",
+    "deep-research-report",
+    "deep-research-list",
+    "deep-research-events",
+    "deep-research-cancel",
+    "deep-research-resume",
+    "deep-research-delete",
+    "deep-research-restore",
+    "health",
+]
+
+
+def _no_bool(value: Any) -> Any:
+    """JSON ``true`` is not the number 1 (pydantic's lax mode would take it as one)."""
+    if isinstance(value, bool):
+        raise ValueError("a boolean is not a number")
+    return value
+
+
+def _bounded(kind: type, low: float | None = None, high: float | None = None) -> Any:
+    """``kind`` (int or float) within [low, high], refusing booleans; bounds in the schema."""
+    return Annotated[kind, Field(ge=low, le=high), BeforeValidator(_no_bool)]
+
+
+def _limit(name: str, description: str) -> Any:
+    low, high = LIMIT_BOUNDS[name]
+    return Field(None, description=f"{description}, {low:g}-{high:g}.")
+
+
+def _limit_type(name: str) -> Any:
+    low, high = LIMIT_BOUNDS[name]
+    return _bounded(float if name == "task_timeout" else int, low, high)
+
+
+class ResearchArguments(BaseModel):
+    """The arguments of one ``research`` call."""
+
+    model_config = ConfigDict(extra="forbid", title="research")
+
+    action: Action = Field(description="The operation.")
+    query: str | None = Field(
+        None,
+        max_length=MAX_QUERY_CHARS,
+        description=f"deep-research: the research question (<= {MAX_QUERY_CHARS:,} chars).",
+    )
+    system_prompt: str | None = Field(
+        None, description="deep-research: extra context or instructions for the research."
+    )
+    provider_id: str | None = Field(
+        None,
+        description="deep-research: LLM as 'provider' or 'provider:model', e.g. 'openai:gpt-4.1'.",
+    )
+    model: str | None = Field(None, description="deep-research: LLM model name override.")
+    max_iterations: _limit_type("max_iterations") | None = _limit(
+        "max_iterations", "deep-research/resume: rounds"
+    )
+    max_sub_queries: _limit_type("max_sub_queries") | None = _limit(
+        "max_sub_queries", "deep-research/resume: sub-queries per round"
+    )
+    max_sources_per_query: _limit_type("max_sources_per_query") | None = _limit(
+        "max_sources_per_query", "deep-research/resume: sources per sub-query"
+    )
+    max_concurrent: _limit_type("max_concurrent") | None = _limit(
+        "max_concurrent", "deep-research/resume: parallel searches"
+    )
+    task_timeout: _limit_type("task_timeout") | None = _limit(
+        "task_timeout", "deep-research/resume: overall timeout in seconds"
+    )
+    deep_research_action: Literal["start", "continue", "resume", "cancel"] | None = Field(
+        None,
+        description=(
+            "deep-research: start (default), continue, resume or cancel; the last three need "
+            "research_id."
+        ),
+    )
+    research_id: str | None = Field(
+        None, description="The id returned by deep-research, e.g. 'deepres-0123456789ab'."
+    )
+    item_id: str | None = Field(
+        None, description="deep-research-restore: the source id to restore, e.g. 'src-1a2b3c4d'."
+    )
+    wait: bool | None = Field(
+        None, description="deep-research-status: block until the status or phase changes."
+    )
+    wait_timeout: _bounded(float, 0, MAX_WAIT_SECONDS) | None = Field(
+        None,
+        description=(
+            f"deep-research-status: longest wait in seconds, 0-{MAX_WAIT_SECONDS:g} (default 30)."
+        ),
+    )
+    offset: _bounded(int, 0) | None = Field(
+        None, description="deep-research-report: first character of the page."
+    )
+    max_chars: _bounded(int, 1000, 100_000) | None = Field(
+        None,
+        description="deep-research-report: page size, 1000-100000 (default 20000).",
+    )
+    limit: _bounded(int, 1, 500) | None = Field(
+        None,
+        description=(
+            "deep-research-list: items per page, 1-100 (default 20); deep-research-events: "
+            "1-500 (default 50)."
+        ),
+    )
+    cursor: str | None = Field(
+        None, description="deep-research-list / -events: next_cursor from the previous page."
+    )
+    completed_only: bool | None = Field(
+        None, description="deep-research-list: only completed research."
+    )
+    status: str | None = Field(
+        None,
+        description=(
+            "deep-research-list: only these statuses, comma-separated, e.g. 'running,interrupted'."
+        ),
+    )
+
+    def given(self) -> dict[str, Any]:
+        """The parameters the caller set (not None), action excluded."""
+        return {
+            name: getattr(self, name)
+            for name in self.model_fields_set
+            if name != "action" and getattr(self, name) is not None
+        }
+
+
+def input_schema() -> dict[str, Any]:
+    """The JSON schema published as the tool's ``inputSchema``."""
+    return ResearchArguments.model_json_schema()
+
+
+def parse_arguments(raw: dict[str, Any]) -> ResearchArguments:
+    """Validated arguments, or an ``InputError`` naming the first field that is wrong."""
+    try:
+        return ResearchArguments.model_validate(raw)
+    except ValidationError as exc:
+        errors = exc.errors()
+        raise _refusal(errors[0], raw, len(errors)) from None
+
+
+def _refusal(error: ErrorDetails, raw: dict[str, Any], count: int) -> InputError:
+    field = str(error["loc"][0]) if error["loc"] else "arguments"
+    kind = error["type"]
+    more = f" ({count - 1} more problem(s) after this one)" if count > 1 else ""
+    if field in ("action", "deep_research_action") and kind != "missing":
+        choices = ACTION_PARAMS if field == "action" else DEEP_RESEARCH_ACTIONS
+        return UnknownActionError(
+            f"Unknown {field} {_shown(raw.get(field))}{more}.",
+            remediation=f"Use one of: {', '.join(choices)}.",
+            details={"field": field},
+        )
+    if kind == "missing":
+        return InputError(
+            f"{field} is required{more}.",
+            remediation=f"Pass action, one of: {', '.join(ACTION_PARAMS)}.",
+            details={"field": field},
+        )
+    if kind == "extra_forbidden":
+        action = raw.get("action")
+        accepted = ACTION_PARAMS.get(action, ()) if isinstance(action, str) else ()
+        known = ", ".join(accepted) if accepted else ", ".join(ResearchArguments.model_fields)
+        return InputError(
+            f"Unknown parameter '{field}'{more}.",
+            remediation=f"Remove it or check its spelling. Parameters accepted here: {known}.",
+            details={"field": field},
+        )
+    return InputError(
+        f"{field} {_expectation(field)} (got {_shown(raw.get(field))}){more}.",
+        remediation=f"Pass {field} {_expectation(field, bare=True)}, or leave it out.",
+        details={"field": field},
+    )
+
+
+def _expectation(field: str, *, bare: bool = False) -> str:
+    """What a field must be, read off its schema: 'must be an integer between 1 and 10'."""
+    schema = ResearchArguments.model_json_schema()["properties"].get(field, {})
+    options = [s for s in schema.get("anyOf", [schema]) if s.get("type") != "null"]
+    spec = options[0] if options else {}
+    kind = {
+        "integer": "an integer",
+        "number": "a number",
+        "string": "a string",
+        "boolean": "true or false",
+    }.get(spec.get("type", ""), "a valid value")
+    low, high = spec.get("minimum"), spec.get("maximum")
+    if low is not None and high is not None:
+        kind += f" between {low:g} and {high:g}"
+    elif low is not None:
+        kind += f" of at least {low:g}"
+    if spec.get("maxLength") is not None:
+        kind += f" of at most {spec['maxLength']:,} characters"
+    return kind if bare else f"must be {kind}"
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
