@@ -295,6 +295,14 @@ async def _doctor(service: ResearchService, args: argparse.Namespace) -> int:
         "config_files": settings.sources,
         "research_dir": str(settings.research.research_dir),
     }
+    untrusted = settings.untrusted
+    if untrusted is not None:
+        checks["untrusted_config"] = {
+            "file": str(untrusted.path),
+            "reason": untrusted.reason,
+            "ignored_keys": untrusted.ignored_keys,
+            "fix": f"foundry-mcp trust {untrusted.path}",
+        }
     try:
         name, model = service.providers.resolve_llm(None, None)
         checks["llm"] = f"ok: {name}:{model}"
@@ -329,6 +337,7 @@ async def _doctor(service: ResearchService, args: argparse.Namespace) -> int:
         for entry in health["providers"]
     ]
     checks["problems"] = health["problems"]
+    checks["warnings"] = settings.trust_warnings()
     _print_json(checks)
     configured = all(not str(v).startswith("not usable") for v in checks.values())
     return 0 if configured and health["ok"] else 1

@@ -25,6 +25,8 @@ async def research_runtime(
     settings: Settings, hooks: SupervisorHooks | None = None, *, warm: bool = True
 ) -> AsyncIterator[ResearchService]:
     """A ready ``ResearchService``; on exit running research is interrupted and saved."""
+    for warning in settings.trust_warnings():
+        log.warning("%s", warning)
     if hooks is None and settings.research.supervisor_hooks:
         hooks = load_hooks(settings.research.supervisor_hooks)
     store = ResearchStore(settings.research.research_dir)
@@ -71,7 +73,9 @@ def load_hooks(spec: str) -> SupervisorHooks:
     module_name, _, attribute = spec.partition(":")
     remediation = (
         "Set [research] supervisor_hooks to 'package.module:Name', where Name is a "
-        "SupervisorHooks subclass importable by the server's Python (see docs/hooks.md)."
+        "SupervisorHooks subclass importable by the server's Python: installed in its "
+        "environment or in a folder named by PYTHONPATH (the working directory is not "
+        "searched; see docs/hooks.md)."
     )
     try:
         target = getattr(importlib.import_module(module_name.strip()), attribute.strip())

@@ -319,3 +319,17 @@ def test_first_heading() -> None:
     assert first_heading("Setext title\n============\n", ".md") == "Setext title"
     assert first_heading("RST title\n=========\n\ntext", ".rst") == "RST title"
     assert first_heading("# not a heading in Python", ".py") is None
+
+
+async def test_a_symlink_out_of_the_folder_is_not_followed(tmp_path: Path, docs: Path) -> None:
+    secret = tmp_path / "elsewhere" / "credentials.md"
+    secret.parent.mkdir()
+    secret.write_text("The deploy token of the orchard server is hunter2-orchard.\n")
+    (docs / "harmless.md").symlink_to(secret)
+    inside = docs / "garden-copy.txt"
+    inside.symlink_to(docs / "garden.txt")
+    provider = _provider(tmp_path, docs)
+    assert await provider.search("deploy token orchard server", 5) == []
+    found = await provider.search("tomatoes warmth sun", 5)
+    assert {Path(r.url or "").name.split("#")[0] for r in found} >= {"garden.txt"}
+    await provider.aclose()

@@ -399,13 +399,16 @@ class LocalDocuments:
                 yield key, info
 
     def _files_under(self, root: Path) -> Iterator[Path]:
+        """The files below ``root``; a symbolic link that leads out of it is not followed."""
         for directory, dirnames, filenames in os.walk(root, followlinks=False):
             dirnames[:] = sorted(
                 d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS
             )
             for filename in sorted(filenames):
-                if not filename.startswith("."):
-                    yield Path(directory, filename)
+                path = Path(directory, filename)
+                if filename.startswith(".") or (path.is_symlink() and not _leads_into(path, root)):
+                    continue
+                yield path
 
     def _forget(self, conn: sqlite3.Connection, path: str) -> None:
         row = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
@@ -556,3 +559,11 @@ def read_document(path: Path) -> tuple[str | None, list[Passage]]:
     if suffix in _HTML:
         return html_title(text), split_passages(html_to_text(text))
     return first_heading(text, suffix), split_passages(text)
+
+
+def _leads_into(link: Path, root: Path) -> bool:
+    """Whether a symbolic link's target lies inside ``root`` (a broken link does not)."""
+    try:
+        return link.resolve(strict=True).is_relative_to(root)
+    except (OSError, RuntimeError):
+        return False
