@@ -19,6 +19,11 @@ SOURCES_LINE_RE = re.compile(r"^\s*[-*]?\s*Sources?:\s*(.+)$", re.MULTILINE | re
 SOURCE_TEXT_RE = re.compile(r"<source\s+id=\"(src-[0-9a-f]{8})\"[^>]*>(.*?)</source>", re.DOTALL)
 CONTENT_RE = re.compile(r"^\s*Content:\s*(.*)", re.DOTALL | re.MULTILINE | re.IGNORECASE)
 FINDING_HEADER_RE = re.compile(r"^\s*Finding\s+\d+(?:\s*\([^)\n]*\))?\s*:\s*(.*)$", re.IGNORECASE)
+# Fenced writer and refiner prompts: attribution comes from our tags' attributes, not the text.
+FINDING_BLOCK_RE = re.compile(r"<finding\b([^>]*)>(.*?)</finding>", re.DOTALL)
+CITED_BLOCK_RE = re.compile(r"<(?:finding|contradiction)\b[^>]*?\bsources=\"([^\"]*)\"")
+SOURCES_ATTR_RE = re.compile(r"\bsources=\"([^\"]*)\"")
+GAP_BLOCK_RE = re.compile(r"<gap\s+id=\"(gap-[0-9a-f]{8})\"")
 SENTENCE_RE = re.compile(r"(?<=\.)\s+(?=[A-Z0-9])")
 CLAIM_RE = re.compile(r"^Claim\s+(\d+):[ \t]*(.*)$", re.MULTILINE)
 EXCERPT_RE = re.compile(r"<excerpt\b[^>]*>(.*?)</excerpt>", re.DOTALL)
@@ -212,7 +217,7 @@ class ResearchBrain:
 
     def refine(self, user: str) -> dict[str, Any]:
         """Refiner output: an assessment and a follow-up query for every gap id."""
-        gap_ids = _unique(GAP_ID_RE.findall(user))
+        gap_ids = _unique(GAP_BLOCK_RE.findall(user)) or _unique(GAP_ID_RE.findall(user))
         q = question_of(user)
         return {
             "gap_analysis": [
@@ -240,10 +245,13 @@ class ResearchBrain:
     def write(self, user: str) -> str:
         """Writer output: a markdown report, each finding a sentence followed by its citations.
 
-        Without findings in the prompt, templated sentences cite the ``Sources:`` lines' ids.
+        Without findings in the prompt, templated sentences cite the ids of the ``sources``
+        attributes of ``<finding>``/``<contradiction>`` tags (of ``Sources:`` lines in an
+        untagged prompt).
         """
         q = question_of(user)
-        groups = [_unique(SOURCE_ID_RE.findall(line)) for line in SOURCES_LINE_RE.findall(user)]
+        cited = CITED_BLOCK_RE.findall(user) or SOURCES_LINE_RE.findall(user)
+        groups = [_unique(SOURCE_ID_RE.findall(ids)) for ids in cited]
         groups = [g for g in groups if g]
         if not groups:
             groups = [[sid] for sid in _unique(SOURCE_ID_RE.findall(user))]
@@ -324,7 +332,21 @@ def source_sentences(user: str) -> dict[str, list[str]]:
 
 
 def prompt_findings(user: str) -> list[tuple[str, list[str]]]:
-    """``(content, source ids)`` of each ``Finding N ...:`` block in a writer prompt."""
+    """``(content, source ids)`` of each finding in a writer prompt.
+
+    Each ``<finding sources="...">`` block, its ids from the attribute; in an untagged prompt,
+    each ``Finding N ...:`` header up to its ``Sources:`` line.
+    """
+    blocks = FINDING_BLOCK_RE.findall(user)
+    if blocks:
+        tagged = []
+        for attributes, body in blocks:
+            cited = SOURCES_ATTR_RE.search(attributes)
+            text = " ".join(body.split())
+            ids = _unique(SOURCE_ID_RE.findall(cited.group(1))) if cited else []
+            if text and ids:
+                tagged.append((text, ids))
+        return tagged
     findings: list[tuple[str, list[str]]] = []
     content: list[str] | None = None
     for line in user.splitlines():

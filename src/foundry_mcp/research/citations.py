@@ -1,8 +1,9 @@
 """Turning the writer's ``[src-...]`` citations into numbered references resolved from state.
 
-The model cites source ids; the code decides what they mean. Ids the research does not know are
-removed, any source list the model wrote is removed, and a ``## Sources`` section listing exactly
-the cited sources is appended. The model's memory never supplies a reference.
+The model cites source ids; the code decides what they mean. Ids not among the sources given
+(the synthesizer gives those it showed the writer) are removed, any source list the model wrote
+is removed, and a ``## Sources`` section listing exactly the cited sources is appended. The
+model's memory never supplies a reference.
 """
 
 from __future__ import annotations

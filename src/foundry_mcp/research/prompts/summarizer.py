@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from foundry_mcp.context.levels import ContentLevel
+from foundry_mcp.research.prompts.fence import fence
 
-SUMMARY_PROMPT_VERSION = "s1"
+SUMMARY_PROMPT_VERSION = "s2"  # s2: the document is fenced
 
 SUMMARIZER_SYSTEM = """\
 You shorten documents for a deep-research team so that more of them fit in one prompt. You \
@@ -42,9 +43,7 @@ Research question: {question}
 
 {instruction}
 
-<document title="{title}">
-{text}
-</document>"""
+{document}"""
 
 
 def summarizer_prompts(
@@ -55,7 +54,6 @@ def summarizer_prompts(
     user = SUMMARIZER_USER.format(
         question=" ".join(question.split())[:1000],
         instruction=instruction.format(words=max(5, words)),
-        title=title.replace('"', "'")[:200],
-        text=text,
+        document=fence("document", text, title=title[:200]),
     )
     return SUMMARIZER_SYSTEM, user

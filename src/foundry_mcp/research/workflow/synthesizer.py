@@ -46,6 +46,7 @@ async def synthesize(
     sources = [s for s in state.sources if s.id in cited_ids]
     high_quality = sum(1 for s in state.sources if s.quality is SourceQuality.HIGH)
     context = await ResearchContext.open(llm, state, "synthesis")
+    offered: set[str] = set()  # the ids the prompt last sent gave the writer
 
     def build(scale: float) -> tuple[str, str]:
         """The prompts; with token management, the findings fitted to ``scale`` of the budget."""
@@ -57,6 +58,8 @@ async def synthesize(
             )
             findings, listed = fitted.findings, fitted.sources
             gaps, contradictions = fitted.gaps, fitted.contradictions
+        offered.clear()
+        offered.update(s.id for s in listed)
         return synthesizer_prompts(
             state.query,
             state.research_brief,
@@ -80,11 +83,16 @@ async def synthesize(
         rebuild=build,
     )
     draft = _unwrap_fence(draft.strip())
-    by_id = {s.id: s for s in sources}
+    # A source that exists but was not given to the writer (its findings were left out to fit
+    # the budget) is not citable: the writer never saw what it says.
+    by_id = {s.id: s for s in sources if s.id in offered}
     # Counted on the writer's draft: verification may remove the sentence that held them.
     dropped = resolve_citations(draft, by_id).dropped_citations
     if dropped:
-        state.warn(f"{dropped} citation(s) in the draft named no known source and were removed.")
+        state.warn(
+            f"{dropped} citation(s) in the draft named no source given to the writer and were "
+            "removed."
+        )
     verification: VerificationSummary | None = None
     if state.options.verify_citations:
         verified = await verify_draft(llm, state, draft, by_id)
