@@ -1,18 +1,26 @@
-"""Suite-wide fixtures: the anyio backend, a fresh ResearchBrain and fake provider servers."""
+"""Suite-wide fixtures: the anyio backend, a fresh ResearchBrain and fake provider servers.
+
+Also suite-wide: no test reaches the network (only loopback connections and IP literals, see
+``tests/network_guard.py``), nothing is downloaded (``FOUNDRY_MCP_NO_DOWNLOADS``), and property
+tests are derandomized when ``HYPOTHESIS_PROFILE=ci`` (``.ci/run`` sets it).
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 _ROOT = str(Path(__file__).resolve().parents[1])
 if _ROOT not in sys.path:  # make ``tests.fakes`` importable without a tests/__init__.py
     sys.path.insert(0, _ROOT)
 
 from foundry_mcp.config import Settings, load_settings  # noqa: E402
+from foundry_mcp.context.tokens import NO_DOWNLOADS_ENV  # noqa: E402
 from tests.fakes import (  # noqa: E402
     FakeHTTPServer,
     ResearchBrain,
@@ -20,6 +28,14 @@ from tests.fakes import (  # noqa: E402
     fake_openai,
     fake_tavily,
 )
+from tests.network_guard import forbid_network  # noqa: E402
+
+hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+hypothesis_settings.register_profile("dev")
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+os.environ[NO_DOWNLOADS_ENV] = "1"  # this process; servers started by tests get research_env
+forbid_network()
 
 
 @pytest.fixture(scope="session")
@@ -78,6 +94,7 @@ def research_env(
         "OPENAI_BASE_URL": openai_server.base_url + "/v1",
         "TAVILY_API_KEY": "tvly-test-secret",
         "TAVILY_BASE_URL": tavily_server.base_url,
+        NO_DOWNLOADS_ENV: "1",
     }
 
 

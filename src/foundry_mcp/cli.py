@@ -21,6 +21,7 @@ import anyio
 from foundry_mcp import __version__
 from foundry_mcp.config import PROJECT_CONFIG, Settings, load_settings, protected_keys_in
 from foundry_mcp.errors import FoundryError
+from foundry_mcp.providers.extract import extractor_problem
 from foundry_mcp.research.service import ResearchService
 from foundry_mcp.runtime import research_runtime
 from foundry_mcp.trust import TrustStore
@@ -338,6 +339,10 @@ async def _doctor(service: ResearchService, args: argparse.Namespace) -> int:
     ]
     checks["problems"] = health["problems"]
     checks["warnings"] = settings.trust_warnings()
+    extraction = await anyio.to_thread.run_sync(extractor_problem)
+    checks["page_extraction"] = "ok: trafilatura" if extraction is None else f"degraded: {extraction}"
+    if extraction is not None:
+        checks["warnings"].append(extraction)
     _print_json(checks)
     configured = all(not str(v).startswith("not usable") for v in checks.values())
     return 0 if configured and health["ok"] else 1

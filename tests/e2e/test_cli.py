@@ -76,6 +76,8 @@ def test_doctor_reports_usable_providers(research_env: dict[str, str]) -> None:
     checks = json.loads(result.stdout)
     assert checks["llm"].startswith("ok: openai:")
     assert checks["search"] == "ok: tavily"
+    assert checks["page_extraction"] == "ok: trafilatura"
+    assert checks["warnings"] == []
     assert research_env["OPENAI_API_KEY"] not in result.stdout
 
 

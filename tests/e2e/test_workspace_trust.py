@@ -71,6 +71,7 @@ def _env(workspace: dict[str, Path], **extra: str) -> dict[str, str]:
         **base,
         "HOME": str(workspace["home"]),
         "FOUNDRY_MCP_RESEARCH_DIR": str(workspace["research"]),
+        "FOUNDRY_MCP_NO_DOWNLOADS": "1",
         **extra,
     }
 

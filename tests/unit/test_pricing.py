@@ -72,7 +72,7 @@ def test_unknown_models_have_no_price() -> None:
 
 
 def test_configured_prices_win_provider_model_first(tmp_path: Path) -> None:
-    (tmp_path / "foundry-mcp.toml").write_text(
+    (tmp_path / ".foundry-mcp.toml").write_text(
         '[pricing."ollama:llama3.1"]\ninput_per_mtok = 0\noutput_per_mtok = 0\n\n'
         '[pricing."gpt-4.1-mini"]\ninput_per_mtok = 1\noutput_per_mtok = 2\n\n'
         '[pricing."work:gpt-4.1-mini"]\ninput_per_mtok = 5\noutput_per_mtok = 6\n'

@@ -72,8 +72,8 @@ def test_parse_provider_spec(spec: str, expected: tuple[str, str | None]) -> Non
 def _registry(
     tmp_path: Path, env: dict[str, str] | None = None, toml: str = ""
 ) -> ProviderRegistry:
-    if toml:
-        (tmp_path / "foundry-mcp.toml").write_text(toml)
+    if toml:  # the user's own file: every key of it applies
+        (tmp_path / ".foundry-mcp.toml").write_text(toml)
     return ProviderRegistry(load_settings(env=env or {}, cwd=tmp_path, home=tmp_path))
 
 

@@ -95,6 +95,8 @@ def test_a_hanging_encoding_download_is_abandoned_after_the_time_limit(
 def test_a_loaded_encoding_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
     import tiktoken
 
+    monkeypatch.delenv(tokens_module.NO_DOWNLOADS_ENV, raising=False)
+
     class Words:
         def encode_ordinary(self, text: str) -> list[str]:
             return text.split()
@@ -105,6 +107,21 @@ def test_a_loaded_encoding_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
     counter = counter_for_model("gpt-4o")
     assert counter.name == "tiktoken:o200k_base"
     assert counter.count("three short words") == 3
+
+
+def test_no_tokenizer_file_is_fetched_when_downloads_are_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import tiktoken
+
+    asked: list[str] = []
+    monkeypatch.setattr(tiktoken, "get_encoding", lambda name: asked.append(name))
+    monkeypatch.setattr(tokens_module, "_encodings", {})
+    monkeypatch.setattr(tokens_module, "_counters", {})
+    monkeypatch.setenv(tokens_module.NO_DOWNLOADS_ENV, "1")
+    counter = counter_for_model("gpt-4o")
+    assert asked == [] and counter.name == "estimate"
+    assert counter.count("x" * 30) == 10
 
 
 def test_long_texts_are_counted_once_by_hash() -> None:

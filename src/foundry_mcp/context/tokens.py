@@ -2,7 +2,9 @@
 
 ``tiktoken.get_encoding`` downloads its BPE file the first time; with no network it fails (and
 on a half-open network it can hang). Loading is therefore tried once per encoding and process,
-in a helper thread with a time limit, and a failure is remembered. Counting never raises: any
+in a helper thread with a time limit, and a failure is remembered. With the environment variable
+``FOUNDRY_MCP_NO_DOWNLOADS=1`` it is not tried at all (machines that must not reach any host
+but the configured providers, and the test suite). Counting never raises: any
 problem falls back to the estimate of one token per three characters, which over-counts
 ordinary prose and JSON rather than under-counting them.
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import os
 import re
 import threading
 from collections import OrderedDict
@@ -27,6 +30,7 @@ MESSAGE_OVERHEAD_TOKENS = 12  # roles and separators around a system and a user 
 LOAD_TIMEOUT_SECONDS = 5.0
 CACHE_MIN_CHARS = 512  # shorter texts are counted directly: hashing costs about as much
 CACHE_ENTRIES = 20_000
+NO_DOWNLOADS_ENV = "FOUNDRY_MCP_NO_DOWNLOADS"
 
 # Model-name patterns of the OpenAI families, and the encoding each uses.
 _ENCODING_BY_MODEL: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -117,11 +121,20 @@ _encodings_lock = threading.Lock()
 _counters: dict[str, CachedCounter] = {}
 
 
+def downloads_disabled() -> bool:
+    """Whether ``FOUNDRY_MCP_NO_DOWNLOADS`` forbids fetching tokenizer files."""
+    return os.environ.get(NO_DOWNLOADS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def _load_encoding(name: str, timeout: float = LOAD_TIMEOUT_SECONDS) -> Any:
     """The tiktoken encoding ``name``, or None if it cannot be loaded (tried once)."""
     with _encodings_lock:
         if name in _encodings:
             return _encodings[name]
+    if downloads_disabled():
+        log.info("FOUNDRY_MCP_NO_DOWNLOADS is set: estimating tokens instead of tiktoken")
+        with _encodings_lock:
+            return _encodings.setdefault(name, None)
     result: list[Any] = []
 
     def load() -> None:

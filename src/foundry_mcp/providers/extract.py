@@ -3,6 +3,10 @@
 HTML: the main text through trafilatura (boilerplate such as menus and footers removed); when it
 fails or finds nothing, a small stdlib extractor that keeps all visible text. PDF: pypdf, page
 by page. Both libraries are imported on first use, so importing this module costs nothing.
+
+trafilatura failing to import is not a page's problem but a broken installation (for example
+lxml 6 without ``lxml_html_clean``): it is logged once as a WARNING, pages are still read with
+the stdlib extractor, and ``extractor_problem()`` tells ``foundry-mcp doctor`` what to fix.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import html as html_lib
 import io
 import logging
 import re
+import threading
 from html.parser import HTMLParser
 
 log = logging.getLogger(__name__)
@@ -123,9 +128,39 @@ def html_title(markup: str) -> str | None:
     return None
 
 
+_import_lock = threading.Lock()
+_import_problem: list[str] = []  # empty until the first import attempt; then "" or the reason
+
+
+def extractor_problem() -> str | None:
+    """Why the main-text extractor (trafilatura) cannot be used, or None when it can."""
+    return _trafilatura_problem() or None
+
+
+def _trafilatura_problem() -> str:
+    with _import_lock:
+        if not _import_problem:
+            try:
+                import trafilatura  # noqa: F401
+            except ImportError as exc:
+                reason = (
+                    f"trafilatura cannot be imported ({exc}); web pages are read with a simpler "
+                    "extractor that keeps menus and footers. Reinstall foundry-mcp with its "
+                    "dependencies (pip install --force-reinstall foundry-mcp), or pip install "
+                    "lxml_html_clean."
+                )
+                log.warning("%s", reason)
+                _import_problem.append(reason)
+            else:
+                _import_problem.append("")
+        return _import_problem[0]
+
+
 def html_to_text(markup: str, url: str | None = None) -> str:
     """The main text of an HTML page: trafilatura, else the stdlib extractor."""
     text = ""
+    if _trafilatura_problem():
+        return simple_html_text(markup)
     try:
         import trafilatura
 

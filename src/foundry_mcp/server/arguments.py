@@ -77,19 +77,30 @@ def _no_bool(value: Any) -> Any:
     return value
 
 
-def _bounded(kind: type, low: float | None = None, high: float | None = None) -> Any:
-    """``kind`` (int or float) within [low, high], refusing booleans; bounds in the schema."""
-    return Annotated[kind, Field(ge=low, le=high), BeforeValidator(_no_bool)]
-
-
 def _limit(name: str, description: str) -> Any:
     low, high = LIMIT_BOUNDS[name]
     return Field(None, description=f"{description}, {low:g}-{high:g}.")
 
 
-def _limit_type(name: str) -> Any:
-    low, high = LIMIT_BOUNDS[name]
-    return _bounded(float if name == "task_timeout" else int, low, high)
+_NOT_BOOL = BeforeValidator(_no_bool)
+_LOW = {name: low for name, (low, _) in LIMIT_BOUNDS.items()}
+_HIGH = {name: high for name, (_, high) in LIMIT_BOUNDS.items()}
+# Constraints before the validator: pydantic then puts them in the published schema.
+Iterations = Annotated[int, Field(ge=_LOW["max_iterations"], le=_HIGH["max_iterations"]), _NOT_BOOL]
+SubQueries = Annotated[
+    int, Field(ge=_LOW["max_sub_queries"], le=_HIGH["max_sub_queries"]), _NOT_BOOL
+]
+SourcesPerQuery = Annotated[
+    int, Field(ge=_LOW["max_sources_per_query"], le=_HIGH["max_sources_per_query"]), _NOT_BOOL
+]
+Concurrency = Annotated[
+    int, Field(ge=_LOW["max_concurrent"], le=_HIGH["max_concurrent"]), _NOT_BOOL
+]
+TaskTimeout = Annotated[float, Field(ge=_LOW["task_timeout"], le=_HIGH["task_timeout"]), _NOT_BOOL]
+WaitSeconds = Annotated[float, Field(ge=0, le=MAX_WAIT_SECONDS), _NOT_BOOL]
+Offset = Annotated[int, Field(ge=0), _NOT_BOOL]
+PageChars = Annotated[int, Field(ge=1000, le=100_000), _NOT_BOOL]
+PageSize = Annotated[int, Field(ge=1, le=500), _NOT_BOOL]
 
 
 class ResearchArguments(BaseModel):
@@ -111,19 +122,17 @@ class ResearchArguments(BaseModel):
         description="deep-research: LLM as 'provider' or 'provider:model', e.g. 'openai:gpt-4.1'.",
     )
     model: str | None = Field(None, description="deep-research: LLM model name override.")
-    max_iterations: _limit_type("max_iterations") | None = _limit(
-        "max_iterations", "deep-research/resume: rounds"
-    )
-    max_sub_queries: _limit_type("max_sub_queries") | None = _limit(
+    max_iterations: Iterations | None = _limit("max_iterations", "deep-research/resume: rounds")
+    max_sub_queries: SubQueries | None = _limit(
         "max_sub_queries", "deep-research/resume: sub-queries per round"
     )
-    max_sources_per_query: _limit_type("max_sources_per_query") | None = _limit(
+    max_sources_per_query: SourcesPerQuery | None = _limit(
         "max_sources_per_query", "deep-research/resume: sources per sub-query"
     )
-    max_concurrent: _limit_type("max_concurrent") | None = _limit(
+    max_concurrent: Concurrency | None = _limit(
         "max_concurrent", "deep-research/resume: parallel searches"
     )
-    task_timeout: _limit_type("task_timeout") | None = _limit(
+    task_timeout: TaskTimeout | None = _limit(
         "task_timeout", "deep-research/resume: overall timeout in seconds"
     )
     deep_research_action: Literal["start", "continue", "resume", "cancel"] | None = Field(
@@ -142,20 +151,20 @@ class ResearchArguments(BaseModel):
     wait: bool | None = Field(
         None, description="deep-research-status: block until the status or phase changes."
     )
-    wait_timeout: _bounded(float, 0, MAX_WAIT_SECONDS) | None = Field(
+    wait_timeout: WaitSeconds | None = Field(
         None,
         description=(
             f"deep-research-status: longest wait in seconds, 0-{MAX_WAIT_SECONDS:g} (default 30)."
         ),
     )
-    offset: _bounded(int, 0) | None = Field(
+    offset: Offset | None = Field(
         None, description="deep-research-report: first character of the page."
     )
-    max_chars: _bounded(int, 1000, 100_000) | None = Field(
+    max_chars: PageChars | None = Field(
         None,
         description="deep-research-report: page size, 1000-100000 (default 20000).",
     )
-    limit: _bounded(int, 1, 500) | None = Field(
+    limit: PageSize | None = Field(
         None,
         description=(
             "deep-research-list: items per page, 1-100 (default 20); deep-research-events: "
