@@ -59,6 +59,7 @@ from foundry_mcp.research.models import (
     TokenBudgetOptions,
 )
 from foundry_mcp.research.prompts.analyzer import render_source, source_text
+from foundry_mcp.research.prompts.synthesizer import render_finding
 from foundry_mcp.research.workflow.calls import ResearchLLM
 
 log = logging.getLogger(__name__)
@@ -594,8 +595,7 @@ class ResearchContext:
         user_sources = {s.id for s in sources if is_user_document(s)}
         items = []
         for finding in findings:
-            ids = ", ".join(finding.source_ids)
-            frame = f"Finding 999 (confidence: {finding.confidence.value}):\n  \n  Sources: {ids}"
+            frame = render_finding(999, finding, "")
             items.append(
                 ContentItem(
                     item_id=finding.id,

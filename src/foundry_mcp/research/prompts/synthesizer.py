@@ -55,6 +55,20 @@ Iteration: {iteration}/{max_iterations}. Sources examined: {source_count}; rated
 Write the report in markdown."""
 
 
+def render_finding(number: int, finding: Finding, text: str | None = None) -> str:
+    """A finding as the writer sees it: a fenced block whose attributes carry its sources.
+
+    ``text`` replaces the finding's content (a shortened version, or "" to measure the frame).
+    """
+    return fence(
+        "finding",
+        finding.content if text is None else text,
+        n=number,
+        confidence=finding.confidence.value,
+        sources=", ".join(finding.source_ids),
+    )
+
+
 def synthesizer_prompts(
     query: str,
     brief: str | None,
@@ -68,16 +82,7 @@ def synthesizer_prompts(
     contradictions: Sequence[Contradiction] = (),
 ) -> tuple[str, str]:
     """The (system, user) prompts for writing the report."""
-    finding_blocks = [
-        fence(
-            "finding",
-            f.content,
-            n=n,
-            confidence=f.confidence.value,
-            sources=", ".join(f.source_ids),
-        )
-        for n, f in enumerate(findings, start=1)
-    ]
+    finding_blocks = [render_finding(n, f) for n, f in enumerate(findings, start=1)]
     gap_lines = [f"- {one_line(g.description)}" for g in gaps] or ["- (none)"]
     contradiction_blocks = [
         fence("contradiction", c.description, sources=", ".join(c.source_ids))
