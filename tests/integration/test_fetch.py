@@ -1,14 +1,23 @@
 """PageFetcher against a fake page server on 127.0.0.1: extraction, caps, content types, SSRF.
 
 The fakes live on loopback, which the SSRF guard refuses: tests that read pages turn the guard
-off with ``allow_private_networks``; the SSRF tests keep it on and replace the resolver.
+off with ``allow_private_networks``; the SSRF tests keep it on, replace the resolver and, where a
+page must be read through the guard, let it accept 127.0.0.1 (``_treat_as_public``) while
+127.0.0.2 stands for a private host. The system resolver refuses every name here (``no_dns``).
 """
 
 from __future__ import annotations
 
+import datetime
+import ipaddress
 import socket
+import ssl
+import threading
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -210,27 +219,127 @@ async def test_concurrent_fetches_are_bounded() -> None:
 
 # --------------------------------------------------------------------------- SSRF guard
 
+PRIVATE_PEER = "127.0.0.2"  # a second loopback address, standing for a host on the intranet
+
+
+@pytest.fixture(autouse=True)
+def no_dns(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Fail every lookup of a host name by the system resolver: no test may ask real DNS.
+
+    Numeric hosts pass (the fakes are addressed by IP). A test that needs a name replaces
+    ``fetch.resolve_host``; with the guard on, that is the only resolver used.
+    """
+    real = socket.getaddrinfo
+    asked: list[str] = []
+
+    def numeric_only(host: bytes | str | None, *args: Any, **kwargs: Any) -> Any:
+        name = host.decode() if isinstance(host, bytes) else host
+        if name is not None:
+            try:
+                ipaddress.ip_address(name.split("%", 1)[0])
+            except ValueError:
+                asked.append(name)
+                raise socket.gaierror(socket.EAI_NONAME, "no DNS in tests") from None
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", numeric_only)
+    yield asked
+    assert not asked, f"the system resolver was asked for {asked}"
+
+
+def _resolver(monkeypatch: pytest.MonkeyPatch, answers: dict[str, list[list[str]]]) -> list[str]:
+    """Replace ``resolve_host``: a name gets its answers in turn (the last repeats); others fail.
+
+    Returns the names looked up, in order.
+    """
+    asked: list[str] = []
+
+    async def resolver(host: str, port: int) -> list[str]:
+        asked.append(host)
+        if host not in answers:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        turns = answers[host]
+        return turns[min(asked.count(host), len(turns)) - 1]
+
+    monkeypatch.setattr(fetch_module, "resolve_host", resolver)
+    return asked
+
+
+def _treat_as_public(monkeypatch: pytest.MonkeyPatch, address: str) -> None:
+    """A test-only allowance: the guard accepts ``address`` (where a fake runs) as public."""
+    real = fetch_module.address_refusal
+
+    def refusal(candidate: str | fetch_module.IPAddress) -> str | None:
+        return None if str(candidate) == address else real(candidate)
+
+    monkeypatch.setattr(fetch_module, "address_refusal", refusal)
+
+
+class _Listener:
+    """A TCP listener that never answers: it counts the connections made to it."""
+
+    def __init__(self, host: str, port: int = 0) -> None:
+        self._socket = socket.create_server((host, port), backlog=16)
+        self._socket.setblocking(False)
+        self.port: int = self._socket.getsockname()[1]
+
+    def connections(self) -> int:
+        """How many TCP connections were made (the kernel completes them before accept)."""
+        count = 0
+        while True:
+            try:
+                connection, _ = self._socket.accept()
+            except BlockingIOError:
+                return count
+            connection.close()
+            count += 1
+
+    def __enter__(self) -> _Listener:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._socket.close()
+
 
 @pytest.mark.parametrize(
     ("address", "reason"),
     [
         ("127.0.0.1", "loopback"),
-        ("10.0.0.1", "private"),
-        ("192.168.1.20", "private"),
-        ("172.16.5.4", "private"),
-        ("169.254.169.254", "cloud metadata"),
-        ("fd00:ec2::254", "cloud metadata"),
-        ("169.254.10.1", "link-local"),
-        ("0.0.0.0", "unspecified"),
-        ("224.0.0.1", "multicast"),
+        ("127.255.0.9", "loopback"),
         ("::1", "loopback"),
-        ("::ffff:127.0.0.1", "loopback"),  # IPv4-mapped IPv6
-        ("::ffff:10.1.2.3", "private"),
-        ("2002:0a00:0001::1", "private"),  # 6to4 around 10.0.0.1
-        ("64:ff9b::a9fe:a9fe", "cloud metadata"),  # NAT64 around 169.254.169.254
+        ("10.0.0.1", "private"),
+        ("172.16.5.4", "private"),
+        ("192.168.1.20", "private"),
+        ("100.64.0.1", "carrier-grade NAT"),
+        ("100.127.255.254", "carrier-grade NAT"),
+        ("fc00::1", "unique-local"),
+        ("fd12:3456::1", "unique-local"),
+        ("fec0::1", "site-local"),
+        ("169.254.10.1", "link-local"),
         ("fe80::1%eth0", "link-local"),
-        ("100.64.0.1", "not a public address"),  # carrier-grade NAT
+        ("169.254.169.254", "cloud metadata"),
+        ("169.254.170.2", "cloud metadata"),  # AWS ECS task metadata
+        ("100.100.100.200", "cloud metadata"),  # Alibaba Cloud
+        ("fd00:ec2::254", "cloud metadata"),
+        ("0.0.0.0", "unspecified"),
+        ("::", "unspecified"),
+        ("224.0.0.1", "multicast"),
+        ("ff02::1", "multicast"),
         ("240.0.0.1", "address"),  # reserved (Python files it as private too)
+        ("0.1.2.3", "private"),  # "this network"
+        ("198.18.0.1", "private"),  # benchmarking
+        ("192.0.2.1", "private"),  # documentation
+        ("2001:db8::1", "private"),  # documentation
+        ("::ffff:127.0.0.1", "loopback"),  # IPv4-mapped
+        ("::ffff:10.1.2.3", "private"),
+        ("::ffff:100.64.0.1", "carrier-grade NAT"),
+        ("2002:0a00:0001::1", "private"),  # 6to4 around 10.0.0.1
+        ("2002:6440:1::1", "carrier-grade NAT"),  # 6to4 around 100.64.0.1
+        ("2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback"),  # Teredo client 127.0.0.1
+        ("64:ff9b::a9fe:a9fe", "cloud metadata"),  # NAT64 around 169.254.169.254
+        ("64:ff9b::6440:1", "carrier-grade NAT"),  # NAT64 around 100.64.0.1
+        ("64:ff9b:1::1", "reserved"),  # local-use NAT64 prefix
+        ("::127.0.0.1", "reserved"),  # IPv4-compatible (deprecated)
     ],
 )
 def test_non_public_addresses_are_refused(address: str, reason: str) -> None:
@@ -239,7 +348,18 @@ def test_non_public_addresses_are_refused(address: str, reason: str) -> None:
     assert reason in refusal
 
 
-@pytest.mark.parametrize("address", ["93.184.216.34", "8.8.8.8", "2606:4700:4700::1111"])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "93.184.216.34",
+        "8.8.8.8",
+        "100.63.255.255",  # just below carrier-grade NAT
+        "100.128.0.1",  # just above it
+        "2606:4700:4700::1111",
+        "2a00:1450:4001:80b::200e",
+        "2002:5db8:d822::1",  # 6to4 around a public address
+    ],
+)
 def test_public_addresses_are_allowed(address: str) -> None:
     assert address_refusal(address) is None
 
@@ -247,14 +367,20 @@ def test_public_addresses_are_allowed(address: str) -> None:
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
-        ("http://127.0.0.1:9/secret", "127.0.0.1, a loopback address"),
-        ("http://10.0.0.1/admin", "10.0.0.1, a private address"),
-        ("http://169.254.169.254/latest/meta-data/", "a cloud metadata address"),
-        ("http://[::1]:9/", "::1, a loopback address"),
-        ("http://localhost:9/", "a loopback address"),
+        ("http://127.0.0.1:9/secret", "refused: 127.0.0.1 is a loopback address"),
+        ("http://10.0.0.1/admin", "refused: 10.0.0.1 is a private address"),
+        ("http://100.64.0.1/", "refused: 100.64.0.1 is a carrier-grade NAT address"),
+        ("http://[fd00::1]/", "refused: fd00::1 is a unique-local address"),
+        ("http://169.254.169.254/latest/meta-data/", "169.254.169.254 is a cloud metadata"),
+        ("http://[::1]:9/", "refused: ::1 is a loopback address"),
+        ("http://[::ffff:127.0.0.1]:9/", "::ffff:7f00:1 is a loopback address"),
+        ("http://localhost:9/", "refused: localhost resolves to 127.0.0.1, a loopback address"),
     ],
 )
-async def test_guard_refuses_private_targets_before_connecting(url: str, expected: str) -> None:
+async def test_guard_refuses_private_targets_before_connecting(
+    url: str, expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked = _resolver(monkeypatch, {"localhost": [["127.0.0.1", "::1"]]})
     fetcher = PageFetcher(FetchSettings(timeout=2.0))  # the guard is on by default
     try:
         result = await fetcher.fetch(url)
@@ -264,6 +390,7 @@ async def test_guard_refuses_private_targets_before_connecting(url: str, expecte
     assert expected in (result.error or "")
     assert "allow_private_networks" in (result.error or "")
     assert result.bytes == 0
+    assert asked == (["localhost"] if "localhost" in url else [])  # IP literals need no DNS
 
 
 @pytest.mark.parametrize(
@@ -280,70 +407,273 @@ async def test_only_http_and_https_are_fetched(url: str) -> None:
 
 
 async def test_unresolvable_host_is_a_page_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    async def no_such_host(host: str, port: int) -> list[str]:
-        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
-
-    monkeypatch.setattr(fetch_module, "resolve_host", no_such_host)
+    _resolver(monkeypatch, {})
     fetcher = PageFetcher(FetchSettings())
     try:
-        result = await fetcher.fetch("https://no-such-host.invalid/page")
+        result = await fetcher.fetch("https://no-such-host.invalid/page?token=secret")
     finally:
         await fetcher.aclose()
     assert result.error == "cannot resolve the host no-such-host.invalid"
 
 
-def _pretend_public(monkeypatch: pytest.MonkeyPatch, hostname: str) -> list[str]:
-    """Make ``hostname`` resolve to a public address for the guard; others resolve normally."""
-    real = fetch_module.resolve_host
-    checked: list[str] = []
-
-    async def resolver(host: str, port: int) -> list[str]:
-        checked.append(host)
-        if host == hostname:
-            return ["93.184.216.34"]
-        return await real(host, port)
-
-    monkeypatch.setattr(fetch_module, "resolve_host", resolver)
-    return checked
-
-
-async def test_redirect_from_a_public_host_to_a_private_one_is_refused(
+async def test_refused_host_receives_no_request_and_no_connection(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    with fake_pages({"/secret": html_page(ARTICLE)}) as server:
-        port = server.base_url.rsplit(":", 1)[1]
-        server.route("GET", "/go", lambda r: redirect(f"http://127.0.0.1:{port}/secret"))
-        checked = _pretend_public(monkeypatch, "localhost")
-        # The fake is really on loopback; the connected-peer check would (rightly) refuse the
-        # first hop too. Switch it off so this test isolates the per-hop resolution check.
-        monkeypatch.setattr(fetch_module, "_check_peer", lambda response, host: None)
+    asked = _resolver(monkeypatch, {"intranet.example": [["127.0.0.1"]]})
+    with fake_pages({"/secret": html_page(ARTICLE)}) as server, _Listener("127.0.0.1") as bare:
         fetcher = PageFetcher(FetchSettings(timeout=5.0))
         try:
-            result = await fetcher.fetch(f"http://localhost:{port}/go")
+            results = await fetcher.fetch_many(
+                [
+                    f"http://intranet.example:{server.base_url.rsplit(':', 1)[1]}/secret",
+                    f"http://intranet.example:{bare.port}/secret",
+                ]
+            )
         finally:
             await fetcher.aclose()
-        requested = [r.path for r in server.requests]
-    assert checked == ["localhost", "127.0.0.1"]  # every hop was resolved and checked
-    assert requested == ["/go"]  # the private target was never requested
-    assert not result.ok
-    assert "127.0.0.1, a loopback address" in (result.error or "")
+        assert server.requests == []
+        assert bare.connections() == 0
+    assert asked == ["intranet.example", "intranet.example"]
+    for result in results:
+        assert not result.ok
+        assert result.error == (
+            "refused: intranet.example resolves to 127.0.0.1, a loopback address "
+            "(set [research.fetch] allow_private_networks = true to read such pages)"
+        )
 
 
-async def test_connection_reaching_a_private_peer_is_refused(
+async def test_connection_goes_to_the_vetted_address_and_keeps_the_host_name(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # DNS rebinding: the check saw a public address, the connection went to loopback.
-    with fake_pages({"/secret": html_page(ARTICLE)}) as server:
+    # Only our resolver knows public.example (the system resolver refuses every name here):
+    # the page can only be read if the connection goes to the address the guard vetted.
+    _treat_as_public(monkeypatch, "127.0.0.1")
+    asked = _resolver(monkeypatch, {"public.example": [["127.0.0.1"]]})
+    with fake_pages({"/article": html_page(ARTICLE)}) as server:
         port = server.base_url.rsplit(":", 1)[1]
-        _pretend_public(monkeypatch, "localhost")
         fetcher = PageFetcher(FetchSettings(timeout=5.0))
         try:
-            result = await fetcher.fetch(f"http://localhost:{port}/secret")
+            result = await fetcher.fetch(f"http://public.example:{port}/article")
         finally:
             await fetcher.aclose()
+    assert result.ok, result.error
+    assert result.final_url == f"http://public.example:{port}/article"
+    assert asked == ["public.example"]  # resolved once, for the one connection
+    assert [r.headers["host"] for r in server.requests] == [f"public.example:{port}"]
+
+
+async def test_a_rebinding_answer_never_reaches_the_private_address(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The name first answers the (allowed) page server, then a private address, as a rebinding
+    # DNS server would. A check-then-connect design would look up the name a second time and
+    # connect to the private listener; here the one vetted answer is the one connected to.
+    _treat_as_public(monkeypatch, "127.0.0.1")
+    with fake_pages({"/article": html_page(ARTICLE)}) as server:
+        port = int(server.base_url.rsplit(":", 1)[1])
+        asked = _resolver(monkeypatch, {"rebind.example": [["127.0.0.1"], [PRIVATE_PEER]]})
+        url = f"http://rebind.example:{port}/article"
+        with _Listener(PRIVATE_PEER, port) as private:
+            first = PageFetcher(FetchSettings(timeout=5.0))
+            try:
+                served = await first.fetch(url)
+            finally:
+                await first.aclose()
+            # A new connection (a new fetcher has no kept-alive one) gets the private answer.
+            second = PageFetcher(FetchSettings(timeout=5.0))
+            try:
+                refused = await second.fetch(url)
+            finally:
+                await second.aclose()
+            assert private.connections() == 0
+        assert len(server.requests) == 1
+    assert served.ok, served.error
+    assert asked == ["rebind.example", "rebind.example"]  # one lookup per connection
+    assert not refused.ok
+    assert f"rebind.example resolves to {PRIVATE_PEER}, a loopback address" in (refused.error or "")
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ("http://169.254.169.254/latest/meta-data/", "169.254.169.254 is a cloud metadata"),
+        (f"http://{PRIVATE_PEER}:{{port}}/secret", f"{PRIVATE_PEER} is a loopback address"),
+        (
+            "http://intranet.example:{port}/secret",
+            f"intranet.example resolves to {PRIVATE_PEER}, a loopback address",
+        ),
+        ("http://[::ffff:10.0.0.5]/", "::ffff:a00:5 is a private address"),
+    ],
+)
+async def test_redirect_to_a_private_target_is_refused_before_it_is_reached(
+    target: str, expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _treat_as_public(monkeypatch, "127.0.0.1")
+    asked = _resolver(
+        monkeypatch,
+        {"public.example": [["127.0.0.1"]], "intranet.example": [[PRIVATE_PEER]]},
+    )
+    with fake_pages({"/go": html_page(ARTICLE)}) as server, _Listener(PRIVATE_PEER) as private:
+        location = target.format(port=private.port)
+        server.route("GET", "/go", lambda r: redirect(location))
+        port = server.base_url.rsplit(":", 1)[1]
+        fetcher = PageFetcher(FetchSettings(timeout=5.0))
+        try:
+            result = await fetcher.fetch(f"http://public.example:{port}/go")
+        finally:
+            await fetcher.aclose()
+        assert [r.path for r in server.requests] == ["/go"]
+        assert private.connections() == 0
     assert not result.ok
-    assert "the connection to localhost reached 127.0.0.1" in (result.error or "")
-    assert result.text is None and result.bytes == 0
+    assert expected in (result.error or "")
+    assert asked[0] == "public.example"
+
+
+async def test_guard_off_uses_the_plain_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = _resolver(monkeypatch, {})
+    with fake_pages({"/article": html_page(ARTICLE)}) as server:
+        result = await _fetch_one(server, "/article")  # allow_private_networks = true
+    assert result.ok, result.error
+    assert asked == []
+
+
+# --------------------------------------------------------------------------- TLS
+
+
+def _certificates(tmp_path: Path, name: str) -> tuple[Path, Path, Path]:
+    """A test CA and a certificate for ``name`` signed by it: (ca.pem, cert.pem, key.pem)."""
+    x509 = pytest.importorskip("cryptography.x509")
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+
+    def builder(subject: str, issuer: str, public_key: Any) -> Any:
+        return (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+            .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+            .public_key(public_key)
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(public_key), critical=False)
+        )
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        builder("foundry-mcp test CA", "foundry-mcp test CA", ca_key.public_key())
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        builder(name, "foundry-mcp test CA", key.public_key())
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+            critical=False,
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    paths = (tmp_path / "ca.pem", tmp_path / "cert.pem", tmp_path / "key.pem")
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return paths
+
+
+class _TLSPageHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _TLSPageServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the access log."""
+
+    def do_GET(self) -> None:
+        self.server.hosts.append(self.headers.get("host", ""))
+        body = ARTICLE.encode()
+        self.send_response(200)
+        self.send_header("content-type", "text/html; charset=utf-8")
+        self.send_header("content-length", str(len(body)))
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class _TLSPageServer(ThreadingHTTPServer):
+    """ARTICLE over HTTPS on 127.0.0.1; records the SNI names and Host headers it received."""
+
+    daemon_threads = True
+
+    def __init__(self, cert: Path, key: Path) -> None:
+        super().__init__(("127.0.0.1", 0), _TLSPageHandler)
+        self.server_names: list[str | None] = []
+        self.hosts: list[str] = []
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        context.sni_callback = lambda _sock, name, _ctx: self.server_names.append(name)
+        self.socket = context.wrap_socket(self.socket, server_side=True)
+        self.port: int = self.server_address[1]
+        self._thread = threading.Thread(
+            target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    def __enter__(self) -> _TLSPageServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.shutdown()
+        self.server_close()
+        self._thread.join(timeout=5)
+
+
+async def test_https_keeps_sni_and_the_certificate_check_on_the_host_name(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    ca, cert, key = _certificates(tmp_path, "secure.example")
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    _treat_as_public(monkeypatch, "127.0.0.1")
+    _resolver(monkeypatch, {"secure.example": [["127.0.0.1"]], "impostor.example": [["127.0.0.1"]]})
+    with _TLSPageServer(cert, key) as server:
+        fetcher = PageFetcher(FetchSettings(timeout=5.0))
+        try:
+            good = await fetcher.fetch(f"https://secure.example:{server.port}/article")
+            bad = await fetcher.fetch(f"https://impostor.example:{server.port}/article")
+        finally:
+            await fetcher.aclose()
+    assert good.ok, good.error
+    assert "seasonal COP above 2.5" in (good.text or "")
+    assert server.hosts == [f"secure.example:{server.port}"]
+    # The certificate names secure.example, not the address connected to: a name it does not
+    # cover is refused by the client although the same server answered.
+    assert server.server_names == ["secure.example", "impostor.example"]
+    assert not bad.ok
+    assert bad.error == "network error (ConnectError)"
 
 
 async def test_allow_private_networks_from_the_environment(tmp_path: Path) -> None:

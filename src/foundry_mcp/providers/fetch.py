@@ -10,12 +10,17 @@ checked), ``timeout`` per page. Only HTML, plain text and PDF are read. Text is 
 worker thread (trafilatura for HTML with a stdlib fallback, pypdf for PDF), so a large page never
 blocks the event loop.
 
-SSRF guard (unless ``allow_private_networks``): only ``http``/``https``; the host of every hop
-is resolved and refused when any of its addresses is loopback, private, link-local, multicast,
-reserved, unspecified, a cloud metadata address or otherwise not public (IPv4-mapped, 6to4,
-Teredo and NAT64 IPv6 addresses are judged by the IPv4 address they carry). After connecting,
-the peer address is checked again, so a DNS answer that changes between the check and the
-connection (DNS rebinding) is refused before the body is read.
+SSRF guard (unless ``allow_private_networks``): only ``http``/``https`` URLs, and httpx opens
+every TCP connection (first request and each redirect hop alike) through ``_VettingBackend``. It
+resolves the host once per connection with ``resolve_host`` (an IP-literal host is judged as it
+is, without DNS), refuses the page when any address is loopback, private, carrier-grade NAT,
+unique-local, site-local, link-local, multicast, reserved, unspecified, a cloud metadata address
+or otherwise not public (IPv4-mapped, 6to4, Teredo and NAT64 IPv6 addresses are also refused
+when the IPv4 address they carry is), and otherwise connects to those vetted addresses, never to
+the name. Nothing resolves the name a second time, so a DNS answer that changes after the check
+(DNS rebinding) cannot steer the connection, and a refused host receives no byte, not even a TCP
+handshake. The Host header, TLS SNI and the certificate check still use the host name. A
+kept-alive connection serves only its own origin (scheme, host, port), vetted when it opened.
 """
 
 from __future__ import annotations
@@ -27,11 +32,12 @@ import re
 import socket
 import ssl
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 import anyio
+import httpcore
 import httpx
 
 from foundry_mcp.config import FetchSettings
@@ -51,6 +57,9 @@ METADATA_ADDRESSES = {
     ipaddress.ip_address("100.100.100.200"),  # Alibaba Cloud
 }
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# Not covered by is_private on Python 3.11 (CGNAT) or named explicitly for a clear reason.
+_CARRIER_GRADE_NAT = ipaddress.ip_network("100.64.0.0/10")
+_UNIQUE_LOCAL = ipaddress.ip_network("fc00::/7")
 _HTML_TYPES = {"text/html", "application/xhtml+xml"}
 _TEXT_TYPES = {"text/plain", "text/markdown", "text/x-markdown", "text/x-rst", "text/csv"}
 _PDF_TYPES = {"application/pdf", "application/x-pdf"}
@@ -120,6 +129,9 @@ def address_refusal(address: str | IPAddress) -> str | None:
         (ip.is_loopback, "a loopback address"),
         (ip.is_link_local, "a link-local address"),
         (ip.is_multicast, "a multicast address"),
+        (ip in _CARRIER_GRADE_NAT, "a carrier-grade NAT address"),
+        (ip in _UNIQUE_LOCAL, "a unique-local address"),
+        (isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local, "a site-local address"),
         (ip.is_private, "a private address"),
         (ip.is_reserved, "a reserved address"),
         (not ip.is_global, "not a public address"),
@@ -142,23 +154,113 @@ def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
     return None
 
 
+async def _vetted_addresses(host: str, port: int) -> list[str]:
+    """The addresses a connection to ``host`` may use; FetchRefusedError when any is not public.
+
+    An IP-literal host is judged as it is; a name is resolved once, with ``resolve_host``.
+    """
+    try:
+        addresses = [str(ipaddress.ip_address(host))]
+        literal = True
+    except ValueError:
+        literal = False
+        try:
+            addresses = await resolve_host(host, port)
+        except (OSError, ValueError):  # ValueError: a name IDNA cannot encode
+            raise FetchRefusedError(f"cannot resolve the host {host}") from None
+    if not addresses:
+        raise FetchRefusedError(f"cannot resolve the host {host}")
+    for address in addresses:
+        reason = address_refusal(address)
+        if reason is None:
+            continue
+        where = f"{address} is" if literal else f"{host} resolves to {address},"
+        raise FetchRefusedError(f"refused: {where} {reason} ({_PRIVATE_HINT})")
+    return addresses
+
+
+class _VettingBackend(httpcore.AsyncNetworkBackend):
+    """Opens TCP connections only to addresses that ``_vetted_addresses`` accepted.
+
+    httpcore passes the origin's host name here and, separately, as ``server_hostname`` to the
+    TLS handshake; connecting to the vetted IP therefore keeps SNI and the certificate check on
+    the name, and the Host header is untouched.
+    """
+
+    def __init__(self) -> None:
+        self._plain = httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        failure: httpcore.ConnectError | httpcore.ConnectTimeout | None = None
+        for address in await _vetted_addresses(host, port):
+            try:
+                return await self._plain.connect_tcp(
+                    address,
+                    port,
+                    timeout=timeout,
+                    local_address=local_address,
+                    socket_options=socket_options,
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                failure = exc  # try the next vetted address
+        assert failure is not None  # _vetted_addresses never returns an empty list
+        raise failure
+
+    async def sleep(self, seconds: float) -> None:
+        await self._plain.sleep(seconds)
+
+
+class _VettedTransport(httpx.AsyncHTTPTransport):
+    """httpx's transport with its connection pool opening connections through _VettingBackend."""
+
+    def __init__(self, verify: ssl.SSLContext | bool, limits: httpx.Limits) -> None:
+        super().__init__(verify=verify, trust_env=False, limits=limits)
+        # httpx offers no public way to choose the network backend: replace the pool it built.
+        # Fail loudly (every guarded PageFetcher) if httpx stops keeping it in ``_pool``.
+        if not isinstance(getattr(self, "_pool", None), httpcore.AsyncConnectionPool):
+            raise RuntimeError(
+                "httpx.AsyncHTTPTransport has no _pool connection pool any more; "
+                "the SSRF guard cannot install its network backend"
+            )
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=httpx.create_ssl_context(verify=verify, trust_env=False),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=_VettingBackend(),
+        )
+
+
 class PageFetcher:
     """Downloads pages and extracts their text; one HTTP client, reused for every page."""
 
     def __init__(self, settings: FetchSettings) -> None:
         self.settings = settings
+        verify = _verify_from_environment()
+        limits = httpx.Limits(
+            max_connections=max(10, settings.max_concurrent * 2),
+            max_keepalive_connections=max(5, settings.max_concurrent),
+        )
+        transport = (
+            _VettedTransport(verify, limits)
+            if self.guarded
+            else httpx.AsyncHTTPTransport(verify=verify, trust_env=False, limits=limits)
+        )
         self._client = httpx.AsyncClient(
-            verify=_verify_from_environment(),
+            transport=transport,
             follow_redirects=False,
             timeout=httpx.Timeout(settings.timeout),
             headers={"user-agent": USER_AGENT, "accept": ACCEPT},
-            # Proxies from the environment would hide the real peer from the SSRF guard (the
-            # CA bundle named by SSL_CERT_FILE / SSL_CERT_DIR is still used, see above).
+            # A proxy from the environment would make the proxy, not the guard, choose the
+            # address connected to (the CA bundle of SSL_CERT_FILE / SSL_CERT_DIR still applies).
             trust_env=False,
-            limits=httpx.Limits(
-                max_connections=max(10, settings.max_concurrent * 2),
-                max_keepalive_connections=max(5, settings.max_concurrent),
-            ),
         )
         # Created on first use, inside the event loop.
         self._downloads: anyio.CapacityLimiter | None = None
@@ -233,14 +335,10 @@ class PageFetcher:
         current = url
         for hop in range(self.settings.max_redirects + 1):
             target = _parse_url(current)
-            host = target.raw_host.decode("ascii", "replace")
-            if self.guarded:
-                await self._check_host(host, target.port or _default_port(target.scheme))
+            # With the guard on, the transport vets the address of every new connection.
             request = self._client.build_request("GET", target)
             response = await self._client.send(request, stream=True)
             try:
-                if self.guarded:
-                    _check_peer(response, host)
                 location = response.headers.get("location")
                 if response.status_code in REDIRECT_STATUSES and location:
                     if hop == self.settings.max_redirects:
@@ -259,20 +357,6 @@ class PageFetcher:
             finally:
                 await response.aclose()
         raise FetchRefusedError("too many redirects")  # not reached: the loop returns or raises
-
-    async def _check_host(self, host: str, port: int) -> None:
-        try:
-            addresses = await resolve_host(host, port)
-        except (OSError, ValueError):  # ValueError: a name IDNA cannot encode
-            raise FetchRefusedError(f"cannot resolve the host {host}") from None
-        if not addresses:
-            raise FetchRefusedError(f"cannot resolve the host {host}")
-        for address in addresses:
-            reason = address_refusal(address)
-            if reason is not None:
-                raise FetchRefusedError(
-                    f"refused: {host} resolves to {address}, {reason} ({_PRIVATE_HINT})"
-                )
 
     async def _read(self, response: httpx.Response, url: str) -> _Download:
         content_type, charset = _content_type(response.headers.get("content-type", ""))
@@ -352,29 +436,6 @@ def _parse_url(url: str) -> httpx.URL:
     if not target.raw_host:
         raise FetchRefusedError("the URL has no host")
     return target
-
-
-def _default_port(scheme: str) -> int:
-    return 443 if scheme == "https" else 80
-
-
-def _check_peer(response: httpx.Response, host: str) -> None:
-    """Refuse a connection that reached a private address despite a public DNS answer."""
-    stream: Any = response.extensions.get("network_stream")
-    if stream is None:
-        return
-    try:
-        peer = stream.get_extra_info("server_addr")
-    except Exception:  # a transport without the information: the DNS check stands alone
-        return
-    if not isinstance(peer, tuple) or not peer:
-        return
-    address = str(peer[0])
-    reason = address_refusal(address)
-    if reason is not None:
-        raise FetchRefusedError(
-            f"refused: the connection to {host} reached {address}, {reason} ({_PRIVATE_HINT})"
-        )
 
 
 def _content_type(header: str) -> tuple[str, str | None]:
