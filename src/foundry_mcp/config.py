@@ -264,13 +264,14 @@ class ProviderSettings(_Section):
     api_key: SecretStr | None = None
     base_url: str | None = None
     model: str | None = None
-    timeout: float = Field(120.0, gt=0, le=3600)
+    timeout: float | None = Field(None, gt=0, le=3600)  # None: see timeout_for
     max_retries: int = Field(2, ge=0, le=10)
     cse_id: str | None = None  # Google Custom Search engine id
     requests_per_minute: float | None = Field(None, gt=0)
     max_in_flight: int | None = Field(None, ge=1, le=100)
     circuit_breaker_failures: int = Field(5, ge=1, le=100)
     circuit_breaker_reset_seconds: float = Field(30.0, gt=0, le=3600)
+    hedge_requests: bool = True  # search providers only; may cost a credit on slow requests
 
     @field_validator("base_url")
     @classmethod
@@ -287,6 +288,12 @@ class ProviderSettings(_Section):
             return None
         secret = self.api_key.get_secret_value().strip()
         return secret or None
+
+    def timeout_for(self, role: Literal["llm", "search"]) -> float:
+        """Seconds one request may take: ``timeout``, else 120 for an LLM and 30 for a search."""
+        if self.timeout is not None:
+            return self.timeout
+        return 30.0 if role == "search" else 120.0
 
 
 class PriceSettings(_Section):

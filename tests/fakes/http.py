@@ -42,6 +42,8 @@ class FakeResponse:
 
 
 Handler = Callable[[RecordedRequest], FakeResponse]
+# Seconds to hold an answer back, chosen per request and answer (see ``FakeHTTPServer.delay``).
+Delay = Callable[[RecordedRequest, FakeResponse], float]
 
 
 def error_body(status: int, message: str, kind: str = "fake_error") -> dict[str, Any]:
@@ -145,7 +147,11 @@ class FakeHTTPServer:
         self.requests: list[RecordedRequest] = []
         self.errors: list[BaseException] = []  # exceptions raised by route handlers
         self.latency: float = 0.0
+        # Per-request latency on top of ``latency``, decided once the answer is known (e.g. by
+        # its token count). A hang is a long delay: every wait ends when the server stops.
+        self.delay: Delay | None = None
         self.brain: Any = None  # set by the provider fakes
+        self._stopped = threading.Event()
         self._routes: dict[tuple[str, str], Handler] = {}
         self._failures: deque[FakeResponse] = deque()
         self._lock = threading.Lock()
@@ -203,6 +209,7 @@ class FakeHTTPServer:
             return self
         httpd = _HTTPServer(("127.0.0.1", 0), _RequestHandler)
         httpd.fake = self
+        self._stopped.clear()
         self._httpd = httpd
         self._thread = threading.Thread(
             target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -215,6 +222,7 @@ class FakeHTTPServer:
         httpd, self._httpd = self._httpd, None
         if httpd is None:
             return
+        self._stopped.set()  # releases handlers still waiting out a latency or a delay
         httpd.shutdown()
         with self._lock:
             connections = list(self._connections)
@@ -250,9 +258,13 @@ class FakeHTTPServer:
             self.requests.append(request)
             failure = self._failures.popleft() if self._failures else None
         if self.latency > 0:
-            time.sleep(self.latency)
-        if failure is not None:
-            return failure
+            self._stopped.wait(self.latency)
+        response = failure or self._answer(request)
+        if self.delay is not None:
+            self._stopped.wait(self.delay(request, response))
+        return response
+
+    def _answer(self, request: RecordedRequest) -> FakeResponse:
         handler = self._routes.get((request.method, request.path))
         if handler is None:
             message = f"no route for {request.method} {request.path}"

@@ -266,6 +266,83 @@ async def test_refused_connection_is_transient(case: Case) -> None:
     await adapter.aclose()
 
 
+async def test_the_sdk_timeout_is_retried_by_the_policy(case: Case, server: FakeHTTPServer) -> None:
+    answers = iter([3.0])  # the first answer comes after the SDK's timeout, the next at once
+    server.delay = lambda request, response: next(answers, 0.0)
+    llm = _llm(case, server, timeout=0.5, retries=1)
+    response = await llm.complete(_request(case))
+    assert response.text
+    assert len(server.requests_to(case.path)) == 2
+    assert llm.policy.retries == 1
+    await llm.aclose()
+
+
+# An account with no credit or quota left: no retry fixes it, a fallback provider may.
+EXHAUSTED = {
+    "openai": (
+        429,
+        {
+            "error": {
+                "message": "You exceeded your current quota, please check your plan and billing "
+                "details.",
+                "type": "insufficient_quota",
+                "code": "insufficient_quota",
+            }
+        },
+    ),
+    "anthropic": (
+        400,
+        {
+            "type": "error",
+            "error": {
+                "type": "invalid_request_error",
+                "message": "Your credit balance is too low to access the Anthropic API.",
+            },
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXHAUSTED))
+async def test_an_exhausted_quota_is_not_retried(name: str) -> None:
+    (case,) = [c for c in CASES if c.name == name]
+    status, body = EXHAUSTED[name]
+    with case.start(ResearchBrain()) as server:
+        server.fail_next(status, json=body)
+        llm = _llm(case, server, retries=3)
+        error = await _fails(llm, _request(case))
+        assert error.kind == "auth" and not error.retryable  # falls back, with a warning
+        assert "quota" in error.message
+        assert len(server.requests_to(case.path)) == 1
+        await llm.aclose()
+
+
+@pytest.mark.parametrize("name", ["openai", "anthropic"])
+async def test_a_response_that_fails_validation_is_transient(name: str) -> None:
+    import anthropic
+    import httpx2
+    import openai
+
+    sdk = {"openai": openai, "anthropic": anthropic}[name]
+    (case,) = [c for c in CASES if c.name == name]
+    adapter: Any = case.build("http://127.0.0.1:9", 5.0, KEY)
+    request = httpx2.Request("POST", "http://127.0.0.1:9/v1")
+    invalid = sdk.APIResponseValidationError(
+        response=httpx2.Response(200, request=request), body={"unexpected": True}
+    )
+
+    async def create(**_: Any) -> Any:
+        raise invalid
+
+    resource = adapter._client.chat.completions if name == "openai" else adapter._client.messages
+    resource.create = create
+    llm = ResilientLLM(adapter, ProviderPolicy(name, PolicySettings(max_retries=0)))
+    error = await _fails(llm, _request(case))
+    assert (error.kind, error.retryable) == ("transient", True)
+    assert "could not be read" in error.message
+    await llm.aclose()
+
+
 # --------------------------------------------------------------------------- Gemini specifics
 
 

@@ -326,6 +326,25 @@ async def test_semantic_scholar_hang_times_out() -> None:
     assert error.kind == "transient"
 
 
+@pytest.mark.parametrize("api", ["google", "semantic_scholar"])
+async def test_a_hang_then_a_503_are_retried_by_the_policy(api: str) -> None:
+    from foundry_mcp.providers.resilience import PolicySettings, ProviderPolicy, ResilientSearch
+
+    start, build = (fake_google, _google) if api == "google" else (fake_semantic_scholar, _scholar)
+    with start() as server:
+        answers = iter([5.0])  # the first request hangs past the timeout, the others answer
+        server.delay = lambda request, response: next(answers, 0.0)
+        settings = PolicySettings(timeout=0.4, max_retries=2, backoff_base=0.01, backoff_cap=0.02)
+        search = ResilientSearch(build(server, timeout=0.4), ProviderPolicy(api, settings))
+        server.fail_next(503, times=2)  # the hung request takes the first of these
+        try:
+            assert await search.search("heat pumps", 2)
+        finally:
+            await search.aclose()
+        requests = len(server.requests)
+    assert requests == 3 and search.policy.retries == 2
+
+
 # --------------------------------------------------------------------------- registry
 
 

@@ -1,10 +1,12 @@
-"""The resilience policy (backoff, retry rules, rate limit, circuit breaker) and error mapping.
+"""The resilience policy (backoff, retry rules, rate limit, breaker, hedging) and error mapping.
 
 Time is injected: a fake clock whose ``sleep`` advances it, so the tests are exact and instant.
+The hedging tests use short real delays: they are about tasks racing each other.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -501,3 +503,154 @@ def test_secrets_are_scrubbed_from_provider_messages() -> None:
         "acme", 400, "key my-own-key-42 tvly-0123456789 bad", secret="my-own-key-42"
     )
     assert "my-own-key-42" not in error.message and "tvly-0123456789" not in error.message
+
+
+# --------------------------------------------------------------------------- hedged requests
+
+
+class Attempts:
+    """An operation whose n-th call sleeps ``delays[n]`` s (real time), then fails or answers.
+
+    Records which calls started, finished and were cancelled, and the peak concurrency.
+    """
+
+    def __init__(self, *plan: tuple[float, ProviderError | str]) -> None:
+        self.plan = list(plan)
+        self.started = 0
+        self.cancelled: list[int] = []
+        self.running = self.peak = 0
+
+    async def __call__(self) -> str:
+        number = self.started
+        self.started += 1
+        delay, outcome = self.plan[min(number, len(self.plan) - 1)]
+        self.running += 1
+        self.peak = max(self.peak, self.running)
+        try:
+            await anyio.sleep(delay)
+        except anyio.get_cancelled_exc_class():
+            self.cancelled.append(number)
+            raise
+        finally:
+            self.running -= 1
+        if isinstance(outcome, ProviderError):
+            raise outcome
+        return outcome
+
+
+def _hedged(**settings: Any) -> ProviderPolicy:
+    values: dict[str, Any] = {
+        "timeout": 5.0,
+        "max_retries": 0,
+        "hedge": True,
+        "hedge_initial_delay": 0.1,
+        "backoff_base": 0.01,
+        "backoff_cap": 0.02,
+    }
+    values.update(settings)
+    return ProviderPolicy("search", PolicySettings(**values))
+
+
+HANG = 30.0
+
+
+async def test_a_slow_attempt_is_hedged_and_the_hedge_wins() -> None:
+    policy = _hedged()
+    op = Attempts((HANG, "first"), (0.01, "hedge"))
+    began = time.perf_counter()
+    with anyio.fail_after(3):
+        assert await policy.call(op) == "hedge"
+    assert 0.1 <= time.perf_counter() - began < 1.0  # after the hedge delay, not the timeout
+    assert op.started == 2 and policy.hedges == 1 and policy.attempts == 2
+    # The loser was cancelled, nothing is left running, and it is not held against the provider.
+    assert op.cancelled == [0] and op.running == 0
+    assert policy.breaker.consecutive_failures == 0 and policy.breaker.state == "closed"
+
+
+async def test_no_hedge_when_the_first_attempt_answers_in_time() -> None:
+    policy = _hedged(hedge_initial_delay=0.2)
+    op = Attempts((0.02, "first"), (0.0, "hedge"))
+    assert await policy.call(op) == "first"
+    await anyio.sleep(0.3)  # past the hedge delay: no hedge was left scheduled
+    assert op.started == 1 and policy.hedges == 0 and op.cancelled == []
+
+
+async def test_a_failed_attempt_waits_for_the_one_still_running() -> None:
+    policy = _hedged(max_hedges=1)  # no retries: only the hedge can save the call
+    op = Attempts((0.2, _error("transient")), (0.3, "hedge"))
+    with anyio.fail_after(3):
+        assert await policy.call(op) == "hedge"
+    assert op.started == 2 and op.cancelled == [] and policy.retries == 0
+
+
+async def test_at_most_two_hedges_then_the_last_failure_is_raised() -> None:
+    policy = _hedged(timeout=0.6, max_retries=0)  # hedge delay: min(0.1, timeout / 2)
+    op = Attempts((HANG, "never"))
+    with anyio.fail_after(5), pytest.raises(ProviderError) as caught:
+        await policy.call(op)
+    assert caught.value.kind == "transient" and "0.6 s" in caught.value.message
+    assert op.started == 3 and policy.hedges == 2 and op.peak == 3
+    assert op.running == 0  # each was stopped by its own timeout
+
+
+async def test_hedges_take_slots_like_any_attempt() -> None:
+    policy = _hedged(timeout=0.4, max_in_flight=1)
+    op = Attempts((HANG, "first"), (0.01, "hedge"))
+    with anyio.fail_after(5):
+        assert await policy.call(op) == "hedge"
+    # The hedge waited for the slot until the first attempt timed out: never two at once.
+    assert op.peak == 1 and op.started == 2
+
+
+async def test_hedging_off_waits_for_the_slow_attempt() -> None:
+    policy = _hedged(hedge=False)
+    op = Attempts((0.3, "first"), (0.0, "hedge"))
+    assert await policy.call(op) == "first"
+    assert op.started == 1 and policy.hedges == 0
+
+
+async def test_a_cancelled_call_cancels_every_attempt() -> None:
+    policy = _hedged(hedge_initial_delay=0.05)
+    op = Attempts((HANG, "never"))
+    with anyio.move_on_after(0.3):
+        await policy.call(op)
+    assert op.started == 3 and sorted(op.cancelled) == [0, 1, 2] and op.running == 0
+    assert policy.breaker.consecutive_failures == 0
+
+
+async def test_hedge_delay_follows_the_observed_latency() -> None:
+    clock = FakeClock()
+    policy = ProviderPolicy(
+        "search", PolicySettings(timeout=30.0, hedge=True), clock=clock, sleep=clock.sleep
+    )
+
+    def answering_in(seconds: float) -> Callable[[], Awaitable[str]]:
+        async def op() -> str:
+            clock.now += seconds
+            return "ok"
+
+        return op
+
+    assert policy.hedge_delay() == 3.0  # until a few latencies are known
+    for seconds in (0.5, 0.6, 2.0):
+        await policy.call(answering_in(seconds))
+    assert policy.hedge_delay() == pytest.approx(4 * 0.6)  # 4 x the median
+    for _ in range(4):
+        await policy.call(answering_in(0.05))
+    assert policy.hedge_delay() == 1.0  # never below 1 s
+    short = ProviderPolicy("s", PolicySettings(timeout=4.0, hedge=True))
+    assert short.hedge_delay() == 2.0  # never more than half the timeout
+
+
+def test_search_providers_get_a_shorter_timeout_and_hedging() -> None:
+    default = ProviderSettings()
+    llm = PolicySettings.for_provider(default, "llm")
+    search = PolicySettings.for_provider(default, "search")
+    assert (llm.timeout, llm.hedge) == (120.0, False)
+    assert (search.timeout, search.hedge) == (30.0, True)
+    configured = ProviderSettings(timeout=45, hedge_requests=False)
+    assert PolicySettings.for_provider(configured, "search").timeout == 45
+    assert PolicySettings.for_provider(configured, "search").hedge is False
+    assert PolicySettings.for_provider(ProviderSettings(timeout=7), "llm").timeout == 7
+    # The policy's own deadline leaves the SDK room to report its timeout first.
+    assert search.deadline == 31.0 and PolicySettings(timeout=2.0).deadline == 2.5

@@ -9,7 +9,8 @@ kind               when                                        retried      fall
 rate_limit         HTTP 429 (``retry_after`` from the answer)  yes          yes
 transient          5xx, 408, 409, connection errors, timeouts, yes          yes
                    malformed answers
-auth               HTTP 401 / 402 / 403                        no           yes (reported)
+auth               HTTP 401 / 402 / 403, no credit or quota   no           yes (reported)
+                   left (e.g. OpenAI's insufficient_quota)
 bad_request        other 4xx                                   no           no
 context_overflow   4xx saying the prompt is too long, 413      no           no
 not_found          HTTP 404 (unknown model or wrong base_url)  no           yes
@@ -18,6 +19,9 @@ not_found          HTTP 404 (unknown model or wrong base_url)  no           yes
 The resilience policy adds ``circuit_open`` (the provider failed repeatedly and is paused; falls
 back, not retried) and the research's LLM adds ``budget`` (its cost ceiling is reached; ends the
 run cleanly). Messages never contain API keys: ``scrub_secrets`` masks them.
+
+The SDKs' own exception types map onto the same kinds: ``sdk_error`` for the openai and
+anthropic SDKs (one template, the same classes), and each other adapter next to its SDK.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import email.utils
 import re
 import time
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
 from foundry_mcp.errors import ProviderError
@@ -39,6 +44,11 @@ _OVERFLOW = re.compile(
     r"|input token count|exceed context limit|input is too long|reduce the length",
     re.IGNORECASE,
 )
+
+# A 4xx that no retry fixes: the account is out of credit or quota (OpenAI's insufficient_quota
+# code, Anthropic's "credit balance is too low").
+_BILLING_CODES = frozenset({"insufficient_quota", "billing_error"})
+_BILLING = re.compile(r"credit balance|insufficient[_ ]quota|billing hard limit", re.IGNORECASE)
 
 # Key-shaped strings: never let one reach a log line, an error or a response.
 _SECRET = re.compile(
@@ -114,13 +124,18 @@ def status_error(
                 "environment variable, then resume the research."
             ),
         )
-    if status == 402:
+    if status == 402 or (
+        400 <= status < 500 and (code in _BILLING_CODES or bool(_BILLING.search(detail)))
+    ):
         return ProviderError(
-            f"{provider} refused the request: payment required (HTTP 402).",
+            f"{provider} refused the request: payment required or quota exhausted (HTTP {status}).",
             provider=provider,
             status_code=status,
             kind="auth",
-            remediation=f"Check the billing or credit balance of your {provider} account.",
+            remediation=(
+                f"Check the billing, plan limits or credit balance of your {provider} account, "
+                "or configure a fallback provider; then resume the research."
+            ),
         )
     if status == 429:
         wait = f" It asked to wait {retry_after:g} s." if retry_after is not None else ""
@@ -231,3 +246,39 @@ def sdk_error_message(exc: Exception) -> str:
         if isinstance(error, dict) and isinstance(error.get("message"), str):
             return str(error["message"])
     return str(getattr(exc, "message", exc))
+
+
+def sdk_error_code(exc: Exception) -> str | None:
+    """The machine error code of an openai/anthropic SDK exception (``code``, else ``type``)."""
+    for attribute in ("code", "error_code", "type"):
+        value = getattr(exc, attribute, None)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def sdk_error(
+    provider: str, exc: Exception, sdk: ModuleType, *, timeout: float, secret: str | None
+) -> ProviderError:
+    """The ProviderError for an exception of the ``openai`` or ``anthropic`` SDK (``sdk``).
+
+    Both SDKs come from one generator: the same classes (``APIStatusError``,
+    ``APITimeoutError``, ``APIConnectionError``, ``APIResponseValidationError``) with the same
+    fields. A body that is not JSON surfaces as a ``ValueError``.
+    """
+    if isinstance(exc, sdk.APIStatusError):
+        return status_error(
+            provider,
+            exc.status_code,
+            sdk_error_message(exc),
+            retry_after=parse_retry_after(exc.response.headers),
+            code=sdk_error_code(exc),
+            secret=secret,
+        )
+    if isinstance(exc, sdk.APITimeoutError):  # before its base class, APIConnectionError
+        return timeout_error(provider, timeout)
+    if isinstance(exc, sdk.APIConnectionError):
+        return connection_error(provider, exc)
+    if isinstance(exc, sdk.APIResponseValidationError):
+        return malformed_error(provider, scrub_secrets(str(exc), secret)[:200])
+    return malformed_error(provider, type(exc).__name__)

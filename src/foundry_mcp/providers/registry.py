@@ -155,7 +155,7 @@ class ProviderRegistry:
             settings = self._settings.provider(name)
             kind = self._settings.provider_kind(name)
             # SDK retries stay off: the resilience policy is the only one that retries.
-            args = (name, settings.key(), settings.base_url, settings.timeout, 0)
+            args = (name, settings.key(), settings.base_url, settings.timeout_for("llm"), 0)
             if kind == "anthropic":
                 from foundry_mcp.providers.llm.anthropic import AnthropicProvider
 
@@ -269,12 +269,14 @@ class ProviderRegistry:
                 settings.key() or "",
                 (settings.cse_id or "").strip(),
                 settings.base_url,
-                settings.timeout,
+                settings.timeout_for("search"),
             )
         if kind == "semantic_scholar":
             from foundry_mcp.providers.search.semantic_scholar import SemanticScholarSearch
 
-            return SemanticScholarSearch(name, settings.key(), settings.base_url, settings.timeout)
+            return SemanticScholarSearch(
+                name, settings.key(), settings.base_url, settings.timeout_for("search")
+            )
         if kind == "local":
             from foundry_mcp.providers.search.local import INDEX_FILE, LocalDocuments
 
@@ -286,7 +288,7 @@ class ProviderRegistry:
             name,
             settings.key() or "",
             settings.base_url,
-            settings.timeout,
+            settings.timeout_for("search"),
             search_depth=self._settings.research.tavily_search_depth,
         )
 

@@ -19,7 +19,6 @@ Quality section are plain functions; only :func:`verify_draft` talks to the mode
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections import Counter
@@ -27,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from foundry_mcp.context.passages import PASSAGE_MAX_CHARS as PASSAGE_MAX_CHARS
@@ -44,6 +44,7 @@ from foundry_mcp.research.models import (
 )
 from foundry_mcp.research.prompts.verifier import ClaimEvidence, verifier_prompts
 from foundry_mcp.research.workflow.calls import ResearchLLM
+from foundry_mcp.research.workflow.fanout import fan_out
 from foundry_mcp.research.workflow.jsonparse import parse_handoff
 
 log = logging.getLogger(__name__)
@@ -459,7 +460,7 @@ async def verify_draft(
             to_judge.append(i)
 
     summary = VerificationSummary(uncited_sentences=split.uncited_sentences)
-    semaphore = asyncio.Semaphore(max(1, state.limits.max_concurrent))
+    semaphore = anyio.Semaphore(max(1, state.limits.max_concurrent))
     stopped: list[str] = []  # the provider error that stopped verification, if any
     unreadable = [0]
 
@@ -497,7 +498,7 @@ async def verify_draft(
             else:
                 checks[i].reason = "The fact-checker gave no verdict on it."
 
-    await asyncio.gather(*(judge(batch) for batch in batches(to_judge)))
+    await fan_out(judge, batches(to_judge))
     if stopped:
         state.warn(
             f"Citation verification stopped after a provider error ({stopped[0]}); "

@@ -5,15 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from foundry_mcp.providers.http_errors import (
-    connection_error,
-    malformed_error,
-    parse_retry_after,
-    scrub_secrets,
-    sdk_error_message,
-    status_error,
-    timeout_error,
-)
+from foundry_mcp.providers.http_errors import malformed_error, sdk_error
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
 from foundry_mcp.providers.llm.text import strip_reasoning
 
@@ -54,23 +46,10 @@ class AnthropicProvider:
         started = time.perf_counter()
         try:
             message = await self._client.messages.create(**kwargs)
-        except anthropic.APIStatusError as exc:
-            raise status_error(
-                self.name,
-                exc.status_code,
-                sdk_error_message(exc),
-                retry_after=parse_retry_after(exc.response.headers),
-                code=_error_type(exc),
-                secret=self._key,
+        except (anthropic.APIError, ValueError) as exc:
+            raise sdk_error(
+                self.name, exc, anthropic, timeout=self._timeout, secret=self._key
             ) from None
-        except anthropic.APITimeoutError:
-            raise timeout_error(self.name, self._timeout) from None
-        except anthropic.APIConnectionError as exc:
-            raise connection_error(self.name, exc) from None
-        except anthropic.APIResponseValidationError as exc:
-            raise malformed_error(self.name, scrub_secrets(str(exc), self._key)[:200]) from None
-        except ValueError as exc:  # a body that is not JSON
-            raise malformed_error(self.name, type(exc).__name__) from None
         try:
             text = "".join(
                 block.text for block in message.content if getattr(block, "type", "") == "text"
@@ -89,11 +68,3 @@ class AnthropicProvider:
 
     async def aclose(self) -> None:
         await self._client.close()
-
-
-def _error_type(exc: Exception) -> str | None:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        kind = body["error"].get("type")
-        return kind if isinstance(kind, str) else None
-    return None

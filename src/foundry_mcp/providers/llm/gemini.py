@@ -147,12 +147,15 @@ def _retry_delay(details: Any) -> float | None:
 
 
 def _transport_error(provider: str, exc: Exception, timeout: float) -> ProviderError:
-    """Map the SDK's raw transport exceptions (it does not wrap them) by their names."""
+    """Map the SDK's raw transport exceptions (it does not wrap them) by class name.
+
+    They come from httpx2, or from aiohttp when that is installed.
+    """
     names = {cls.__name__ for cls in type(exc).__mro__}
     if names & {"TimeoutException", "TimeoutError", "ServerTimeoutError"}:
         return timeout_error(provider, timeout)
-    if names & {"TransportError", "ClientError", "OSError", "ConnectionError"}:
-        return connection_error(provider, exc)
     if names & {"DecodingError", "ValidationError", "JSONDecodeError"}:
         return malformed_error(provider, type(exc).__name__)
+    if names & {"TransportError", "RequestError", "HTTPError", "ClientError", "OSError"}:
+        return connection_error(provider, exc)
     raise exc

@@ -7,15 +7,7 @@ import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from foundry_mcp.providers.http_errors import (
-    connection_error,
-    malformed_error,
-    parse_retry_after,
-    scrub_secrets,
-    sdk_error_message,
-    status_error,
-    timeout_error,
-)
+from foundry_mcp.providers.http_errors import malformed_error, sdk_error
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
 from foundry_mcp.providers.llm.text import strip_reasoning
 
@@ -83,23 +75,10 @@ class OpenAIProvider:
         started = time.perf_counter()
         try:
             completion = await self._client.chat.completions.create(**kwargs)
-        except openai.APIStatusError as exc:
-            raise status_error(
-                self.name,
-                exc.status_code,
-                sdk_error_message(exc),
-                retry_after=parse_retry_after(exc.response.headers),
-                code=_code(exc),
-                secret=self._key,
+        except (openai.APIError, ValueError) as exc:
+            raise sdk_error(
+                self.name, exc, openai, timeout=self._timeout, secret=self._key
             ) from None
-        except openai.APITimeoutError:
-            raise timeout_error(self.name, self._timeout) from None
-        except openai.APIConnectionError as exc:
-            raise connection_error(self.name, exc) from None
-        except openai.APIResponseValidationError as exc:
-            raise malformed_error(self.name, scrub_secrets(str(exc), self._key)[:200]) from None
-        except ValueError as exc:  # a body that is not JSON
-            raise malformed_error(self.name, type(exc).__name__) from None
         try:
             choice = completion.choices[0]
             text = choice.message.content or ""
@@ -117,8 +96,3 @@ class OpenAIProvider:
 
     async def aclose(self) -> None:
         await self._client.close()
-
-
-def _code(exc: Exception) -> str | None:
-    code = getattr(exc, "code", None)
-    return code if isinstance(code, str) else None

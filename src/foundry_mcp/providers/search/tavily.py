@@ -7,17 +7,29 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.providers.http_errors import status_error
+from foundry_mcp.providers.http_errors import (
+    connection_error,
+    malformed_error,
+    parse_retry_after,
+    status_error,
+    timeout_error,
+)
 from foundry_mcp.providers.search.base import SearchResult
 
 if TYPE_CHECKING:
     from tavily import AsyncTavilyClient
 
 MAX_CONTENT_CHARS = 60_000
+MAX_TIMEOUT_SECONDS = 120.0  # the SDK caps every search at 120 s
 
 
 class TavilySearch:
-    """Search through ``tavily-python``; the key is required (no keyless mode)."""
+    """Search through ``tavily-python``; the key is required (no keyless mode).
+
+    Every failure becomes a ``ProviderError``: the SDK's own exceptions (its ``TimeoutError``
+    is not the builtin one), the raw ``httpx`` errors it lets through (5xx statuses, refused or
+    broken connections) and answers that are not the JSON object it promises.
+    """
 
     def __init__(
         self,
@@ -30,39 +42,78 @@ class TavilySearch:
         from tavily import AsyncTavilyClient
 
         self.name = name
-        self._timeout = min(timeout, 120.0)
+        self._key = api_key
+        self._timeout = min(timeout, MAX_TIMEOUT_SECONDS)
         self._search_depth = search_depth
         self._client: AsyncTavilyClient = AsyncTavilyClient(api_key=api_key, api_base_url=base_url)
 
     async def search(self, query: str, max_results: int) -> list[SearchResult]:
-        from tavily import errors
-
+        if not self._key:  # without a key the SDK would silently go keyless
+            raise ProviderError(
+                f"{self.name} has no API key.",
+                provider=self.name,
+                kind="auth",
+                remediation=f"Set TAVILY_API_KEY or [providers.{self.name}] api_key.",
+            )
         try:
-            response: dict[str, Any] = await self._client.search(
+            response: Any = await self._client.search(
                 query,
                 max_results=max_results,
                 include_raw_content=True,
                 search_depth=self._search_depth,
                 timeout=self._timeout,
             )
-        except errors.InvalidAPIKeyError:
-            raise status_error(self.name, 401, "invalid API key") from None
-        except errors.UsageLimitExceededError:
-            raise status_error(self.name, 429, "usage limit exceeded") from None
-        except errors.ForbiddenError as exc:
-            raise status_error(self.name, 403, str(exc)) from None
-        except errors.BadRequestError as exc:
-            raise status_error(self.name, 400, str(exc)) from None
-        except httpx.HTTPStatusError as exc:
-            raise status_error(self.name, exc.response.status_code, exc.response.text) from None
-        except (httpx.TransportError, TimeoutError) as exc:
-            raise ProviderError(
-                f"Cannot reach {self.name}: {type(exc).__name__}.",
+            results = response.get("results") or []
+        except Exception as exc:
+            raise self._error(exc) from None
+        if not isinstance(results, list):
+            raise malformed_error(self.name, "the results are not a list")
+        return [
+            _result(self.name, item) for item in results[:max_results] if isinstance(item, dict)
+        ]
+
+    def _error(self, exc: Exception) -> ProviderError:
+        """The ProviderError for anything the SDK raised; an unknown exception is re-raised."""
+        from tavily import errors
+
+        if isinstance(exc, errors.TimeoutError | httpx.TimeoutException | TimeoutError):
+            return timeout_error(self.name, self._timeout)
+        if isinstance(exc, errors.InvalidAPIKeyError | errors.MissingAPIKeyError):
+            return status_error(self.name, 401, str(exc), secret=self._key)
+        if isinstance(exc, errors.UsageLimitExceededError):
+            error = status_error(self.name, 429, str(exc), secret=self._key)
+            error.retry_after = getattr(exc, "retry_after_seconds", None)
+            return error
+        if isinstance(exc, errors.ForbiddenError):
+            # HTTP 403, or 432/433 when the plan's or the pay-as-you-go limit is used up.
+            if "limit" not in str(exc).lower():
+                return status_error(self.name, 403, str(exc), secret=self._key)
+            return ProviderError(
+                f"{self.name} refused the search: the usage limit of the account is reached.",
                 provider=self.name,
-                retryable=True,
-                kind="transient",
-            ) from None
-        return [_result(self.name, item) for item in response.get("results", [])[:max_results]]
+                kind="auth",
+                remediation=(
+                    f"Raise the plan or pay-as-you-go limit of your {self.name} account, or list "
+                    "another search provider; then resume the research."
+                ),
+            )
+        if isinstance(exc, errors.BadRequestError):
+            return status_error(self.name, 400, str(exc), secret=self._key)
+        if isinstance(exc, httpx.HTTPStatusError):
+            response = exc.response
+            return status_error(
+                self.name,
+                response.status_code,
+                response.text,
+                retry_after=parse_retry_after(response.headers),
+                secret=self._key,
+            )
+        if isinstance(exc, httpx.HTTPError):  # refused, reset, protocol and decoding errors
+            return connection_error(self.name, exc)
+        # A 200 whose body is not JSON (ValueError) or not an object (AttributeError on .get).
+        if isinstance(exc, ValueError | AttributeError):
+            return malformed_error(self.name, type(exc).__name__)
+        raise exc
 
     async def aclose(self) -> None:
         await self._client.close()

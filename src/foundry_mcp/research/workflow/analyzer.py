@@ -4,14 +4,16 @@ The sources not analysed yet are first fitted into the analysis budget (see
 :mod:`foundry_mcp.context.research`): each gets a level of the degradation ladder by priority,
 long ones are cut to their relevant passages or summarized, and low-priority ones may be
 dropped when ``allow_content_dropping`` is set. The fitted sources are then analysed in batches
-of at most ``SOURCES_PER_CALL``; each batch is saved as it lands.
+of at most ``SOURCES_PER_CALL``, concurrently in one task group (a failed batch ends the
+others); each batch is saved as it lands.
 """
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Awaitable, Callable, Sequence
+
+import anyio
 
 from foundry_mcp.context.levels import ContentLevel
 from foundry_mcp.context.research import FittedSource, ResearchContext
@@ -34,6 +36,7 @@ from foundry_mcp.research.prompts.analyzer import (
     source_text,
 )
 from foundry_mcp.research.workflow.calls import ResearchLLM
+from foundry_mcp.research.workflow.fanout import fan_out
 from foundry_mcp.research.workflow.jsonparse import parse_handoff
 
 SOURCES_PER_CALL = 20
@@ -62,7 +65,7 @@ async def analyze(
             source.analyzed = True
     batches = [fitted[i : i + SOURCES_PER_CALL] for i in range(0, len(fitted), SOURCES_PER_CALL)]
     combined = AnalyzerOutput()
-    semaphore = asyncio.Semaphore(state.limits.max_concurrent)
+    semaphore = anyio.Semaphore(state.limits.max_concurrent)
 
     async def run(batch: list[FittedSource]) -> None:
         async with semaphore:
@@ -74,7 +77,7 @@ async def analyze(
         combined.contradictions.extend(output.contradictions)
         await checkpoint()
 
-    await asyncio.gather(*(run(batch) for batch in batches))
+    await fan_out(run, batches)
     return combined
 
 

@@ -8,12 +8,12 @@ sub-query fails only when every provider failed for it.
 Then the pages of the new sources that came without text are fetched (``[research.fetch]``;
 with ``follow_links`` every new source's page is fetched) and their text becomes the source's
 content. A failed fetch is recorded, never fails the sub-query. Each finished sub-query is
-saved before the gatherer moves on.
+saved before the gatherer moves on. Searches and page reads run in task groups (see
+:mod:`.fanout`): an unexpected error ends them all, and nothing outlives the run.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import time
@@ -21,6 +21,8 @@ import unicodedata
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
+
+import anyio
 
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.search.base import SearchProvider, SearchResult
@@ -32,6 +34,7 @@ from foundry_mcp.research.models import (
     SubQueryStatus,
 )
 from foundry_mcp.research.workflow.calls import CallLog
+from foundry_mcp.research.workflow.fanout import fan_out
 
 if TYPE_CHECKING:
     from foundry_mcp.providers.fetch import FetchResult, PageFetcher
@@ -88,7 +91,7 @@ async def gather(
     output = GathererOutput()
     seen_urls = {normalise_url(s.url) for s in state.sources if s.url}
     seen_titles = {k for s in state.sources if (k := _title_key(s.title, s.url))}
-    semaphore = asyncio.Semaphore(state.limits.max_concurrent)
+    semaphore = anyio.Semaphore(state.limits.max_concurrent)
     failures: dict[str, list[str]] = {}  # provider -> errors, for the partial-failure warning
     answered: set[str] = set()
 
@@ -141,7 +144,7 @@ async def gather(
         sub_query.providers = [p.name for p in providers]
         await checkpoint()
 
-    await asyncio.gather(*(run(sq) for sq in state.pending_sub_queries()))
+    await fan_out(run, state.pending_sub_queries())
     for name, errors in failures.items():
         if answered - {name}:
             state.warn(
@@ -177,8 +180,9 @@ async def _search_all(
     providers: list[SearchProvider], query: str, state: ResearchState, calls: CallLog
 ) -> list[tuple[str, list[SearchResult], str | None]]:
     """Ask every provider at once: (name, results, error) per provider, in provider order."""
+    answers: dict[int, tuple[str, list[SearchResult], str | None]] = {}
 
-    async def one(provider: SearchProvider) -> tuple[str, list[SearchResult], str | None]:
+    async def one(position: int, provider: SearchProvider) -> None:
         started = time.perf_counter()
         event: dict[str, object] = {"provider": provider.name, "query": query}
         found: list[SearchResult] = []
@@ -198,9 +202,10 @@ async def _search_all(
             state.search_calls += 1
             event["latency_s"] = round(ended - started, 3)
         state.emit("search", event)
-        return provider.name, found, error
+        answers[position] = (provider.name, found, error)
 
-    return list(await asyncio.gather(*(one(p) for p in providers)))
+    await fan_out(lambda entry: one(*entry), enumerate(providers))
+    return [answers[position] for position in range(len(providers))]
 
 
 async def _fetch_pages(
@@ -239,7 +244,7 @@ async def _fetch_pages(
         elif not source.content:
             state.metadata.setdefault(FETCH_ERRORS_KEY, {})[source.id] = result.error
 
-    await asyncio.gather(*(one(source) for source in wanted))
+    await fan_out(one, wanted)
 
 
 def _source(result: SearchResult, sub_query: SubQuery, iteration: int) -> Source:

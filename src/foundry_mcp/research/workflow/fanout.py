@@ -1,0 +1,48 @@
+"""Structured fan-out for the workflow: a run's concurrent children end with it.
+
+Every specialist that works on several items at once (sub-queries, analysis batches, claims to
+check, pages to read) runs them in one anyio task group. When one child raises, the others are
+cancelled before the error reaches the caller, and when the caller is cancelled (the run was
+cancelled or timed out), so are they: no provider request starts after the run has ended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any, TypeVar
+
+import anyio
+
+T = TypeVar("T")
+
+
+async def fan_out(work: Callable[[T], Coroutine[Any, Any, None]], items: Iterable[T]) -> None:
+    """Run ``work(item)`` for every item concurrently; return when all are done.
+
+    The first error of a child is raised as it is, not wrapped in an ``ExceptionGroup``, so
+    callers keep catching ``ProviderError`` and friends.
+    """
+    error: BaseException | None = None
+    try:
+        async with anyio.create_task_group() as group:
+            for item in items:
+                group.start_soon(work, item)
+    except BaseExceptionGroup as grouped:
+        error = _first_error(grouped)
+        if error is None:
+            raise
+    if error is not None:
+        raise error  # outside the handler: its own cause and traceback stay as they were
+
+
+def _first_error(grouped: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The first exception in ``grouped`` (nested groups included) that is not a cancellation."""
+    cancelled = anyio.get_cancelled_exc_class()
+    for error in grouped.exceptions:
+        if isinstance(error, BaseExceptionGroup):
+            inner = _first_error(error)
+            if inner is not None:
+                return inner
+        elif not isinstance(error, cancelled):
+            return error
+    return None

@@ -1,0 +1,57 @@
+"""The workflow's fan-out: children end with their parent, errors arrive unwrapped."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from foundry_mcp.errors import ProviderError
+from foundry_mcp.research.workflow.fanout import fan_out
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_an_error_cancels_the_siblings_and_is_raised_as_it_is() -> None:
+    finished: list[int] = []
+    cancelled: list[int] = []
+
+    async def work(n: int) -> None:
+        try:
+            await anyio.sleep(0.05 if n == 0 else 5)
+        except anyio.get_cancelled_exc_class():
+            cancelled.append(n)
+            raise
+        if n == 0:
+            raise ProviderError("every provider failed", provider="p", kind="transient")
+        finished.append(n)
+
+    with anyio.fail_after(2), pytest.raises(ProviderError) as caught:
+        await fan_out(work, range(4))
+    assert caught.value.message == "every provider failed"  # not an ExceptionGroup
+    assert sorted(cancelled) == [1, 2, 3] and finished == []
+
+
+async def test_cancelling_the_caller_cancels_every_child() -> None:
+    cancelled: list[int] = []
+
+    async def work(n: int) -> None:
+        try:
+            await anyio.sleep(5)
+        except anyio.get_cancelled_exc_class():
+            cancelled.append(n)
+            raise
+
+    with anyio.move_on_after(0.05) as scope:
+        await fan_out(work, range(3))
+    assert scope.cancelled_caught and sorted(cancelled) == [0, 1, 2]
+
+
+async def test_every_child_runs_to_the_end() -> None:
+    done: list[int] = []
+
+    async def work(n: int) -> None:
+        await anyio.sleep(0.01 * (3 - n))
+        done.append(n)
+
+    await fan_out(work, range(3))
+    assert done == [2, 1, 0]
