@@ -1,0 +1,125 @@
+"""What one agent hands to the next: the parsed, validated outputs of the specialists."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from foundry_mcp.research.models.base import Confidence, Severity, SourceQuality, _Model
+from foundry_mcp.research.models.records import ReportMetadata, Source
+
+
+class PlannedSubQuery(_Model):
+    query: str
+    rationale: str = ""
+    priority: int = 1
+
+
+class PlannerOutput(_Model):
+    """The planner's handoff: a research brief and the sub-queries to search."""
+
+    research_brief: str = ""
+    sub_queries: list[PlannedSubQuery] = Field(default_factory=list)
+
+
+class GatheringStats(_Model):
+    queries_executed: int = 0
+    queries_failed: int = 0
+    sources_collected: int = 0
+    duplicates_skipped: int = 0
+
+
+class GathererOutput(_Model):
+    """The gatherer's handoff: the new sources and how the searches went."""
+
+    sources: list[Source] = Field(default_factory=list)
+    stats: GatheringStats = Field(default_factory=GatheringStats)
+
+
+class ExtractedFinding(_Model):
+    content: str
+    confidence: Confidence = Confidence.MEDIUM
+    source_ids: list[str] = Field(default_factory=list)
+    category: str | None = None
+
+
+class IdentifiedGap(_Model):
+    description: str
+    suggested_queries: list[str] = Field(default_factory=list)
+    priority: int = 1
+
+
+class IdentifiedContradiction(_Model):
+    description: str
+    source_ids: list[str] = Field(default_factory=list)
+
+
+class QualityUpdate(_Model):
+    source_id: str
+    quality: SourceQuality
+
+
+class AnalyzerOutput(_Model):
+    """The analyzer's handoff: findings, gaps and source-quality judgements."""
+
+    findings: list[ExtractedFinding] = Field(default_factory=list)
+    gaps: list[IdentifiedGap] = Field(default_factory=list)
+    quality_updates: list[QualityUpdate] = Field(default_factory=list)
+    contradictions: list[IdentifiedContradiction] = Field(default_factory=list)
+
+
+class SynthesizerOutput(_Model):
+    """The synthesizer's handoff: the report with resolved citations, and its metadata."""
+
+    report: str
+    report_metadata: ReportMetadata
+
+
+class FollowUpQuery(_Model):
+    query: str
+    expected_contribution: str = ""
+
+
+class GapAssessment(_Model):
+    gap_id: str
+    severity: Severity = Severity.MODERATE
+    addressable: bool = True
+    follow_up_queries: list[FollowUpQuery] = Field(default_factory=list)
+
+
+class IterationRecommendation(_Model):
+    should_iterate: bool = False
+    rationale: str = ""
+    priority_gaps: list[str] = Field(default_factory=list)
+
+
+class RefinerOutput(_Model):
+    """The refiner's handoff: an assessment of each gap and whether to go round again."""
+
+    gap_analysis: list[GapAssessment] = Field(default_factory=list)
+    iteration_recommendation: IterationRecommendation = Field(
+        default_factory=IterationRecommendation
+    )
+    report_improvements: list[str] = Field(default_factory=list)
+
+
+class QualityAssessment(_Model):
+    score: float = 0.0
+    strengths: list[str] = Field(default_factory=list)
+    weaknesses: list[str] = Field(default_factory=list)
+
+
+class ReflectionDecision(_Model):
+    """The supervisor model's answer at a think pause."""
+
+    action: str = "proceed"  # proceed | retry | iterate | complete
+    rationale: str = ""
+    quality_assessment: QualityAssessment = Field(default_factory=QualityAssessment)
+    guidance: str | None = None
+
+
+class ValidationResult(_Model):
+    """The outcome of a phase's quality gate."""
+
+    valid: bool
+    issues: list[str] = Field(default_factory=list)
+    quality_score: float = 0.0

@@ -1,0 +1,241 @@
+"""What a research accumulates: sub-queries, sources, findings, gaps, decisions, usage, fidelity."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field
+
+from foundry_mcp.context.levels import ContentLevel
+from foundry_mcp.research.models.base import (
+    AgentRole,
+    Confidence,
+    Severity,
+    SourceQuality,
+    SubQueryStatus,
+    Verdict,
+    _Model,
+    new_id,
+    utcnow,
+)
+
+
+class SubQuery(_Model):
+    """A focused search query the planner (or refiner) derived from the question."""
+
+    id: str = Field(default_factory=lambda: new_id("sq"))
+    query: str
+    rationale: str = ""
+    priority: int = 1
+    iteration: int = 1
+    gap_id: str | None = None
+    status: SubQueryStatus = SubQueryStatus.PENDING
+    error: str | None = None
+    source_ids: list[str] = Field(default_factory=list)
+    providers: list[str] = Field(default_factory=list)
+
+
+class Source(_Model):
+    """A document found by a search provider, with the text read from it."""
+
+    id: str = Field(default_factory=lambda: new_id("src"))
+    sub_query_id: str | None = None
+    title: str
+    url: str | None = None
+    snippet: str = ""
+    content: str | None = None
+    quality: SourceQuality = SourceQuality.UNKNOWN
+    provider: str = ""
+    score: float | None = None
+    iteration: int = 1
+    analyzed: bool = False
+
+
+class Finding(_Model):
+    """A claim extracted from sources, with the ids of the sources that support it."""
+
+    id: str = Field(default_factory=lambda: new_id("fnd"))
+    content: str
+    confidence: Confidence = Confidence.MEDIUM
+    source_ids: list[str] = Field(default_factory=list)
+    category: str | None = None
+    iteration: int = 1
+
+
+class Gap(_Model):
+    """A question the research has not answered yet."""
+
+    id: str = Field(default_factory=lambda: new_id("gap"))
+    description: str
+    suggested_queries: list[str] = Field(default_factory=list)
+    priority: int = 1
+    addressed: bool = False
+    severity: Severity | None = None
+    iteration: int = 1
+
+
+class Contradiction(_Model):
+    """Sources that disagree about something that matters to the question."""
+
+    id: str = Field(default_factory=lambda: new_id("con"))
+    description: str
+    source_ids: list[str] = Field(default_factory=list)
+    resolution: str | None = None
+    iteration: int = 1
+
+
+class ClaimCheck(_Model):
+    """The verification verdict on one cited sentence of the report."""
+
+    sentence: str
+    source_ids: list[str] = Field(default_factory=list)
+    verdict: Verdict = Verdict.UNVERIFIED
+    reason: str = ""
+
+
+class VerificationSummary(_Model):
+    """Counts of the citation verification pass over the report."""
+
+    claims_checked: int = 0
+    supported: int = 0
+    partial: int = 0
+    unsupported: int = 0
+    unverified: int = 0
+    uncited_sentences: int = 0
+    removed: int = 0
+    llm_calls: int = 0
+
+
+class AgentDecision(_Model):
+    """One recorded step of the supervisor: a dispatch, an evaluation or an iteration decision."""
+
+    agent: AgentRole
+    action: str
+    rationale: str
+    inputs: dict[str, Any] = Field(default_factory=dict)
+    outputs: dict[str, Any] | None = None
+    timestamp: datetime = Field(default_factory=utcnow)
+
+
+MAX_LLM_CALL_RECORDS = 200  # per research; older records are dropped, totals are kept
+
+
+class LLMCallRecord(_Model):
+    """One LLM call: who answered, for what, what it read and wrote, and its estimated cost."""
+
+    provider: str
+    model: str
+    phase: str
+    purpose: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_s: float = 0.0
+    cost_usd: float | None = None  # None: no price known for the model
+    at: datetime = Field(default_factory=utcnow)
+
+
+class UsageTotals(_Model):
+    """Tokens, calls and estimated cost summed over LLM calls."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: int = 0
+    cost_usd: float = 0.0  # of the calls whose price is known
+    unpriced_calls: int = 0
+
+    def add(self, record: LLMCallRecord) -> None:
+        self.input_tokens += record.input_tokens
+        self.output_tokens += record.output_tokens
+        self.calls += 1
+        if record.cost_usd is None:
+            self.unpriced_calls += 1
+        else:
+            self.cost_usd += record.cost_usd
+
+
+class LLMUsage(_Model):
+    """Every LLM call of a research (the most recent ones) and totals by phase and provider."""
+
+    calls: list[LLMCallRecord] = Field(default_factory=list)
+    dropped_calls: int = 0
+    total: UsageTotals = Field(default_factory=UsageTotals)
+    by_phase: dict[str, UsageTotals] = Field(default_factory=dict)
+    by_provider: dict[str, UsageTotals] = Field(default_factory=dict)
+    by_model: dict[str, UsageTotals] = Field(default_factory=dict)  # "provider:model"
+    max_cost_usd: float | None = None  # the ceiling of the last run
+    cost_ceiling_reached: bool = False
+
+    @property
+    def spent_usd(self) -> float:
+        return self.total.cost_usd
+
+    def add(self, record: LLMCallRecord) -> None:
+        self.calls.append(record)
+        if len(self.calls) > MAX_LLM_CALL_RECORDS:
+            excess = len(self.calls) - MAX_LLM_CALL_RECORDS
+            del self.calls[:excess]
+            self.dropped_calls += excess
+        self.total.add(record)
+        self.by_phase.setdefault(record.phase, UsageTotals()).add(record)
+        self.by_provider.setdefault(record.provider, UsageTotals()).add(record)
+        self.by_model.setdefault(f"{record.provider}:{record.model}", UsageTotals()).add(record)
+
+
+class ReportMetadata(_Model):
+    """Facts about the final report (the synthesizer's output schema)."""
+
+    sections: list[str] = Field(default_factory=list)
+    word_count: int = 0
+    citations_count: int = 0
+    sources_cited: int = 0
+    sources_examined: int = 0
+    confidence_summary: dict[str, int] = Field(default_factory=dict)
+    dropped_citations: int = 0
+    cited_source_ids: list[str] = Field(default_factory=list)
+    verification: VerificationSummary | None = None
+
+
+class ContentFidelity(_Model):
+    """How much of one content item (a source, a finding) reached the model, in tokens."""
+
+    item_type: str = "source"
+    original_tokens: int = 0
+    current_tokens: int = 0
+    current_level: ContentLevel = ContentLevel.FULL
+    compression_ratio: float = 1.0  # current_tokens / original_tokens, at most 1
+    content_hash: str | None = None  # sha256 of the original: its count is reused on resume
+    method: str = "full"  # full | selection | summary | truncation | dropped
+    summarizer: str | None = None  # the provider spec that wrote a summary
+    phase: str = "analysis"
+    iteration: int = 1
+    archived: bool = False
+
+
+class PhaseAllocation(_Model):
+    """The latest allocation of one phase's content budget."""
+
+    iteration: int = 1
+    tokens_used: int = 0
+    tokens_available: int = 0
+    utilization: float = 0.0
+    items: int = 0
+    items_dropped: int = 0
+    items_summarized: int = 0
+    items_degraded: int = 0
+    fidelity: float = 1.0
+
+
+class ContentAllocationMetadata(_Model):
+    """Research-wide token accounting: fidelity over every item and the phases' budgets."""
+
+    fidelity: float = 1.0
+    tokens_used: int = 0
+    tokens_available: int = 0
+    utilization: float = 0.0
+    items_dropped: int = 0
+    items_summarized: int = 0
+    items_degraded: int = 0
+    items_total: int = 0
+    phases: dict[str, PhaseAllocation] = Field(default_factory=dict)
+    fidelity_by_iteration: dict[str, float] = Field(default_factory=dict)

@@ -1,0 +1,126 @@
+"""``ResearchState``: everything known about one research, persisted after every unit of work."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field, PrivateAttr
+
+from foundry_mcp.research.models.base import (
+    STATE_SCHEMA_VERSION,
+    AgentRole,
+    EventListener,
+    Phase,
+    Status,
+    SubQueryStatus,
+    _Model,
+    new_research_id,
+    utcnow,
+)
+from foundry_mcp.research.models.options import ResearchLimits, ResearchOptions
+from foundry_mcp.research.models.records import (
+    AgentDecision,
+    ClaimCheck,
+    ContentAllocationMetadata,
+    ContentFidelity,
+    Contradiction,
+    Finding,
+    Gap,
+    LLMUsage,
+    ReportMetadata,
+    Source,
+    SubQuery,
+)
+
+
+class ResearchState(_Model):
+    """Everything known about one research; persisted after every unit of work."""
+
+    schema_version: int = STATE_SCHEMA_VERSION
+    id: str = Field(default_factory=new_research_id)
+    query: str
+    system_prompt: str | None = None
+    status: Status = Status.QUEUED
+    phase: Phase = Phase.PLANNING
+    iteration: int = 1
+    limits: ResearchLimits = Field(default_factory=ResearchLimits)
+    options: ResearchOptions = Field(default_factory=ResearchOptions)
+    llm_provider: str
+    llm_model: str
+    search_providers: list[str] = Field(default_factory=list)
+
+    research_brief: str | None = None
+    sub_queries: list[SubQuery] = Field(default_factory=list)
+    sources: list[Source] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    gaps: list[Gap] = Field(default_factory=list)
+    contradictions: list[Contradiction] = Field(default_factory=list)
+    claim_checks: list[ClaimCheck] = Field(default_factory=list)
+    report: str | None = None
+    report_metadata: ReportMetadata | None = None
+
+    decisions: list[AgentDecision] = Field(default_factory=list)
+    llm_usage: LLMUsage = Field(default_factory=LLMUsage)
+    search_calls: int = 0
+
+    # Token management: what reached the model of each item, and what was set aside.
+    content_fidelity: dict[str, ContentFidelity] = Field(default_factory=dict)
+    content_allocation_metadata: ContentAllocationMetadata | None = None
+    dropped_content_ids: list[str] = Field(default_factory=list)
+    content_archive_hashes: dict[str, str] = Field(default_factory=dict)  # item id -> sha256:...
+    protected_content_ids: list[str] = Field(default_factory=list)  # restored by the user
+    warnings: list[str] = Field(default_factory=list)
+    error: str | None = None
+    error_code: str | None = None  # the FoundryError code that ended the last run
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+
+    _listener: EventListener | None = PrivateAttr(default=None)
+
+    # ----------------------------------------------------------------- derived views
+
+    def source_by_id(self) -> dict[str, Source]:
+        return {source.id: source for source in self.sources}
+
+    def completed_sub_queries(self) -> list[SubQuery]:
+        return [sq for sq in self.sub_queries if sq.status is SubQueryStatus.COMPLETED]
+
+    def pending_sub_queries(self) -> list[SubQuery]:
+        return [sq for sq in self.sub_queries if sq.status is SubQueryStatus.PENDING]
+
+    def unaddressed_gaps(self) -> list[Gap]:
+        return [gap for gap in self.gaps if not gap.addressed]
+
+    def elapsed_seconds(self, now: datetime | None = None) -> float:
+        if self.started_at is None:
+            return 0.0
+        end = self.completed_at or now or utcnow()
+        return max(0.0, (end - self.started_at).total_seconds())
+
+    def attach(self, listener: EventListener | None) -> None:
+        """Send this state's decisions, warnings and emitted events to ``listener``."""
+        self._listener = listener
+
+    def emit(self, kind: str, data: dict[str, Any]) -> None:
+        """Report an event (a phase started, a provider call...) to the audit trail, if any."""
+        if self._listener is not None:
+            self._listener(kind, data)
+
+    def record(self, decision: AgentDecision) -> None:
+        self.decisions.append(decision)
+        self.emit("decision", decision.model_dump(mode="json"))
+
+    def warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+            self.emit("warning", {"message": message})
+
+    def record_fallback(self, agent: AgentRole, message: str) -> None:
+        """Note that an agent fell back to its safe default, as a warning and a decision."""
+        self.warn(message)
+        self.record(AgentDecision(agent=agent, action="fallback", rationale=message))
