@@ -36,7 +36,6 @@ from foundry_mcp.context.allocation import allocate
 from foundry_mcp.context.budget import TokenBudget
 from foundry_mcp.context.ladder import Ladder
 from foundry_mcp.context.priority import ContentItem
-from foundry_mcp.context.research import ResearchContext
 from foundry_mcp.context.tokens import (
     CachedCounter,
     EstimateCounter,
@@ -45,6 +44,9 @@ from foundry_mcp.context.tokens import (
     counter_for_model,
 )
 from foundry_mcp.research.models import ResearchState, Source, SubQuery, TokenBudgetOptions
+from foundry_mcp.research.prompts.summarizer import SUMMARY_PROMPT_VERSION, summarizer_prompts
+from foundry_mcp.research.workflow.fit_content import fit_sources
+from foundry_mcp.research.workflow.fitting import Fitting
 
 QUESTION = "How much lithium do battery recycling plants recover, and at what cost?"
 FILLER = [
@@ -74,8 +76,8 @@ class NoLLM:
         raise RuntimeError("the benchmark makes no LLM call")
 
 
-class BenchContext(ResearchContext):
-    """A research context with a fixed analysis budget and no summarization provider."""
+class BenchContext(Fitting):
+    """A fitting with a fixed analysis budget and no summarization provider."""
 
     def __init__(self, state: ResearchState, counter: TokenCounter, budget: int) -> None:
         options = TokenBudgetOptions(
@@ -90,7 +92,9 @@ class BenchContext(ResearchContext):
         return self._analysis_budget
 
     async def ladder(self) -> Ladder:
-        return Ladder(self.counter, [])
+        return Ladder(
+            self.counter, [], prompts=summarizer_prompts, prompt_version=SUMMARY_PROMPT_VERSION
+        )
 
 
 def filler_text(rng: random.Random, tokens: int, counter: TokenCounter) -> list[str]:
@@ -158,7 +162,7 @@ async def bench_allocation(count: int, repeat: int) -> None:
         state = make_state([s.model_copy() for s in sources])
         context = BenchContext(state, counter, budget)
         started = time.perf_counter()
-        await context.fit_sources(state.sources)
+        await fit_sources(context, state.sources)
         fit_times.append(time.perf_counter() - started)
     levels: dict[str, int] = {}
     for level in allocation.levels.values():
@@ -248,7 +252,7 @@ async def bench_survival() -> None:
         budget = int(corpus * share) + 60 * len(sources)  # the <source> frames on top
         state = make_state([s.model_copy() for s in sources])
         context = BenchContext(state, counter, budget)
-        fitted = await context.fit_sources(state.sources)
+        fitted = await fit_sources(context, state.sources)
         prompt = "\n\n".join(f.render() for f in fitted)
         found = [[sentence in prompt for sentence in keys[s.id]] for s in sources]
         by_depth = [sum(row[i] for row in found) / len(found) for i in range(3)]

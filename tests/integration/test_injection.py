@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from foundry_mcp.config import load_settings
-from foundry_mcp.research import models
 from foundry_mcp.research.models import (
     Confidence,
     Finding,
@@ -25,6 +24,7 @@ from foundry_mcp.research.models import (
     ResearchState,
     Source,
     TokenBudgetOptions,
+    records,
 )
 from foundry_mcp.research.workflow.synthesizer import synthesize
 from foundry_mcp.runtime import research_runtime
@@ -90,7 +90,8 @@ def results(query: str) -> list[dict[str, Any]]:
 @pytest.fixture
 def predictable_ids(monkeypatch: pytest.MonkeyPatch) -> None:
     counters: defaultdict[str, Iterator[int]] = defaultdict(lambda: itertools.count(1))
-    monkeypatch.setattr(models, "new_id", lambda prefix: f"{prefix}-{next(counters[prefix]):08x}")
+    # The records' id factories call records.new_id at creation time.
+    monkeypatch.setattr(records, "new_id", lambda prefix: f"{prefix}-{next(counters[prefix]):08x}")
 
 
 @pytest.fixture

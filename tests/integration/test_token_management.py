@@ -20,12 +20,12 @@ import pytest
 from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.context.budget import TokenBudget
 from foundry_mcp.context.errors import ContextExceededError
-from foundry_mcp.context.levels import ContentLevel
-from foundry_mcp.context.research import ResearchContext, is_context_overflow
 from foundry_mcp.context.runtime import ContextServices
 from foundry_mcp.context.tokens import count_messages, estimate_tokens
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.research.models import Phase, ResearchState, TokenBudgetOptions
+from foundry_mcp.research.models.levels import ContentLevel
+from foundry_mcp.research.workflow.fitting import Fitting, is_context_overflow
 from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer, ResearchBrain, fake_tavily
@@ -322,13 +322,13 @@ class ScriptedLLM:
         return "ok"
 
 
-def _context(llm: ScriptedLLM, window: int = 128_000) -> ResearchContext:
+def _context(llm: ScriptedLLM, window: int = 128_000) -> Fitting:
     state = ResearchState(query="q", llm_provider="openai", llm_model="gpt-4o")
     state.options.token_budget = TokenBudgetOptions(context_window=window, max_output=16_384)
     budget = TokenBudget.from_options(state.options.token_budget, "gpt-4o", "openai")
     from foundry_mcp.context.tokens import EstimateCounter
 
-    return ResearchContext(llm, state, EstimateCounter(), budget)  # type: ignore[arg-type]
+    return Fitting(llm, state, EstimateCounter(), budget)  # type: ignore[arg-type]
 
 
 async def test_the_guard_shrinks_about_ten_percent_per_retry() -> None:

@@ -10,15 +10,18 @@ import pytest
 
 from foundry_mcp.context.cache import SummaryCache
 from foundry_mcp.context.ladder import SUMMARY_MAX_TOKENS, TRUNCATION_MARK, Ladder
-from foundry_mcp.context.levels import ContentLevel
 from foundry_mcp.context.tokens import EstimateCounter
 from foundry_mcp.errors import ProviderError
+from foundry_mcp.research.models.levels import ContentLevel
+from foundry_mcp.research.prompts.summarizer import SUMMARY_PROMPT_VERSION, summarizer_prompts
 
 pytestmark = pytest.mark.anyio
 
 COUNTER = EstimateCounter()
 WORDS = re.compile(r"(?:about|at most) (\d+) words")
 DOCUMENT = re.compile(r"<document[^>]*>\n(.*)\n</document>", re.DOTALL)
+
+PROMPTS = {"prompts": summarizer_prompts, "prompt_version": SUMMARY_PROMPT_VERSION}
 
 
 def source_text(paragraphs: int = 40) -> str:
@@ -94,7 +97,7 @@ async def test_each_level_lands_near_its_target(level: ContentLevel) -> None:
     original = COUNTER.count(text)
     target = round(level.ratio * original)
     assert target <= SUMMARY_MAX_TOKENS
-    ladder = Ladder(COUNTER, [EchoSummarizer()])
+    ladder = Ladder(COUNTER, [EchoSummarizer()], **PROMPTS)
     result = await ladder.degrade(text, level, target, "lithium battery recycling yield")
     assert result.method == "summary" and result.summarizer == "fake:echo"
     assert result.level is level
@@ -102,7 +105,7 @@ async def test_each_level_lands_near_its_target(level: ContentLevel) -> None:
 
 
 async def test_full_and_dropped_need_no_summary() -> None:
-    ladder = Ladder(COUNTER, [EchoSummarizer()])
+    ladder = Ladder(COUNTER, [EchoSummarizer()], **PROMPTS)
     text = source_text(5)
     full = await ladder.degrade(text, ContentLevel.FULL, 10, "q")
     assert full.text == text.strip() and full.method == "full"
@@ -115,7 +118,7 @@ async def test_full_and_dropped_need_no_summary() -> None:
 async def test_a_failing_summarizer_falls_through_to_the_next_provider() -> None:
     broken = Failing("fake:broken", ProviderError("down", provider="fake", kind="transient"))
     echo = EchoSummarizer("fake:second")
-    ladder = Ladder(COUNTER, [broken, echo])
+    ladder = Ladder(COUNTER, [broken, echo], **PROMPTS)
     text = source_text(40)
     result = await ladder.degrade(text, ContentLevel.KEY_POINTS, 500, "lithium")
     assert broken.calls == 1 and len(echo.prompts) == 1
@@ -126,7 +129,7 @@ async def test_a_failing_summarizer_falls_through_to_the_next_provider() -> None
 async def test_when_every_provider_fails_the_text_is_truncated_with_a_mark() -> None:
     broken = Failing("fake:broken", ProviderError("down", provider="fake", kind="transient"))
     crashing = Failing("fake:crash", RuntimeError("sdk exploded"))
-    ladder = Ladder(COUNTER, [broken, crashing, Slow()], timeout=0.05)
+    ladder = Ladder(COUNTER, [broken, crashing, Slow()], **PROMPTS, timeout=0.05)
     text = source_text(40)
     result = await ladder.degrade(text, ContentLevel.KEY_POINTS, 300, "lithium cathode")
     assert result.method == "truncation"
@@ -138,7 +141,7 @@ async def test_when_every_provider_fails_the_text_is_truncated_with_a_mark() -> 
 
 async def test_an_answer_far_too_long_is_asked_again_one_level_lower() -> None:
     verbose = Verbose()
-    ladder = Ladder(COUNTER, [verbose])
+    ladder = Ladder(COUNTER, [verbose], **PROMPTS)
     text = source_text(40)
     target = round(0.1 * COUNTER.count(text) * 2)  # key points of this text
     result = await ladder.degrade(text, ContentLevel.KEY_POINTS, target, "recycling")
@@ -148,7 +151,7 @@ async def test_an_answer_far_too_long_is_asked_again_one_level_lower() -> None:
 
 async def test_large_targets_are_met_by_passage_selection_without_a_summary() -> None:
     echo = EchoSummarizer()
-    ladder = Ladder(COUNTER, [echo])
+    ladder = Ladder(COUNTER, [echo], **PROMPTS)
     text = source_text(200)
     target = SUMMARY_MAX_TOKENS + 1000
     result = await ladder.degrade(text, ContentLevel.CONDENSED, target, "lithium")
@@ -160,8 +163,10 @@ async def test_summaries_are_cached_across_ladders(tmp_path: Path) -> None:
     cache = SummaryCache(tmp_path)
     first, second = EchoSummarizer(), EchoSummarizer()
     text = source_text(40)
-    one = await Ladder(COUNTER, [first], cache=cache).degrade(text, ContentLevel.HEADLINE, 200, "q")
-    two = await Ladder(COUNTER, [second], cache=cache).degrade(
+    one = await Ladder(COUNTER, [first], **PROMPTS, cache=cache).degrade(
+        text, ContentLevel.HEADLINE, 200, "q"
+    )
+    two = await Ladder(COUNTER, [second], **PROMPTS, cache=cache).degrade(
         text, ContentLevel.HEADLINE, 200, "q"
     )
     assert len(first.prompts) == 1 and not second.prompts
@@ -171,7 +176,7 @@ async def test_summaries_are_cached_across_ladders(tmp_path: Path) -> None:
 
 async def test_the_summarizer_reads_the_relevant_passages_of_a_long_source() -> None:
     echo = EchoSummarizer()
-    ladder = Ladder(COUNTER, [echo], focus_max_tokens=1500)
+    ladder = Ladder(COUNTER, [echo], **PROMPTS, focus_max_tokens=1500)
     text = source_text(300)
     key = "The decisive figure is a 97 percent lithium recovery rate at the Nevada pilot."
     paragraphs = text.split("\n\n")

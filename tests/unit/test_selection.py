@@ -8,10 +8,11 @@ import pytest
 
 from foundry_mcp.context import passages
 from foundry_mcp.context.ladder import Ladder
-from foundry_mcp.context.levels import ContentLevel
 from foundry_mcp.context.selection import ELISION, query_terms, select_passages
 from foundry_mcp.context.tokens import EstimateCounter
 from foundry_mcp.research import verification
+from foundry_mcp.research.models.levels import ContentLevel
+from foundry_mcp.research.prompts.summarizer import SUMMARY_PROMPT_VERSION, summarizer_prompts
 
 COUNTER = EstimateCounter()
 QUESTION = "What recovery rates do lithium battery recycling plants reach?"
@@ -29,6 +30,8 @@ FILLER = [
     "A local band performed at the summer festival near the river.",
     "The library extended its opening hours during the examination period.",
 ]
+
+PROMPTS = {"prompts": summarizer_prompts, "prompt_version": SUMMARY_PROMPT_VERSION}
 
 
 def long_source(target_tokens: int, keys: dict[float, str], seed: int = 7) -> str:
@@ -59,7 +62,7 @@ def test_a_relevant_sentence_at_90_percent_depth_survives_key_points() -> None:
 async def test_the_ladder_keeps_it_at_key_points_too() -> None:
     text = long_source(30_000, {0.9: KEY})
     target = round(ContentLevel.KEY_POINTS.ratio * COUNTER.count(text))
-    result = await Ladder(COUNTER, []).degrade(
+    result = await Ladder(COUNTER, [], **PROMPTS).degrade(
         text, ContentLevel.KEY_POINTS, target, f"{QUESTION} {SUB_QUERY}"
     )
     assert KEY in result.text and result.tokens <= target

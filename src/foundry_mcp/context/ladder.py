@@ -21,18 +21,17 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 import anyio
 
 from foundry_mcp.context.cache import SummaryCache, summary_key
-from foundry_mcp.context.levels import ContentLevel
 from foundry_mcp.context.selection import ELISION, select_passages, truncate_to_tokens
 from foundry_mcp.context.tokens import TokenCounter
 from foundry_mcp.errors import FoundryError
-from foundry_mcp.research.prompts.summarizer import SUMMARY_PROMPT_VERSION, summarizer_prompts
+from foundry_mcp.research.models.levels import ContentLevel
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +41,11 @@ FOCUS_MAX_TOKENS = 12_000
 LENGTH_TOLERANCE = 1.3  # a summary up to 30% (+16 tokens) over its target is accepted
 CUT_TOLERANCE = 2.0  # up to twice the target it is cut to size; longer, it is asked again
 TRUNCATION_MARK = "[… shortened without a summary]"
+
+
+# Builds the (system, user) prompts asking for ``text`` at ``level`` in about ``words`` words:
+# (question, title, text, level, words). The research layer hands its own in.
+SummaryPrompts = Callable[[str, str, str, ContentLevel, int], tuple[str, str]]
 
 
 class SummaryModel(Protocol):
@@ -72,6 +76,8 @@ class Ladder:
         counter: TokenCounter,
         models: Sequence[SummaryModel] = (),
         *,
+        prompts: SummaryPrompts,
+        prompt_version: str,
         cache: SummaryCache | None = None,
         timeout: float = 60.0,
         summary_max_tokens: int = SUMMARY_MAX_TOKENS,
@@ -79,6 +85,8 @@ class Ladder:
     ) -> None:
         self.counter = counter
         self.models = list(models)
+        self.prompts = prompts
+        self.prompt_version = prompt_version  # part of the cache key: new prompts, new summaries
         self.cache = cache
         self.timeout = timeout
         self.summary_max_tokens = summary_max_tokens
@@ -126,7 +134,7 @@ class Ladder:
     async def _summarize(
         self, focused: str, level: ContentLevel, target: int, question: str, title: str
     ) -> Degraded | None:
-        key = summary_key(SUMMARY_PROMPT_VERSION, level.value, target, focused)
+        key = summary_key(self.prompt_version, level.value, target, focused)
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
@@ -142,7 +150,7 @@ class Ladder:
                 words = self.words_for(
                     target if asked is level else math.ceil(target * asked.ratio / level.ratio)
                 )
-                system, user = summarizer_prompts(question, title, focused, asked, words)
+                system, user = self.prompts(question, title, focused, asked, words)
                 try:
                     self.calls += 1
                     with anyio.fail_after(self.timeout):

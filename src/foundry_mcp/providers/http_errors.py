@@ -39,9 +39,9 @@ RETRYABLE_KINDS = frozenset({"rate_limit", "transient"})
 
 # What providers say when a request does not fit the model's context window.
 _OVERFLOW = re.compile(
-    r"context_length_exceeded|maximum context length|context length|context window"
-    r"|prompt is too long|too many tokens|exceeds? the maximum number of tokens"
-    r"|input token count|exceed context limit|input is too long|reduce the length",
+    r"context_length_exceeded|maximum context|context[ _-]?(length|window)"
+    r"|prompt is too long|too many tokens|exceeds? the (model'?s? )?(maximum|context)"
+    r"|input token count|exceed context limit|input is too long|reduce the length|token limit",
     re.IGNORECASE,
 )
 

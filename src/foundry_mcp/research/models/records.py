@@ -7,7 +7,6 @@ from typing import Any
 
 from pydantic import Field
 
-from foundry_mcp.context.levels import ContentLevel
 from foundry_mcp.research.models.base import (
     AgentRole,
     Confidence,
@@ -19,6 +18,7 @@ from foundry_mcp.research.models.base import (
     new_id,
     utcnow,
 )
+from foundry_mcp.research.models.levels import ContentLevel
 
 
 class SubQuery(_Model):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from foundry_mcp.context.levels import ContentLevel
 from foundry_mcp.research.models import Source
+from foundry_mcp.research.models.levels import ContentLevel
 from foundry_mcp.research.prompts.fence import fence, one_line
 
 ANALYZER_SYSTEM = """\

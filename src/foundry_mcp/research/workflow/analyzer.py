@@ -1,7 +1,7 @@
 """The analyzer: extracts cited findings, gaps and source ratings from new sources.
 
 The sources not analysed yet are first fitted into the analysis budget (see
-:mod:`foundry_mcp.context.research`): each gets a level of the degradation ladder by priority,
+:mod:`foundry_mcp.research.workflow.fit_content`): each gets a level of the degradation ladder by priority,
 long ones are cut to their relevant passages or summarized, and low-priority ones may be
 dropped when ``allow_content_dropping`` is set. The fitted sources are then analysed in batches
 of at most ``SOURCES_PER_CALL``, concurrently in one task group (a failed batch ends the
@@ -15,8 +15,6 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 
-from foundry_mcp.context.levels import ContentLevel
-from foundry_mcp.context.research import FittedSource, ResearchContext
 from foundry_mcp.context.selection import select_passages
 from foundry_mcp.research.models import (
     AgentRole,
@@ -29,6 +27,7 @@ from foundry_mcp.research.models import (
     ResearchState,
     Source,
 )
+from foundry_mcp.research.models.levels import ContentLevel
 from foundry_mcp.research.prompts.analyzer import (
     analyzer_prompts,
     cut_text,
@@ -37,6 +36,8 @@ from foundry_mcp.research.prompts.analyzer import (
 )
 from foundry_mcp.research.workflow.calls import ResearchLLM
 from foundry_mcp.research.workflow.fanout import fan_out
+from foundry_mcp.research.workflow.fit_content import FittedSource, fit_sources
+from foundry_mcp.research.workflow.fitting import Fitting
 from foundry_mcp.research.workflow.jsonparse import parse_handoff
 
 SOURCES_PER_CALL = 20
@@ -51,9 +52,9 @@ async def analyze(
 ) -> AnalyzerOutput:
     """Analyse every source not analysed yet, in batches; each batch is saved as it lands."""
     pending = [s for s in state.sources if not s.analyzed]
-    context = await ResearchContext.open(llm, state, "analysis")
-    if context.enabled and pending:
-        fitted = await context.fit_sources(pending)
+    fitting = await Fitting.open(llm, state, "analysis")
+    if fitting.enabled and pending:
+        fitted = await fit_sources(fitting, pending)
     else:
         fitted = [
             FittedSource(s, cut_text(source_text(s), CHARS_PER_SOURCE), ContentLevel.FULL, 0)
@@ -69,7 +70,7 @@ async def analyze(
 
     async def run(batch: list[FittedSource]) -> None:
         async with semaphore:
-            output = await _analyze_batch(context, state, batch, guidance)
+            output = await _analyze_batch(fitting, state, batch, guidance)
         _apply(state, [f.source for f in batch], output)
         combined.findings.extend(output.findings)
         combined.gaps.extend(output.gaps)
@@ -82,7 +83,7 @@ async def analyze(
 
 
 async def _analyze_batch(
-    context: ResearchContext,
+    fitting: Fitting,
     state: ResearchState,
     batch: Sequence[FittedSource],
     guidance: str | None,
@@ -94,12 +95,12 @@ async def _analyze_batch(
             if scale >= 1.0:
                 rendered.append(fitted.render())
                 continue
-            size = fitted.tokens or context.counter.count(fitted.text)
+            size = fitted.tokens or fitting.counter.count(fitted.text)
             text = select_passages(
                 fitted.text,
-                context.query_for(fitted.source),
+                fitting.query_for(fitted.source),
                 max(1, math.floor(size * scale)),
-                context.counter,
+                fitting.counter,
             ).text
             rendered.append(render_source(fitted.source, text, fitted.level))
         return analyzer_prompts(
@@ -112,12 +113,12 @@ async def _analyze_batch(
         )
 
     system, user = build(1.0)
-    text = await context.ask(
+    text = await fitting.ask(
         "analysis",
         system,
         user,
         json_mode=True,
-        max_tokens=context.output_tokens("analysis", LEGACY_MAX_TOKENS),
+        max_tokens=fitting.output_tokens("analysis", LEGACY_MAX_TOKENS),
         rebuild=build,
     )
     sources = [f.source for f in batch]

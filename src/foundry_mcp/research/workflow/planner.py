@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from foundry_mcp.context.research import ResearchContext
 from foundry_mcp.research.models import AgentRole, PlannedSubQuery, PlannerOutput, ResearchState
 from foundry_mcp.research.prompts.planner import planner_prompts
 from foundry_mcp.research.workflow.calls import ResearchLLM
+from foundry_mcp.research.workflow.fitting import Fitting
 from foundry_mcp.research.workflow.jsonparse import parse_handoff
 
 MIN_QUERY_CHARS = 3
@@ -15,23 +15,23 @@ LEGACY_MAX_TOKENS = 2048
 async def plan(llm: ResearchLLM, state: ResearchState, guidance: str | None) -> PlannerOutput:
     """Ask the model for a plan; fall back to the question itself as the only sub-query."""
     limit = state.limits.max_sub_queries
-    context = await ResearchContext.open(llm, state, "planning")
+    fitting = await Fitting.open(llm, state, "planning")
 
     def build(scale: float) -> tuple[str, str]:
-        """The prompts; the requester's context kept within ``scale`` of the planning budget."""
+        """The prompts; the requester's fitting kept within ``scale`` of the planning budget."""
         background = state.system_prompt
-        if background and context.enabled:
-            budget = max(1, int(context.phase_budget("planning") * scale))
-            background = context.fit_text(background, budget, state.query)
+        if background and fitting.enabled:
+            budget = max(1, int(fitting.phase_budget("planning") * scale))
+            background = fitting.fit_text(background, budget, state.query)
         return planner_prompts(state.query, limit, background, guidance)
 
     system, user = build(1.0)
-    text = await context.ask(
+    text = await fitting.ask(
         "planning",
         system,
         user,
         json_mode=True,
-        max_tokens=context.output_tokens("planning", LEGACY_MAX_TOKENS),
+        max_tokens=fitting.output_tokens("planning", LEGACY_MAX_TOKENS),
         rebuild=build,
     )
     output = parse_handoff(text, PlannerOutput)

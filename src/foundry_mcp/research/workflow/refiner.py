@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from foundry_mcp.context.research import ResearchContext
 from foundry_mcp.research.models import (
     AgentRole,
     Confidence,
@@ -15,6 +14,7 @@ from foundry_mcp.research.models import (
 )
 from foundry_mcp.research.prompts.refiner import REPORT_EXCERPT_CHARS, refiner_prompts
 from foundry_mcp.research.workflow.calls import ResearchLLM
+from foundry_mcp.research.workflow.fitting import Fitting
 from foundry_mcp.research.workflow.jsonparse import parse_handoff
 
 LEGACY_MAX_TOKENS = 2048
@@ -23,17 +23,17 @@ LEGACY_MAX_TOKENS = 2048
 async def refine(llm: ResearchLLM, state: ResearchState, guidance: str | None) -> RefinerOutput:
     """Assess the unaddressed gaps; fall back to their suggested queries if unreadable."""
     gaps = state.unaddressed_gaps()
-    context = await ResearchContext.open(llm, state, "refinement")
+    fitting = await Fitting.open(llm, state, "refinement")
 
     def build(scale: float) -> tuple[str, str]:
         """The prompts; the report excerpt and gap list within ``scale`` of the budget."""
         excerpt_chars = REPORT_EXCERPT_CHARS
         listed = gaps
-        if context.enabled:
-            budget = max(1, int(context.phase_budget("refinement") * scale))
+        if fitting.enabled:
+            budget = max(1, int(fitting.phase_budget("refinement") * scale))
             # The excerpt may use half the budget (at about three characters a token).
             excerpt_chars = max(200, min(int(REPORT_EXCERPT_CHARS * scale), budget * 3 // 2))
-            listed = _gaps_within(context, gaps, budget - min(budget // 2, excerpt_chars // 3))
+            listed = _gaps_within(fitting, gaps, budget - min(budget // 2, excerpt_chars // 3))
         return refiner_prompts(
             state.query,
             state.report,
@@ -48,12 +48,12 @@ async def refine(llm: ResearchLLM, state: ResearchState, guidance: str | None) -
         )
 
     system, user = build(1.0)
-    text = await context.ask(
+    text = await fitting.ask(
         "refinement",
         system,
         user,
         json_mode=True,
-        max_tokens=context.output_tokens("refinement", LEGACY_MAX_TOKENS),
+        max_tokens=fitting.output_tokens("refinement", LEGACY_MAX_TOKENS),
         rebuild=build,
     )
     output = parse_handoff(text, RefinerOutput)
@@ -86,13 +86,13 @@ async def refine(llm: ResearchLLM, state: ResearchState, guidance: str | None) -
     return output
 
 
-def _gaps_within(context: ResearchContext, gaps: list[Gap], budget: int) -> list[Gap]:
+def _gaps_within(fitting: Fitting, gaps: list[Gap], budget: int) -> list[Gap]:
     """The most important gaps (lowest priority number first) whose lines fit ``budget``."""
     kept: list[Gap] = []
     used = 0
     for gap in sorted(gaps, key=lambda g: (g.priority, g.iteration)):
-        cost = context.counter.count(f"Gap {gap.id} (priority {gap.priority}): {gap.description}")
-        cost += context.counter.count("; ".join(gap.suggested_queries)) + 8
+        cost = fitting.counter.count(f"Gap {gap.id} (priority {gap.priority}): {gap.description}")
+        cost += fitting.counter.count("; ".join(gap.suggested_queries)) + 8
         if kept and used + cost > budget:
             break
         kept.append(gap)

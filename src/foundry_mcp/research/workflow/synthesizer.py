@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from foundry_mcp.context.research import ResearchContext
 from foundry_mcp.research.citations import resolve_citations
 from foundry_mcp.research.models import (
     ReportMetadata,
@@ -22,6 +21,8 @@ from foundry_mcp.research.verification import (
     verify_draft,
 )
 from foundry_mcp.research.workflow.calls import ResearchLLM
+from foundry_mcp.research.workflow.fit_content import fit_findings
+from foundry_mcp.research.workflow.fitting import Fitting
 
 _HEADING = re.compile(r"^#{2,3}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _FENCED_REPORT = re.compile(r"^```(?:markdown|md)?\s*\n(.*)\n```\s*$", re.DOTALL)
@@ -45,16 +46,16 @@ async def synthesize(
     cited_ids.update(sid for c in state.contradictions for sid in c.source_ids)
     sources = [s for s in state.sources if s.id in cited_ids]
     high_quality = sum(1 for s in state.sources if s.quality is SourceQuality.HIGH)
-    context = await ResearchContext.open(llm, state, "synthesis")
+    fitting = await Fitting.open(llm, state, "synthesis")
     offered: set[str] = set()  # the ids the prompt last sent gave the writer
 
     def build(scale: float) -> tuple[str, str]:
         """The prompts; with token management, the findings fitted to ``scale`` of the budget."""
         findings, listed = state.findings, sources
         gaps, contradictions = state.unaddressed_gaps(), state.contradictions
-        if context.enabled:
-            fitted = context.fit_findings(
-                findings, sources, gaps, contradictions, scale=scale, record=scale >= 1.0
+        if fitting.enabled:
+            fitted = fit_findings(
+                fitting, findings, sources, gaps, contradictions, scale=scale, record=scale >= 1.0
             )
             findings, listed = fitted.findings, fitted.sources
             gaps, contradictions = fitted.gaps, fitted.contradictions
@@ -74,12 +75,12 @@ async def synthesize(
         )
 
     system, user = build(1.0)
-    draft = await context.ask(
+    draft = await fitting.ask(
         "synthesis",
         system,
         user,
         json_mode=False,
-        max_tokens=context.output_tokens("synthesis", LEGACY_MAX_TOKENS),
+        max_tokens=fitting.output_tokens("synthesis", LEGACY_MAX_TOKENS),
         rebuild=build,
     )
     draft = _unwrap_fence(draft.strip())

@@ -1,6 +1,7 @@
 """The degradation ladder's rungs: how much of an item is kept, from all of it to none.
 
-A leaf module (no project imports) so that the state models can name the levels too.
+A leaf module of the models package (no project imports): the fidelity records name the levels,
+and the token machinery in context/ works with them.
 """
 
 from __future__ import annotations
