@@ -123,6 +123,7 @@ async def _research(service: ResearchService, args: argparse.Namespace) -> int:
         provider_id=args.provider,
         model=args.model,
         system_prompt=args.context,
+        mode=args.mode,
         **limits,
     )
     return await _follow(service, started["research_id"])
@@ -380,6 +381,11 @@ def _parser() -> argparse.ArgumentParser:
     research.add_argument("--max-sub-queries", type=int)
     research.add_argument("--max-sources", type=int, help="sources per sub-query")
     research.add_argument("--timeout", type=float, help="overall timeout in seconds")
+    research.add_argument(
+        "--mode",
+        choices=["auto", "simple", "hierarchical", "hypotheses"],
+        help="how the question is researched (default: [research] mode, auto)",
+    )
 
     resume = commands.add_parser("resume", help="continue an unfinished research")
     resume.add_argument("research_id")

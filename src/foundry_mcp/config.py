@@ -28,6 +28,7 @@ from pydantic import (
     SecretStr,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from foundry_mcp.errors import ConfigError
@@ -102,6 +103,7 @@ RESEARCH_ENV: dict[str, str] = {
     "FOUNDRY_MCP_RESEARCH_DIR": "research_dir",
     "FOUNDRY_MCP_DEFAULT_PROVIDER": "default_provider",
     "FOUNDRY_MCP_SEARCH_PROVIDERS": "deep_research_providers",
+    "FOUNDRY_MCP_MODE": "mode",
 }
 
 
@@ -201,6 +203,18 @@ class ResearchSettings(_Section):
     deep_research_refinement_provider: str | None = None
     deep_research_refinement_providers: list[str] = Field(default_factory=list)
     tavily_search_depth: Literal["basic", "advanced"] = "basic"
+
+    # Research modes (docs/modes.md).
+    mode: Literal["auto", "simple", "hierarchical", "hypotheses"] = "auto"
+    min_sub_questions: int = Field(2, ge=2, le=5)
+    max_sub_questions: int = Field(5, ge=2, le=5)
+    sub_question_min_iterations: int = Field(1, ge=1, le=10)
+    sub_question_max_iterations: int = Field(3, ge=1, le=10)
+    sub_question_max_queries: int = Field(3, ge=1, le=20)
+    max_hypotheses_per_task: int = Field(4, ge=1, le=10)
+    hypothesis_mode: Literal["adaptive", "exhaustive", "best_first"] = "adaptive"
+    exploration_mode: Literal["sequential", "parallel"] = "sequential"
+    min_confidence_threshold: int = Field(0, ge=0, le=100)
     max_cost_usd: float | None = Field(None, gt=0)
 
     # Token management (fitting content into each model's context window).
@@ -235,6 +249,16 @@ class ResearchSettings(_Section):
             "synthesis": self.deep_research_synthesis_timeout,
             "refinement": self.deep_research_refinement_timeout,
         }
+
+    @model_validator(mode="after")
+    def _ordered_bounds(self) -> ResearchSettings:
+        if self.min_sub_questions > self.max_sub_questions:
+            raise ValueError("min_sub_questions must not be larger than max_sub_questions")
+        if self.sub_question_min_iterations > self.sub_question_max_iterations:
+            raise ValueError(
+                "sub_question_min_iterations must not be larger than sub_question_max_iterations"
+            )
+        return self
 
     @field_validator("research_dir", "research_archive_dir")
     @classmethod

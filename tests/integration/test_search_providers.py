@@ -821,7 +821,7 @@ async def test_cancel_while_pages_are_read_leaves_the_sub_query_pending() -> Non
 
 
 async def test_passages_of_one_local_file_are_distinct_sources() -> None:
-    from foundry_mcp.research.workflow.gatherer import normalise_url
+    from foundry_mcp.research.workflow.pool import normalise_url
 
     assert normalise_url("file:///n/a.md#L1-L9") != normalise_url("file:///n/a.md#L10-L20")
     assert normalise_url("https://x.example/a#L1") == normalise_url("https://x.example/a#L2")

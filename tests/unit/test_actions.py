@@ -25,6 +25,7 @@ SAMPLES: dict[str, Any] = {
     "system_prompt": "sample context",
     "provider_id": "sample-provider",
     "model": "sample-model",
+    "mode": "hierarchical",
     "max_iterations": 2,
     "max_sub_queries": 3,
     "max_sources_per_query": 4,

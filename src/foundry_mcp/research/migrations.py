@@ -39,7 +39,13 @@ def _v2_to_v3(state: State) -> State:
     return state
 
 
-STEPS: dict[int, Callable[[State], State]] = {1: _v1_to_v2, 2: _v2_to_v3}
+def _v3_to_v4(state: State) -> State:
+    """Version 4 adds the research modes; a research started before them ran in simple mode."""
+    state.setdefault("mode", "simple")
+    return state
+
+
+STEPS: dict[int, Callable[[State], State]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def migrate_state(state: State) -> State:

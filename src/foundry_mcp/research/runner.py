@@ -11,6 +11,7 @@ from foundry_mcp.errors import FoundryError, ProviderError
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.research.jobs import Job
 from foundry_mcp.research.models import ResearchState, Status, utcnow
+from foundry_mcp.research.modes import ResearchKit, playbook_for
 from foundry_mcp.research.pricing import PriceTable
 from foundry_mcp.research.store import LeaseLostError, Owner, ResearchStore
 from foundry_mcp.research.workflow.calls import CallLog, LLMRoute, ResearchLLM
@@ -86,9 +87,16 @@ class ResearchRunner:
                 for name in state.search_providers
             ]
             fetcher = await anyio.to_thread.run_sync(self.providers.fetcher)
-            supervisor = Supervisor(
-                state, llm, search, calls, checkpoint, self.hooks, fetcher=fetcher
+            kit = ResearchKit(
+                llm=llm,
+                search=search,
+                calls=calls,
+                checkpoint=checkpoint,
+                fetcher=fetcher,
+                hooks=self.hooks,
+                branches=_Branches(self.store, self.owner, state.id, self.deleted),
             )
+            supervisor = Supervisor(state, llm, playbook_for(state, kit), checkpoint, self.hooks)
             with anyio.fail_after(state.limits.task_timeout):
                 await supervisor.run()
         except TimeoutError:
@@ -187,3 +195,23 @@ class ResearchRunner:
             self.store.append_event(research_id, kind, data)
         except Exception:
             log.exception("could not record %s event for %s", kind, research_id)
+
+
+class _Branches:
+    """The saved researcher states of one research, for its playbook."""
+
+    def __init__(
+        self, store: ResearchStore, owner: Owner, research_id: str, deleted: set[str]
+    ) -> None:
+        self._store = store
+        self._owner = owner
+        self._research_id = research_id
+        self._deleted = deleted
+
+    def save(self, branch: ResearchState) -> None:
+        if self._research_id not in self._deleted:
+            self._store.save_branch(branch, self._owner)
+
+    def load(self) -> dict[str, ResearchState]:
+        return self._store.load_branches(self._research_id)
+

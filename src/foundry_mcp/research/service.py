@@ -31,8 +31,12 @@ from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.models import (
     AgentDecision,
     AgentRole,
+    ExplorationMode,
+    HypothesisMode,
+    ModeOptions,
     Phase,
     ResearchLimits,
+    ResearchMode,
     ResearchOptions,
     ResearchState,
     Status,
@@ -126,9 +130,11 @@ class ResearchService:
         max_sources_per_query: int | None = None,
         max_concurrent: int | None = None,
         task_timeout: float | None = None,
+        mode: str | None = None,
     ) -> dict[str, Any]:
         """Validate, save a queued research and start it in the background."""
         query = _check_query(query)
+        mode_options = self._mode_options(mode)
         limits = self._limits(
             None,
             max_iterations=max_iterations,
@@ -153,7 +159,9 @@ class ResearchService:
                 gate_retries=research.deep_research_gate_retries,
                 enable_reflection=research.deep_research_enable_reflection,
                 phase_timeouts=research.phase_timeouts(),
+                mode=mode_options,
             ),
+            mode=mode_options.requested,
             llm_provider=llm_name,
             llm_model=llm_model,
             search_providers=search,
@@ -173,12 +181,39 @@ class ResearchService:
                 "action='deep-research-report'."
             ),
             "limits": limits.model_dump(),
+            "mode": mode_options.requested.value,
             "provider": f"{llm_name}:{llm_model}",
             "phase_providers": {
                 group: [f"{name}:{chosen}" for name, chosen in pairs]
                 for group, pairs in routes.items()
             },
         }
+
+    def _mode_options(self, mode: str | None) -> ModeOptions:
+        """The research's mode and the modes' settings; ``mode`` overrides ``[research] mode``."""
+        research = self.settings.research
+        requested = research.mode if mode is None else mode
+        try:
+            chosen = ResearchMode(requested)
+        except ValueError:
+            raise InputError(
+                f"mode must be one of {', '.join(m.value for m in ResearchMode)} (got {mode!r}).",
+                remediation="Pass mode='auto' (the default), 'simple', 'hierarchical' or "
+                "'hypotheses', or leave it out.",
+                details={"field": "mode"},
+            ) from None
+        return ModeOptions(
+            requested=chosen,
+            min_sub_questions=research.min_sub_questions,
+            max_sub_questions=research.max_sub_questions,
+            sub_question_min_iterations=research.sub_question_min_iterations,
+            sub_question_max_iterations=research.sub_question_max_iterations,
+            sub_question_max_queries=research.sub_question_max_queries,
+            max_hypotheses_per_task=research.max_hypotheses_per_task,
+            hypothesis_mode=HypothesisMode(research.hypothesis_mode),
+            exploration_mode=ExplorationMode(research.exploration_mode),
+            min_confidence_threshold=research.min_confidence_threshold,
+        )
 
     def _limits(self, base: ResearchLimits | None, **given: Any) -> ResearchLimits:
         research = self.settings.research

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import socket
 import sqlite3
@@ -38,8 +39,10 @@ from foundry_mcp.errors import (
 from foundry_mcp.research.migrations import migrate_state
 from foundry_mcp.research.models import RESEARCH_ID_PATTERN, ResearchState, Status, utcnow
 
+log = logging.getLogger(__name__)
+
 DB_NAME = "research.db"
-DB_VERSION = 2
+DB_VERSION = 3
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS research (
@@ -53,6 +56,13 @@ CREATE TABLE IF NOT EXISTS research (
     state             TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS research_by_created ON research (created_at DESC, id DESC);
+CREATE TABLE IF NOT EXISTS branches (
+    research_id       TEXT NOT NULL,
+    branch_id         TEXT NOT NULL,
+    updated_at        TEXT NOT NULL,
+    state             TEXT NOT NULL,
+    PRIMARY KEY (research_id, branch_id)
+);
 CREATE TABLE IF NOT EXISTS events (
     research_id       TEXT NOT NULL,
     seq               INTEGER NOT NULL,
@@ -256,6 +266,42 @@ class ResearchStore:
                 (state.id, *values, state.query, state.created_at.isoformat()),
             )
 
+    def save_branch(self, branch: ResearchState, owner: Owner) -> None:
+        """Write the state of one researcher of a research (a sub-question's), fenced.
+
+        ``branch.id`` is the research's id and ``branch.branch`` the researcher's.
+        """
+        if branch.branch is None:
+            raise ValueError("a branch state needs its branch id")
+        branch.updated_at = utcnow()
+        with self._lock, self._transaction():
+            held = self._db.execute(
+                "SELECT 1 FROM research WHERE id=? AND owner_token=?", (branch.id, owner.token)
+            ).fetchone()
+            if held is None:
+                raise LeaseLostError(branch.id)
+            self._db.execute(
+                "INSERT INTO branches (research_id, branch_id, updated_at, state) "
+                "VALUES (?, ?, ?, ?) ON CONFLICT(research_id, branch_id) DO UPDATE SET "
+                "updated_at=excluded.updated_at, state=excluded.state",
+                (branch.id, branch.branch, branch.updated_at.isoformat(), branch.model_dump_json()),
+            )
+
+    def load_branches(self, research_id: str) -> dict[str, ResearchState]:
+        """The saved researcher states of a research, by branch id (unreadable ones left out)."""
+        validate_research_id(research_id)
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT branch_id, state FROM branches WHERE research_id = ?", (research_id,)
+            ).fetchall()
+        branches: dict[str, ResearchState] = {}
+        for branch_id, text in rows:
+            try:
+                branches[branch_id] = ResearchState.model_validate(migrate_state(json.loads(text)))
+            except (ValidationError, ValueError):
+                log.warning("the saved state of %s/%s cannot be read", research_id, branch_id)
+        return branches
+
     def create(self, state: ResearchState, owner: Owner, lease_seconds: float) -> None:
         """Insert a new research, already leased to ``owner``."""
         state.updated_at = utcnow()
@@ -311,6 +357,7 @@ class ResearchStore:
         with self._lock, self._transaction():
             cursor = self._db.execute("DELETE FROM research WHERE id = ?", (research_id,))
             self._db.execute("DELETE FROM events WHERE research_id = ?", (research_id,))
+            self._db.execute("DELETE FROM branches WHERE research_id = ?", (research_id,))
         return cursor.rowcount > 0
 
     def list_page(
@@ -374,6 +421,7 @@ class ResearchStore:
             for research_id in ids:
                 self._db.execute("DELETE FROM research WHERE id = ?", (research_id,))
                 self._db.execute("DELETE FROM events WHERE research_id = ?", (research_id,))
+                self._db.execute("DELETE FROM branches WHERE research_id = ?", (research_id,))
         return len(ids)
 
     # ------------------------------------------------------------------ ownership

@@ -93,6 +93,7 @@ async def _deep_research(
         system_prompt=_text(use, "system_prompt"),
         provider_id=_text(use, "provider_id"),
         model=_text(use, "model"),
+        mode=use.get("mode"),
         **_limits(use),
     )
     return payload, warnings

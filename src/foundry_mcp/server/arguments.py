@@ -26,6 +26,7 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
         "system_prompt",
         "provider_id",
         "model",
+        "mode",
         *LIMIT_PARAMS,
         "deep_research_action",
         "research_id",
@@ -122,6 +123,14 @@ class ResearchArguments(BaseModel):
         description="deep-research: LLM as 'provider' or 'provider:model', e.g. 'openai:gpt-4.1'.",
     )
     model: str | None = Field(None, description="deep-research: LLM model name override.")
+    mode: Literal["auto", "simple", "hierarchical", "hypotheses"] | None = Field(
+        None,
+        description=(
+            "deep-research: how the question is researched. auto (default) chooses; simple: one "
+            "pass; hierarchical: 2-5 sub-questions researched in parallel, then integrated; "
+            "hypotheses: competing explanations explored and weighed."
+        ),
+    )
     max_iterations: Iterations | None = _limit("max_iterations", "deep-research/resume: rounds")
     max_sub_queries: SubQueries | None = _limit(
         "max_sub_queries", "deep-research/resume: sub-queries per round"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from foundry_mcp.research.models.base import _Model
+from foundry_mcp.research.models.modes import ExplorationMode, HypothesisMode, ResearchMode
 
 
 class ResearchLimits(_Model):
@@ -52,6 +53,21 @@ class TokenBudgetOptions(_Model):
     cache_dir: str | None = None  # where summaries are cached (the research_dir)
 
 
+class ModeOptions(_Model):
+    """How a research is organised (``[research] mode`` and the keys of the modes)."""
+
+    requested: ResearchMode = ResearchMode.AUTO
+    min_sub_questions: int = 2
+    max_sub_questions: int = 5
+    sub_question_min_iterations: int = 1
+    sub_question_max_iterations: int = 3
+    sub_question_max_queries: int = 3  # searches a sub-question researcher plans per round
+    max_hypotheses_per_task: int = 4
+    hypothesis_mode: HypothesisMode = HypothesisMode.ADAPTIVE
+    exploration_mode: ExplorationMode = ExplorationMode.SEQUENTIAL
+    min_confidence_threshold: int = 0  # 0: every hypothesis is considered
+
+
 class ResearchOptions(_Model):
     """Workflow switches of one research, resolved from configuration when it starts."""
 
@@ -61,3 +77,4 @@ class ResearchOptions(_Model):
     enable_reflection: bool = False
     phase_timeouts: dict[str, float] = Field(default_factory=dict)  # seconds, by phase value
     token_budget: TokenBudgetOptions = Field(default_factory=TokenBudgetOptions)
+    mode: ModeOptions = Field(default_factory=ModeOptions)

@@ -19,6 +19,7 @@ from foundry_mcp.research.models.base import (
     utcnow,
 )
 from foundry_mcp.research.models.levels import ContentLevel
+from foundry_mcp.research.models.modes import SearchTarget
 
 
 class SubQuery(_Model):
@@ -30,6 +31,8 @@ class SubQuery(_Model):
     priority: int = 1
     iteration: int = 1
     gap_id: str | None = None
+    hypothesis_id: str | None = None  # hypotheses mode: the hypothesis this search explores
+    target: SearchTarget = SearchTarget.BOTH  # local documents, the web, or both
     status: SubQueryStatus = SubQueryStatus.PENDING
     error: str | None = None
     source_ids: list[str] = Field(default_factory=list)
@@ -50,6 +53,7 @@ class Source(_Model):
     score: float | None = None
     iteration: int = 1
     analyzed: bool = False
+    branches: list[str] = Field(default_factory=list)  # hierarchical: the sub-questions using it
 
 
 class Finding(_Model):
@@ -61,6 +65,7 @@ class Finding(_Model):
     source_ids: list[str] = Field(default_factory=list)
     category: str | None = None
     iteration: int = 1
+    sub_question_id: str | None = None  # hierarchical: the sub-question that found it
 
 
 class Gap(_Model):

@@ -18,6 +18,13 @@ from foundry_mcp.research.models.base import (
     new_research_id,
     utcnow,
 )
+from foundry_mcp.research.models.modes import (
+    CoverageAssessment,
+    Hypothesis,
+    ModeDecision,
+    ResearchMode,
+    SubQuestion,
+)
 from foundry_mcp.research.models.options import ResearchLimits, ResearchOptions
 from foundry_mcp.research.models.records import (
     AgentDecision,
@@ -49,6 +56,16 @@ class ResearchState(_Model):
     llm_provider: str
     llm_model: str
     search_providers: list[str] = Field(default_factory=list)
+
+    # The mode it runs in (auto until planning decides) and, for a sub-question's researcher,
+    # the sub-question it answers (its state is stored beside the research's, by that id).
+    mode: ResearchMode = ResearchMode.AUTO
+    mode_decision: ModeDecision | None = None
+    branch: str | None = None
+    decomposition_strategy: str | None = None
+    sub_questions: list[SubQuestion] = Field(default_factory=list)
+    hypotheses: list[Hypothesis] = Field(default_factory=list)
+    coverage: list[CoverageAssessment] = Field(default_factory=list)
 
     research_brief: str | None = None
     sub_queries: list[SubQuery] = Field(default_factory=list)

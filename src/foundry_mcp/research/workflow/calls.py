@@ -25,6 +25,7 @@ When every route failed, the last error is raised.
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -125,7 +126,8 @@ class ResearchLLM:
     ) -> None:
         self.provider = provider
         self.model = model
-        self._state = state
+        self._state = state  # whose phase routes the calls and who hears about them
+        self._ledger = state  # whose usage the calls are booked in and the ceiling checked on
         self._calls = calls
         self._default = [LLMRoute(provider, model)]
         self._routes = {group: list(items) for group, items in (routes or {}).items() if items}
@@ -134,6 +136,17 @@ class ResearchLLM:
         self._reported: set[tuple[str, str, str, str]] = set()
         state.llm_usage.max_cost_usd = max_cost_usd
         state.llm_usage.cost_ceiling_reached = False  # a resumed run checks against the new one
+
+    def for_branch(self, branch: ResearchState) -> ResearchLLM:
+        """The same LLMs for one researcher of this research (a sub-question's).
+
+        Calls are routed by the branch's phase and reported as its events and decisions, and
+        booked in this research's usage: one token and cost budget for the whole research.
+        """
+        twin = copy.copy(self)
+        twin._state = branch
+        twin._reported = set()
+        return twin
 
     def routes_for(self, purpose: str) -> list[LLMRoute]:
         """The (provider, model) routes a call for ``purpose`` tries, in order."""
@@ -200,12 +213,12 @@ class ResearchLLM:
     def _check_budget(self) -> None:
         if self._max_cost is None:
             return
-        usage = self._state.llm_usage
+        usage = self._ledger.llm_usage
         spent = usage.spent_usd
         if spent < self._max_cost:
             return
         usage.cost_ceiling_reached = True
-        self._state.warn(
+        self._ledger.warn(
             f"Cost ceiling reached: about ${spent:.4f} spent of max_cost_usd ${self._max_cost:g}; "
             "no further LLM calls were made."
         )
@@ -239,7 +252,7 @@ class ResearchLLM:
             latency_s=round(response.latency_s, 3),
             cost_usd=cost,
         )
-        self._state.llm_usage.add(record)
+        self._ledger.llm_usage.add(record)
         self._state.emit(
             "llm_call",
             {

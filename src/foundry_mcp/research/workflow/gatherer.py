@@ -20,7 +20,7 @@ import time
 import unicodedata
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -35,6 +35,7 @@ from foundry_mcp.research.models import (
 )
 from foundry_mcp.research.workflow.calls import CallLog
 from foundry_mcp.research.workflow.fanout import fan_out
+from foundry_mcp.research.workflow.pool import SourcePool, normalise_url
 
 if TYPE_CHECKING:
     from foundry_mcp.providers.fetch import FetchResult, PageFetcher
@@ -47,18 +48,6 @@ Checkpoint = Callable[[], Awaitable[None]]
 MIN_TITLE_CHARS = 20
 MIN_TITLE_WORDS = 3
 FETCH_ERRORS_KEY = "fetch_errors"  # state.metadata: source id -> why its page was not read
-
-
-def normalise_url(url: str) -> str:
-    """A URL reduced to what identifies the page: no fragment, scheme/host lower-cased.
-
-    ``file:`` URLs keep their fragment: it names a passage of a local document.
-    """
-    parts = urlsplit(url.strip())
-    scheme = parts.scheme.lower()
-    path = parts.path.rstrip("/") or "/"
-    fragment = parts.fragment if scheme == "file" else ""
-    return urlunsplit((scheme, parts.netloc.lower(), path, parts.query, fragment))
 
 
 def normalise_title(title: str) -> str | None:
@@ -83,10 +72,13 @@ async def gather(
     calls: CallLog,
     checkpoint: Checkpoint,
     fetcher: PageFetcher | None = None,
+    pool: SourcePool | None = None,
 ) -> GathererOutput:
     """Search every pending sub-query; each finished one is saved before the next starts.
 
-    ``fetcher`` reads the pages of sources without text (none: pages are not read).
+    ``fetcher`` reads the pages of sources without text (none: pages are not read). With a
+    ``pool`` (shared by the researchers of one research) a URL keeps one id across them all and
+    its page is read once.
     """
     output = GathererOutput()
     seen_urls = {normalise_url(s.url) for s in state.sources if s.url}
@@ -124,8 +116,11 @@ async def gather(
             chosen.append(result)
 
         sources = [_source(result, sub_query, state.iteration) for result in chosen]
+        if pool is not None:
+            for source in sources:
+                pool.identify(source)
         if fetcher is not None and fetcher.enabled:
-            await _fetch_pages(fetcher, sources, state, calls)
+            await _fetch_pages(fetcher, sources, state, calls, pool)
         # From here to the checkpoint nothing awaits: a cancel cannot leave the sub-query
         # marked done without its sources.
         if errors and all(error is not None for _, _, error in per_provider):
@@ -209,7 +204,11 @@ async def _search_all(
 
 
 async def _fetch_pages(
-    fetcher: PageFetcher, sources: list[Source], state: ResearchState, calls: CallLog
+    fetcher: PageFetcher,
+    sources: list[Source],
+    state: ResearchState,
+    calls: CallLog,
+    pool: SourcePool | None,
 ) -> None:
     """Read the pages of ``sources`` that need it; their text becomes the source content."""
     follow = fetcher.settings.follow_links
@@ -226,7 +225,9 @@ async def _fetch_pages(
     async def one(source: Source) -> None:
         assert source.url is not None
         started = time.perf_counter()
-        result: FetchResult = await fetcher.fetch(source.url)
+        result: FetchResult = await (
+            pool.read(source.url, fetcher.fetch) if pool is not None else fetcher.fetch(source.url)
+        )
         calls.add("fetch", started, time.perf_counter())
         state.emit(
             "fetch",

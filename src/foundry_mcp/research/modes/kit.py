@@ -1,0 +1,42 @@
+"""What a mode's playbook works with: the research's LLMs, searches, pages and saving."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from foundry_mcp.providers.fetch import PageFetcher
+from foundry_mcp.providers.search.base import SearchProvider
+from foundry_mcp.research.models import ResearchState
+from foundry_mcp.research.workflow.calls import CallLog, ResearchLLM
+from foundry_mcp.research.workflow.pool import SourcePool
+from foundry_mcp.research.workflow.supervisor import SupervisorHooks
+
+Checkpoint = Callable[[], Awaitable[None]]
+
+
+class BranchStore(Protocol):
+    """Where the researchers of a research keep their own states (one per sub-question)."""
+
+    def save(self, branch: ResearchState) -> None:
+        """Save one researcher's state (fenced by the research's lease)."""
+        ...
+
+    def load(self) -> dict[str, ResearchState]:
+        """Every saved researcher state of the research, by branch id."""
+        ...
+
+
+@dataclass
+class ResearchKit:
+    """The tools of one research run, handed to its mode's playbook."""
+
+    llm: ResearchLLM
+    search: list[SearchProvider]
+    calls: CallLog
+    checkpoint: Checkpoint
+    fetcher: PageFetcher | None = None
+    hooks: SupervisorHooks | None = None
+    branches: BranchStore | None = None
+    pool: SourcePool = field(default_factory=SourcePool)

@@ -1,0 +1,329 @@
+"""Simple mode: one pass over the question, refined while gaps remain (seed 002's loop).
+
+PLANNING (brief and sub-queries) -> GATHERING (every pending sub-query searched, pages read)
+-> ANALYSIS (cited findings, gaps, contradictions) -> SYNTHESIS (the report) -> iterate? ->
+REFINEMENT (follow-up queries for the addressable gaps) -> GATHERING ...
+
+The same playbook runs each sub-question's researcher in hierarchical mode, with that mode's
+writer (a sub-question answer) and stopping rule (seed 000's) handed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from foundry_mcp.research.models import (
+    AgentDecision,
+    AgentRole,
+    Confidence,
+    Phase,
+    RefinerOutput,
+    ResearchState,
+    SubQuery,
+    SubQueryStatus,
+    SynthesizerOutput,
+    ValidationResult,
+)
+from foundry_mcp.research.modes.kit import ResearchKit
+from foundry_mcp.research.workflow.analyzer import analyze
+from foundry_mcp.research.workflow.calls import ResearchLLM
+from foundry_mcp.research.workflow.gates import GATES
+from foundry_mcp.research.workflow.gatherer import gather
+from foundry_mcp.research.workflow.planner import plan
+from foundry_mcp.research.workflow.refiner import refine
+from foundry_mcp.research.workflow.synthesizer import synthesize
+
+Writer = Callable[[ResearchLLM, ResearchState, str | None], Awaitable[SynthesizerOutput]]
+
+
+@dataclass(frozen=True)
+class IterationCall:
+    """Whether to go round again after a synthesis, and why (recorded as a decision)."""
+
+    iterate: bool
+    rationale: str
+    inputs: dict[str, Any] = field(default_factory=dict)
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+
+StoppingRule = Callable[[ResearchState], IterationCall]
+
+
+def gaps_rule(state: ResearchState) -> IterationCall:
+    """Iterate while unaddressed gaps remain and iterations are left (the primary seed's rule)."""
+    gaps = len(state.unaddressed_gaps())
+    iterate = gaps > 0 and state.iteration < state.limits.max_iterations
+    if iterate:
+        rationale = f"{gaps} unaddressed gap(s) and iterations remain: refine."
+    elif gaps:
+        rationale = f"{gaps} gap(s) remain but the iteration limit is reached: complete."
+    else:
+        rationale = "No unaddressed gaps: complete."
+    return IterationCall(
+        iterate,
+        rationale,
+        {
+            "gap_count": gaps,
+            "iteration": state.iteration,
+            "max_iterations": state.limits.max_iterations,
+        },
+    )
+
+
+def reflection_prompt(state: ResearchState, phase: Phase) -> str:
+    """The supervisor's reflection question after ``phase``."""
+    iteration = f"{state.iteration}/{state.limits.max_iterations}"
+    if phase is Phase.PLANNING:
+        count = sum(1 for sq in state.sub_queries if sq.iteration == state.iteration)
+        return (
+            f"Planning done: {count} sub-queries, research brief "
+            f"{'present' if state.research_brief else 'missing'}. Do the sub-queries cover the "
+            "question, and is any aspect missing?"
+        )
+    if phase is Phase.GATHERING:
+        return (
+            f"Gathering done: {len(state.sources)} sources collected. Are the sources diverse "
+            "enough, and how is their quality spread?"
+        )
+    if phase is Phase.ANALYSIS:
+        return (
+            f"Analysis done: {len(state.findings)} findings, {len(state.gaps)} gaps. Are the "
+            "findings well supported, and which gaps are critical?"
+        )
+    if phase is Phase.SYNTHESIS:
+        return (
+            f"Synthesis done: report of {len(state.report or '')} characters, iteration "
+            f"{iteration}. Is the report good enough, or does it need refinement?"
+        )
+    addressed = sum(1 for g in state.gaps if g.addressed)
+    return (
+        f"Refinement done: {addressed}/{len(state.gaps)} gaps addressed. Iterate again or finalise?"
+    )
+
+
+class SimplePlaybook:
+    """The phases of one pass over one question; see the module."""
+
+    def __init__(
+        self,
+        state: ResearchState,
+        kit: ResearchKit,
+        *,
+        writer: Writer = synthesize,
+        stopping: StoppingRule = gaps_rule,
+    ) -> None:
+        self.state = state
+        self.kit = kit
+        self._writer = writer
+        self._stopping = stopping
+
+    # ------------------------------------------------------------------ the phases' work
+
+    async def execute(self, phase: Phase, guidance: str | None) -> dict[str, Any]:
+        if phase is Phase.PLANNING:
+            return await self._planning(guidance)
+        if phase is Phase.GATHERING:
+            return await self._gathering()
+        if phase is Phase.ANALYSIS:
+            return await self._analysis(guidance)
+        if phase is Phase.SYNTHESIS:
+            return await self._synthesis(guidance)
+        return await self._refinement(guidance)
+
+    async def _planning(self, guidance: str | None) -> dict[str, Any]:
+        state = self.state
+        if not any(sq.iteration == state.iteration for sq in state.sub_queries):
+            output = await plan(self.kit.llm, state, guidance)
+            state.research_brief = output.research_brief or state.research_brief
+            state.sub_queries.extend(
+                SubQuery(
+                    query=p.query,
+                    rationale=p.rationale,
+                    priority=p.priority,
+                    iteration=state.iteration,
+                )
+                for p in output.sub_queries
+            )
+        return {
+            "sub_query_count": sum(
+                1 for sq in state.sub_queries if sq.iteration == state.iteration
+            ),
+            "has_research_brief": bool(state.research_brief),
+        }
+
+    async def _gathering(self) -> dict[str, Any]:
+        state, kit = self.state, self.kit
+        output = await gather(
+            state, kit.search, kit.calls, kit.checkpoint, kit.fetcher, pool=kit.pool
+        )
+        current = [sq for sq in state.sub_queries if sq.iteration == state.iteration]
+        if current and all(sq.status is SubQueryStatus.FAILED for sq in current):
+            # The research goes on with what it has (perhaps nothing); the report says so.
+            errors = "; ".join(dict.fromkeys(sq.error or "" for sq in current))
+            state.warn(
+                f"Every search of iteration {state.iteration} failed, so it added no sources "
+                f"({errors}). Check the search providers with action='health'; resuming a "
+                "failed or cancelled research retries failed searches."
+            )
+            state.metadata.setdefault("search_outages", []).append(state.iteration)
+        return {"source_count": len(state.sources), **output.stats.model_dump()}
+
+    async def _analysis(self, guidance: str | None) -> dict[str, Any]:
+        output = await analyze(self.kit.llm, self.state, guidance, self.kit.checkpoint)
+        self._mark_addressed_gaps()
+        return {
+            "finding_count": len(self.state.findings),
+            "new_findings": len(output.findings),
+            "high_confidence_count": sum(
+                1 for f in self.state.findings if f.confidence is Confidence.HIGH
+            ),
+        }
+
+    async def _synthesis(self, guidance: str | None) -> dict[str, Any]:
+        output = await self._writer(self.kit.llm, self.state, guidance)
+        self.state.report = output.report
+        self.state.report_metadata = output.report_metadata
+        return {"has_report": True, "report_length": len(output.report)}
+
+    async def _refinement(self, guidance: str | None) -> dict[str, Any]:
+        state = self.state
+        # Re-running after a crash must not plan the next iteration twice.
+        if not self._next_iteration_queries():
+            output = await refine(self.kit.llm, state, guidance)
+            follow_ups = self._follow_up_queries(output)
+            iterate = output.iteration_recommendation.should_iterate and bool(follow_ups)
+            _decide(
+                state,
+                "plan_next_iteration",
+                output.iteration_recommendation.rationale
+                or ("Follow-up queries address open gaps." if iterate else "Nothing to follow up."),
+                {"unaddressed_gaps": len(state.unaddressed_gaps())},
+                {"should_iterate": iterate, "follow_up_queries": len(follow_ups)},
+            )
+            if iterate:
+                state.sub_queries.extend(follow_ups)
+        return {
+            "unaddressed_gaps": len(state.unaddressed_gaps()),
+            "should_iterate": bool(self._next_iteration_queries()),
+        }
+
+    def _follow_up_queries(self, output: RefinerOutput) -> list[SubQuery]:
+        state = self.state
+        known = {" ".join(sq.query.lower().split()) for sq in state.sub_queries}
+        follow_ups: list[SubQuery] = []
+        for assessment in output.gap_analysis:
+            if not assessment.addressable:
+                continue
+            for follow_up in assessment.follow_up_queries:
+                key = " ".join(follow_up.query.lower().split())
+                if key and key not in known and len(follow_ups) < state.limits.max_sub_queries:
+                    known.add(key)
+                    follow_ups.append(
+                        SubQuery(
+                            query=follow_up.query.strip(),
+                            rationale=follow_up.expected_contribution,
+                            iteration=state.iteration + 1,
+                            gap_id=assessment.gap_id,
+                        )
+                    )
+        return follow_ups
+
+    def _next_iteration_queries(self) -> list[SubQuery]:
+        return [sq for sq in self.state.sub_queries if sq.iteration == self.state.iteration + 1]
+
+    def _mark_addressed_gaps(self) -> None:
+        """A gap is addressed once a finding rests on a source its follow-up queries found."""
+        state = self.state
+        supported = {sid for finding in state.findings for sid in finding.source_ids}
+        for gap in state.unaddressed_gaps():
+            follow_ups = [sq for sq in state.sub_queries if sq.gap_id == gap.id]
+            if any(sq.status is SubQueryStatus.PENDING for sq in follow_ups):
+                continue
+            if any(sid in supported for sq in follow_ups for sid in sq.source_ids):
+                gap.addressed = True
+
+    # ------------------------------------------------------------------ the supervisor's asks
+
+    def gate(self, phase: Phase) -> ValidationResult:
+        return GATES[phase](self.state)
+
+    def describe(self, phase: Phase) -> str:
+        return reflection_prompt(self.state, phase)
+
+    def can_retry(self, phase: Phase) -> bool:
+        state = self.state
+        current = [sq for sq in state.sub_queries if sq.iteration == state.iteration]
+        if phase is Phase.PLANNING:
+            return state.iteration == 1 and all(
+                sq.status is SubQueryStatus.PENDING for sq in current
+            )
+        if phase is Phase.GATHERING:
+            return any(sq.status is SubQueryStatus.FAILED for sq in current)
+        if phase is Phase.ANALYSIS:
+            return any(s.iteration == state.iteration for s in state.sources)
+        return phase is Phase.SYNTHESIS
+
+    def prepare_retry(self, phase: Phase) -> None:
+        state = self.state
+        if phase is Phase.PLANNING:
+            state.sub_queries = [sq for sq in state.sub_queries if sq.iteration != state.iteration]
+        elif phase is Phase.GATHERING:
+            for sq in state.sub_queries:
+                if sq.iteration == state.iteration and sq.status is SubQueryStatus.FAILED:
+                    sq.status, sq.error = SubQueryStatus.PENDING, None
+        elif phase is Phase.ANALYSIS:
+            state.findings = [f for f in state.findings if f.iteration != state.iteration]
+            state.gaps = [g for g in state.gaps if g.iteration != state.iteration or g.addressed]
+            state.contradictions = [
+                c for c in state.contradictions if c.iteration != state.iteration
+            ]
+            for source in state.sources:
+                if source.iteration == state.iteration:
+                    source.analyzed = False
+
+    def next_phase(self, phase: Phase, complete_early: bool) -> Phase | None:
+        state = self.state
+        if phase is Phase.SYNTHESIS:
+            call = self._stopping(state)
+            iterate, rationale = call.iterate, call.rationale
+            if iterate and complete_early:
+                iterate, rationale = False, "The supervisor's reflection judged the report complete."
+            _decide(
+                state,
+                "decide_iteration",
+                rationale,
+                call.inputs,
+                {
+                    **call.outputs,
+                    "should_iterate": iterate,
+                    "next_phase": "refinement" if iterate else "COMPLETED",
+                },
+            )
+            return Phase.REFINEMENT if iterate else None
+        if phase is Phase.REFINEMENT:
+            if not self._next_iteration_queries() or complete_early:
+                return None
+            state.iteration += 1
+            return Phase.GATHERING
+        order = [Phase.PLANNING, Phase.GATHERING, Phase.ANALYSIS, Phase.SYNTHESIS]
+        return order[order.index(phase) + 1]
+
+
+def _decide(
+    state: ResearchState,
+    action: str,
+    rationale: str,
+    inputs: dict[str, Any],
+    outputs: dict[str, Any] | None,
+) -> None:
+    state.record(
+        AgentDecision(
+            agent=AgentRole.SUPERVISOR,
+            action=action,
+            rationale=rationale,
+            inputs=inputs,
+            outputs=outputs,
+        )
+    )
