@@ -16,7 +16,7 @@ from foundry_mcp.config import Settings
 from foundry_mcp.errors import InputError, InvalidStateError, ResearchNotFoundError
 from foundry_mcp.research.models import STATE_SCHEMA_VERSION, ResearchState, Status, utcnow
 from foundry_mcp.research.service import ResearchService
-from foundry_mcp.research.store import LeaseLostError, Owner, ResearchStore
+from foundry_mcp.research.store import DB_VERSION, LeaseLostError, Owner, ResearchStore
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer, ResearchBrain
 from tests.support import TERMINAL, wait_until
@@ -308,7 +308,9 @@ async def test_a_version_one_store_is_migrated_on_open(settings: Settings) -> No
         assert status["tokens"] == {"input": 900, "output": 100, "total": 1000, "calls": 4}
         assert service.list()["items"][0]["research_id"] == old.id
     db = sqlite3.connect(research_dir / "research.db")
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert db.execute("PRAGMA user_version").fetchone()[0] == DB_VERSION
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert "branches" in tables  # the researcher states of hierarchical research
 
 
 async def test_retention_deletes_old_finished_research_at_start_up(settings: Settings) -> None:
