@@ -36,6 +36,7 @@ JUDGE_STOP_WORDS = frozenset(_JUDGE_STOP_WORDS_TEXT.split())
 
 AGENT_MARKERS: tuple[tuple[str, str], ...] = (
     ("research fact-checker", "verifier"),
+    ("sub-question answerer", "answerer"),
     ("research planner", "planner"),
     ("research analyst", "analyzer"),
     ("research writer", "writer"),
@@ -137,7 +138,9 @@ class ResearchBrain:
         if agent in self.broken_json_for:
             return f"Sorry, as the {agent} I lost my train of thought; no plan or data here."
         if agent == "planner":
-            return self._json(self.plan(user))
+            return self._json(self.plan(user, system))
+        if agent == "answerer":
+            return self._json(self.answer(user))
         if agent == "analyzer":
             return self._json(self.analyze(user))
         if agent == "refiner":
@@ -154,20 +157,78 @@ class ResearchBrain:
             return f"Here is the JSON you asked for:\n\n```json\n{text}\n```\n"
         return text
 
-    def plan(self, user: str) -> dict[str, Any]:
-        """Planner output: a brief and three sub-queries derived from the question."""
+    def plan(self, user: str, system: str = "") -> dict[str, Any]:
+        """Planner output: a brief and three sub-queries derived from the question.
+
+        Asked to judge the question, it also assesses it: a question naming several things to
+        compare, or several aspects joined by "and", is complex and decomposed into one
+        sub-question per part (see :func:`decompose`); asked to decompose, it always does.
+        """
         q = question_of(user)
         angles = [
             ("overview and key definitions", "Establish the basic concepts and terminology."),
             ("recent evidence and developments", "Collect current data and concrete examples."),
             ("limitations, risks and criticisms", "Find counter-evidence and open problems."),
         ]
-        return {
+        plan: dict[str, Any] = {
             "research_brief": f"Investigate {q}: background, current evidence and limitations.",
             "sub_queries": [
                 {"query": f"{q} {angle}", "rationale": why, "priority": i}
                 for i, (angle, why) in enumerate(angles, start=1)
             ],
+        }
+        if "Judging the question" not in system:
+            return plan
+        parts = decompose(q)
+        required = "Decomposition: required" in system
+        complex_question = len(parts) >= 2
+        if required and not complex_question:
+            parts = [
+                f"What is known about {q}?",
+                f"What are the limits of what is known about {q}?",
+            ]
+        plan["assessment"] = {
+            "is_complex": complex_question,
+            "recommended_mode": "hierarchical" if complex_question else "simple",
+            "reasoning": (
+                f"The question has {len(parts)} distinct parts."
+                if complex_question
+                else "One focused line of inquiry."
+            ),
+        }
+        plan["decomposition"] = (
+            {
+                "strategy": "comparison"
+                if re.search(r"compar|\bvs\b|versus", q, re.I)
+                else "multi-faceted",
+                "sub_questions": [
+                    {
+                        "question": part,
+                        "priority": round(1.0 - 0.1 * i, 2),
+                        "rationale": "A part of the question.",
+                    }
+                    for i, part in enumerate(parts)
+                ],
+            }
+            if parts
+            else None
+        )
+        return plan
+
+    def answer(self, user: str) -> dict[str, Any]:
+        """Sub-question answerer output: the findings restated with their citations."""
+        stated = prompt_findings(user)
+        if not stated:
+            return {"direct_answer": "", "evidence": [], "caveats": [], "confidence": "low"}
+
+        def cited(content: str, ids: list[str]) -> str:
+            return f"{content.rstrip('.')} {' '.join(f'[{sid}]' for sid in ids)}."
+
+        return {
+            "direct_answer": cited(*stated[0]),
+            "evidence": [cited(content, ids) for content, ids in stated[:4]],
+            "caveats": ["The corpus searched is small."],
+            "confidence": "high" if len(stated) >= 2 else "medium",
         }
 
     def analyze(self, user: str) -> dict[str, Any]:
@@ -380,3 +441,35 @@ def prompt_claims(user: str) -> list[tuple[int, str, list[str]]]:
 def judge_words(text: str) -> set[str]:
     """The fake judge's content words: lower-case, three letters or more, no stop words."""
     return {w for w in WORD_RE.findall(text.lower()) if len(w) >= 3 and w not in JUDGE_STOP_WORDS}
+
+
+_COMPARISON_RE = re.compile(
+    r"\b(?:compare|comparing|comparison of)\s+(.+?)(?:\s+(?:for|in|on|when|as)\s+(.+?))?\??$",
+    re.IGNORECASE,
+)
+_ITEM_SPLIT_RE = re.compile(r",\s*(?:and\s+)?|\s+and\s+|\s+vs\.?\s+|\s+versus\s+", re.IGNORECASE)
+
+
+def decompose(question: str) -> list[str]:
+    """The parts of a multi-part question, each as a sub-question (empty: one part only).
+
+    "Compare A, B and C for X" gives one question per item; "the causes, effects and solutions
+    of Z" one per aspect; "A and B and C" one per conjunct.
+    """
+    text = " ".join(question.split()).rstrip("?. ")
+    match = _COMPARISON_RE.search(text)
+    if match:
+        items = [i.strip() for i in _ITEM_SPLIT_RE.split(match.group(1)) if i.strip()]
+        context = f" for {match.group(2)}" if match.group(2) else ""
+        if len(items) >= 2:
+            return [f"How does {item} perform{context}?" for item in items]
+    aspects = re.search(
+        r"\b(causes?), (effects?),? and (solutions?|fixes) (?:of|for|to) (.+)$", text, re.I
+    )
+    if aspects:
+        topic = aspects.group(4)
+        return [f"What are the {a} of {topic}?" for a in aspects.groups()[:3]]
+    conjuncts = [c.strip() for c in re.split(r"\s+and\s+", text) if c.strip()]
+    if len(conjuncts) >= 3:
+        return [f"{c}?" for c in conjuncts]
+    return []

@@ -29,6 +29,7 @@ from foundry_mcp.research.models.base import (
 )
 from foundry_mcp.research.models.handoffs import (
     AnalyzerOutput,
+    Decomposition,
     ExtractedFinding,
     FollowUpQuery,
     GapAssessment,
@@ -38,6 +39,7 @@ from foundry_mcp.research.models.handoffs import (
     IdentifiedGap,
     IterationRecommendation,
     PlannedSubQuery,
+    PlannedSubQuestion,
     PlannerOutput,
     QualityAssessment,
     QualityUpdate,
@@ -109,6 +111,7 @@ __all__ = [
     "ContentFidelity",
     "Contradiction",
     "CoverageAssessment",
+    "Decomposition",
     "EventListener",
     "ExplorationMode",
     "ExtractedFinding",
@@ -132,6 +135,7 @@ __all__ = [
     "Phase",
     "PhaseAllocation",
     "PlannedSubQuery",
+    "PlannedSubQuestion",
     "PlannerOutput",
     "QualityAssessment",
     "QualityUpdate",

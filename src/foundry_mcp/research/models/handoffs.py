@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 from foundry_mcp.research.models.base import Confidence, Severity, SourceQuality, _Model
+from foundry_mcp.research.models.modes import ComplexityAssessment
 from foundry_mcp.research.models.records import ReportMetadata, Source
 
 
@@ -14,11 +15,65 @@ class PlannedSubQuery(_Model):
     priority: int = 1
 
 
+class PlannedSubQuestion(_Model):
+    """One part of a decomposed question, as the planner proposed it."""
+
+    question: str
+    priority: float = 0.5
+    rationale: str = ""
+
+    @field_validator("priority", mode="before")
+    @classmethod
+    def _lenient_priority(cls, value: object) -> float:
+        """0-1 as asked; words, percentages and out-of-range numbers are mapped onto it."""
+        words = {"critical": 1.0, "high": 0.9, "medium": 0.6, "moderate": 0.6, "low": 0.3}
+        if isinstance(value, str):
+            if value.strip().lower() in words:
+                return words[value.strip().lower()]
+            try:
+                value = float(value.strip().rstrip("%"))
+            except ValueError:
+                return 0.5
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return 0.5
+        number = float(value)
+        if number > 1:
+            number = number / 100 if number <= 100 else 1.0
+        return min(1.0, max(0.0, number))
+
+
+class Decomposition(_Model):
+    """The planner's split of a complex question into sub-questions (seeds 000/001)."""
+
+    strategy: str = ""
+    sub_questions: list[PlannedSubQuestion] = Field(default_factory=list)
+
+
 class PlannerOutput(_Model):
-    """The planner's handoff: a research brief and the sub-queries to search."""
+    """The planner's handoff: a research brief and the sub-queries to search.
+
+    Asked to judge the question (auto and hierarchical modes), it also gives its complexity
+    assessment and, for a complex question, the decomposition.
+    """
 
     research_brief: str = ""
     sub_queries: list[PlannedSubQuery] = Field(default_factory=list)
+    assessment: ComplexityAssessment | None = None
+    decomposition: Decomposition | None = None
+
+    @field_validator("assessment", "decomposition", mode="before")
+    @classmethod
+    def _lenient_parts(cls, value: object, info: ValidationInfo) -> object:
+        """A malformed assessment or decomposition is left out, not a failed plan."""
+        if info.field_name == "decomposition" and isinstance(value, list):
+            value = {"sub_questions": value}
+        if not isinstance(value, dict):
+            return None
+        target = ComplexityAssessment if info.field_name == "assessment" else Decomposition
+        try:
+            return target.model_validate(value)
+        except ValidationError:
+            return None
 
 
 class GatheringStats(_Model):

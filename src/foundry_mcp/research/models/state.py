@@ -24,6 +24,7 @@ from foundry_mcp.research.models.modes import (
     ModeDecision,
     ResearchMode,
     SubQuestion,
+    SubQuestionSynthesis,
 )
 from foundry_mcp.research.models.options import ResearchLimits, ResearchOptions
 from foundry_mcp.research.models.records import (
@@ -62,12 +63,14 @@ class ResearchState(_Model):
     mode: ResearchMode = ResearchMode.AUTO
     mode_decision: ModeDecision | None = None
     branch: str | None = None
+    parent_query: str | None = None  # a sub-question's researcher: the question it helps answer
     decomposition_strategy: str | None = None
     sub_questions: list[SubQuestion] = Field(default_factory=list)
     hypotheses: list[Hypothesis] = Field(default_factory=list)
     coverage: list[CoverageAssessment] = Field(default_factory=list)
 
     research_brief: str | None = None
+    answer: SubQuestionSynthesis | None = None  # a sub-question researcher's structured answer
     sub_queries: list[SubQuery] = Field(default_factory=list)
     sources: list[Source] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)

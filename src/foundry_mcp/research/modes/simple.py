@@ -19,6 +19,7 @@ from foundry_mcp.research.models import (
     AgentRole,
     Confidence,
     Phase,
+    PlannerOutput,
     RefinerOutput,
     ResearchState,
     SubQuery,
@@ -135,17 +136,7 @@ class SimplePlaybook:
     async def _planning(self, guidance: str | None) -> dict[str, Any]:
         state = self.state
         if not any(sq.iteration == state.iteration for sq in state.sub_queries):
-            output = await plan(self.kit.llm, state, guidance)
-            state.research_brief = output.research_brief or state.research_brief
-            state.sub_queries.extend(
-                SubQuery(
-                    query=p.query,
-                    rationale=p.rationale,
-                    priority=p.priority,
-                    iteration=state.iteration,
-                )
-                for p in output.sub_queries
-            )
+            adopt_plan(state, await plan(self.kit.llm, state, guidance))
         return {
             "sub_query_count": sum(
                 1 for sq in state.sub_queries if sq.iteration == state.iteration
@@ -246,6 +237,9 @@ class SimplePlaybook:
 
     # ------------------------------------------------------------------ the supervisor's asks
 
+    def timeout(self, phase: Phase) -> float | None:
+        return self.state.options.phase_timeouts.get(phase.value)
+
     def gate(self, phase: Phase) -> ValidationResult:
         return GATES[phase](self.state)
 
@@ -289,7 +283,10 @@ class SimplePlaybook:
             call = self._stopping(state)
             iterate, rationale = call.iterate, call.rationale
             if iterate and complete_early:
-                iterate, rationale = False, "The supervisor's reflection judged the report complete."
+                iterate, rationale = (
+                    False,
+                    "The supervisor's reflection judged the report complete.",
+                )
             _decide(
                 state,
                 "decide_iteration",
@@ -309,6 +306,20 @@ class SimplePlaybook:
             return Phase.GATHERING
         order = [Phase.PLANNING, Phase.GATHERING, Phase.ANALYSIS, Phase.SYNTHESIS]
         return order[order.index(phase) + 1]
+
+
+def adopt_plan(state: ResearchState, output: PlannerOutput) -> None:
+    """Make the planner's brief and sub-queries the research's (for its current iteration)."""
+    state.research_brief = output.research_brief or state.research_brief
+    state.sub_queries.extend(
+        SubQuery(
+            query=p.query,
+            rationale=p.rationale,
+            priority=p.priority,
+            iteration=state.iteration,
+        )
+        for p in output.sub_queries
+    )
 
 
 def _decide(

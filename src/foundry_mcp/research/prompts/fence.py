@@ -29,6 +29,7 @@ STRUCTURAL_TAGS: Final = (
     "contradiction",
     "report",
     "gap",
+    "subanswer",
 )
 LOOKALIKE: Final = "\u2039"  # ‹ replaces the < of a forged tag
 

@@ -1,4 +1,9 @@
-"""Prompts of the planner: turn a question into a brief and focused sub-queries."""
+"""Prompts of the planner: turn a question into a brief and focused sub-queries.
+
+Asked to judge the question as well (auto and hierarchical modes, seed 003's master planner),
+the planner also assesses its complexity, recommends a mode and, for a question with distinct
+parts, decomposes it into sub-questions (seeds 000/001).
+"""
 
 from __future__ import annotations
 
@@ -36,4 +41,66 @@ def planner_prompts(
         context += f"\n\nSupervisor guidance: {guidance}"
     system = PLANNER_SYSTEM.replace("{max_sub_queries}", str(max_sub_queries))
     user = PLANNER_USER.format(query=query, max_sub_queries=max_sub_queries, context=context)
+    return system, user
+
+
+STRATEGIST_SYSTEM = """\
+You are the research planner of a deep-research team. Before the research starts you judge how \
+the question is best researched, and you plan it.
+
+Answer with one JSON object and nothing else, shaped exactly like this:
+{"research_brief": "two or three sentences on the approach and the aspects to investigate",
+ "assessment": {"is_complex": true, "recommended_mode": "simple|hierarchical|hypotheses",
+                "reasoning": "why, in one or two sentences"},
+ "decomposition": {"strategy": "comparison|multi-faceted|causal|temporal|evaluative|...",
+                   "sub_questions": [{"question": "a focused sub-question?", "priority": 0.9,
+                                      "rationale": "why it matters to the answer"}]},
+ "sub_queries": [{"query": "a specific search query", "rationale": "what it contributes",
+                  "priority": 1}]}
+
+Judging the question:
+- "hierarchical" when it has distinct parts that each need their own research: a comparison of \
+several things, several aspects asked together (causes, effects and solutions), several \
+positions or perspectives to evaluate.
+- "hypotheses" when it asks which of several possible explanations holds, or why something \
+happened, and answering means weighing competing explanations against the evidence.
+- "simple" for a focused question with one line of inquiry, however hard.
+{decomposition_rule}
+Sub-queries: always 2 to {max_sub_queries} web-search queries that research the question as a \
+whole, each exploring a different aspect, written as a person would type them into a search \
+engine (priority 1 is the most important).
+
+No markdown, no commentary, only the JSON object."""
+
+_DECOMPOSE_IF_COMPLEX = """\
+Decomposition: when the question is complex, {min_sub_questions} to {max_sub_questions} \
+sub-questions, each focused, independently researchable and not overlapping the others, together \
+covering the whole question; priority from 0.0 to 1.0 (1.0: essential to the answer); the \
+rationale says why it matters. Otherwise "decomposition": null."""
+
+_DECOMPOSE_ALWAYS = """\
+Decomposition: required. Split the question into {min_sub_questions} to {max_sub_questions} \
+sub-questions, each focused, independently researchable and not overlapping the others, together \
+covering the whole question; priority from 0.0 to 1.0 (1.0: essential to the answer); the \
+rationale says why it matters."""
+
+
+def strategist_prompts(
+    query: str,
+    max_sub_queries: int,
+    sub_question_range: tuple[int, int],
+    system_prompt: str | None,
+    guidance: str | None,
+    *,
+    require_decomposition: bool,
+) -> tuple[str, str]:
+    """The (system, user) prompts for judging and planning the question."""
+    low, high = sub_question_range
+    rule = (_DECOMPOSE_ALWAYS if require_decomposition else _DECOMPOSE_IF_COMPLEX).format(
+        min_sub_questions=low, max_sub_questions=high
+    )
+    system = STRATEGIST_SYSTEM.replace("{decomposition_rule}", rule).replace(
+        "{max_sub_queries}", str(max_sub_queries)
+    )
+    _, user = planner_prompts(query, max_sub_queries, system_prompt, guidance)
     return system, user

@@ -1,9 +1,9 @@
-"""The planner: decomposes the question into a research brief and sub-queries."""
+"""The planner: a research brief and sub-queries; when asked, a judgement and a decomposition."""
 
 from __future__ import annotations
 
 from foundry_mcp.research.models import AgentRole, PlannedSubQuery, PlannerOutput, ResearchState
-from foundry_mcp.research.prompts.planner import planner_prompts
+from foundry_mcp.research.prompts.planner import planner_prompts, strategist_prompts
 from foundry_mcp.research.workflow.calls import ResearchLLM
 from foundry_mcp.research.workflow.fitting import Fitting
 from foundry_mcp.research.workflow.jsonparse import parse_handoff
@@ -12,9 +12,22 @@ MIN_QUERY_CHARS = 3
 LEGACY_MAX_TOKENS = 2048
 
 
-async def plan(llm: ResearchLLM, state: ResearchState, guidance: str | None) -> PlannerOutput:
-    """Ask the model for a plan; fall back to the question itself as the only sub-query."""
+async def plan(
+    llm: ResearchLLM,
+    state: ResearchState,
+    guidance: str | None,
+    *,
+    judge: bool = False,
+    require_decomposition: bool = False,
+) -> PlannerOutput:
+    """Ask the model for a plan; fall back to the question itself as the only sub-query.
+
+    With ``judge`` the planner also assesses the question's complexity and may decompose it;
+    with ``require_decomposition`` it must decompose it. Both come back unvalidated (the modes
+    validate them): ``assessment`` and ``decomposition`` are None when absent or unreadable.
+    """
     limit = state.limits.max_sub_queries
+    modes = state.options.mode
     fitting = await Fitting.open(llm, state, "planning")
 
     def build(scale: float) -> tuple[str, str]:
@@ -23,6 +36,15 @@ async def plan(llm: ResearchLLM, state: ResearchState, guidance: str | None) -> 
         if background and fitting.enabled:
             budget = max(1, int(fitting.phase_budget("planning") * scale))
             background = fitting.fit_text(background, budget, state.query)
+        if judge or require_decomposition:
+            return strategist_prompts(
+                state.query,
+                limit,
+                (modes.min_sub_questions, modes.max_sub_questions),
+                background,
+                guidance,
+                require_decomposition=require_decomposition,
+            )
         return planner_prompts(state.query, limit, background, guidance)
 
     system, user = build(1.0)
@@ -43,6 +65,8 @@ async def plan(llm: ResearchLLM, state: ResearchState, guidance: str | None) -> 
         return PlannerOutput(
             research_brief=output.research_brief if output else "",
             sub_queries=[PlannedSubQuery(query=_as_search_query(state.query), priority=1)],
+            assessment=output.assessment if output else None,
+            decomposition=output.decomposition if output else None,
         )
     seen: set[str] = set()
     unique = []

@@ -78,6 +78,10 @@ class Playbook(Protocol):
         """Do the phase's work; returns the figures its evaluation records."""
         ...
 
+    def timeout(self, phase: Phase) -> float | None:
+        """Seconds the phase may take (None: no limit of its own)."""
+        ...
+
     def gate(self, phase: Phase) -> ValidationResult:
         """The phase's quality gate."""
         ...
@@ -183,7 +187,7 @@ class Supervisor:
 
     async def _execute(self, phase: Phase) -> dict[str, Any]:
         """Run the phase's work within the phase's timeout, if one is configured."""
-        seconds = self.state.options.phase_timeouts.get(phase.value)
+        seconds = self._playbook.timeout(phase)
         if not seconds:
             return await self._playbook.execute(phase, self._guidance)
         with anyio.move_on_after(seconds) as scope:

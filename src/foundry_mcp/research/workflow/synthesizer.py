@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 
 from foundry_mcp.research.citations import resolve_citations
 from foundry_mcp.research.models import (
@@ -14,7 +15,7 @@ from foundry_mcp.research.models import (
     SynthesizerOutput,
     VerificationSummary,
 )
-from foundry_mcp.research.prompts.synthesizer import synthesizer_prompts
+from foundry_mcp.research.prompts.synthesizer import SYNTHESIZER_SYSTEM, synthesizer_prompts
 from foundry_mcp.research.verification import (
     evidence_quality_section,
     split_claims,
@@ -24,26 +25,49 @@ from foundry_mcp.research.workflow.calls import ResearchLLM
 from foundry_mcp.research.workflow.fit_content import fit_findings
 from foundry_mcp.research.workflow.fitting import Fitting
 
+_SOURCE_ID = re.compile(r"\[(src-[0-9a-f]{8})\]")
 _HEADING = re.compile(r"^#{2,3}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _FENCED_REPORT = re.compile(r"^```(?:markdown|md)?\s*\n(.*)\n```\s*$", re.DOTALL)
 _SOURCES_SPLIT = "\n## Sources\n"  # the heading resolve_citations appends
 LEGACY_MAX_TOKENS = 8192
 
 
+@dataclass(frozen=True)
+class Writing:
+    """What a mode adds to the report: its writer's instructions and material, and a section.
+
+    ``material`` (fenced blocks, e.g. the sub-questions' answers) goes into the prompt before
+    the findings, and the sources in ``citable`` may be cited because it cites them.
+    ``appendix`` is a section written by code (its citations as ``[src-...]``), added to the
+    draft after verification, before the citations are numbered.
+    """
+
+    system: str = SYNTHESIZER_SYSTEM
+    material: str | None = None
+    citable: frozenset[str] = frozenset()
+    appendix: str | None = None
+
+
 async def synthesize(
-    llm: ResearchLLM, state: ResearchState, guidance: str | None
+    llm: ResearchLLM,
+    state: ResearchState,
+    guidance: str | None,
+    writing: Writing | None = None,
 ) -> SynthesizerOutput:
     """Write the report, check its cited sentences, and resolve its citations.
 
     With ``state.options.verify_citations`` each cited sentence is judged against its sources
     (see :mod:`foundry_mcp.research.verification`): unsupported ones are removed and partial ones
-    marked. Either way an ``## Evidence Quality`` section ends the body.
+    marked. Either way an ``## Evidence Quality`` section ends the body. ``writing`` is what a
+    mode adds (see :class:`Writing`).
     """
+    writing = writing or Writing()
     if not state.findings:
         state.claim_checks = []
         return _no_evidence_report(state)
     cited_ids = {sid for f in state.findings for sid in f.source_ids}
     cited_ids.update(sid for c in state.contradictions for sid in c.source_ids)
+    cited_ids.update(writing.citable)
     sources = [s for s in state.sources if s.id in cited_ids]
     high_quality = sum(1 for s in state.sources if s.quality is SourceQuality.HIGH)
     fitting = await Fitting.open(llm, state, "synthesis")
@@ -72,6 +96,8 @@ async def synthesize(
             high_quality,
             guidance,
             contradictions=contradictions,
+            system=writing.system,
+            material=writing.material,
         )
 
     system, user = build(1.0)
@@ -86,7 +112,7 @@ async def synthesize(
     draft = _unwrap_fence(draft.strip())
     # A source that exists but was not given to the writer (its findings were left out to fit
     # the budget) is not citable: the writer never saw what it says.
-    by_id = {s.id: s for s in sources if s.id in offered}
+    by_id = {s.id: s for s in sources if s.id in offered | writing.citable}
     # Counted on the writer's draft: verification may remove the sentence that held them.
     dropped = resolve_citations(draft, by_id).dropped_citations
     if dropped:
@@ -103,6 +129,10 @@ async def synthesize(
         state.claim_checks = []
         uncited = split_claims(draft).uncited_sentences
     draft = _ensure_conflict_section(draft, state)
+    if writing.appendix:
+        appendix_ids = set(_SOURCE_ID.findall(writing.appendix))
+        by_id.update({s.id: s for s in sources if s.id in appendix_ids})
+        draft = draft.rstrip() + "\n\n" + writing.appendix.strip() + "\n"
     resolved = resolve_citations(draft, by_id)
     confidence = Counter(f.confidence.value for f in state.findings)
     confidence_summary = {level: confidence.get(level, 0) for level in ("high", "medium", "low")}

@@ -1,0 +1,364 @@
+"""Hierarchical mode: sub-questions researched in parallel, then integrated (seeds 000/001).
+
+PLANNING   the question is decomposed into 2-5 sub-questions (strategy, priority 0-1,
+           rationale), validated and repaired; each gets its iteration budget. A decomposition
+           with too few usable sub-questions falls back to simple mode (recorded).
+GATHERING  the sub-questions' researchers (:mod:`.branch`) run concurrently, at most
+           ``max_concurrent`` at once, sharing one source pool and one token and cost budget.
+           A finished sub-question is never redone; a resumed research continues the others.
+ANALYSIS   their sources, findings, contradictions and open gaps are consolidated (no model).
+SYNTHESIS  the meta-synthesis: one report integrating the sub-answers (agreements,
+           contradictions, conclusion), with citations numbered over the whole research and
+           checked against the sources.
+"""
+
+from __future__ import annotations
+
+import anyio
+
+from foundry_mcp.research.models import (
+    AgentDecision,
+    AgentRole,
+    BranchStatus,
+    Contradiction,
+    Decomposition,
+    Finding,
+    Gap,
+    ModeOptions,
+    Phase,
+    ResearchMode,
+    ResearchState,
+    Source,
+    SourceQuality,
+    SubQuestion,
+    ValidationResult,
+)
+from foundry_mcp.research.modes.branch import allocate_budgets, branch_state, research_branch
+from foundry_mcp.research.modes.kit import ResearchKit
+from foundry_mcp.research.modes.simple import adopt_plan
+from foundry_mcp.research.prompts.synthesizer import META_SYSTEM, render_sub_answers
+from foundry_mcp.research.workflow.fanout import fan_out
+from foundry_mcp.research.workflow.gates import GATES
+from foundry_mcp.research.workflow.planner import plan
+from foundry_mcp.research.workflow.synthesizer import Writing, synthesize
+
+MIN_QUESTION_CHARS = 10
+_QUALITY_RANK = {
+    SourceQuality.UNKNOWN: 0,
+    SourceQuality.LOW: 1,
+    SourceQuality.MEDIUM: 2,
+    SourceQuality.HIGH: 3,
+}
+
+
+def sub_questions_from(
+    decomposition: Decomposition | None, question: str, modes: ModeOptions
+) -> list[SubQuestion]:
+    """The usable sub-questions of a decomposition, repaired.
+
+    Blank, too short, repeated ones and the question itself are dropped; beyond
+    ``max_sub_questions`` the least important are dropped. Fewer than ``min_sub_questions``
+    remaining means the decomposition is not usable (the caller falls back).
+    """
+    if decomposition is None:
+        return []
+    whole = _key(question)
+    seen: set[str] = set()
+    kept: list[SubQuestion] = []
+    for proposed in decomposition.sub_questions:
+        text = " ".join(proposed.question.split())
+        key = _key(text)
+        if len(text) < MIN_QUESTION_CHARS or key in seen or key == whole:
+            continue
+        seen.add(key)
+        kept.append(
+            SubQuestion(question=text, priority=proposed.priority, rationale=proposed.rationale)
+        )
+    if len(kept) > modes.max_sub_questions:
+        ranked = sorted(kept, key=lambda sq: sq.priority, reverse=True)[: modes.max_sub_questions]
+        kept = [sq for sq in kept if sq in ranked]
+    return kept
+
+
+def adopt_decomposition(
+    state: ResearchState, decomposition: Decomposition | None, sub_questions: list[SubQuestion]
+) -> None:
+    """Make ``sub_questions`` the research's, with their budgets, and record the decomposition."""
+    allocate_budgets(sub_questions, state.limits.max_iterations, state.options.mode)
+    state.sub_questions = sub_questions
+    state.decomposition_strategy = (decomposition.strategy if decomposition else "") or None
+    state.record(
+        AgentDecision(
+            agent=AgentRole.PLANNER,
+            action="decompose",
+            rationale=(
+                f"The question was split into {len(sub_questions)} sub-questions"
+                + (f" ({state.decomposition_strategy})" if state.decomposition_strategy else "")
+                + "."
+            ),
+            inputs={"question": state.query[:300]},
+            outputs={
+                "strategy": state.decomposition_strategy,
+                "sub_questions": [
+                    {
+                        "id": sq.id,
+                        "question": sq.question,
+                        "priority": sq.priority,
+                        "iteration_budget": sq.iteration_budget,
+                        "rationale": sq.rationale,
+                    }
+                    for sq in sub_questions
+                ],
+            },
+        )
+    )
+
+
+def fall_back_to_simple(state: ResearchState, reason: str) -> None:
+    """Research the question in simple mode after all, saying why."""
+    state.mode = ResearchMode.SIMPLE
+    if state.mode_decision is not None:
+        state.mode_decision.mode = ResearchMode.SIMPLE
+        state.mode_decision.fallback = reason
+    state.record_fallback(AgentRole.PLANNER, reason)
+
+
+def _key(text: str) -> str:
+    return " ".join(text.lower().strip(" ?.!").split())
+
+
+class HierarchicalPlaybook:
+    """The phases of a hierarchical research; see the module."""
+
+    def __init__(self, state: ResearchState, kit: ResearchKit) -> None:
+        self.state = state
+        self.kit = kit
+
+    # ------------------------------------------------------------------ the phases' work
+
+    async def execute(self, phase: Phase, guidance: str | None) -> dict[str, object]:
+        if phase is Phase.PLANNING:
+            return await self._decompose(guidance)
+        if phase is Phase.GATHERING:
+            return await self._research_sub_questions()
+        if phase is Phase.ANALYSIS:
+            return self._consolidate()
+        return await self._integrate(guidance)
+
+    async def _decompose(self, guidance: str | None) -> dict[str, object]:
+        state = self.state
+        if not state.sub_questions:
+            output = await plan(self.kit.llm, state, guidance, require_decomposition=True)
+            state.research_brief = output.research_brief or state.research_brief
+            modes = state.options.mode
+            sub_questions = sub_questions_from(output.decomposition, state.query, modes)
+            if len(sub_questions) < modes.min_sub_questions:
+                adopt_plan(state, output)
+                fall_back_to_simple(
+                    state,
+                    f"The decomposition gave {len(sub_questions)} usable sub-question(s) (at "
+                    f"least {modes.min_sub_questions} are needed), so the question is researched "
+                    "in simple mode.",
+                )
+                return {"sub_question_count": len(sub_questions), "fell_back_to": "simple"}
+            adopt_decomposition(state, output.decomposition, sub_questions)
+        return {
+            "sub_question_count": len(state.sub_questions),
+            "strategy": state.decomposition_strategy,
+        }
+
+    async def _research_sub_questions(self) -> dict[str, object]:
+        state, kit = self.state, self.kit
+        assert kit.branches is not None
+        saved = kit.branches.load()
+        kit.pool.remember(saved.values())
+        waiting = [sq for sq in state.sub_questions if sq.status is not BranchStatus.COMPLETED]
+        state.record(
+            AgentDecision(
+                agent=AgentRole.SUPERVISOR,
+                action="research_sub_questions",
+                rationale=(
+                    f"{len(waiting)} sub-question(s) are researched in parallel, at most "
+                    f"{state.limits.max_concurrent} at once"
+                    + (
+                        f"; {len(state.sub_questions) - len(waiting)} already answered."
+                        if len(waiting) < len(state.sub_questions)
+                        else "."
+                    )
+                ),
+                inputs={"max_concurrent": state.limits.max_concurrent},
+                outputs={"researching": [sq.id for sq in waiting]},
+            )
+        )
+        limiter = anyio.Semaphore(state.limits.max_concurrent)
+
+        async def research(sub_question: SubQuestion) -> None:
+            async with limiter:
+                branch = saved.get(sub_question.id) or branch_state(state, sub_question)
+                await research_branch(state, sub_question, branch, kit)
+
+        await fan_out(research, waiting)
+        answered = [sq for sq in state.sub_questions if sq.status is BranchStatus.COMPLETED]
+        return {
+            "sub_questions": len(state.sub_questions),
+            "answered": len(answered),
+            "sources": sum(sq.source_count for sq in state.sub_questions),
+        }
+
+    def _consolidate(self) -> dict[str, object]:
+        """The researchers' sources, findings, contradictions and gaps, gathered in the research.
+
+        Rebuilt from the saved researcher states every time, so running it again is harmless.
+        """
+        state, kit = self.state, self.kit
+        assert kit.branches is not None
+        branches = kit.branches.load()
+        sources: dict[str, Source] = {}
+        findings: list[Finding] = []
+        contradictions: list[Contradiction] = []
+        gaps: list[Gap] = []
+        search_calls = 0
+        for sub_question in state.sub_questions:
+            branch = branches.get(sub_question.id)
+            if branch is None:
+                continue
+            search_calls += branch.search_calls
+            for source in branch.sources:
+                kept = sources.get(source.id)
+                if kept is None:
+                    sources[source.id] = source.model_copy(update={"branches": [sub_question.id]})
+                    continue
+                if sub_question.id not in kept.branches:
+                    kept.branches.append(sub_question.id)
+                if not kept.content and source.content:
+                    kept.content = source.content
+                if _QUALITY_RANK[source.quality] > _QUALITY_RANK[kept.quality]:
+                    kept.quality = source.quality
+            findings += [
+                f.model_copy(update={"sub_question_id": sub_question.id}) for f in branch.findings
+            ]
+            contradictions += branch.contradictions
+            gaps += branch.unaddressed_gaps()
+            state.content_fidelity.update(branch.content_fidelity)
+        state.sources = list(sources.values())
+        state.findings = findings
+        state.contradictions = contradictions
+        state.gaps = gaps
+        state.search_calls = search_calls
+        return {
+            "source_count": len(state.sources),
+            "finding_count": len(state.findings),
+            "contradiction_count": len(state.contradictions),
+        }
+
+    async def _integrate(self, guidance: str | None) -> dict[str, object]:
+        state = self.state
+        answers = [
+            (sq.question, sq.synthesis) for sq in state.sub_questions if sq.synthesis is not None
+        ]
+        writing = Writing(
+            system=META_SYSTEM,
+            material=render_sub_answers(answers) if answers else None,
+            citable=frozenset(sid for _, answer in answers for sid in answer.citations),
+        )
+        output = await synthesize(self.kit.llm, state, guidance, writing)
+        state.report = output.report
+        state.report_metadata = output.report_metadata
+        return {
+            "has_report": True,
+            "report_length": len(output.report),
+            "sub_answers": len(answers),
+        }
+
+    # ------------------------------------------------------------------ the supervisor's asks
+
+    def timeout(self, phase: Phase) -> float | None:
+        # The researchers bound their own phases; the research as a whole has task_timeout.
+        if phase is Phase.GATHERING:
+            return None
+        return self.state.options.phase_timeouts.get(phase.value)
+
+    def gate(self, phase: Phase) -> ValidationResult:
+        state = self.state
+        if phase is Phase.PLANNING:
+            modes = state.options.mode
+            count = len(state.sub_questions)
+            issues = []
+            if count < modes.min_sub_questions:
+                issues.append(
+                    f"Too few sub-questions ({count}; minimum: {modes.min_sub_questions})"
+                )
+            return ValidationResult(
+                valid=not issues, issues=issues, quality_score=min(10.0, count * 2.5)
+            )
+        if phase is Phase.GATHERING:
+            answered = [sq for sq in state.sub_questions if sq.status is BranchStatus.COMPLETED]
+            thin = [sq for sq in answered if sq.synthesis is None or sq.synthesis.fallback]
+            issues = []
+            if not answered:
+                issues.append("No sub-question was answered")
+            if thin:
+                issues.append(f"{len(thin)} sub-question(s) have no written answer")
+            return ValidationResult(
+                valid=not issues,
+                issues=issues,
+                quality_score=round(
+                    10
+                    * sum(sq.quality_score for sq in answered)
+                    / max(1, len(state.sub_questions)),
+                    2,
+                ),
+            )
+        return GATES[phase](state)
+
+    def describe(self, phase: Phase) -> str:
+        state = self.state
+        if phase is Phase.PLANNING:
+            return (
+                f"Decomposition done: {len(state.sub_questions)} sub-questions. Do they cover the "
+                "question without overlapping, and are their priorities right?"
+            )
+        if phase is Phase.GATHERING:
+            answered = sum(1 for sq in state.sub_questions if sq.status is BranchStatus.COMPLETED)
+            return (
+                f"Sub-question research done: {answered}/{len(state.sub_questions)} answered. "
+                "Is any answer too weak to build on?"
+            )
+        if phase is Phase.ANALYSIS:
+            return (
+                f"Consolidation done: {len(state.findings)} findings from {len(state.sources)} "
+                "sources. Do the sub-answers agree, and where do they conflict?"
+            )
+        return (
+            f"Meta-synthesis done: report of {len(state.report or '')} characters. Does it "
+            "answer the whole question?"
+        )
+
+    def can_retry(self, phase: Phase) -> bool:
+        state = self.state
+        if phase is Phase.PLANNING:
+            return all(sq.status is BranchStatus.PENDING for sq in state.sub_questions)
+        return phase is Phase.SYNTHESIS
+
+    def prepare_retry(self, phase: Phase) -> None:
+        if phase is Phase.PLANNING:
+            self.state.sub_questions = []
+
+    def next_phase(self, phase: Phase, complete_early: bool) -> Phase | None:
+        if phase is Phase.SYNTHESIS:
+            state = self.state
+            state.record(
+                AgentDecision(
+                    agent=AgentRole.SUPERVISOR,
+                    action="decide_iteration",
+                    rationale=(
+                        f"All {len(state.sub_questions)} sub-questions were researched and "
+                        "integrated: complete."
+                    ),
+                    inputs={"sub_questions": len(state.sub_questions)},
+                    outputs={"should_iterate": False, "next_phase": "COMPLETED"},
+                )
+            )
+            return None
+        order = [Phase.PLANNING, Phase.GATHERING, Phase.ANALYSIS, Phase.SYNTHESIS]
+        return order[order.index(phase) + 1]
