@@ -95,6 +95,11 @@ class ResearchRunner:
                 fetcher=fetcher,
                 hooks=self.hooks,
                 branches=_Branches(self.store, self.owner, state.id, self.deleted),
+                local_providers=frozenset(
+                    name
+                    for name in state.search_providers
+                    if self.providers.settings.provider_kind(name) == "local"
+                ),
             )
             supervisor = Supervisor(state, llm, playbook_for(state, kit), checkpoint, self.hooks)
             with anyio.fail_after(state.limits.task_timeout):

@@ -163,6 +163,7 @@ async def research_branch(
         fetcher=kit.fetcher,
         hooks=kit.hooks,
         pool=kit.pool,
+        local_providers=kit.local_providers,
     )
     playbook = SimplePlaybook(
         branch,

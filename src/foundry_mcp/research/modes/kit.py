@@ -40,3 +40,4 @@ class ResearchKit:
     hooks: SupervisorHooks | None = None
     branches: BranchStore | None = None
     pool: SourcePool = field(default_factory=SourcePool)
+    local_providers: frozenset[str] = frozenset()  # the search providers of the user's documents

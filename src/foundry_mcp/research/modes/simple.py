@@ -147,7 +147,13 @@ class SimplePlaybook:
     async def _gathering(self) -> dict[str, Any]:
         state, kit = self.state, self.kit
         output = await gather(
-            state, kit.search, kit.calls, kit.checkpoint, kit.fetcher, pool=kit.pool
+            state,
+            kit.search,
+            kit.calls,
+            kit.checkpoint,
+            kit.fetcher,
+            pool=kit.pool,
+            local_providers=kit.local_providers,
         )
         current = [sq for sq in state.sub_queries if sq.iteration == state.iteration]
         if current and all(sq.status is SubQueryStatus.FAILED for sq in current):

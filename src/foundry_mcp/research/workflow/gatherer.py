@@ -29,6 +29,7 @@ from foundry_mcp.providers.search.base import SearchProvider, SearchResult
 from foundry_mcp.research.models import (
     GathererOutput,
     ResearchState,
+    SearchTarget,
     Source,
     SubQuery,
     SubQueryStatus,
@@ -73,12 +74,15 @@ async def gather(
     checkpoint: Checkpoint,
     fetcher: PageFetcher | None = None,
     pool: SourcePool | None = None,
+    local_providers: frozenset[str] = frozenset(),
 ) -> GathererOutput:
     """Search every pending sub-query; each finished one is saved before the next starts.
 
     ``fetcher`` reads the pages of sources without text (none: pages are not read). With a
     ``pool`` (shared by the researchers of one research) a URL keeps one id across them all and
-    its page is read once.
+    its page is read once. A sub-query whose ``target`` is ``local`` or ``web`` is searched by
+    the providers of ``local_providers`` (the user's documents) or by the others only; when
+    none of them is configured, by all.
     """
     output = GathererOutput()
     seen_urls = {normalise_url(s.url) for s in state.sources if s.url}
@@ -88,8 +92,9 @@ async def gather(
     answered: set[str] = set()
 
     async def run(sub_query: SubQuery) -> None:
+        chosen_providers = providers_for(sub_query.target, providers, local_providers)
         async with semaphore:
-            per_provider = await _search_all(providers, sub_query.query, state, calls)
+            per_provider = await _search_all(chosen_providers, sub_query.query, state, calls)
         errors = [error for _, _, error in per_provider if error is not None]
         for name, _, error in per_provider:
             if error is not None:
@@ -136,7 +141,7 @@ async def gather(
             sub_query.source_ids.append(source.id)
             output.sources.append(source)
             output.stats.sources_collected += 1
-        sub_query.providers = [p.name for p in providers]
+        sub_query.providers = [p.name for p in chosen_providers]
         await checkpoint()
 
     await fan_out(run, state.pending_sub_queries())
@@ -147,6 +152,16 @@ async def gather(
                 f"providers' results were used. Last error: {errors[-1]}"
             )
     return output
+
+
+def providers_for(
+    target: SearchTarget, providers: list[SearchProvider], local_providers: frozenset[str]
+) -> list[SearchProvider]:
+    """The providers that search a sub-query aimed at ``target`` (all of them for ``both``)."""
+    if target is SearchTarget.BOTH:
+        return providers
+    wanted = [p for p in providers if (p.name in local_providers) == (target is SearchTarget.LOCAL)]
+    return wanted or providers
 
 
 def _interleave(lists: list[list[SearchResult]]) -> list[SearchResult]:
