@@ -11,6 +11,9 @@ from foundry_mcp.research.models import PHASE_ORDER, ResearchState, Status, Usag
 RECENT_DECISIONS = 5
 STALE_AFTER_SECONDS = 180.0
 KEY_DECISIONS = {
+    "choose_mode",
+    "decompose",
+    "research_sub_questions",
     "decide_iteration",
     "plan_next_iteration",
     "retry_phase",
@@ -42,11 +45,13 @@ def status_payload(
     idle = (now - datetime.fromisoformat(last_activity)).total_seconds()
     stale = status.is_active and idle > STALE_AFTER_SECONDS
     completed = len(state.completed_sub_queries())
+    sources, findings = _totals(state)
     return {
         "research_id": state.id,
         "query": shorten(state.query, 200),
         "status": status.value,
         "phase": state.phase.value,
+        "mode": state.mode.value,
         "iteration": state.iteration,
         "max_iterations": state.limits.max_iterations,
         "progress": {
@@ -54,14 +59,14 @@ def status_payload(
             "phases": len(PHASE_ORDER),
             "sub_queries_done": completed,
             "sub_queries_total": len(state.sub_queries),
-            "sources": len(state.sources),
-            "findings": len(state.findings),
+            "sources": sources,
+            "findings": findings,
         },
         "counts": {
             "sub_queries": len(state.sub_queries),
             "sub_queries_completed": completed,
-            "sources": len(state.sources),
-            "findings": len(state.findings),
+            "sources": sources,
+            "findings": findings,
             "gaps": len(state.gaps),
             "gaps_unaddressed": len(state.unaddressed_gaps()),
         },
@@ -93,8 +98,59 @@ def status_payload(
         ],
         "created_at": state.created_at.isoformat(),
         "updated_at": state.updated_at.isoformat(),
+        "tree": research_tree(state),
         "fidelity": fidelity_block(state),
     }
+
+
+def _totals(state: ResearchState) -> tuple[int, int]:
+    """Sources and findings so far, the sub-questions' researchers included while they run."""
+    if state.sub_questions and not state.findings:
+        return (
+            sum(sq.source_count for sq in state.sub_questions),
+            sum(len(sq.finding_ids) for sq in state.sub_questions),
+        )
+    return len(state.sources), len(state.findings)
+
+
+def research_tree(state: ResearchState) -> dict[str, Any] | None:
+    """The research's parts in brief: its sub-questions or hypotheses (None in simple mode)."""
+    if not state.sub_questions and not state.hypotheses:
+        return None
+    tree: dict[str, Any] = {"mode": state.mode.value}
+    if state.sub_questions:
+        tree["strategy"] = state.decomposition_strategy
+        tree["sub_questions"] = [
+            {
+                "id": sq.id,
+                "question": shorten(sq.question, 120),
+                "priority": sq.priority,
+                "status": sq.status.value,
+                "phase": sq.phase,
+                "iteration": f"{sq.iterations_used}/{sq.iteration_budget}",
+                "sources": sq.source_count,
+                "findings": len(sq.finding_ids),
+                "confidence": sq.synthesis.confidence.value if sq.synthesis else None,
+                "quality": sq.quality_score,
+            }
+            for sq in state.sub_questions
+        ]
+    if state.hypotheses:
+        tree["hypotheses"] = [
+            {
+                "id": h.id,
+                "statement": shorten(h.statement, 120),
+                "priority": h.exploration_priority,
+                "status": h.status.value,
+                "confidence": h.confidence,
+                "final_confidence": h.final_confidence,
+                "verdict": h.verdict.value if h.verdict else None,
+                "evidence_for": len(h.evidence_for),
+                "evidence_against": len(h.evidence_against),
+            }
+            for h in state.hypotheses
+        ]
+    return tree
 
 
 def next_action(state: ResearchState, status: Status, stale: bool) -> str:
