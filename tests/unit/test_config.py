@@ -324,3 +324,13 @@ def test_config_error_never_contains_the_api_key(dirs: tuple[Path, Path], table:
 def test_config_error_from_env_never_contains_the_api_key(dirs: tuple[Path, Path]) -> None:
     error = _error(dirs, {"OPENAI_API_KEY": SECRET, "OPENAI_BASE_URL": "gopher://x"})
     assert SECRET not in _all_text(error)
+
+
+def test_the_sample_file_loads_and_sets_every_key_to_its_default(tmp_path: Path) -> None:
+    sample = Path(__file__).resolve().parents[2] / "foundry-mcp.toml"
+    home = tmp_path / "home"
+    home.mkdir()
+    loaded = load_settings(env={"FOUNDRY_MCP_CONFIG": str(sample)}, cwd=tmp_path, home=home)
+    defaults = Settings()
+    assert loaded.research.model_dump() == defaults.research.model_dump()
+    assert loaded.logging == defaults.logging and loaded.providers == {}
