@@ -9,6 +9,7 @@ import anyio
 import pytest
 
 from foundry_mcp.config import Settings
+from foundry_mcp.errors import InvalidStateError
 from foundry_mcp.research.models import BranchStatus, ResearchMode, ResearchState
 from foundry_mcp.research.service import ResearchService
 from foundry_mcp.runtime import research_runtime
@@ -195,3 +196,17 @@ async def test_a_resumed_hierarchical_research_redoes_nothing_finished(
     assert brain.calls["answerer"] - answers_before == len(after.sub_questions) - len(finished)
     assert after.report is not None
     assert_citations_resolve(after.report, served_urls(tavily_server))
+
+
+async def test_a_completed_hierarchical_research_cannot_be_continued_or_restored(
+    settings: Settings,
+) -> None:
+    async with research_runtime(settings, warm=False) as service:
+        state = await _run(service, COMPARISON, mode="hierarchical")
+        with pytest.raises(InvalidStateError) as continued:
+            service.resume(state.id, max_iterations=5)
+        with pytest.raises(InvalidStateError) as restored:
+            service.restore_content(state.id, state.sources[0].id)
+    assert "only a simple research" in continued.value.message
+    assert "simple research only" in restored.value.message
+    assert continued.value.remediation and restored.value.remediation

@@ -580,6 +580,16 @@ class ResearchService:
 
     @staticmethod
     def _check_can_continue(state: ResearchState, max_iterations: int | None) -> None:
+        if state.mode is not ResearchMode.SIMPLE:
+            raise InvalidStateError(
+                f"Research {state.id} is a completed {state.mode.value} research; only a simple "
+                "research can be continued with more iterations.",
+                remediation=(
+                    "Read it with action='deep-research-report'. To go deeper, start a new "
+                    "research on the part you need (a sub-question or a hypothesis), or raise "
+                    "sub_question_max_iterations / max_hypotheses_per_task for the next one."
+                ),
+            )
         if max_iterations is None or max_iterations <= state.iteration:
             raise InvalidStateError(
                 f"Research {state.id} is already completed "
@@ -601,6 +611,15 @@ class ResearchService:
         if not isinstance(item_id, str) or not item_id.strip():
             raise InputError("item_id must name a source id.", details={"field": "item_id"})
         state = self._load_checked(research_id)
+        if state.mode is not ResearchMode.SIMPLE:
+            raise InvalidStateError(
+                f"Research {research_id} ran in {state.mode.value} mode, whose sources belong to "
+                "its researchers; restoring archived content works for simple research only.",
+                remediation=(
+                    "Start a new research in simple mode (mode='simple') on the part you need, "
+                    "or raise the token budget (model_context_overrides) so nothing is dropped."
+                ),
+            )
         archive = self.context.archive() if state.options.token_budget.archive_enabled else None
         result = restore_content(state, item_id.strip(), archive)
         self.store.save(state)
