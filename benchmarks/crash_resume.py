@@ -12,16 +12,34 @@ new server on the same directory, checks that the research reads ``interrupted``
 - store errors: INTERNAL_ERROR envelopes, status reads that fail, servers that fail to start;
 - the median and max time from resume to completion.
 
-Then it times ``deep-research-list`` (50 a page) over 5,000 stored researches, straight from
-the store and through MCP. Run from the repository root:
+With ``--mode hierarchical`` the research is a three-part comparison in hierarchical mode (at
+most two sub-question researchers at once, so a kill often finds some sub-questions answered
+and others being researched). The kill moments are spread evenly over the expected run time
+(one random moment in each of ``--trials`` equal slices), and what the store held at the kill
+is read from it directly before the new server starts: the research's phase, its sub-questions'
+statuses, and each researcher's saved state (``load_branches``). After the resume it counts:
 
-    python benchmarks/crash_resume.py [--trials 20] [--seed 7] [--list-size 5000]
+- completed sub-questions redone: a sub-question ``completed`` at the kill for which the
+  resumed run made a search or a researcher's model call (planner, analyst, answerer, refiner);
+- searches repeated: the queries of the researchers' sub-queries saved ``completed`` at the
+  kill, searched again;
+- source analyses repeated: sources a researcher had saved as analysed, sent to that
+  researcher's analyst again;
+- store errors, as above; and the spread of the kill moments over the phases.
+
+Then it times ``deep-research-list`` (50 a page) over 5,000 stored researches, straight from
+the store and through MCP. Run from the repository root (``--mode both`` runs both kinds of
+trials, about 6 minutes; each mode alone takes under 4):
+
+    python benchmarks/crash_resume.py [--mode simple|hierarchical|both] [--trials N] [--seed 7]
+        [--list-size 5000] [--skip-list]
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -42,12 +60,42 @@ from tests.rawmcp import RawServer, RawServerError
 
 QUERY = "How do heat pumps perform in cold climates?"
 LIMITS = {"max_iterations": 2, "max_sub_queries": 3, "max_sources_per_query": 3}
+# Three items: three sub-questions, at most two researched at once.
+HIERARCHICAL_QUERY = "Compare Redis, Memcached and Hazelcast for session caching"
+HIERARCHICAL_LIMITS = {**LIMITS, "max_concurrent": 2}
+DEFAULT_TRIALS = {"simple": 20, "hierarchical": 12}
 ACTIVE = {"queued", "running", "cancelling"}
 TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted"}
 AFTER_GATHERING = {"analysis", "synthesis", "refinement"}
 AFTER_ANALYSIS = {"synthesis", "refinement"}
 SAVE_MARGIN = 0.5
 LLM_PATH = "/v1/chat/completions"
+RESEARCHER_AGENTS = {"planner", "analyzer", "answerer", "refiner"}
+# The line of a researcher's prompt that names its question.
+QUESTION_LINE_RE = re.compile(
+    r"^\s*(?:Research question|Sub-question):\s*(.+?)\s*$", re.MULTILINE | re.IGNORECASE
+)
+
+
+@dataclass
+class SavedWork:
+    """What the store held when the server was killed (hierarchical trials)."""
+
+    phase: str
+    questions: list[str]  # every sub-question
+    completed: list[str]  # the sub-questions answered
+    researching: int
+    searches: set[str]  # queries of the researchers' completed sub-queries
+    analysed: dict[str, set[str]]  # sub-question -> the source ids its researcher analysed
+
+    def moment(self) -> str:
+        """Where the research was, e.g. ``gathering (1/3 answered, 2 researching)``."""
+        if not self.questions:
+            return self.phase
+        return (
+            f"{self.phase} ({len(self.completed)}/{len(self.questions)} answered, "
+            f"{self.researching} researching)"
+        )
 
 
 @dataclass
@@ -56,6 +104,7 @@ class Trial:
     llm_latency: float
     search_latency: float
     kill_after: float
+    mode: str = "simple"
     outcome: str = "not run"  # completed, or what went wrong
     status_after_kill: str | None = None
     phase_after_kill: str | None = None
@@ -65,6 +114,10 @@ class Trial:
     duplicate_analyses: int = 0
     store_errors: list[str] = field(default_factory=list)
     resume_seconds: float | None = None
+    # Hierarchical trials only.
+    saved: SavedWork | None = None
+    sub_questions_redone: list[str] = field(default_factory=list)
+    redone_calls: Counter[str] = field(default_factory=Counter)  # agent or "search" -> calls
 
 
 class StoreError(Exception):
@@ -125,14 +178,20 @@ def environment(tmp: Path, llm: FakeHTTPServer, search: FakeHTTPServer) -> dict[
     }
 
 
+def prompts(request: RecordedRequest) -> tuple[str, str]:
+    """The (system, user) text of a chat completion request."""
+    messages = (request.json or {}).get("messages") or []
+    system = "\n".join(str(m.get("content")) for m in messages if m.get("role") == "system")
+    user = "\n".join(str(m.get("content")) for m in messages if m.get("role") == "user")
+    return system, user
+
+
 def analysed(requests: Iterable[RecordedRequest]) -> list[str]:
     """Source ids sent to the analyzer, once per analysis request that carried them."""
     ids: list[str] = []
     for request in requests:
-        messages = (request.json or {}).get("messages") or []
-        system = "\n".join(str(m.get("content")) for m in messages if m.get("role") == "system")
+        system, user = prompts(request)
         if ResearchBrain.identify(system) == "analyzer":
-            user = "\n".join(str(m.get("content")) for m in messages if m.get("role") == "user")
             ids.extend(dict.fromkeys(SOURCE_BLOCK_RE.findall(user)))
     return ids
 
@@ -146,6 +205,74 @@ def saved_before(
     return [r for r in requests if r.timestamp <= horizon]
 
 
+@dataclass
+class Killed:
+    """A research whose server was SIGKILLed, and the status reads made before."""
+
+    research_id: str
+    killed_at: float  # time.time()
+    seen: list[tuple[float, str]]  # (sent at, phase) of each status read
+
+
+def start_and_kill(trial: Trial, env: dict[str, str], arguments: dict[str, Any]) -> Killed | None:
+    """Start a research, watch its status until the trial's moment, SIGKILL the server."""
+    first = Session(env, trial)
+    try:
+        started = first.call({"action": "deep-research", **arguments})
+        if not started["success"]:
+            trial.outcome = f"start failed: {started['error']}"
+            return None
+        research_id = started["data"]["research_id"]
+        kill_at = time.monotonic() + trial.kill_after
+        seen: list[tuple[float, str]] = []
+        while (remaining := kill_at - time.monotonic()) > 0.15:
+            sent = time.time()
+            data = first.status(research_id, wait=True, wait_timeout=min(0.5, remaining - 0.1))
+            seen.append((sent, data["phase"]))
+            if data["status"] not in ACTIVE:
+                break
+        time.sleep(max(0.0, kill_at - time.monotonic()))
+        killed_at = time.time()
+    finally:
+        first.kill()
+    return Killed(research_id, killed_at, seen)
+
+
+def resume_to_end(trial: Trial, env: dict[str, str], research_id: str) -> float | None:
+    """In a new server: check the status, resume, wait for the end; when the resume began."""
+    second = Session(env, trial)
+    try:
+        data = second.status(research_id)
+        trial.status_after_kill, trial.phase_after_kill = data["status"], data["phase"]
+        if data["status"] not in ("interrupted", "completed"):
+            trial.outcome = f"status after the kill is {data['status']}"
+            return None
+        resumed_at = time.time()
+        if data["status"] == "interrupted":
+            began = time.monotonic()
+            resumed = second.call({"action": "deep-research-resume", "research_id": research_id})
+            if not resumed["success"]:
+                trial.outcome = f"resume refused: {resumed['error']}"
+                return None
+            data = dict(resumed["data"])  # queued
+            while data["status"] not in TERMINAL:
+                if time.monotonic() > began + 120:
+                    trial.outcome = "resume did not finish within 120 s"
+                    return None
+                data = second.status(research_id, wait=True, wait_timeout=2)
+            trial.resume_seconds = time.monotonic() - began
+        report = second.call({"action": "deep-research-report", "research_id": research_id})
+        if data["status"] != "completed":
+            trial.outcome = f"ended {data['status']}: {data.get('error')}"
+        elif not report["success"]:
+            trial.outcome = f"report unreadable: {report['error']}"
+        else:
+            trial.outcome = "completed"
+        return resumed_at
+    finally:
+        second.close()
+
+
 def run_trial(trial: Trial) -> None:
     brain = ResearchBrain()
     with (
@@ -157,91 +284,156 @@ def run_trial(trial: Trial) -> None:
         env = environment(Path(tmp), llm, search)
 
         # 1. Start, watch the status until the chosen moment, SIGKILL.
-        first = Session(env, trial)
-        try:
-            started = first.call({"action": "deep-research", "query": QUERY, **LIMITS})
-            if not started["success"]:
-                trial.outcome = f"start failed: {started['error']}"
-                return
-            research_id = started["data"]["research_id"]
-            kill_at = time.monotonic() + trial.kill_after
-            seen: list[tuple[float, str]] = []  # (sent at, phase) of each status read
-            while (remaining := kill_at - time.monotonic()) > 0.15:
-                sent = time.time()
-                data = first.status(research_id, wait=True, wait_timeout=min(0.5, remaining - 0.1))
-                seen.append((sent, data["phase"]))
-                if data["status"] not in ACTIVE:
-                    break
-            time.sleep(max(0.0, kill_at - time.monotonic()))
-            killed_at = time.time()
-        finally:
-            first.kill()
-
-        past_gathering = next((t for t, phase in seen if phase in AFTER_GATHERING), None)
-        past_analysis = next((t for t, phase in seen if phase in AFTER_ANALYSIS), None)
-        searches_before = saved_before(
-            search.requests_to("/search"), trial.search_latency, killed_at, past_gathering
-        )
-        analyses_before = saved_before(
-            llm.requests_to(LLM_PATH), trial.llm_latency, killed_at, past_analysis
-        )
+        if trial.mode == "hierarchical":
+            arguments = {"query": HIERARCHICAL_QUERY, "mode": "hierarchical", **HIERARCHICAL_LIMITS}
+        else:
+            arguments = {"query": QUERY, **LIMITS}
+        killed = start_and_kill(trial, env, arguments)
+        if killed is None:
+            return
+        if trial.mode == "hierarchical":
+            trial.saved = saved_work(Path(tmp) / "research", killed.research_id)
 
         # 2. A new server on the same store: status, resume, wait.
-        second = Session(env, trial)
-        try:
-            data = second.status(research_id)
-            trial.status_after_kill, trial.phase_after_kill = data["status"], data["phase"]
-            if data["status"] not in ("interrupted", "completed"):
-                trial.outcome = f"status after the kill is {data['status']}"
-                return
-            resumed_at = time.time()
-            if data["status"] == "interrupted":
-                began = time.monotonic()
-                resumed = second.call(
-                    {"action": "deep-research-resume", "research_id": research_id}
-                )
-                if not resumed["success"]:
-                    trial.outcome = f"resume refused: {resumed['error']}"
-                    return
-                data = dict(resumed["data"])  # queued
-                while data["status"] not in TERMINAL:
-                    if time.monotonic() > began + 120:
-                        trial.outcome = "resume did not finish within 120 s"
-                        return
-                    data = second.status(research_id, wait=True, wait_timeout=2)
-                trial.resume_seconds = time.monotonic() - began
-            report = second.call({"action": "deep-research-report", "research_id": research_id})
-            if data["status"] != "completed":
-                trial.outcome = f"ended {data['status']}: {data.get('error')}"
-            elif not report["success"]:
-                trial.outcome = f"report unreadable: {report['error']}"
-            else:
-                trial.outcome = "completed"
-        finally:
-            second.close()
-
-        searches_after = [r for r in search.requests_to("/search") if r.timestamp >= resumed_at]
-        done = {str((r.json or {}).get("query")) for r in searches_before}
-        trial.searches_saved = len(done)
-        trial.duplicate_searches = sum(
-            1 for r in searches_after if str((r.json or {}).get("query")) in done
-        )
-        llm_after = [r for r in llm.requests_to(LLM_PATH) if r.timestamp >= resumed_at]
-        done_ids = set(analysed(analyses_before))
-        trial.analyses_saved = len(done_ids)
-        trial.duplicate_analyses = sum(1 for sid in analysed(llm_after) if sid in done_ids)
+        resumed_at = resume_to_end(trial, env, killed.research_id)
+        if resumed_at is None:
+            return
+        if trial.saved is not None:
+            count_redone(trial, trial.saved, search, llm, resumed_at)
+        else:
+            count_repeated(trial, killed, search, llm, resumed_at)
 
 
-def crash_trials(args: argparse.Namespace, trials: list[Trial]) -> None:
+def count_repeated(
+    trial: Trial, killed: Killed, search: FakeHTTPServer, llm: FakeHTTPServer, resumed_at: float
+) -> None:
+    """Simple trials: searches and analyses saved before the kill (timing rule) made again."""
+    past_gathering = next((t for t, phase in killed.seen if phase in AFTER_GATHERING), None)
+    past_analysis = next((t for t, phase in killed.seen if phase in AFTER_ANALYSIS), None)
+    searches_before = saved_before(
+        search.requests_to("/search"), trial.search_latency, killed.killed_at, past_gathering
+    )
+    analyses_before = saved_before(
+        llm.requests_to(LLM_PATH), trial.llm_latency, killed.killed_at, past_analysis
+    )
+    searches_after = [r for r in search.requests_to("/search") if r.timestamp >= resumed_at]
+    done = {str((r.json or {}).get("query")) for r in searches_before}
+    trial.searches_saved = len(done)
+    trial.duplicate_searches = sum(
+        1 for r in searches_after if str((r.json or {}).get("query")) in done
+    )
+    llm_after = [r for r in llm.requests_to(LLM_PATH) if r.timestamp >= resumed_at]
+    done_ids = set(analysed(analyses_before))
+    trial.analyses_saved = len(done_ids)
+    trial.duplicate_analyses = sum(1 for sid in analysed(llm_after) if sid in done_ids)
+
+
+def saved_work(research_dir: Path, research_id: str) -> SavedWork:
+    """What the store holds for a research (read while no server runs)."""
+    from foundry_mcp.research.models import BranchStatus, SubQueryStatus
+    from foundry_mcp.research.store import ResearchStore
+
+    store = ResearchStore(research_dir)
+    try:
+        state = store.load(research_id)
+        branches = store.load_branches(research_id)
+    finally:
+        store.close()
+    questions = {sq.id: sq.question for sq in state.sub_questions}
+    searches: set[str] = set()
+    analysed_ids: dict[str, set[str]] = {}
+    for branch_id, branch in branches.items():
+        searches.update(q.query for q in branch.sub_queries if q.status is SubQueryStatus.COMPLETED)
+        question = questions.get(branch_id, branch.query)
+        analysed_ids[question] = {s.id for s in branch.sources if s.analyzed}
+    return SavedWork(
+        phase=state.phase.value,
+        questions=list(questions.values()),
+        completed=[
+            sq.question for sq in state.sub_questions if sq.status is BranchStatus.COMPLETED
+        ],
+        researching=sum(1 for sq in state.sub_questions if sq.status is BranchStatus.RESEARCHING),
+        searches=searches,
+        analysed=analysed_ids,
+    )
+
+
+def sub_question_of(text: str, questions: list[str]) -> str | None:
+    """The sub-question a search or a researcher's prompt is about (None: the whole research)."""
+    named = QUESTION_LINE_RE.search(text)
+    if named:
+        return next((q for q in questions if _key(q) == _key(named.group(1))), None)
+    return next((q for q in questions if _key(q) in _key(text)), None)
+
+
+def _key(text: str) -> str:
+    return " ".join(text.lower().strip(" ?.!").split())
+
+
+def count_redone(
+    trial: Trial,
+    saved: SavedWork,
+    search: FakeHTTPServer,
+    llm: FakeHTTPServer,
+    resumed_at: float,
+) -> None:
+    """Hierarchical trials: work the store held at the kill that the resumed run did again."""
+    redone: set[str] = set()
+    trial.searches_saved = len(saved.searches)
+    for request in search.requests_to("/search"):
+        if request.timestamp < resumed_at:
+            continue
+        query = str((request.json or {}).get("query"))
+        if query in saved.searches:
+            trial.duplicate_searches += 1
+        question = sub_question_of(query, saved.questions)
+        if question in saved.completed:
+            redone.add(question)
+            trial.redone_calls["search"] += 1
+    trial.analyses_saved = sum(len(ids) for ids in saved.analysed.values())
+    for request in llm.requests_to(LLM_PATH):
+        if request.timestamp < resumed_at:
+            continue
+        system, user = prompts(request)
+        agent = ResearchBrain.identify(system)
+        if agent not in RESEARCHER_AGENTS:
+            continue
+        question = sub_question_of(user, saved.questions)
+        if question is None:
+            continue
+        if question in saved.completed:
+            redone.add(question)
+            trial.redone_calls[agent] += 1
+        if agent == "analyzer":
+            before = saved.analysed.get(question, set())
+            trial.duplicate_analyses += sum(
+                1 for sid in dict.fromkeys(SOURCE_BLOCK_RE.findall(user)) if sid in before
+            )
+    trial.sub_questions_redone = sorted(redone)
+
+
+def crash_trials(args: argparse.Namespace, mode: str, trials: list[Trial]) -> None:
     """Run the trials, appending each to ``trials`` as it starts (so a failure keeps them)."""
     rng = random.Random(args.seed)
-    for number in range(1, args.trials + 1):
+    count = args.trials or DEFAULT_TRIALS[mode]
+    for number in range(1, count + 1):
         llm_latency = round(rng.uniform(0.05, 0.2), 3)
         search_latency = round(rng.uniform(0.05, 0.2), 3)
-        # About 8 LLM calls and 2 rounds of searches, plus the server's start-up (provider SDK
-        # imports, ~1 s) and bookkeeping; some kills land after the end, which is fine.
-        expected = 8 * llm_latency + 2 * search_latency + 1.5
-        trial = Trial(number, llm_latency, search_latency, round(rng.uniform(0.05, expected), 3))
+        if mode == "hierarchical":
+            # Start-up (provider SDK imports, ~1.3 s, while planning), the decomposition, two
+            # waves of researchers (plan, search, analyse, answer), the meta-synthesis and its
+            # checks: measured at about 1.8 s + 16 LLM latencies + 2 search latencies. One random
+            # moment in each of ``count`` equal slices of that, so the kills cover every phase.
+            expected = 1.8 + 16 * llm_latency + 2 * search_latency
+            slice_ = expected / count
+            kill_after = round(rng.uniform((number - 1) * slice_, number * slice_), 3)
+            kill_after = max(0.05, kill_after)
+        else:
+            # About 8 LLM calls and 2 rounds of searches, plus the server's start-up (provider
+            # SDK imports, ~1 s) and bookkeeping; some kills land after the end, which is fine.
+            expected = 8 * llm_latency + 2 * search_latency + 1.5
+            kill_after = round(rng.uniform(0.05, expected), 3)
+        trial = Trial(number, llm_latency, search_latency, kill_after, mode=mode)
         trials.append(trial)
         try:
             run_trial(trial)
@@ -250,10 +442,11 @@ def crash_trials(args: argparse.Namespace, trials: list[Trial]) -> None:
         except Exception as exc:
             trial.outcome = f"crashed: {type(exc).__name__}: {exc}"
             traceback.print_exc(file=sys.stderr)
+        saved = f"; saved: {trial.saved.moment()}" if trial.saved else ""
         print(
             f"trial {number:2d}: kill after {trial.kill_after:5.2f} s "
             f"(llm {llm_latency:.2f} s, search {search_latency:.2f} s) -> "
-            f"{trial.status_after_kill or '-'} in {trial.phase_after_kill or '-'}; "
+            f"{trial.status_after_kill or '-'} in {trial.phase_after_kill or '-'}{saved}; "
             f"{trial.outcome}"
             + (f"; resumed in {trial.resume_seconds:.2f} s" if trial.resume_seconds else ""),
             flush=True,
@@ -268,6 +461,9 @@ def report_trials(trials: list[Trial], wanted: int) -> None:
     print()
     print(f"trials completed:          {completed}/{wanted}")
     print(f"status after the kill:     {dict(kinds)}")
+    saved = [t.saved for t in trials if t.saved is not None]
+    if saved:
+        report_hierarchical(trials, saved)
     print(
         f"duplicate search calls:    {sum(t.duplicate_searches for t in trials)} "
         f"(of {sum(t.searches_saved for t in trials)} searches saved before a kill)"
@@ -289,6 +485,32 @@ def report_trials(trials: list[Trial], wanted: int) -> None:
         )
     else:
         print("resume to completion:      no resumes")
+
+
+def report_hierarchical(trials: list[Trial], saved: list[SavedWork]) -> None:
+    """The kill moments' spread and the completed sub-questions redone."""
+    moments: Counter[str] = Counter()
+    for work, trial in zip(saved, (t for t in trials if t.saved is not None), strict=True):
+        if trial.status_after_kill == "completed":
+            moments["after the end"] += 1
+        elif work.phase == "gathering" and work.researching:
+            moments["gathering, researchers running"] += 1
+        else:
+            moments[work.phase] += 1
+    print(f"kill moments (saved phase): {dict(moments)}")
+    answered = sum(len(work.completed) for work in saved)
+    redone = [t for t in trials if t.sub_questions_redone]
+    calls: Counter[str] = Counter()
+    for trial in redone:
+        calls.update(trial.redone_calls)
+    print(
+        f"completed sub-questions redone: "
+        f"{sum(len(t.sub_questions_redone) for t in trials)} "
+        f"(of {answered} answered before a kill)"
+        + (f"; calls made again: {dict(calls)}" if calls else "")
+    )
+    for trial in redone:
+        print(f"  trial {trial.number}: {', '.join(trial.sub_questions_redone)}")
 
 
 # ---------------------------------------------------------------------- listing
@@ -378,20 +600,37 @@ def time_listing(args: argparse.Namespace) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument(
+        "--mode",
+        choices=("simple", "hierarchical", "both"),
+        default="simple",
+        help="the research mode of the trials (both: the simple trials, then the hierarchical)",
+    )
+    parser.add_argument(
+        "--trials",
+        type=int,
+        default=None,
+        help="trials per mode (default: 20 simple, 12 hierarchical)",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--list-size", type=int, default=5000)
     parser.add_argument("--list-pages", type=int, default=10)
     parser.add_argument("--skip-list", action="store_true", help="only run the crash trials")
     args = parser.parse_args()
 
-    trials: list[Trial] = []
-    try:
-        crash_trials(args, trials)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-    finally:
-        report_trials(trials, args.trials)
+    modes = ["simple", "hierarchical"] if args.mode == "both" else [args.mode]
+    for index, mode in enumerate(modes):
+        if mode != "simple" or len(modes) > 1:
+            query = HIERARCHICAL_QUERY if mode == "hierarchical" else QUERY
+            print(("\n" if index else "") + f"== {mode} mode: {query}", flush=True)
+        trials: list[Trial] = []
+        try:
+            crash_trials(args, mode, trials)
+        except KeyboardInterrupt:
+            print("interrupted", file=sys.stderr)
+            report_trials(trials, args.trials or DEFAULT_TRIALS[mode])
+            return
+        report_trials(trials, args.trials or DEFAULT_TRIALS[mode])
     if not args.skip_list:
         try:
             time_listing(args)

@@ -41,6 +41,9 @@ AGENT_MARKERS: tuple[tuple[str, str], ...] = (
     ("research analyst", "analyzer"),
     ("research writer", "writer"),
     ("research refiner", "refiner"),
+    ("research investigator", "investigator"),
+    ("evidence assessor", "assessor"),
+    ("coverage assessor", "coverage"),
 )
 HALLUCINATED_ID = "src-deadbeef"
 
@@ -149,6 +152,12 @@ class ResearchBrain:
             return self.write(user)
         if agent == "verifier":
             return self._json(self.verify(user))
+        if agent == "investigator":
+            return self._json(self.investigate(user))
+        if agent == "assessor":
+            return self._json(self.assess(user))
+        if agent == "coverage":
+            return self._json(self.cover(user))
         return "This is a deterministic answer from the fake research brain."
 
     def _json(self, data: dict[str, Any]) -> str:
@@ -163,6 +172,9 @@ class ResearchBrain:
         Asked to judge the question, it also assesses it: a question naming several things to
         compare, or several aspects joined by "and", is complex and decomposed into one
         sub-question per part (see :func:`decompose`); asked to decompose, it always does.
+        Shown the user's documents (a ``<documents>`` block), it aims at them the sub-queries
+        whose angle (their words beyond the question's) shares a word of four letters or more
+        with a listed document, the first other one at both, the rest at the web.
         """
         q = question_of(user)
         angles = [
@@ -177,6 +189,22 @@ class ResearchBrain:
                 for i, (angle, why) in enumerate(angles, start=1)
             ],
         }
+        listed = re.search(r"<documents>\n(.*?)\n</documents>", user, re.DOTALL)
+        if listed:
+            documented = {w for w in WORD_RE.findall(listed.group(1).lower()) if len(w) >= 4}
+            asked = set(WORD_RE.findall(q.lower()))
+            targets = []
+            for sub_query in plan["sub_queries"]:
+                angle = set(WORD_RE.findall(sub_query["query"].lower())) - asked
+                target = "local" if angle & documented else "web"
+                if target == "web" and "both" not in targets:
+                    target = "both"
+                sub_query["target"] = target
+                targets.append(target)
+            plan["allocation_strategy"] = (
+                f"{targets.count('local')} angle(s) the user's documents cover go to them, one "
+                "to both, the rest to the web."
+            )
         if "Judging the question" not in system:
             return plan
         parts = decompose(q)
@@ -196,6 +224,8 @@ class ResearchBrain:
                 else "One focused line of inquiry."
             ),
         }
+        if re.search(r"\bwhich (explanation|hypothesis|theory)\b", q, re.I):
+            plan["assessment"]["recommended_mode"] = "hypotheses"
         plan["decomposition"] = (
             {
                 "strategy": "comparison"
@@ -376,6 +406,77 @@ class ResearchBrain:
                 }
             )
         return {"verdicts": verdicts}
+
+    def investigate(self, user: str) -> dict[str, Any]:
+        """Investigator output: three hypotheses (at most the number asked) for a question about
+        which explanation holds, why or what caused something, one otherwise; one query each."""
+        q = question_of(user).rstrip("?. ")
+        asked = re.search(r"at most (\d+) hypotheses", user)
+        investigative = re.search(
+            r"\b(which|why|explanations?|hypothes\w+|theor\w+|caus\w+)\b", q, re.I
+        )
+        count = min(int(asked.group(1)) if asked else 3, 3 if investigative else 1)
+        angles = [
+            ("direct mechanism", 70, ["mechanism", "study"]),
+            ("environmental conditions", 50, ["climate", "conditions"]),
+            ("measurement artefact", 30, ["methodology", "bias"]),
+        ]
+        return {
+            "research_brief": f"Weigh the competing explanations of {q} against the evidence.",
+            "hypotheses": [
+                {
+                    "statement": f"The {angle} explains {q}.",
+                    "confidence": confidence,
+                    "search_strategy": {
+                        "sources": ["web"],
+                        "signals": signals,
+                        "expected_entities": [angle.split()[-1]],
+                        "queries": [f"{q} {angle}"],
+                    },
+                    "exploration_priority": i,
+                    "priority_reasoning": f"Prior confidence {confidence}.",
+                }
+                for i, (angle, confidence, signals) in enumerate(angles[:count], start=1)
+            ],
+        }
+
+    def assess(self, user: str) -> dict[str, Any]:
+        """Evidence assessor output: findings 1 and 2 support the hypothesis; with four or more
+        listed, the last undermines it (partially supported)."""
+        numbers = [int(n) for n in re.findall(r"<finding\s+n=\"(\d+)\"", user)]
+        initial = re.search(r"^Initial confidence:\s*(\d+)", user, re.MULTILINE)
+        confidence = int(initial.group(1)) if initial else 50
+        supporting = numbers[:2]
+        against = numbers[-1:] if len(numbers) >= 4 else []
+        verdict = (
+            "partially_supported"
+            if supporting and against
+            else "supported"
+            if supporting
+            else "inconclusive"
+        )
+        return {
+            "final_confidence": min(95, confidence + (15 if verdict == "supported" else 5)),
+            "verdict": verdict,
+            "evidence_for": supporting,
+            "evidence_against": against,
+            "entities_found": [],
+            "reasoning": f"{len(supporting)} finding(s) support it, {len(against)} undermine it.",
+        }
+
+    def cover(self, user: str) -> dict[str, Any]:
+        """Coverage assessor output: sufficient once two hypotheses are explored; else the first
+        one still to explore is recommended."""
+        explored = re.search(r"Hypotheses explored:\s*(\d+)", user)
+        count = int(explored.group(1)) if explored else 0
+        remaining = re.findall(r"^- (H\d+) ", user, re.MULTILINE)
+        sufficient = count >= 2 or not remaining
+        return {
+            "sufficient": sufficient,
+            "reasoning": f"{count} hypotheses explored: "
+            + ("two angles answer the question." if sufficient else "another angle is needed."),
+            "recommended_next": None if sufficient else remaining[0],
+        }
 
 
 def source_sentences(user: str) -> dict[str, list[str]]:

@@ -133,6 +133,7 @@ def test_fts_query_quotes_every_word() -> None:
     assert fts_query("How do heat pumps work?") == 'body : ("heat" OR "pumps" OR "work")'
     assert fts_query("the and") == 'body : ("the" OR "and")'
     assert fts_query("?!* ()") is None
+    assert fts_query("Heat pumps: title", column=None) == '("heat" OR "pumps" OR "title")'
 
 
 # --------------------------------------------------------------------------- incremental index
@@ -333,3 +334,69 @@ async def test_a_symlink_out_of_the_folder_is_not_followed(tmp_path: Path, docs:
     found = await provider.search("tomatoes warmth sun", 5)
     assert {Path(r.url or "").name.split("#")[0] for r in found} >= {"garden.txt"}
     await provider.aclose()
+
+
+# --------------------------------------------------------------------------- the planner's sample
+
+
+async def test_the_sample_names_the_most_relevant_documents_first(
+    tmp_path: Path, docs: Path
+) -> None:
+    (docs / "projects").mkdir()
+    (docs / "projects" / "roadmap.md").write_text("# Roadmap 2027\n\nShip the tomato sensor.\n")
+    provider = _provider(tmp_path, docs)
+    sample = await provider.sample("Do heat pumps work in cold climates?", 5)
+    assert sample[0] == "heat-pumps.md — Heat pumps in cold climates"
+    # The others follow as a spread, named by their path below the folder.
+    assert set(sample[1:]) == {"garden.txt", "projects/roadmap.md — Roadmap 2027"}
+    assert await provider.sample("quantum chromodynamics", 1) == ["garden.txt"]
+    assert await provider.sample("?!", 0) == []
+
+
+async def test_the_sample_spreads_over_the_folders_without_a_match(tmp_path: Path) -> None:
+    folder = tmp_path / "many"
+    for letter in "abcdefgh":
+        (folder / letter).mkdir(parents=True)
+        (folder / letter / "note.md").write_text(f"Note {letter} about nothing in particular.\n")
+    (folder / "empty.md").write_text("")  # no text: never named
+    provider = _provider(tmp_path, folder)
+    sample = await provider.sample("zeppelins", 4)
+    assert sample == ["a/note.md", "c/note.md", "e/note.md", "g/note.md"]
+
+
+async def test_the_sample_never_names_a_file_outside_the_configured_folders(
+    tmp_path: Path, docs: Path
+) -> None:
+    secret = tmp_path / "elsewhere" / "credentials.md"
+    secret.parent.mkdir()
+    secret.write_text("# Heat pump vendor passwords\n\nheat pumps heat pumps\n")
+    (docs / "vendor.md").symlink_to(secret)  # a link out of the folder is not followed
+    # Another configuration indexed the other folder into the same index file.
+    assert await _provider(tmp_path, docs, secret.parent).search("passwords", 5)
+    provider = _provider(tmp_path, docs)
+    original = provider.refresh
+    # As if a scan had just run: the index still holds the other folder's document.
+    provider.refresh = lambda force=False: None  # type: ignore[method-assign]
+    stale = await provider.sample("heat pump passwords", 10)
+    with sqlite3.connect(tmp_path / "research" / "local-index.db") as conn:
+        indexed = [path for (path,) in conn.execute("SELECT path FROM files")]
+    assert str(secret.resolve()) in indexed
+    provider.refresh = original  # type: ignore[method-assign]
+    fresh = await provider.sample("heat pump passwords", 10)
+    for sample in (stale, fresh):
+        assert sample and all("credentials" not in name for name in sample)
+        assert all("password" not in name.lower() for name in sample)
+        assert all(not name.startswith("/") and ".." not in name for name in sample)
+    single = _provider(tmp_path, docs / "garden.txt")
+    assert await single.sample("tomatoes", 5) == ["garden.txt"]
+
+
+async def test_sampling_an_unusable_index_is_a_provider_error(tmp_path: Path, docs: Path) -> None:
+    with pytest.raises(ProviderError):
+        await _provider(tmp_path, tmp_path / "nowhere").sample("tomatoes", 5)
+    provider = _provider(tmp_path, docs)
+    assert await provider.sample("tomatoes", 5)
+    _damage(tmp_path / "research" / "local-index.db")
+    with pytest.raises(ProviderError) as caught:
+        await provider.sample("tomatoes", 5)
+    assert "local-index.db" in caught.value.remediation

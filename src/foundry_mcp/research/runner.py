@@ -9,6 +9,7 @@ import anyio
 
 from foundry_mcp.errors import FoundryError, ProviderError
 from foundry_mcp.providers.registry import ProviderRegistry
+from foundry_mcp.providers.search.local import LocalDocuments
 from foundry_mcp.research.jobs import Job
 from foundry_mcp.research.models import ResearchState, Status, utcnow
 from foundry_mcp.research.modes import ResearchKit, playbook_for
@@ -99,6 +100,9 @@ class ResearchRunner:
                     name
                     for name in state.search_providers
                     if self.providers.settings.provider_kind(name) == "local"
+                ),
+                local_sample=next(
+                    (p.sample for p in search if isinstance(p, LocalDocuments)), None
                 ),
             )
             supervisor = Supervisor(state, llm, playbook_for(state, kit), checkpoint, self.hooks)
@@ -219,4 +223,3 @@ class _Branches:
 
     def load(self) -> dict[str, ResearchState]:
         return self._store.load_branches(self._research_id)
-

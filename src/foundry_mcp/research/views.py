@@ -14,6 +14,11 @@ KEY_DECISIONS = {
     "choose_mode",
     "decompose",
     "research_sub_questions",
+    "allocate_sources",
+    "evaluate_sufficiency",
+    "generate_hypotheses",
+    "explore_hypotheses",
+    "assess_coverage",
     "decide_iteration",
     "plan_next_iteration",
     "retry_phase",
@@ -147,6 +152,7 @@ def research_tree(state: ResearchState) -> dict[str, Any] | None:
                 "verdict": h.verdict.value if h.verdict else None,
                 "evidence_for": len(h.evidence_for),
                 "evidence_against": len(h.evidence_against),
+                "skip_reason": shorten(h.skip_reason, 200) if h.skip_reason else None,
             }
             for h in state.hypotheses
         ]

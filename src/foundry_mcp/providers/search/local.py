@@ -12,6 +12,9 @@ page for a PDF). A hit is one passage: its URL is ``file:///path#L<start>-L<end>
 ``#page=<n>``), its snippet FTS5's highlight, its content the passage with its neighbours.
 
 Query text is never handed to FTS5 as syntax: it is cut into words and each word is quoted.
+
+For the planner, ``sample`` names a few indexed documents (their path below the configured folder
+and their first heading): those most relevant to the question first, then a spread of the rest.
 """
 
 from __future__ import annotations
@@ -23,10 +26,11 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 
@@ -36,6 +40,8 @@ from foundry_mcp.providers.extract import PDFError, html_title, html_to_text, re
 from foundry_mcp.providers.search.base import SearchResult
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 INDEX_FILE = "local-index.db"
 SCHEMA_VERSION = 1
@@ -105,6 +111,30 @@ LIMIT ?
 """
 
 
+# The documents whose passages or titles match the question, best first (FTS5's ``rank`` column
+# with the search's weights: a plain bm25() cannot be aggregated).
+_SAMPLE_RANKED = """
+SELECT f.path, f.title, min(passages_fts.rank) AS best
+FROM passages_fts
+JOIN passages AS p ON p.id = passages_fts.rowid
+JOIN files AS f ON f.id = p.file_id
+WHERE passages_fts MATCH ? AND passages_fts.rank MATCH 'bm25(2.0, 1.0)'
+GROUP BY f.id
+ORDER BY best
+LIMIT ?
+"""
+
+# Every n-th document with text, in path order, so that the sample spans the folders.
+_SAMPLE_SPREAD = """
+SELECT path, title FROM (
+    SELECT path, title, row_number() OVER (ORDER BY path) - 1 AS n, count(*) OVER () AS total
+    FROM files WHERE EXISTS (SELECT 1 FROM passages WHERE passages.file_id = files.id)
+)
+WHERE n % max(1, (total + ? - 1) / ?) = 0
+LIMIT ?
+"""
+
+
 @dataclass(frozen=True)
 class Passage:
     """A piece of a document, with the lines it spans (1-based, inclusive)."""
@@ -126,8 +156,9 @@ class ScanStats:
     seconds: float = 0.0
 
 
-def fts_query(text: str) -> str | None:
-    """``text`` as a safe FTS5 query on passage text: its words, each quoted, joined by OR.
+def fts_query(text: str, column: str | None = "body") -> str | None:
+    """``text`` as a safe FTS5 query on ``column`` (None: any column): its words, each quoted,
+    joined by OR.
 
     Quoting makes every word a plain string token, so operators (AND, NEAR, ``*``, ``:``,
     parentheses, unbalanced quotes) in the user's text are searched for as words or ignored.
@@ -139,9 +170,9 @@ def fts_query(text: str) -> str | None:
     if not meaningful:
         return None
     terms = " OR ".join(f'"{word}"' for word in meaningful[:MAX_QUERY_TERMS])
-    # Only the passage text must match: a word of the file's title alone would make every
+    # A search matches passage text only: a word of the file's title alone would make every
     # passage of that file a hit.
-    return f"body : ({terms})"
+    return f"{column} : ({terms})" if column else f"({terms})"
 
 
 def split_passages(
@@ -238,10 +269,22 @@ class LocalDocuments:
     # ------------------------------------------------------------------ search
 
     async def search(self, query: str, max_results: int) -> list[SearchResult]:
+        return await self._off_loop(self._search_sync, query, max_results)
+
+    async def sample(self, question: str, limit: int) -> list[str]:
+        """Up to ``limit`` documents of the index, named for the planner (see the module).
+
+        Each is ``path below its folder`` plus `` — first heading`` when it has one; nothing
+        outside the configured folders is named. The index is brought up to date first.
+        """
+        return await self._off_loop(self._sample_sync, question, limit)
+
+    async def _off_loop(self, work: Callable[[str, int], T], text: str, count: int) -> T:
+        """``work(text, count)`` in a worker thread (SQLite and file reads block the loop)."""
         try:
-            return await anyio.to_thread.run_sync(self._search_sync, query, max_results)
+            return await anyio.to_thread.run_sync(work, text, count)
         except sqlite3.Error as exc:
-            self._ready = False  # check (and if need be rebuild) the index on the next search
+            self._ready = False  # check (and if need be rebuild) the index on next use
             raise ProviderError(
                 f"The local document index cannot be used: {exc}.",
                 provider=self.name,
@@ -287,6 +330,22 @@ class LocalDocuments:
                 if len(results) >= max_results:
                     break
         return results
+
+    def _sample_sync(self, question: str, limit: int) -> list[str]:
+        self.refresh()
+        if limit < 1:
+            return []
+        roots = self._roots()
+        match = fts_query(question, column=None)
+        with closing(self._connect()) as conn:
+            ranked = conn.execute(_SAMPLE_RANKED, (match, limit)).fetchall() if match else []
+            spread = conn.execute(_SAMPLE_SPREAD, (limit, limit, limit)).fetchall()
+        names: list[str] = []
+        for path, title, *_ in [*ranked, *spread]:
+            name = _sample_name(path, title, roots)
+            if name is not None and name not in names and len(names) < limit:
+                names.append(name)
+        return names
 
     # ------------------------------------------------------------------ indexing
 
@@ -559,6 +618,19 @@ def read_document(path: Path) -> tuple[str | None, list[Passage]]:
     if suffix in _HTML:
         return html_title(text), split_passages(html_to_text(text))
     return first_heading(text, suffix), split_passages(text)
+
+
+def _sample_name(path: str, title: str, roots: list[Path]) -> str | None:
+    """A document as the sample names it; None when it lies outside every configured root.
+
+    The index file may hold another configuration's documents until the next scan drops them.
+    """
+    file = Path(path)
+    for root in roots:
+        if file.is_relative_to(root):
+            below = file.name if file == root else file.relative_to(root).as_posix()
+            return below + title.removeprefix(file.name)
+    return None
 
 
 def _leads_into(link: Path, root: Path) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 from foundry_mcp.research.models.base import Confidence, Severity, SourceQuality, _Model
-from foundry_mcp.research.models.modes import ComplexityAssessment
+from foundry_mcp.research.models.modes import ComplexityAssessment, SearchTarget
 from foundry_mcp.research.models.records import ReportMetadata, Source
 
 
@@ -13,6 +13,27 @@ class PlannedSubQuery(_Model):
     query: str
     rationale: str = ""
     priority: int = 1
+    target: SearchTarget = SearchTarget.BOTH  # asked for when the user's documents are searched
+
+    @field_validator("target", mode="before")
+    @classmethod
+    def _lenient_target(cls, value: object) -> SearchTarget:
+        """local, web or both, in any case and a few common words for them; else both."""
+        words = {
+            "documents": SearchTarget.LOCAL,
+            "docs": SearchTarget.LOCAL,
+            "kb": SearchTarget.LOCAL,
+            "rag": SearchTarget.LOCAL,
+            "internet": SearchTarget.WEB,
+            "online": SearchTarget.WEB,
+        }
+        if not isinstance(value, str):
+            return SearchTarget.BOTH
+        key = value.strip().lower()
+        try:
+            return SearchTarget(key)
+        except ValueError:
+            return words.get(key, SearchTarget.BOTH)
 
 
 class PlannedSubQuestion(_Model):
@@ -53,13 +74,21 @@ class PlannerOutput(_Model):
     """The planner's handoff: a research brief and the sub-queries to search.
 
     Asked to judge the question (auto and hierarchical modes), it also gives its complexity
-    assessment and, for a complex question, the decomposition.
+    assessment and, for a complex question, the decomposition. Shown the user's documents, it
+    aims each sub-query at them, the web or both and says why (seed 003's allocation).
     """
 
     research_brief: str = ""
     sub_queries: list[PlannedSubQuery] = Field(default_factory=list)
     assessment: ComplexityAssessment | None = None
     decomposition: Decomposition | None = None
+    allocation_strategy: str = ""
+
+    @field_validator("allocation_strategy", mode="before")
+    @classmethod
+    def _lenient_strategy(cls, value: object) -> str:
+        """A missing or non-text strategy is none, not a failed plan."""
+        return " ".join(value.split()) if isinstance(value, str) else ""
 
     @field_validator("assessment", "decomposition", mode="before")
     @classmethod

@@ -30,7 +30,7 @@ from foundry_mcp.research.modes.hierarchical import (
 from foundry_mcp.research.modes.hypotheses import HypothesesPlaybook
 from foundry_mcp.research.modes.kit import ResearchKit
 from foundry_mcp.research.modes.routing import choose_mode, lexical_prior
-from foundry_mcp.research.modes.simple import SimplePlaybook, adopt_plan
+from foundry_mcp.research.modes.simple import SimplePlaybook, adopt_plan, sample_local_documents
 from foundry_mcp.research.workflow.planner import plan
 from foundry_mcp.research.workflow.supervisor import Playbook
 
@@ -78,7 +78,8 @@ class ModeRouter:
             )
             self._record_decision()
             return
-        output = await plan(self.kit.llm, state, guidance, judge=True)
+        sample = await sample_local_documents(self.kit, state.query)
+        output = await plan(self.kit.llm, state, guidance, judge=True, local_sample=sample)
         sub_questions = sub_questions_from(output.decomposition, state.query, modes)
         decision = choose_mode(
             ResearchMode.AUTO, prior, output.assessment, len(sub_questions), modes.min_sub_questions
@@ -90,7 +91,7 @@ class ModeRouter:
         if decision.mode is ResearchMode.HIERARCHICAL:
             adopt_decomposition(state, output.decomposition, sub_questions)
         elif decision.mode is ResearchMode.SIMPLE:
-            adopt_plan(state, output)
+            adopt_plan(state, output, sample)
 
     def _record_decision(self) -> None:
         state = self.state

@@ -164,6 +164,7 @@ async def research_branch(
         hooks=kit.hooks,
         pool=kit.pool,
         local_providers=kit.local_providers,
+        local_sample=kit.local_sample,
     )
     playbook = SimplePlaybook(
         branch,

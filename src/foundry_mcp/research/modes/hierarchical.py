@@ -35,7 +35,7 @@ from foundry_mcp.research.models import (
 )
 from foundry_mcp.research.modes.branch import allocate_budgets, branch_state, research_branch
 from foundry_mcp.research.modes.kit import ResearchKit
-from foundry_mcp.research.modes.simple import adopt_plan
+from foundry_mcp.research.modes.simple import adopt_plan, sample_local_documents
 from foundry_mcp.research.prompts.synthesizer import META_SYSTEM, render_sub_answers
 from foundry_mcp.research.workflow.fanout import fan_out
 from foundry_mcp.research.workflow.gates import GATES
@@ -148,12 +148,15 @@ class HierarchicalPlaybook:
     async def _decompose(self, guidance: str | None) -> dict[str, object]:
         state = self.state
         if not state.sub_questions:
-            output = await plan(self.kit.llm, state, guidance, require_decomposition=True)
+            sample = await sample_local_documents(self.kit, state.query)
+            output = await plan(
+                self.kit.llm, state, guidance, require_decomposition=True, local_sample=sample
+            )
             state.research_brief = output.research_brief or state.research_brief
             modes = state.options.mode
             sub_questions = sub_questions_from(output.decomposition, state.query, modes)
             if len(sub_questions) < modes.min_sub_questions:
-                adopt_plan(state, output)
+                adopt_plan(state, output, sample)
                 fall_back_to_simple(
                     state,
                     f"The decomposition gave {len(sub_questions)} usable sub-question(s) (at "

@@ -41,3 +41,5 @@ class ResearchKit:
     branches: BranchStore | None = None
     pool: SourcePool = field(default_factory=SourcePool)
     local_providers: frozenset[str] = frozenset()  # the search providers of the user's documents
+    # Names a few of the user's documents, most relevant to a question first: (question, limit).
+    local_sample: Callable[[str, int], Awaitable[list[str]]] | None = None

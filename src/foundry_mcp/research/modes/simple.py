@@ -4,16 +4,32 @@ PLANNING (brief and sub-queries) -> GATHERING (every pending sub-query searched,
 -> ANALYSIS (cited findings, gaps, contradictions) -> SYNTHESIS (the report) -> iterate? ->
 REFINEMENT (follow-up queries for the addressable gaps) -> GATHERING ...
 
+Seed 003's two loops live here too:
+
+* **allocation**: when the research searches the user's documents and the web, the planner sees
+  a sample of the documents and aims each sub-query at them, the web or both; the split is
+  recorded (``allocate_sources``) and the gatherer searches each side only with its providers,
+  all sub-queries of a round at once. Follow-up queries of later rounds search both: a gap may
+  be closed by either.
+* **evaluator loop**: each round ends with a verdict (``evaluate_sufficiency``): sufficient, or
+  insufficient with a reason (the refiner's rationale), which the next round's refiner is given
+  as guidance. At most ``MAX_EXTRA_ROUNDS`` rounds follow the first, even when
+  ``max_iterations`` allows more.
+
 The same playbook runs each sub-question's researcher in hierarchical mode, with that mode's
-writer (a sub-question answer) and stopping rule (seed 000's) handed in.
+writer (a sub-question answer) and stopping rule (seed 000's) handed in; a researcher with its
+own rule has no evaluator loop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import logging
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from foundry_mcp.errors import ProviderError
 from foundry_mcp.research.models import (
     AgentDecision,
     AgentRole,
@@ -22,6 +38,7 @@ from foundry_mcp.research.models import (
     PlannerOutput,
     RefinerOutput,
     ResearchState,
+    SearchTarget,
     SubQuery,
     SubQueryStatus,
     SynthesizerOutput,
@@ -36,7 +53,12 @@ from foundry_mcp.research.workflow.planner import plan
 from foundry_mcp.research.workflow.refiner import refine
 from foundry_mcp.research.workflow.synthesizer import synthesize
 
+log = logging.getLogger(__name__)
+
 Writer = Callable[[ResearchLLM, ResearchState, str | None], Awaitable[SynthesizerOutput]]
+
+MAX_EXTRA_ROUNDS = 2  # seed 003's evaluator loop: at most two rounds after the first
+LOCAL_SAMPLE_SIZE = 12  # documents named to the planner
 
 
 @dataclass(frozen=True)
@@ -53,11 +75,19 @@ StoppingRule = Callable[[ResearchState], IterationCall]
 
 
 def gaps_rule(state: ResearchState) -> IterationCall:
-    """Iterate while unaddressed gaps remain and iterations are left (the primary seed's rule)."""
+    """Iterate while unaddressed gaps remain and iterations are left (the primary seed's rule),
+    at most ``MAX_EXTRA_ROUNDS`` after the first (seed 003's cap)."""
     gaps = len(state.unaddressed_gaps())
-    iterate = gaps > 0 and state.iteration < state.limits.max_iterations
+    requested = state.limits.max_iterations
+    limit = min(requested, 1 + MAX_EXTRA_ROUNDS)
+    iterate = gaps > 0 and state.iteration < limit
     if iterate:
         rationale = f"{gaps} unaddressed gap(s) and iterations remain: refine."
+    elif gaps and limit < requested:
+        rationale = (
+            f"{gaps} gap(s) remain but simple mode runs at most {MAX_EXTRA_ROUNDS} rounds after "
+            f"the first, although max_iterations is {requested}: complete."
+        )
     elif gaps:
         rationale = f"{gaps} gap(s) remain but the iteration limit is reached: complete."
     else:
@@ -68,7 +98,8 @@ def gaps_rule(state: ResearchState) -> IterationCall:
         {
             "gap_count": gaps,
             "iteration": state.iteration,
-            "max_iterations": state.limits.max_iterations,
+            "max_iterations": requested,
+            "round_limit": limit,
         },
     )
 
@@ -105,7 +136,11 @@ def reflection_prompt(state: ResearchState, phase: Phase) -> str:
 
 
 class SimplePlaybook:
-    """The phases of one pass over one question; see the module."""
+    """The phases of one pass over one question; see the module.
+
+    Without a ``stopping`` rule it runs simple mode's evaluator loop (:func:`gaps_rule` and a
+    recorded verdict each round); a mode that hands in its own rule judges its rounds itself.
+    """
 
     def __init__(
         self,
@@ -113,12 +148,13 @@ class SimplePlaybook:
         kit: ResearchKit,
         *,
         writer: Writer = synthesize,
-        stopping: StoppingRule = gaps_rule,
+        stopping: StoppingRule | None = None,
     ) -> None:
         self.state = state
         self.kit = kit
         self._writer = writer
-        self._stopping = stopping
+        self._stopping = stopping or gaps_rule
+        self._evaluates = stopping is None
 
     # ------------------------------------------------------------------ the phases' work
 
@@ -136,7 +172,9 @@ class SimplePlaybook:
     async def _planning(self, guidance: str | None) -> dict[str, Any]:
         state = self.state
         if not any(sq.iteration == state.iteration for sq in state.sub_queries):
-            adopt_plan(state, await plan(self.kit.llm, state, guidance))
+            sample = await sample_local_documents(self.kit, state.query)
+            output = await plan(self.kit.llm, state, guidance, local_sample=sample)
+            adopt_plan(state, output, sample)
         return {
             "sub_query_count": sum(
                 1 for sq in state.sub_queries if sq.iteration == state.iteration
@@ -188,17 +226,25 @@ class SimplePlaybook:
         state = self.state
         # Re-running after a crash must not plan the next iteration twice.
         if not self._next_iteration_queries():
+            guidance = "\n".join(filter(None, (self._feedback(), guidance))) or None
             output = await refine(self.kit.llm, state, guidance)
             follow_ups = self._follow_up_queries(output)
-            iterate = output.iteration_recommendation.should_iterate and bool(follow_ups)
+            insufficient = output.iteration_recommendation.should_iterate
+            iterate = insufficient and bool(follow_ups)
+            rationale = output.iteration_recommendation.rationale or (
+                "Follow-up queries address open gaps." if iterate else "Nothing to follow up."
+            )
             _decide(
                 state,
                 "plan_next_iteration",
-                output.iteration_recommendation.rationale
-                or ("Follow-up queries address open gaps." if iterate else "Nothing to follow up."),
+                rationale,
                 {"unaddressed_gaps": len(state.unaddressed_gaps())},
                 {"should_iterate": iterate, "follow_up_queries": len(follow_ups)},
             )
+            if self._evaluates:
+                if insufficient and not iterate:
+                    rationale += " No follow-up query is new: complete."
+                self._record_verdict(not insufficient, rationale, another_round=iterate)
             if iterate:
                 state.sub_queries.extend(follow_ups)
         return {
@@ -226,6 +272,34 @@ class SimplePlaybook:
                         )
                     )
         return follow_ups
+
+    def _record_verdict(self, sufficient: bool, reason: str, *, another_round: bool) -> None:
+        """The evaluator's verdict on this round (seed 003): sufficient, or why not."""
+        state = self.state
+        _decide(
+            state,
+            "evaluate_sufficiency",
+            f"{'Sufficient' if sufficient else 'Insufficient'}: {reason}",
+            {"iteration": state.iteration, "extra_rounds_used": state.iteration - 1},
+            {"sufficient": sufficient, "reason": reason, "another_round": another_round},
+        )
+
+    def _feedback(self) -> str | None:
+        """Why the previous round was judged insufficient, as guidance for this round's refiner."""
+        state = self.state
+        for decision in reversed(state.decisions):
+            if (
+                decision.action == "evaluate_sufficiency"
+                and decision.inputs.get("iteration") == state.iteration - 1
+                and decision.outputs is not None
+                and not decision.outputs.get("sufficient", True)
+            ):
+                return (
+                    f"Round {state.iteration - 1} was judged insufficient: "
+                    f"{decision.outputs.get('reason', '')} Aim the follow-ups at what is still "
+                    "missing."
+                )
+        return None
 
     def _next_iteration_queries(self) -> list[SubQuery]:
         return [sq for sq in self.state.sub_queries if sq.iteration == self.state.iteration + 1]
@@ -288,10 +362,12 @@ class SimplePlaybook:
         if phase is Phase.SYNTHESIS:
             call = self._stopping(state)
             iterate, rationale = call.iterate, call.rationale
+            sufficient = not state.unaddressed_gaps()
             if iterate and complete_early:
-                iterate, rationale = (
+                iterate, rationale, sufficient = (
                     False,
                     "The supervisor's reflection judged the report complete.",
+                    True,
                 )
             _decide(
                 state,
@@ -304,6 +380,8 @@ class SimplePlaybook:
                     "next_phase": "refinement" if iterate else "COMPLETED",
                 },
             )
+            if self._evaluates and not iterate:
+                self._record_verdict(sufficient, rationale, another_round=False)
             return Phase.REFINEMENT if iterate else None
         if phase is Phase.REFINEMENT:
             if not self._next_iteration_queries() or complete_early:
@@ -314,17 +392,60 @@ class SimplePlaybook:
         return order[order.index(phase) + 1]
 
 
-def adopt_plan(state: ResearchState, output: PlannerOutput) -> None:
-    """Make the planner's brief and sub-queries the research's (for its current iteration)."""
+async def sample_local_documents(kit: ResearchKit, question: str) -> list[str]:
+    """Names of the user's documents for the planner to allocate sub-queries with.
+
+    Empty (no allocation, every sub-query searches everything) unless the research searches
+    both the user's documents and the web, or when the documents cannot be sampled: the
+    gatherer's searches then report why.
+    """
+    sampler = kit.local_sample
+    if sampler is None or all(p.name in kit.local_providers for p in kit.search):
+        return []
+    try:
+        return await sampler(question, LOCAL_SAMPLE_SIZE)
+    except ProviderError as exc:
+        log.warning("the user's documents could not be sampled for the planner: %s", exc.message)
+        return []
+
+
+def adopt_plan(
+    state: ResearchState, output: PlannerOutput, local_sample: Sequence[str] = ()
+) -> None:
+    """Make the planner's brief and sub-queries the research's (for its current iteration).
+
+    Planned with a ``local_sample``, the split between the user's documents and the web is
+    recorded as the planner's decision.
+    """
     state.research_brief = output.research_brief or state.research_brief
-    state.sub_queries.extend(
+    planned = [
         SubQuery(
             query=p.query,
             rationale=p.rationale,
             priority=p.priority,
             iteration=state.iteration,
+            target=p.target,
         )
         for p in output.sub_queries
+    ]
+    state.sub_queries.extend(planned)
+    if not local_sample:
+        return
+    counts = Counter(sq.target for sq in planned)
+    split = {target.value: counts[target] for target in SearchTarget}
+    strategy = output.allocation_strategy or "The planner gave no allocation strategy."
+    _decide(
+        state,
+        "allocate_sources",
+        f"{split['local']} sub-queries to the user's documents, {split['web']} to the web, "
+        f"{split['both']} to both. {strategy}",
+        {"iteration": state.iteration, "documents_sampled": len(local_sample)},
+        {
+            **split,
+            "allocation_strategy": output.allocation_strategy,
+            "targets": {sq.id: sq.target.value for sq in planned},
+        },
+        agent=AgentRole.PLANNER,
     )
 
 
@@ -334,10 +455,12 @@ def _decide(
     rationale: str,
     inputs: dict[str, Any],
     outputs: dict[str, Any] | None,
+    *,
+    agent: AgentRole = AgentRole.SUPERVISOR,
 ) -> None:
     state.record(
         AgentDecision(
-            agent=AgentRole.SUPERVISOR,
+            agent=agent,
             action=action,
             rationale=rationale,
             inputs=inputs,

@@ -24,12 +24,14 @@ from typing import Final
 STRUCTURAL_TAGS: Final = (
     "source",
     "document",
+    "documents",
     "excerpt",
     "finding",
     "contradiction",
     "report",
     "gap",
     "subanswer",
+    "hypothesis",
 )
 LOOKALIKE: Final = "\u2039"  # ‹ replaces the < of a forged tag
 

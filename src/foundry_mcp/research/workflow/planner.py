@@ -1,8 +1,19 @@
-"""The planner: a research brief and sub-queries; when asked, a judgement and a decomposition."""
+"""The planner: a research brief and sub-queries; when asked, a judgement and a decomposition.
+
+Shown a sample of the user's documents, it also aims each sub-query at them, the web or both.
+"""
 
 from __future__ import annotations
 
-from foundry_mcp.research.models import AgentRole, PlannedSubQuery, PlannerOutput, ResearchState
+from collections.abc import Sequence
+
+from foundry_mcp.research.models import (
+    AgentRole,
+    PlannedSubQuery,
+    PlannerOutput,
+    ResearchState,
+    SearchTarget,
+)
 from foundry_mcp.research.prompts.planner import planner_prompts, strategist_prompts
 from foundry_mcp.research.workflow.calls import ResearchLLM
 from foundry_mcp.research.workflow.fitting import Fitting
@@ -19,12 +30,15 @@ async def plan(
     *,
     judge: bool = False,
     require_decomposition: bool = False,
+    local_sample: Sequence[str] = (),
 ) -> PlannerOutput:
     """Ask the model for a plan; fall back to the question itself as the only sub-query.
 
     With ``judge`` the planner also assesses the question's complexity and may decompose it;
     with ``require_decomposition`` it must decompose it. Both come back unvalidated (the modes
     validate them): ``assessment`` and ``decomposition`` are None when absent or unreadable.
+    With a ``local_sample`` (names of the user's documents) it gives each sub-query a target
+    and an allocation strategy; without one, every target is ``both``.
     """
     limit = state.limits.max_sub_queries
     modes = state.options.mode
@@ -44,8 +58,9 @@ async def plan(
                 background,
                 guidance,
                 require_decomposition=require_decomposition,
+                local_sample=local_sample,
             )
-        return planner_prompts(state.query, limit, background, guidance)
+        return planner_prompts(state.query, limit, background, guidance, local_sample)
 
     system, user = build(1.0)
     text = await fitting.ask(
@@ -68,6 +83,10 @@ async def plan(
             assessment=output.assessment if output else None,
             decomposition=output.decomposition if output else None,
         )
+    if not local_sample:  # a target the planner was not asked for is not followed
+        output.allocation_strategy = ""
+        for sub_query in output.sub_queries:
+            sub_query.target = SearchTarget.BOTH
     seen: set[str] = set()
     unique = []
     for sub_query in sorted(output.sub_queries, key=lambda sq: sq.priority):

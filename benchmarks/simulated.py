@@ -1,0 +1,48 @@
+"""Realistic provider latency for the loopback fakes, and the settings of a benchmark run.
+
+The LLM answers in 0.4 s plus 5 ms per output token (the fake's token count of its answer), a
+search in 0.3 s. ``run_settings`` points foundry-mcp at a pair of fakes, with SDK retries off.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from foundry_mcp.config import Settings, load_settings
+from tests.fakes import FakeHTTPServer, FakeResponse, RecordedRequest
+
+LLM_BASE_SECONDS = 0.4
+LLM_SECONDS_PER_TOKEN = 0.005
+SEARCH_SECONDS = 0.3
+
+
+def llm_delay(request: RecordedRequest, response: FakeResponse) -> float:
+    """0.4 s plus 5 ms per output token of the answer."""
+    usage = response.json.get("usage", {}) if isinstance(response.json, dict) else {}
+    return LLM_BASE_SECONDS + LLM_SECONDS_PER_TOKEN * int(usage.get("completion_tokens", 0))
+
+
+def search_delay(request: RecordedRequest, response: FakeResponse) -> float:
+    """0.3 s for every search."""
+    return SEARCH_SECONDS
+
+
+def simulate_latency(llm: FakeHTTPServer, search: FakeHTTPServer) -> None:
+    """Give the fakes the latencies above."""
+    llm.delay = llm_delay
+    search.delay = search_delay
+
+
+def run_settings(tmp: Path, llm: FakeHTTPServer, search: FakeHTTPServer) -> Settings:
+    """Settings for a research in ``tmp`` against the OpenAI and Tavily fakes."""
+    config = tmp / "foundry-mcp.toml"
+    config.write_text("[providers.openai]\nmax_retries = 0\n")
+    env = {
+        "FOUNDRY_MCP_CONFIG": str(config),
+        "FOUNDRY_MCP_RESEARCH_DIR": str(tmp / "research"),
+        "OPENAI_API_KEY": "sk-bench",
+        "OPENAI_BASE_URL": llm.base_url + "/v1",
+        "TAVILY_API_KEY": "tvly-bench",
+        "TAVILY_BASE_URL": search.base_url,
+    }
+    return load_settings(env=env, cwd=tmp, home=tmp)
