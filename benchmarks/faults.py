@@ -32,15 +32,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import tavily
 
+from benchmarks.simulated import SEARCH_SECONDS, llm_delay
 from foundry_mcp.config import load_settings
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeResponse, RecordedRequest, ResearchBrain, fake_openai, fake_tavily
 from tests.support import assert_citations_resolve, served_urls
 
 QUESTION = "How do vector databases index embeddings?"
-LLM_BASE_SECONDS = 0.4
-LLM_SECONDS_PER_TOKEN = 0.005
-SEARCH_SECONDS = 0.3
 HANG_SECONDS = 3600.0  # longer than any run: released when the fake stops
 
 
@@ -61,12 +59,6 @@ class Outcome:
     @property
     def valid(self) -> bool:
         return self.status == "completed" and self.citations == "valid"
-
-
-def llm_delay(request: RecordedRequest, response: FakeResponse) -> float:
-    """0.4 s plus 5 ms per output token of the answer."""
-    usage = response.json.get("usage", {}) if isinstance(response.json, dict) else {}
-    return LLM_BASE_SECONDS + LLM_SECONDS_PER_TOKEN * int(usage.get("completion_tokens", 0))
 
 
 class SearchFaults:

@@ -134,3 +134,24 @@ async def test_a_smaller_max_iterations_is_respected(
     state = await _research(settings, max_iterations=2)
     assert state.iteration == 2
     assert brain.calls["refiner"] == 1
+
+
+async def test_a_round_that_finds_nothing_new_keeps_the_report_it_has(
+    settings: Settings, brain: ResearchBrain
+) -> None:
+    def analyst(system: str, user: str) -> str:
+        if "Iteration: 1/" in user:
+            return json.dumps(brain.analyze(user))
+        return json.dumps({"findings": [], "gaps": [], "quality_updates": [], "contradictions": []})
+
+    brain.overrides["analyzer"] = analyst
+    async with research_runtime(settings, warm=False) as service:
+        started = service.start("How do B-trees stay balanced?", mode="simple", max_iterations=3)
+        status = await wait_until(service, started["research_id"], TERMINAL)
+        state = service.store.load(started["research_id"])
+    assert status["status"] == "completed", status["error"]
+    assert state.iteration == 2 and state.report is not None
+    assert brain.calls["writer"] == 1  # the report of round 1 was not written again
+    last = [d for d in state.decisions if d.action == "decide_iteration"][-1]
+    assert "added no finding" in last.rationale and last.outputs is not None
+    assert last.outputs["report_rewritten"] is False

@@ -388,8 +388,32 @@ class SimplePlaybook:
                 return None
             state.iteration += 1
             return Phase.GATHERING
+        if phase is Phase.ANALYSIS and self._round_added_nothing():
+            reason = (
+                f"Round {state.iteration} added no finding, so the report of round "
+                f"{state.iteration - 1} stands: complete."
+            )
+            _decide(
+                state,
+                "decide_iteration",
+                reason,
+                {"iteration": state.iteration, "new_findings": 0},
+                {"should_iterate": False, "next_phase": "COMPLETED", "report_rewritten": False},
+            )
+            if self._evaluates:
+                self._record_verdict(False, reason, another_round=False)
+            return None
         order = [Phase.PLANNING, Phase.GATHERING, Phase.ANALYSIS, Phase.SYNTHESIS]
         return order[order.index(phase) + 1]
+
+    def _round_added_nothing(self) -> bool:
+        """A later round whose analysis found nothing new: writing again would change nothing."""
+        state = self.state
+        return (
+            state.iteration > 1
+            and state.report is not None
+            and not any(f.iteration == state.iteration for f in state.findings)
+        )
 
 
 async def sample_local_documents(kit: ResearchKit, question: str) -> list[str]:
