@@ -1,0 +1,59 @@
+"""Settings: built-in defaults < ~/.foundry-mcp.toml < ./foundry-mcp.toml < environment.
+
+``./foundry-mcp.toml`` is replaced by the file named in ``FOUNDRY_MCP_CONFIG`` when that is set.
+Every key is validated; an invalid file or value raises ``ConfigError`` naming the file (or the
+environment variable), the key and the fix. Nothing invalid is silently dropped.
+
+The user's own file, the environment and a file named in ``FOUNDRY_MCP_CONFIG`` are trusted. A
+``./foundry-mcp.toml`` in the working directory usually comes with a cloned repository: until
+the user trusts it (``foundry-mcp trust``, see :mod:`foundry_mcp.trust`) its protected keys are
+ignored and named in ``Settings.untrusted.ignored_keys``; every other key applies. Relative paths in a file
+are taken relative to the folder of that file.
+
+The modules: ``settings`` (the models, their bounds and defaults), ``files`` (one file read into
+a layer), ``untrusted`` (the protected keys and how an untrusted file loses them), ``loading``
+(the layers merged, the environment, and errors that name where a bad key came from).
+"""
+
+from foundry_mcp.config.loading import (
+    CONFIG_ENV,
+    PROJECT_CONFIG,
+    PROVIDER_ENV,
+    RESEARCH_ENV,
+    load_settings,
+)
+from foundry_mcp.config.settings import (
+    DEFAULT_MODELS,
+    KNOWN_PROVIDER_KINDS,
+    LIMIT_BOUNDS,
+    FetchSettings,
+    LocalDocumentsSettings,
+    LoggingSettings,
+    PriceSettings,
+    ProviderKind,
+    ProviderSettings,
+    ResearchSettings,
+    Settings,
+)
+from foundry_mcp.config.untrusted import UntrustedProjectConfig, protected_keys_in
+
+__all__ = [
+    "CONFIG_ENV",
+    "DEFAULT_MODELS",
+    "KNOWN_PROVIDER_KINDS",
+    "LIMIT_BOUNDS",
+    "PROJECT_CONFIG",
+    "PROVIDER_ENV",
+    "RESEARCH_ENV",
+    "FetchSettings",
+    "LocalDocumentsSettings",
+    "LoggingSettings",
+    "PriceSettings",
+    "ProviderKind",
+    "ProviderSettings",
+    "ResearchSettings",
+    "Settings",
+    "UntrustedProjectConfig",
+    "load_settings",
+    "protected_keys_in",
+]

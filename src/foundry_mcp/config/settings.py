@@ -1,0 +1,310 @@
+"""The settings models: every key, its type, default and bounds, and the constants they share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
+
+if TYPE_CHECKING:
+    from foundry_mcp.config.untrusted import UntrustedProjectConfig
+
+# The bounds of each research limit, shared by the configuration, the service and the MCP
+# tool's published schema: (lowest, highest).
+LIMIT_BOUNDS: dict[str, tuple[int | float, int | float]] = {
+    "max_iterations": (1, 10),
+    "max_sub_queries": (1, 20),
+    "max_sources_per_query": (1, 50),
+    "max_concurrent": (1, 10),
+    "task_timeout": (10, 86400),
+}
+
+ProviderKind = Literal[
+    "openai", "anthropic", "gemini", "tavily", "google", "semantic_scholar", "local"
+]
+
+# The API flavour of each provider name we know; other names must say `type = ...`.
+KNOWN_PROVIDER_KINDS: dict[str, ProviderKind] = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "gemini": "gemini",
+    "tavily": "tavily",
+    "google": "google",
+    "semantic_scholar": "semantic_scholar",
+    "local": "local",
+}
+
+DEFAULT_MODELS: dict[str, str] = {
+    "openai": "gpt-4.1-mini",
+    "anthropic": "claude-sonnet-5",
+    "gemini": "gemini-2.5-flash",
+}
+
+
+_LOW = {name: low for name, (low, _) in LIMIT_BOUNDS.items()}
+_HIGH = {name: high for name, (_, high) in LIMIT_BOUNDS.items()}
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_default=True)
+
+
+class FetchSettings(_Section):
+    """The ``[research.fetch]`` table: reading full pages for sources."""
+
+    enabled: bool = True
+    follow_links: bool = False
+    max_bytes: int = Field(10_000_000, ge=1000, le=100_000_000)
+    max_redirects: int = Field(5, ge=0, le=20)
+    timeout: float = Field(20.0, gt=0, le=300)
+    max_concurrent: int = Field(5, ge=1, le=50)
+    allow_private_networks: bool = False
+
+
+class LocalDocumentsSettings(_Section):
+    """The ``[research.local]`` table: the user's own documents as a search provider."""
+
+    paths: list[Path] = Field(default_factory=list)
+    extensions: list[str] = Field(
+        default_factory=lambda: [
+            ".md",
+            ".markdown",
+            ".txt",
+            ".rst",
+            ".html",
+            ".htm",
+            ".pdf",
+            ".py",
+            ".js",
+            ".ts",
+            ".go",
+            ".rs",
+            ".java",
+            ".c",
+            ".h",
+            ".cpp",
+            ".toml",
+            ".yaml",
+        ]
+    )
+    max_file_bytes: int = Field(20_000_000, ge=1000)
+
+    @field_validator("paths")
+    @classmethod
+    def _expand_paths(cls, value: list[Path]) -> list[Path]:
+        return [path.expanduser() for path in value]
+
+
+class ResearchSettings(_Section):
+    """The ``[research]`` table: how a deep research runs."""
+
+    default_provider: str = "openai"
+    deep_research_max_iterations: int = Field(
+        3, ge=_LOW["max_iterations"], le=_HIGH["max_iterations"]
+    )
+    deep_research_max_sub_queries: int = Field(
+        5, ge=_LOW["max_sub_queries"], le=_HIGH["max_sub_queries"]
+    )
+    deep_research_max_sources: int = Field(
+        5, ge=_LOW["max_sources_per_query"], le=_HIGH["max_sources_per_query"]
+    )
+    deep_research_max_concurrent: int = Field(
+        3, ge=_LOW["max_concurrent"], le=_HIGH["max_concurrent"]
+    )
+    deep_research_timeout: float = Field(600.0, ge=_LOW["task_timeout"], le=_HIGH["task_timeout"])
+    deep_research_providers: list[str] = Field(default_factory=lambda: ["tavily"])
+    research_dir: Path = Path("~/.foundry-mcp/research")
+    deep_research_verify_citations: bool = True
+    deep_research_verification_max_claims: int = Field(60, ge=1, le=500)
+    deep_research_gate_retries: int = Field(1, ge=0, le=3)
+    deep_research_enable_reflection: bool = False
+    supervisor_hooks: str | None = None
+    deep_research_planning_timeout: float = Field(180.0, ge=1, le=86400)
+    deep_research_gathering_timeout: float = Field(300.0, ge=1, le=86400)
+    deep_research_analysis_timeout: float = Field(300.0, ge=1, le=86400)
+    deep_research_synthesis_timeout: float = Field(300.0, ge=1, le=86400)
+    deep_research_refinement_timeout: float = Field(180.0, ge=1, le=86400)
+    retention_days: float | None = Field(None, gt=0)
+    auto_resume: bool = False
+
+    # Per-phase LLM provider and its fallbacks, as "provider[:model]" specs.
+    deep_research_planning_provider: str | None = None
+    deep_research_planning_providers: list[str] = Field(default_factory=list)
+    deep_research_analysis_provider: str | None = None
+    deep_research_analysis_providers: list[str] = Field(default_factory=list)
+    deep_research_synthesis_provider: str | None = None
+    deep_research_synthesis_providers: list[str] = Field(default_factory=list)
+    deep_research_refinement_provider: str | None = None
+    deep_research_refinement_providers: list[str] = Field(default_factory=list)
+    tavily_search_depth: Literal["basic", "advanced"] = "basic"
+
+    # Research modes (docs/modes.md).
+    mode: Literal["auto", "simple", "hierarchical", "hypotheses"] = "auto"
+    min_sub_questions: int = Field(2, ge=2, le=5)
+    max_sub_questions: int = Field(5, ge=2, le=5)
+    sub_question_min_iterations: int = Field(1, ge=1, le=10)
+    sub_question_max_iterations: int = Field(3, ge=1, le=10)
+    sub_question_max_queries: int = Field(3, ge=1, le=20)
+    max_hypotheses_per_task: int = Field(4, ge=1, le=10)
+    hypothesis_mode: Literal["adaptive", "exhaustive", "best_first"] = "adaptive"
+    exploration_mode: Literal["sequential", "parallel"] = "sequential"
+    min_confidence_threshold: int = Field(0, ge=0, le=100)
+    max_cost_usd: float | None = Field(None, gt=0)
+
+    # Token management (fitting content into each model's context window).
+    token_management_enabled: bool = True
+    token_safety_margin: float = Field(0.15, ge=0.0, le=0.9)
+    runtime_overhead: int = Field(60_000, ge=0)
+    summarization_provider: str | None = None
+    summarization_providers: list[str] = Field(default_factory=list)
+    summarization_timeout: float = Field(60.0, gt=0, le=3600)
+    summarization_cache_enabled: bool = True
+    allow_content_dropping: bool = False
+    content_archive_enabled: bool = False
+    content_archive_ttl_hours: float = Field(168.0, gt=0)
+    research_archive_dir: Path | None = None
+    model_context_overrides: dict[str, int] = Field(default_factory=dict)
+
+    fetch: FetchSettings = Field(default_factory=FetchSettings)
+    local: LocalDocumentsSettings = Field(default_factory=LocalDocumentsSettings)
+
+    def phase_providers(self, phase: str) -> list[str]:
+        """The LLM provider specs for a phase, primary first; empty means the research's own."""
+        primary = getattr(self, f"deep_research_{phase}_provider", None)
+        fallbacks = getattr(self, f"deep_research_{phase}_providers", [])
+        return [spec for spec in [primary, *fallbacks] if spec]
+
+    def phase_timeouts(self) -> dict[str, float]:
+        """The per-phase timeouts, by phase name."""
+        return {
+            "planning": self.deep_research_planning_timeout,
+            "gathering": self.deep_research_gathering_timeout,
+            "analysis": self.deep_research_analysis_timeout,
+            "synthesis": self.deep_research_synthesis_timeout,
+            "refinement": self.deep_research_refinement_timeout,
+        }
+
+    @model_validator(mode="after")
+    def _ordered_bounds(self) -> ResearchSettings:
+        if self.min_sub_questions > self.max_sub_questions:
+            raise ValueError("min_sub_questions must not be larger than max_sub_questions")
+        if self.sub_question_min_iterations > self.sub_question_max_iterations:
+            raise ValueError(
+                "sub_question_min_iterations must not be larger than sub_question_max_iterations"
+            )
+        return self
+
+    @field_validator("research_dir", "research_archive_dir")
+    @classmethod
+    def _expand(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
+    @field_validator("model_context_overrides")
+    @classmethod
+    def _positive_windows(cls, value: dict[str, int]) -> dict[str, int]:
+        for model, window in value.items():
+            if window < 1000:
+                raise ValueError(f"context window of {model!r} must be at least 1000 tokens")
+        return value
+
+    @field_validator("default_provider")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must name a provider, e.g. 'openai' or 'anthropic:claude-sonnet-4-5'")
+        return value.strip()
+
+
+class ProviderSettings(_Section):
+    """One ``[providers.<name>]`` table."""
+
+    type: ProviderKind | None = None
+    api_key: SecretStr | None = None
+    base_url: str | None = None
+    model: str | None = None
+    timeout: float | None = Field(None, gt=0, le=3600)  # None: see timeout_for
+    max_retries: int = Field(2, ge=0, le=10)
+    cse_id: str | None = None  # Google Custom Search engine id
+    requests_per_minute: float | None = Field(None, gt=0)
+    max_in_flight: int | None = Field(None, ge=1, le=100)
+    circuit_breaker_failures: int = Field(5, ge=1, le=100)
+    circuit_breaker_reset_seconds: float = Field(30.0, gt=0, le=3600)
+    hedge_requests: bool = True  # search providers only; may cost a credit on slow requests
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+    def key(self) -> str | None:
+        """The API key in clear, for handing to an SDK only."""
+        if self.api_key is None:
+            return None
+        secret = self.api_key.get_secret_value().strip()
+        return secret or None
+
+    def timeout_for(self, role: Literal["llm", "search"]) -> float:
+        """Seconds one request may take: ``timeout``, else 120 for an LLM and 30 for a search."""
+        if self.timeout is not None:
+            return self.timeout
+        return 30.0 if role == "search" else 120.0
+
+
+class PriceSettings(_Section):
+    """One ``[pricing."provider:model"]`` table: US dollars per million tokens."""
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+
+
+class LoggingSettings(_Section):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
+
+
+class Settings(_Section):
+    """All of foundry-mcp's settings."""
+
+    research: ResearchSettings = Field(default_factory=ResearchSettings)
+    providers: dict[str, ProviderSettings] = Field(default_factory=dict)
+    pricing: dict[str, PriceSettings] = Field(default_factory=dict)
+    logging: LoggingSettings = Field(default_factory=LoggingSettings)
+    _sources: list[str] = PrivateAttr(default_factory=list)
+    _untrusted: UntrustedProjectConfig | None = PrivateAttr(default=None)
+
+    @property
+    def sources(self) -> list[str]:
+        """The configuration files that were read, in order of precedence."""
+        return self._sources
+
+    @property
+    def untrusted(self) -> UntrustedProjectConfig | None:
+        """The project file whose protected keys were ignored, if any were."""
+        return self._untrusted
+
+    def trust_warnings(self) -> list[str]:
+        """One warning naming the ignored keys and the fix, or none."""
+        return [self._untrusted.warning()] if self._untrusted else []
+
+    def provider(self, name: str) -> ProviderSettings:
+        """The settings of a provider, empty ones when it has no table."""
+        return self.providers.get(name) or ProviderSettings()
+
+    def provider_kind(self, name: str) -> ProviderKind | None:
+        """The API flavour of a provider name, or None if unknown."""
+        declared = self.providers.get(name)
+        if declared is not None and declared.type is not None:
+            return declared.type
+        return KNOWN_PROVIDER_KINDS.get(name)
