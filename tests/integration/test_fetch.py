@@ -23,7 +23,9 @@ import pytest
 
 from foundry_mcp.config import FetchSettings, load_settings
 from foundry_mcp.providers import fetch as fetch_module
-from foundry_mcp.providers.fetch import PageFetcher, address_refusal
+from foundry_mcp.providers import ssrf
+from foundry_mcp.providers.fetch import PageFetcher
+from foundry_mcp.providers.ssrf import address_refusal
 from tests.fakes import (
     FakeHTTPServer,
     FakeResponse,
@@ -227,7 +229,7 @@ def no_dns(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Fail every lookup of a host name by the system resolver: no test may ask real DNS.
 
     Numeric hosts pass (the fakes are addressed by IP). A test that needs a name replaces
-    ``fetch.resolve_host``; with the guard on, that is the only resolver used.
+    ``ssrf.resolve_host``; with the guard on, that is the only resolver used.
     """
     real = socket.getaddrinfo
     asked: list[str] = []
@@ -261,18 +263,18 @@ def _resolver(monkeypatch: pytest.MonkeyPatch, answers: dict[str, list[list[str]
         turns = answers[host]
         return turns[min(asked.count(host), len(turns)) - 1]
 
-    monkeypatch.setattr(fetch_module, "resolve_host", resolver)
+    monkeypatch.setattr(ssrf, "resolve_host", resolver)
     return asked
 
 
 def _treat_as_public(monkeypatch: pytest.MonkeyPatch, address: str) -> None:
     """A test-only allowance: the guard accepts ``address`` (where a fake runs) as public."""
-    real = fetch_module.address_refusal
+    real = ssrf.address_refusal
 
-    def refusal(candidate: str | fetch_module.IPAddress) -> str | None:
+    def refusal(candidate: str | ssrf.IPAddress) -> str | None:
         return None if str(candidate) == address else real(candidate)
 
-    monkeypatch.setattr(fetch_module, "address_refusal", refusal)
+    monkeypatch.setattr(ssrf, "address_refusal", refusal)
 
 
 class _Listener:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from foundry_mcp.config import Settings, load_settings
-from foundry_mcp.providers import fetch as fetch_module
+from foundry_mcp.providers import ssrf
 from foundry_mcp.research.workflow.gatherer import FETCH_ERRORS_KEY
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer, article_html, fake_pages, fake_tavily, html_page
@@ -94,7 +94,7 @@ async def test_research_with_default_settings_never_touches_private_addresses(
             return NAMES[host]
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
-    monkeypatch.setattr(fetch_module, "resolve_host", resolver)
+    monkeypatch.setattr(ssrf, "resolve_host", resolver)
     article = article_html("Secret", ["Internal numbers that must never leave the network."])
     with fake_pages(
         {p: html_page(article) for p in ("/secret", "/admin", "/mapped", "/wiki")}

@@ -25,7 +25,7 @@ class OpenAIProvider:
     """An LLM reached through the ``openai`` SDK.
 
     The SDK's own retries are off (``max_retries`` defaults to 0): the resilience policy in
-    ``providers/resilience.py`` is the only one that retries.
+    ``providers/policy.py`` is the only one that retries.
     """
 
     def __init__(
