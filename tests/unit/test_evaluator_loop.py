@@ -6,12 +6,8 @@ import pytest
 
 from foundry_mcp.research.models import Gap, Phase, ResearchLimits, ResearchState
 from foundry_mcp.research.modes.kit import ResearchKit
-from foundry_mcp.research.modes.simple import (
-    MAX_EXTRA_ROUNDS,
-    IterationCall,
-    SimplePlaybook,
-    gaps_rule,
-)
+from foundry_mcp.research.modes.rounds import MAX_EXTRA_ROUNDS, IterationCall, gaps_rule
+from foundry_mcp.research.modes.simple import SimplePlaybook
 from foundry_mcp.research.workflow.calls import CallLog
 
 

@@ -10,12 +10,12 @@ import pytest
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.search.base import SearchResult
 from foundry_mcp.research.models import PlannerOutput, ResearchState, SearchTarget
-from foundry_mcp.research.modes.kit import ResearchKit
-from foundry_mcp.research.modes.simple import (
+from foundry_mcp.research.modes.allocation import (
     LOCAL_SAMPLE_SIZE,
     adopt_plan,
     sample_local_documents,
 )
+from foundry_mcp.research.modes.kit import ResearchKit
 from foundry_mcp.research.prompts.planner import planner_prompts, strategist_prompts
 from foundry_mcp.research.workflow.calls import CallLog
 

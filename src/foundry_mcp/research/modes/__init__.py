@@ -22,6 +22,7 @@ from foundry_mcp.research.models import (
     ResearchState,
     ValidationResult,
 )
+from foundry_mcp.research.modes.allocation import adopt_plan, sample_local_documents
 from foundry_mcp.research.modes.hierarchical import (
     HierarchicalPlaybook,
     adopt_decomposition,
@@ -30,7 +31,7 @@ from foundry_mcp.research.modes.hierarchical import (
 from foundry_mcp.research.modes.hypotheses import HypothesesPlaybook
 from foundry_mcp.research.modes.kit import ResearchKit
 from foundry_mcp.research.modes.routing import choose_mode, lexical_prior
-from foundry_mcp.research.modes.simple import SimplePlaybook, adopt_plan, sample_local_documents
+from foundry_mcp.research.modes.simple import SimplePlaybook
 from foundry_mcp.research.workflow.planner import plan
 from foundry_mcp.research.workflow.supervisor import Playbook
 

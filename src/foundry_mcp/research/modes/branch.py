@@ -33,7 +33,8 @@ from foundry_mcp.research.models import (
     SubQuestion,
 )
 from foundry_mcp.research.modes.kit import ResearchKit
-from foundry_mcp.research.modes.simple import IterationCall, SimplePlaybook, StoppingRule
+from foundry_mcp.research.modes.rounds import IterationCall, StoppingRule
+from foundry_mcp.research.modes.simple import SimplePlaybook
 from foundry_mcp.research.workflow.answerer import answer_sub_question
 from foundry_mcp.research.workflow.supervisor import Supervisor
 

@@ -1,9 +1,11 @@
 """Hypotheses mode's rules: which hypotheses are explored, with which searches, and the
-report's "Hypothesis exploration" section (no model is asked; see :mod:`.hypotheses`)."""
+report's "Hypothesis exploration" section (no model is asked; see :mod:`.hypotheses`), and the
+small lookups and the decision record its playbook and :mod:`.investigation` share."""
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from foundry_mcp.research.models import (
     AgentDecision,
@@ -16,8 +18,9 @@ from foundry_mcp.research.models import (
     ResearchState,
     SearchTarget,
     SubQuery,
+    SubQueryStatus,
 )
-from foundry_mcp.research.workflow.hypothesizer import queries_per_hypothesis
+from foundry_mcp.research.workflow.hypothesizer import Numbered, queries_per_hypothesis
 
 SECTION_HEADING = "## Hypothesis exploration"
 MIN_QUERY_CHARS = 3
@@ -193,3 +196,40 @@ def _flat(text: str) -> str:
 def number_of(state: ResearchState, hypothesis_id: str) -> int:
     ids = [h.id for h in state.hypotheses]
     return ids.index(hypothesis_id) + 1 if hypothesis_id in ids else 0
+
+
+def with_status(state: ResearchState, *statuses: BranchStatus) -> list[Hypothesis]:
+    """The hypotheses in one of ``statuses``, in exploration order."""
+    return [h for h in state.hypotheses if h.status in statuses]
+
+
+def numbered(state: ResearchState, *statuses: BranchStatus) -> Numbered:
+    """Those hypotheses with their numbers (H1, H2, ...: their place in the list)."""
+    return [(n, h) for n, h in enumerate(state.hypotheses, start=1) if h.status in statuses]
+
+
+def searches_of(state: ResearchState, hypothesis: Hypothesis) -> list[SubQuery]:
+    """The searches planned to explore ``hypothesis``."""
+    return [sq for sq in state.sub_queries if sq.hypothesis_id == hypothesis.id]
+
+
+def all_failed(state: ResearchState, hypothesis: Hypothesis) -> bool:
+    """Whether ``hypothesis`` had searches and every one of them failed."""
+    searches = searches_of(state, hypothesis)
+    return bool(searches) and all(sq.status is SubQueryStatus.FAILED for sq in searches)
+
+
+def decide(
+    state: ResearchState,
+    agent: AgentRole,
+    action: str,
+    rationale: str,
+    inputs: dict[str, Any],
+    outputs: dict[str, Any],
+) -> None:
+    """Record a decision of hypotheses mode in the research's audit trail."""
+    state.record(
+        AgentDecision(
+            agent=agent, action=action, rationale=rationale, inputs=inputs, outputs=outputs
+        )
+    )

@@ -33,9 +33,9 @@ from foundry_mcp.research.models import (
     SubQuestion,
     ValidationResult,
 )
+from foundry_mcp.research.modes.allocation import adopt_plan, sample_local_documents
 from foundry_mcp.research.modes.branch import allocate_budgets, branch_state, research_branch
 from foundry_mcp.research.modes.kit import ResearchKit
-from foundry_mcp.research.modes.simple import adopt_plan, sample_local_documents
 from foundry_mcp.research.prompts.synthesizer import META_SYSTEM, render_sub_answers
 from foundry_mcp.research.workflow.fanout import fan_out
 from foundry_mcp.research.workflow.gates import GATES

@@ -19,49 +19,41 @@ SYNTHESIS  the report, written knowing the hypotheses' outcomes, ends with a "Hy
 
 There is no refinement round: the coverage assessment is this mode's answer to "is more
 research needed?", and a hypothesis is never explored twice.
+
+The exploration itself runs in :mod:`.investigation`; the rules that need no model (which
+hypotheses are explored, their searches, the report's section) are in :mod:`.exploration`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import anyio
-
 from foundry_mcp.research.models import (
-    AgentDecision,
     AgentRole,
     BranchStatus,
-    ExplorationMode,
-    Hypothesis,
-    HypothesisMode,
     HypothesisVerdict,
     Phase,
     ResearchState,
-    SubQuery,
     SubQueryStatus,
     ValidationResult,
 )
 from foundry_mcp.research.modes.exploration import (
     SECTION_HEADING,
+    all_failed,
+    decide,
     exploration_section,
-    number_of,
+    numbered,
     proposal_decision,
+    searches_of,
     select_for_exploration,
-    skip,
-    sub_queries_for,
+    with_status,
 )
+from foundry_mcp.research.modes.investigation import explore_hypotheses
 from foundry_mcp.research.modes.kit import ResearchKit
 from foundry_mcp.research.prompts.hypotheses import HYPOTHESES_WRITER_SYSTEM, render_outcomes
 from foundry_mcp.research.workflow.analyzer import analyze
-from foundry_mcp.research.workflow.fanout import fan_out
 from foundry_mcp.research.workflow.gates import GATES
-from foundry_mcp.research.workflow.gatherer import gather
-from foundry_mcp.research.workflow.hypothesizer import (
-    Numbered,
-    assess_coverage,
-    assess_hypothesis,
-    propose_hypotheses,
-)
+from foundry_mcp.research.workflow.hypothesizer import propose_hypotheses
 from foundry_mcp.research.workflow.synthesizer import Writing, synthesize
 
 
@@ -78,7 +70,7 @@ class HypothesesPlaybook:
         if phase is Phase.PLANNING:
             return await self._propose(guidance)
         if phase is Phase.GATHERING:
-            return await self._explore(guidance)
+            return await explore_hypotheses(self.state, self.kit, guidance)
         if phase is Phase.ANALYSIS:
             return await self._analyse_rest(guidance)
         if phase is Phase.SYNTHESIS:
@@ -99,157 +91,10 @@ class HypothesesPlaybook:
             state.record(proposal_decision(state))
         return {
             "hypotheses": len(state.hypotheses),
-            "to_explore": len(self._with(BranchStatus.PENDING)),
-            "skipped": len(self._with(BranchStatus.SKIPPED)),
+            "to_explore": len(with_status(state, BranchStatus.PENDING)),
+            "skipped": len(with_status(state, BranchStatus.SKIPPED)),
             "has_research_brief": bool(state.research_brief),
         }
-
-    async def _explore(self, guidance: str | None) -> dict[str, Any]:
-        state, modes = self.state, self.state.options.mode
-        waiting = self._with(BranchStatus.PENDING, BranchStatus.RESEARCHING)
-        parallel = modes.exploration_mode is ExplorationMode.PARALLEL
-        how = (
-            "all at once"
-            if parallel
-            else "one at a time, a coverage assessment after each"
-            if modes.hypothesis_mode is HypothesisMode.ADAPTIVE
-            else "one at a time"
-        )
-        if waiting:
-            self._decide(
-                AgentRole.SUPERVISOR,
-                "explore_hypotheses",
-                f"{len(waiting)} hypothes{'is is' if len(waiting) == 1 else 'es are'} explored "
-                f"{how}.",
-                {
-                    "hypothesis_mode": modes.hypothesis_mode.value,
-                    "exploration_mode": modes.exploration_mode.value,
-                },
-                {"exploring": [h.id for h in waiting]},
-            )
-        if parallel:
-            await self._explore_together(waiting, guidance)
-        else:
-            while (hypothesis := self._next_hypothesis()) is not None:
-                await self._investigate(hypothesis, guidance)
-                if modes.hypothesis_mode is HypothesisMode.ADAPTIVE:
-                    await self._judge_coverage(hypothesis, guidance)
-                hypothesis.status = BranchStatus.COMPLETED
-                await self.kit.checkpoint()
-        return {
-            "explored": len(self._with(BranchStatus.COMPLETED)),
-            "skipped": len(self._with(BranchStatus.SKIPPED)),
-            "source_count": len(state.sources),
-            "finding_count": len(state.findings),
-        }
-
-    def _next_hypothesis(self) -> Hypothesis | None:
-        """The one being explored (after a restart), else the coverage's pick, else the first."""
-        researching = self._with(BranchStatus.RESEARCHING)
-        if researching:
-            return researching[0]
-        pending = self._with(BranchStatus.PENDING)
-        recommended = self.state.coverage[-1].recommended_next if self.state.coverage else None
-        return next((h for h in pending if h.id == recommended), pending[0] if pending else None)
-
-    async def _investigate(self, hypothesis: Hypothesis, guidance: str | None) -> None:
-        """Search, read and weigh one hypothesis, skipping whatever a previous run finished."""
-        hypothesis.status = BranchStatus.RESEARCHING
-        self._plan_searches(hypothesis)
-        await self.kit.checkpoint()
-        await self._search_and_read(guidance)
-        await self._weigh(hypothesis, guidance)
-
-    async def _explore_together(self, waiting: list[Hypothesis], guidance: str | None) -> None:
-        for hypothesis in waiting:
-            hypothesis.status = BranchStatus.RESEARCHING
-            self._plan_searches(hypothesis)
-        await self.kit.checkpoint()
-        await self._search_and_read(guidance)
-        limiter = anyio.Semaphore(self.state.limits.max_concurrent)
-
-        async def weigh(hypothesis: Hypothesis) -> None:
-            async with limiter:
-                await self._weigh(hypothesis, guidance)
-            hypothesis.status = BranchStatus.COMPLETED
-            await self.kit.checkpoint()
-
-        await fan_out(weigh, waiting)
-
-    def _plan_searches(self, hypothesis: Hypothesis) -> None:
-        state = self.state
-        if hypothesis.verdict is None and not self._searches_of(hypothesis):
-            state.sub_queries.extend(sub_queries_for(hypothesis, state))
-
-    async def _search_and_read(self, guidance: str | None) -> None:
-        """Gather every pending search, then analyse every source not analysed yet."""
-        state, kit = self.state, self.kit
-        if state.pending_sub_queries():
-            await gather(
-                state,
-                kit.search,
-                kit.calls,
-                kit.checkpoint,
-                kit.fetcher,
-                pool=kit.pool,
-                local_providers=kit.local_providers,
-            )
-            for hypothesis in self._with(BranchStatus.RESEARCHING):
-                if self._all_failed(hypothesis):
-                    state.warn(
-                        f"Every search of hypothesis H{number_of(state, hypothesis.id)} failed "
-                        "(check the search providers with action='health'); it is weighed "
-                        "against the other hypotheses' findings only."
-                    )
-        if any(not source.analyzed for source in state.sources):
-            await analyze(kit.llm, state, guidance, kit.checkpoint)
-
-    async def _weigh(self, hypothesis: Hypothesis, guidance: str | None) -> None:
-        if hypothesis.verdict is not None:  # weighed before a restart
-            return
-        state = self.state
-        number = number_of(state, hypothesis.id)
-        await assess_hypothesis(self.kit.llm, state, number, hypothesis, guidance)
-        verdict = hypothesis.verdict.value if hypothesis.verdict else None
-        self._decide(
-            AgentRole.ANALYZER,
-            "assess_hypothesis",
-            f"H{number} is {verdict}: {hypothesis.assessment or 'no reasoning given'}",
-            {"hypothesis": hypothesis.id, "initial_confidence": hypothesis.confidence},
-            {
-                "verdict": verdict,
-                "final_confidence": hypothesis.final_confidence,
-                "evidence_for": hypothesis.evidence_for,
-                "evidence_against": hypothesis.evidence_against,
-            },
-        )
-        await self.kit.checkpoint()
-
-    async def _judge_coverage(self, hypothesis: Hypothesis, guidance: str | None) -> None:
-        """Ask whether to stop after ``hypothesis``; if so, skip the rest with the reason."""
-        state = self.state
-        remaining = self._numbered(BranchStatus.PENDING)
-        if not remaining or any(c.after == hypothesis.id for c in state.coverage):
-            return
-        explored = self._numbered(BranchStatus.COMPLETED, BranchStatus.RESEARCHING)
-        coverage = await assess_coverage(self.kit.llm, state, explored, remaining, guidance)
-        state.coverage.append(coverage)
-        number = number_of(state, hypothesis.id)
-        if coverage.sufficient:
-            for _, rest in remaining:
-                skip(
-                    rest,
-                    f"The coverage assessment after H{number} judged the question covered: "
-                    f"{coverage.reasoning or 'no reason given'}",
-                )
-        self._decide(
-            AgentRole.SUPERVISOR,
-            "assess_coverage",
-            coverage.reasoning
-            or ("Coverage is sufficient." if coverage.sufficient else "Exploration continues."),
-            {"after": hypothesis.id, "remaining": [h.id for _, h in remaining]},
-            {"sufficient": coverage.sufficient, "recommended_next": coverage.recommended_next},
-        )
 
     async def _analyse_rest(self, guidance: str | None) -> dict[str, Any]:
         state = self.state
@@ -263,7 +108,7 @@ class HypothesesPlaybook:
 
     async def _write(self, guidance: str | None) -> dict[str, Any]:
         state = self.state
-        explored = self._numbered(BranchStatus.COMPLETED)
+        explored = numbered(state, BranchStatus.COMPLETED)
         section = exploration_section(state)
         writing = Writing(
             system=HYPOTHESES_WRITER_SYSTEM,
@@ -278,7 +123,8 @@ class HypothesesPlaybook:
         return {"has_report": True, "report_length": len(report), "hypotheses": len(explored)}
 
     def _no_refinement(self) -> dict[str, Any]:
-        self._decide(
+        decide(
+            self.state,
             AgentRole.REFINER,
             "plan_next_iteration",
             "Hypotheses mode has no refinement round: each hypothesis is explored once and "
@@ -300,7 +146,7 @@ class HypothesesPlaybook:
         state = self.state
         issues: list[str] = []
         if phase is Phase.PLANNING:
-            to_explore = self._with(BranchStatus.PENDING)
+            to_explore = with_status(state, BranchStatus.PENDING)
             if not to_explore:
                 issues.append("No hypothesis to explore")
             if not state.research_brief:
@@ -308,7 +154,7 @@ class HypothesesPlaybook:
             score = min(10.0, 4.0 * len(to_explore) + (2.0 if state.research_brief else 0.0))
             return ValidationResult(valid=not issues, issues=issues, quality_score=score)
         if phase is Phase.GATHERING:
-            explored = self._with(BranchStatus.COMPLETED)
+            explored = with_status(state, BranchStatus.COMPLETED)
             decided = [h for h in explored if h.verdict is not HypothesisVerdict.INCONCLUSIVE]
             if not explored:
                 issues.append("No hypothesis was explored")
@@ -322,12 +168,12 @@ class HypothesesPlaybook:
 
     def describe(self, phase: Phase) -> str:
         state = self.state
-        explored = len(self._with(BranchStatus.COMPLETED))
+        explored = len(with_status(state, BranchStatus.COMPLETED))
         if phase is Phase.PLANNING:
             return (
                 f"Hypotheses proposed: {len(state.hypotheses)}, "
-                f"{len(self._with(BranchStatus.PENDING))} to explore. Do they take different "
-                "angles, and is a likely explanation missing?"
+                f"{len(with_status(state, BranchStatus.PENDING))} to explore. Do they take "
+                "different angles, and is a likely explanation missing?"
             )
         if phase is Phase.GATHERING:
             return (
@@ -348,7 +194,9 @@ class HypothesesPlaybook:
         if phase is Phase.PLANNING:
             return not any(sq.hypothesis_id for sq in self.state.sub_queries)
         if phase is Phase.GATHERING:
-            return any(self._all_failed(h) for h in self._with(BranchStatus.COMPLETED))
+            return any(
+                all_failed(self.state, h) for h in with_status(self.state, BranchStatus.COMPLETED)
+            )
         return phase is Phase.SYNTHESIS
 
     def prepare_retry(self, phase: Phase) -> None:
@@ -356,18 +204,19 @@ class HypothesesPlaybook:
         if phase is Phase.PLANNING:
             state.hypotheses = []
         elif phase is Phase.GATHERING:  # explore again the hypotheses whose searches all failed
-            for hypothesis in self._with(BranchStatus.COMPLETED):
-                if not self._all_failed(hypothesis):
+            for hypothesis in with_status(state, BranchStatus.COMPLETED):
+                if not all_failed(state, hypothesis):
                     continue
-                for sub_query in self._searches_of(hypothesis):
+                for sub_query in searches_of(state, hypothesis):
                     sub_query.status, sub_query.error = SubQueryStatus.PENDING, None
                 hypothesis.status, hypothesis.verdict = BranchStatus.PENDING, None
                 state.coverage = [c for c in state.coverage if c.after != hypothesis.id]
 
     def next_phase(self, phase: Phase, complete_early: bool) -> Phase | None:
         if phase is Phase.SYNTHESIS:
-            explored = len(self._with(BranchStatus.COMPLETED))
-            self._decide(
+            explored = len(with_status(self.state, BranchStatus.COMPLETED))
+            decide(
+                self.state,
                 AgentRole.SUPERVISOR,
                 "decide_iteration",
                 f"{explored} of {len(self.state.hypotheses)} hypotheses were explored and "
@@ -380,34 +229,3 @@ class HypothesesPlaybook:
             return None
         order = [Phase.PLANNING, Phase.GATHERING, Phase.ANALYSIS, Phase.SYNTHESIS]
         return order[order.index(phase) + 1]
-
-    # ------------------------------------------------------------------ helpers
-
-    def _with(self, *statuses: BranchStatus) -> list[Hypothesis]:
-        return [h for h in self.state.hypotheses if h.status in statuses]
-
-    def _numbered(self, *statuses: BranchStatus) -> Numbered:
-        return [
-            (n, h) for n, h in enumerate(self.state.hypotheses, start=1) if h.status in statuses
-        ]
-
-    def _searches_of(self, hypothesis: Hypothesis) -> list[SubQuery]:
-        return [sq for sq in self.state.sub_queries if sq.hypothesis_id == hypothesis.id]
-
-    def _all_failed(self, hypothesis: Hypothesis) -> bool:
-        searches = self._searches_of(hypothesis)
-        return bool(searches) and all(sq.status is SubQueryStatus.FAILED for sq in searches)
-
-    def _decide(
-        self,
-        agent: AgentRole,
-        action: str,
-        rationale: str,
-        inputs: dict[str, Any],
-        outputs: dict[str, Any],
-    ) -> None:
-        self.state.record(
-            AgentDecision(
-                agent=agent, action=action, rationale=rationale, inputs=inputs, outputs=outputs
-            )
-        )

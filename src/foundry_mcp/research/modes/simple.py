@@ -4,17 +4,11 @@ PLANNING (brief and sub-queries) -> GATHERING (every pending sub-query searched,
 -> ANALYSIS (cited findings, gaps, contradictions) -> SYNTHESIS (the report) -> iterate? ->
 REFINEMENT (follow-up queries for the addressable gaps) -> GATHERING ...
 
-Seed 003's two loops live here too:
-
-* **allocation**: when the research searches the user's documents and the web, the planner sees
-  a sample of the documents and aims each sub-query at them, the web or both; the split is
-  recorded (``allocate_sources``) and the gatherer searches each side only with its providers,
-  all sub-queries of a round at once. Follow-up queries of later rounds search both: a gap may
-  be closed by either.
-* **evaluator loop**: each round ends with a verdict (``evaluate_sufficiency``): sufficient, or
-  insufficient with a reason (the refiner's rationale), which the next round's refiner is given
-  as guidance. At most ``MAX_EXTRA_ROUNDS`` rounds follow the first, even when
-  ``max_iterations`` allows more.
+Seed 003's two loops run here too: the planner's **allocation** of sub-queries between the
+user's documents and the web (:mod:`.allocation`; follow-up queries of later rounds search both,
+as a gap may be closed by either), and the **evaluator loop** (:mod:`.rounds`): each round ends
+with a verdict, sufficient or insufficient with a reason (the refiner's rationale) that the next
+round's refiner is given as guidance, and at most ``MAX_EXTRA_ROUNDS`` rounds follow the first.
 
 The same playbook runs each sub-question's researcher in hierarchical mode, with that mode's
 writer (a sub-question answer) and stopping rule (seed 000's) handed in; a researcher with its
@@ -23,28 +17,28 @@ own rule has no evaluator loop.
 
 from __future__ import annotations
 
-import logging
-from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from foundry_mcp.errors import ProviderError
 from foundry_mcp.research.models import (
-    AgentDecision,
-    AgentRole,
     Confidence,
     Phase,
-    PlannerOutput,
     RefinerOutput,
     ResearchState,
-    SearchTarget,
     SubQuery,
     SubQueryStatus,
     SynthesizerOutput,
     ValidationResult,
 )
+from foundry_mcp.research.modes.allocation import adopt_plan, sample_local_documents
 from foundry_mcp.research.modes.kit import ResearchKit
+from foundry_mcp.research.modes.rounds import (
+    StoppingRule,
+    decide,
+    gaps_rule,
+    record_verdict,
+    round_feedback,
+)
 from foundry_mcp.research.workflow.analyzer import analyze
 from foundry_mcp.research.workflow.calls import ResearchLLM
 from foundry_mcp.research.workflow.gates import GATES
@@ -53,55 +47,7 @@ from foundry_mcp.research.workflow.planner import plan
 from foundry_mcp.research.workflow.refiner import refine
 from foundry_mcp.research.workflow.synthesizer import synthesize
 
-log = logging.getLogger(__name__)
-
 Writer = Callable[[ResearchLLM, ResearchState, str | None], Awaitable[SynthesizerOutput]]
-
-MAX_EXTRA_ROUNDS = 2  # seed 003's evaluator loop: at most two rounds after the first
-LOCAL_SAMPLE_SIZE = 12  # documents named to the planner
-
-
-@dataclass(frozen=True)
-class IterationCall:
-    """Whether to go round again after a synthesis, and why (recorded as a decision)."""
-
-    iterate: bool
-    rationale: str
-    inputs: dict[str, Any] = field(default_factory=dict)
-    outputs: dict[str, Any] = field(default_factory=dict)
-
-
-StoppingRule = Callable[[ResearchState], IterationCall]
-
-
-def gaps_rule(state: ResearchState) -> IterationCall:
-    """Iterate while unaddressed gaps remain and iterations are left (the primary seed's rule),
-    at most ``MAX_EXTRA_ROUNDS`` after the first (seed 003's cap)."""
-    gaps = len(state.unaddressed_gaps())
-    requested = state.limits.max_iterations
-    limit = min(requested, 1 + MAX_EXTRA_ROUNDS)
-    iterate = gaps > 0 and state.iteration < limit
-    if iterate:
-        rationale = f"{gaps} unaddressed gap(s) and iterations remain: refine."
-    elif gaps and limit < requested:
-        rationale = (
-            f"{gaps} gap(s) remain but simple mode runs at most {MAX_EXTRA_ROUNDS} rounds after "
-            f"the first, although max_iterations is {requested}: complete."
-        )
-    elif gaps:
-        rationale = f"{gaps} gap(s) remain but the iteration limit is reached: complete."
-    else:
-        rationale = "No unaddressed gaps: complete."
-    return IterationCall(
-        iterate,
-        rationale,
-        {
-            "gap_count": gaps,
-            "iteration": state.iteration,
-            "max_iterations": requested,
-            "round_limit": limit,
-        },
-    )
 
 
 def reflection_prompt(state: ResearchState, phase: Phase) -> str:
@@ -226,7 +172,7 @@ class SimplePlaybook:
         state = self.state
         # Re-running after a crash must not plan the next iteration twice.
         if not self._next_iteration_queries():
-            guidance = "\n".join(filter(None, (self._feedback(), guidance))) or None
+            guidance = "\n".join(filter(None, (round_feedback(state), guidance))) or None
             output = await refine(self.kit.llm, state, guidance)
             follow_ups = self._follow_up_queries(output)
             insufficient = output.iteration_recommendation.should_iterate
@@ -234,7 +180,7 @@ class SimplePlaybook:
             rationale = output.iteration_recommendation.rationale or (
                 "Follow-up queries address open gaps." if iterate else "Nothing to follow up."
             )
-            _decide(
+            decide(
                 state,
                 "plan_next_iteration",
                 rationale,
@@ -244,7 +190,7 @@ class SimplePlaybook:
             if self._evaluates:
                 if insufficient and not iterate:
                     rationale += " No follow-up query is new: complete."
-                self._record_verdict(not insufficient, rationale, another_round=iterate)
+                record_verdict(state, not insufficient, rationale, another_round=iterate)
             if iterate:
                 state.sub_queries.extend(follow_ups)
         return {
@@ -272,34 +218,6 @@ class SimplePlaybook:
                         )
                     )
         return follow_ups
-
-    def _record_verdict(self, sufficient: bool, reason: str, *, another_round: bool) -> None:
-        """The evaluator's verdict on this round (seed 003): sufficient, or why not."""
-        state = self.state
-        _decide(
-            state,
-            "evaluate_sufficiency",
-            f"{'Sufficient' if sufficient else 'Insufficient'}: {reason}",
-            {"iteration": state.iteration, "extra_rounds_used": state.iteration - 1},
-            {"sufficient": sufficient, "reason": reason, "another_round": another_round},
-        )
-
-    def _feedback(self) -> str | None:
-        """Why the previous round was judged insufficient, as guidance for this round's refiner."""
-        state = self.state
-        for decision in reversed(state.decisions):
-            if (
-                decision.action == "evaluate_sufficiency"
-                and decision.inputs.get("iteration") == state.iteration - 1
-                and decision.outputs is not None
-                and not decision.outputs.get("sufficient", True)
-            ):
-                return (
-                    f"Round {state.iteration - 1} was judged insufficient: "
-                    f"{decision.outputs.get('reason', '')} Aim the follow-ups at what is still "
-                    "missing."
-                )
-        return None
 
     def _next_iteration_queries(self) -> list[SubQuery]:
         return [sq for sq in self.state.sub_queries if sq.iteration == self.state.iteration + 1]
@@ -369,7 +287,7 @@ class SimplePlaybook:
                     "The supervisor's reflection judged the report complete.",
                     True,
                 )
-            _decide(
+            decide(
                 state,
                 "decide_iteration",
                 rationale,
@@ -381,7 +299,7 @@ class SimplePlaybook:
                 },
             )
             if self._evaluates and not iterate:
-                self._record_verdict(sufficient, rationale, another_round=False)
+                record_verdict(state, sufficient, rationale, another_round=False)
             return Phase.REFINEMENT if iterate else None
         if phase is Phase.REFINEMENT:
             if not self._next_iteration_queries() or complete_early:
@@ -393,7 +311,7 @@ class SimplePlaybook:
                 f"Round {state.iteration} added no finding, so the report of round "
                 f"{state.iteration - 1} stands: complete."
             )
-            _decide(
+            decide(
                 state,
                 "decide_iteration",
                 reason,
@@ -401,7 +319,7 @@ class SimplePlaybook:
                 {"should_iterate": False, "next_phase": "COMPLETED", "report_rewritten": False},
             )
             if self._evaluates:
-                self._record_verdict(False, reason, another_round=False)
+                record_verdict(state, False, reason, another_round=False)
             return None
         order = [Phase.PLANNING, Phase.GATHERING, Phase.ANALYSIS, Phase.SYNTHESIS]
         return order[order.index(phase) + 1]
@@ -414,80 +332,3 @@ class SimplePlaybook:
             and state.report is not None
             and not any(f.iteration == state.iteration for f in state.findings)
         )
-
-
-async def sample_local_documents(kit: ResearchKit, question: str) -> list[str]:
-    """Names of the user's documents for the planner to allocate sub-queries with.
-
-    Empty (no allocation, every sub-query searches everything) unless the research searches
-    both the user's documents and the web, or when the documents cannot be sampled: the
-    gatherer's searches then report why.
-    """
-    sampler = kit.local_sample
-    if sampler is None or all(p.name in kit.local_providers for p in kit.search):
-        return []
-    try:
-        return await sampler(question, LOCAL_SAMPLE_SIZE)
-    except ProviderError as exc:
-        log.warning("the user's documents could not be sampled for the planner: %s", exc.message)
-        return []
-
-
-def adopt_plan(
-    state: ResearchState, output: PlannerOutput, local_sample: Sequence[str] = ()
-) -> None:
-    """Make the planner's brief and sub-queries the research's (for its current iteration).
-
-    Planned with a ``local_sample``, the split between the user's documents and the web is
-    recorded as the planner's decision.
-    """
-    state.research_brief = output.research_brief or state.research_brief
-    planned = [
-        SubQuery(
-            query=p.query,
-            rationale=p.rationale,
-            priority=p.priority,
-            iteration=state.iteration,
-            target=p.target,
-        )
-        for p in output.sub_queries
-    ]
-    state.sub_queries.extend(planned)
-    if not local_sample:
-        return
-    counts = Counter(sq.target for sq in planned)
-    split = {target.value: counts[target] for target in SearchTarget}
-    strategy = output.allocation_strategy or "The planner gave no allocation strategy."
-    _decide(
-        state,
-        "allocate_sources",
-        f"{split['local']} sub-queries to the user's documents, {split['web']} to the web, "
-        f"{split['both']} to both. {strategy}",
-        {"iteration": state.iteration, "documents_sampled": len(local_sample)},
-        {
-            **split,
-            "allocation_strategy": output.allocation_strategy,
-            "targets": {sq.id: sq.target.value for sq in planned},
-        },
-        agent=AgentRole.PLANNER,
-    )
-
-
-def _decide(
-    state: ResearchState,
-    action: str,
-    rationale: str,
-    inputs: dict[str, Any],
-    outputs: dict[str, Any] | None,
-    *,
-    agent: AgentRole = AgentRole.SUPERVISOR,
-) -> None:
-    state.record(
-        AgentDecision(
-            agent=agent,
-            action=action,
-            rationale=rationale,
-            inputs=inputs,
-            outputs=outputs,
-        )
-    )

@@ -1,0 +1,86 @@
+"""Seed 003's allocation: the planner aims each sub-query at the user's documents, the web or both.
+
+When the research searches the user's documents and the web, the planner sees a sample of the
+documents (:func:`sample_local_documents`) and aims each sub-query at them, the web or both; the
+split is recorded as the planner's ``allocate_sources`` decision (:func:`adopt_plan`) and the
+gatherer searches each side only with its providers. Simple and hierarchical mode plan this way.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Sequence
+
+from foundry_mcp.errors import ProviderError
+from foundry_mcp.research.models import (
+    AgentDecision,
+    AgentRole,
+    PlannerOutput,
+    ResearchState,
+    SearchTarget,
+    SubQuery,
+)
+from foundry_mcp.research.modes.kit import ResearchKit
+
+log = logging.getLogger(__name__)
+
+LOCAL_SAMPLE_SIZE = 12  # documents named to the planner
+
+
+async def sample_local_documents(kit: ResearchKit, question: str) -> list[str]:
+    """Names of the user's documents for the planner to allocate sub-queries with.
+
+    Empty (no allocation, every sub-query searches everything) unless the research searches
+    both the user's documents and the web, or when the documents cannot be sampled: the
+    gatherer's searches then report why.
+    """
+    sampler = kit.local_sample
+    if sampler is None or all(p.name in kit.local_providers for p in kit.search):
+        return []
+    try:
+        return await sampler(question, LOCAL_SAMPLE_SIZE)
+    except ProviderError as exc:
+        log.warning("the user's documents could not be sampled for the planner: %s", exc.message)
+        return []
+
+
+def adopt_plan(
+    state: ResearchState, output: PlannerOutput, local_sample: Sequence[str] = ()
+) -> None:
+    """Make the planner's brief and sub-queries the research's (for its current iteration).
+
+    Planned with a ``local_sample``, the split between the user's documents and the web is
+    recorded as the planner's decision.
+    """
+    state.research_brief = output.research_brief or state.research_brief
+    planned = [
+        SubQuery(
+            query=p.query,
+            rationale=p.rationale,
+            priority=p.priority,
+            iteration=state.iteration,
+            target=p.target,
+        )
+        for p in output.sub_queries
+    ]
+    state.sub_queries.extend(planned)
+    if not local_sample:
+        return
+    counts = Counter(sq.target for sq in planned)
+    split = {target.value: counts[target] for target in SearchTarget}
+    strategy = output.allocation_strategy or "The planner gave no allocation strategy."
+    state.record(
+        AgentDecision(
+            agent=AgentRole.PLANNER,
+            action="allocate_sources",
+            rationale=f"{split['local']} sub-queries to the user's documents, {split['web']} to "
+            f"the web, {split['both']} to both. {strategy}",
+            inputs={"iteration": state.iteration, "documents_sampled": len(local_sample)},
+            outputs={
+                **split,
+                "allocation_strategy": output.allocation_strategy,
+                "targets": {sq.id: sq.target.value for sq in planned},
+            },
+        )
+    )
