@@ -4,10 +4,10 @@ Each save is one transaction, so a killed process leaves either the previous sta
 one, never a torn file. Readers in other processes see committed states without blocking the
 writer. Never put ``research_dir`` on a network file system (SQLite's locking needs a local one).
 
-Ownership: the process that runs a research holds a lease on it (owner token, pid, host and
-``lease_until``), renewed by a heartbeat. A claim is a compare-and-swap on the owner token, and
-every save by a run is fenced: it only lands while the run still owns the research. Another
-process asks a run to stop by setting ``cancel_requested``, which the owner's heartbeat reads.
+``ResearchStore`` is the one face of the database. It holds the states (and the researchers'
+branch states), the listing and retention itself; the parts it hands on live beside it:
+``store_db`` (the file, its tables and migrations), ``store_leases`` (who owns a research, the
+fenced saves, cross-process cancel requests) and ``store_events`` (the audit trail).
 """
 
 from __future__ import annotations
@@ -15,76 +15,44 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import os
-import socket
 import sqlite3
 import threading
-import time
-import uuid
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from foundry_mcp.errors import (
-    ConfigError,
-    InputError,
-    InvalidResearchIdError,
-    ResearchNotFoundError,
-)
+from foundry_mcp.errors import InputError, InvalidResearchIdError, ResearchNotFoundError
 from foundry_mcp.research.migrations import migrate_state
 from foundry_mcp.research.models import RESEARCH_ID_PATTERN, ResearchState, Status, utcnow
+from foundry_mcp.research.store_db import DB_NAME, DB_VERSION, open_database, transaction
+from foundry_mcp.research.store_events import Event, EventLog
+from foundry_mcp.research.store_leases import (
+    LeaseLostError,
+    Leases,
+    Owner,
+    Ownership,
+    lease_columns,
+)
+
+__all__ = [
+    "DB_NAME",
+    "DB_VERSION",
+    "Event",
+    "LeaseLostError",
+    "Owner",
+    "Ownership",
+    "ResearchStore",
+    "ResearchSummary",
+    "decode_cursor",
+    "encode_cursor",
+    "validate_research_id",
+]
 
 log = logging.getLogger(__name__)
-
-DB_NAME = "research.db"
-DB_VERSION = 3
-
-_TABLES = """
-CREATE TABLE IF NOT EXISTS research (
-    id                TEXT PRIMARY KEY,
-    status            TEXT NOT NULL,
-    phase             TEXT NOT NULL,
-    iteration         INTEGER NOT NULL,
-    query             TEXT NOT NULL,
-    created_at        TEXT NOT NULL,
-    updated_at        TEXT NOT NULL,
-    state             TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS research_by_created ON research (created_at DESC, id DESC);
-CREATE TABLE IF NOT EXISTS branches (
-    research_id       TEXT NOT NULL,
-    branch_id         TEXT NOT NULL,
-    updated_at        TEXT NOT NULL,
-    state             TEXT NOT NULL,
-    PRIMARY KEY (research_id, branch_id)
-);
-CREATE TABLE IF NOT EXISTS events (
-    research_id       TEXT NOT NULL,
-    seq               INTEGER NOT NULL,
-    at                TEXT NOT NULL,
-    kind              TEXT NOT NULL,
-    data              TEXT NOT NULL,
-    PRIMARY KEY (research_id, seq)
-);
-"""
-
-# Columns added by version 2 (ownership and cross-process cancel); older files are migrated.
-_V2_COLUMNS = {
-    "owner_token": "TEXT",
-    "owner_pid": "INTEGER",
-    "owner_host": "TEXT",
-    "lease_until": "REAL",
-    "cancel_requested": "INTEGER NOT NULL DEFAULT 0",
-}
-_V2_INDEXES = (
-    "CREATE INDEX IF NOT EXISTS research_by_status ON research (status, created_at DESC, id DESC)",
-    "CREATE INDEX IF NOT EXISTS research_by_owner ON research (owner_token)",
-)
 
 
 def validate_research_id(research_id: object) -> str:
@@ -95,48 +63,6 @@ def validate_research_id(research_id: object) -> str:
         shown = research_id if len(research_id) <= 40 else research_id[:40] + "..."
         raise InvalidResearchIdError(f"research_id {shown!r} is not a valid research id.")
     return research_id
-
-
-@dataclass(frozen=True)
-class Owner:
-    """This process, as the owner of the research it runs."""
-
-    token: str = field(default_factory=lambda: uuid.uuid4().hex)
-    pid: int = field(default_factory=os.getpid)
-    host: str = field(default_factory=socket.gethostname)
-
-
-@dataclass(frozen=True)
-class Ownership:
-    """Who holds a research, as stored."""
-
-    token: str | None
-    pid: int | None
-    host: str | None
-    lease_until: float | None
-    cancel_requested: bool
-
-    def is_alive(self, me: Owner, running_here: bool, now: float | None = None) -> bool:
-        """Whether a live process holds this research."""
-        if self.token is None:
-            return False
-        if self.token == me.token:
-            return running_here
-        if self.lease_until is None or self.lease_until < (now or time.time()):
-            return False
-        if self.host == me.host and self.pid is not None:
-            return _pid_alive(self.pid)
-        return True
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @dataclass(frozen=True)
@@ -152,80 +78,15 @@ class ResearchSummary:
     updated_at: str
 
 
-@dataclass(frozen=True)
-class Event:
-    """One entry of a research's audit trail."""
-
-    seq: int
-    at: str
-    kind: str
-    data: dict[str, Any]
-
-
-class LeaseLostError(Exception):
-    """A run tried to save a research that another process now owns."""
-
-
 class ResearchStore:
     """Sessions of research, saved atomically and readable from any process."""
 
     def __init__(self, research_dir: Path) -> None:
         self.research_dir = research_dir
-        try:
-            research_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        except OSError as exc:
-            raise ConfigError(
-                f"Cannot create research_dir {research_dir}: {exc.strerror}.",
-                remediation="Set [research] research_dir or FOUNDRY_MCP_RESEARCH_DIR to a "
-                "writable local folder.",
-            ) from None
         self._lock = threading.Lock()
-        try:
-            self._db = sqlite3.connect(
-                research_dir / DB_NAME, timeout=30, check_same_thread=False, isolation_level=None
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._migrate()
-        except sqlite3.DatabaseError as exc:
-            raise ConfigError(
-                f"The research database {research_dir / DB_NAME} cannot be opened: {exc}.",
-                remediation="Move the file aside (it may belong to a newer foundry-mcp or be "
-                "damaged) or point research_dir elsewhere.",
-            ) from None
-        # Research text may be private: the database and its WAL side files are owner-only.
-        for suffix in ("", "-wal", "-shm"):
-            path = research_dir / f"{DB_NAME}{suffix}"
-            if path.exists():
-                os.chmod(path, 0o600)
-
-    def _migrate(self) -> None:
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
-        if version > DB_VERSION:
-            raise sqlite3.DatabaseError(
-                f"schema version {version} is newer than this foundry-mcp ({DB_VERSION})"
-            )
-        with self._transaction():
-            for statement in _TABLES.split(";"):
-                if statement.strip():
-                    self._db.execute(statement)
-            present = {row[1] for row in self._db.execute("PRAGMA table_info(research)")}
-            for column, kind in _V2_COLUMNS.items():
-                if column not in present:
-                    self._db.execute(f"ALTER TABLE research ADD COLUMN {column} {kind}")
-            for statement in _V2_INDEXES:
-                self._db.execute(statement)
-            self._db.execute(f"PRAGMA user_version = {DB_VERSION}")
-
-    @contextmanager
-    def _transaction(self) -> Iterator[None]:
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+        self._db: sqlite3.Connection = open_database(research_dir)
+        self._leases = Leases(self._db, self._lock)
+        self._events = EventLog(self._db, self._lock)
 
     def close(self) -> None:
         with self._lock:
@@ -274,7 +135,7 @@ class ResearchStore:
         if branch.branch is None:
             raise ValueError("a branch state needs its branch id")
         branch.updated_at = utcnow()
-        with self._lock, self._transaction():
+        with self._lock, transaction(self._db):
             held = self._db.execute(
                 "SELECT 1 FROM research WHERE id=? AND owner_token=?", (branch.id, owner.token)
             ).fetchone()
@@ -306,24 +167,20 @@ class ResearchStore:
         """Insert a new research, already leased to ``owner``."""
         state.updated_at = utcnow()
         with self._lock:
+            row = {
+                "id": state.id,
+                "status": state.status.value,
+                "phase": state.phase.value,
+                "iteration": state.iteration,
+                "query": state.query,
+                "created_at": state.created_at.isoformat(),
+                "updated_at": state.updated_at.isoformat(),
+                "state": state.model_dump_json(),
+                **lease_columns(owner, lease_seconds),
+            }
             self._db.execute(
-                "INSERT INTO research (id, status, phase, iteration, query, created_at, "
-                "updated_at, state, owner_token, owner_pid, owner_host, lease_until) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    state.id,
-                    state.status.value,
-                    state.phase.value,
-                    state.iteration,
-                    state.query,
-                    state.created_at.isoformat(),
-                    state.updated_at.isoformat(),
-                    state.model_dump_json(),
-                    owner.token,
-                    owner.pid,
-                    owner.host,
-                    time.time() + lease_seconds,
-                ),
+                f"INSERT INTO research ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                tuple(row.values()),
             )
 
     def load(self, research_id: str) -> ResearchState:
@@ -354,7 +211,7 @@ class ResearchStore:
 
     def delete(self, research_id: str) -> bool:
         validate_research_id(research_id)
-        with self._lock, self._transaction():
+        with self._lock, transaction(self._db):
             cursor = self._db.execute("DELETE FROM research WHERE id = ?", (research_id,))
             self._db.execute("DELETE FROM events WHERE research_id = ?", (research_id,))
             self._db.execute("DELETE FROM branches WHERE research_id = ?", (research_id,))
@@ -410,7 +267,7 @@ class ResearchStore:
         cutoff = (utcnow() - timedelta(days=days)).isoformat()
         active = [s.value for s in Status if s.is_active]
         marks = ",".join("?" * len(active))
-        with self._lock, self._transaction():
+        with self._lock, transaction(self._db):
             ids = [
                 row[0]
                 for row in self._db.execute(
@@ -424,133 +281,48 @@ class ResearchStore:
                 self._db.execute("DELETE FROM branches WHERE research_id = ?", (research_id,))
         return len(ids)
 
-    # ------------------------------------------------------------------ ownership
+    # ------------------------------------------------------------------ ownership (store_leases)
 
     def ownership(self, research_id: str) -> Ownership | None:
-        with self._lock:
-            row = self._db.execute(
-                "SELECT owner_token, owner_pid, owner_host, lease_until, cancel_requested "
-                "FROM research WHERE id = ?",
-                (research_id,),
-            ).fetchone()
-        if row is None:
-            return None
-        return Ownership(row[0], row[1], row[2], row[3], bool(row[4]))
+        return self._leases.ownership(research_id)
 
     def claim(
         self, research_id: str, owner: Owner, lease_seconds: float, expected_token: str | None
     ) -> bool:
         """Take the research if its owner token is still ``expected_token`` (compare and swap)."""
-        with self._lock:
-            cursor = self._db.execute(
-                "UPDATE research SET owner_token=?, owner_pid=?, owner_host=?, lease_until=?, "
-                "cancel_requested=0 WHERE id=? AND owner_token IS ?",
-                (
-                    owner.token,
-                    owner.pid,
-                    owner.host,
-                    time.time() + lease_seconds,
-                    research_id,
-                    expected_token,
-                ),
-            )
-        return cursor.rowcount == 1
+        return self._leases.claim(research_id, owner, lease_seconds, expected_token)
 
     def release(self, research_id: str, owner: Owner) -> None:
         """Give up the lease (the run ended)."""
-        with self._lock:
-            self._db.execute(
-                "UPDATE research SET owner_token=NULL, lease_until=NULL WHERE id=? "
-                "AND owner_token=?",
-                (research_id, owner.token),
-            )
+        self._leases.release(research_id, owner)
 
     def renew(self, owner: Owner, research_ids: Iterable[str], lease_seconds: float) -> set[str]:
         """Extend this owner's leases; returns the ids another process asked to cancel."""
-        ids = list(research_ids)
-        if not ids:
-            return set()
-        marks = ",".join("?" * len(ids))
-        with self._lock:
-            self._db.execute(
-                f"UPDATE research SET lease_until=? WHERE owner_token=? AND id IN ({marks})",
-                (time.time() + lease_seconds, owner.token, *ids),
-            )
-            rows = self._db.execute(
-                f"SELECT id FROM research WHERE owner_token=? AND cancel_requested=1 "
-                f"AND id IN ({marks})",
-                (owner.token, *ids),
-            ).fetchall()
-        return {row[0] for row in rows}
+        return self._leases.renew(owner, research_ids, lease_seconds)
 
     def cancel_requests(self, owner: Owner, research_ids: Iterable[str]) -> set[str]:
         """The ids among ``research_ids`` (owned by ``owner``) that someone asked to cancel."""
-        ids = list(research_ids)
-        if not ids:
-            return set()
-        marks = ",".join("?" * len(ids))
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT id FROM research WHERE owner_token=? AND cancel_requested=1 "
-                f"AND id IN ({marks})",
-                (owner.token, *ids),
-            ).fetchall()
-        return {row[0] for row in rows}
+        return self._leases.cancel_requests(owner, research_ids)
 
     def request_cancel(self, research_id: str) -> None:
-        with self._lock:
-            self._db.execute("UPDATE research SET cancel_requested=1 WHERE id=?", (research_id,))
+        self._leases.request_cancel(research_id)
 
     def disown(self, research_id: str, expected_token: str | None) -> bool:
         """Clear a dead owner's lease so that a late write by it is refused."""
-        with self._lock:
-            cursor = self._db.execute(
-                "UPDATE research SET owner_token=NULL, lease_until=NULL WHERE id=? "
-                "AND owner_token IS ?",
-                (research_id, expected_token),
-            )
-        return cursor.rowcount == 1
+        return self._leases.disown(research_id, expected_token)
 
-    # ------------------------------------------------------------------ events
+    # ------------------------------------------------------------------ events (store_events)
 
     def append_event(self, research_id: str, kind: str, data: dict[str, Any]) -> int:
         """Append to the research's audit trail; returns the event's sequence number."""
-        at = utcnow().isoformat()
-        payload = json.dumps(data, default=_json_default, ensure_ascii=False)
-        with self._lock, self._transaction():
-            seq = self._db.execute(
-                "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE research_id = ?",
-                (research_id,),
-            ).fetchone()[0]
-            self._db.execute(
-                "INSERT INTO events (research_id, seq, at, kind, data) VALUES (?, ?, ?, ?, ?)",
-                (research_id, seq, at, kind, payload),
-            )
-        return int(seq)
+        return self._events.append(research_id, kind, data)
 
     def events(self, research_id: str, after: int, limit: int) -> list[Event]:
         """Events with ``seq > after``, oldest first, at most ``limit``."""
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT seq, at, kind, data FROM events WHERE research_id = ? AND seq > ? "
-                "ORDER BY seq LIMIT ?",
-                (research_id, after, limit),
-            ).fetchall()
-        return [Event(row[0], row[1], row[2], json.loads(row[3])) for row in rows]
+        return self._events.page(research_id, after, limit)
 
     def last_event_at(self, research_id: str) -> str | None:
-        with self._lock:
-            row = self._db.execute(  # the newest event, found through the primary key
-                "SELECT at FROM events WHERE research_id = ? ORDER BY seq DESC LIMIT 1",
-                (research_id,),
-            ).fetchone()
-        return None if row is None else row[0]
-
-
-def _json_default(value: object) -> object:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return str(value)
+        return self._events.last_at(research_id)
 
 
 def encode_cursor(created_at: str, research_id: str) -> str:

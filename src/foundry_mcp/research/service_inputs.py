@@ -1,0 +1,158 @@
+"""What the research service accepts: checks on a caller's input that name the field and the fix.
+
+``server/arguments.py`` publishes ``MAX_QUERY_CHARS``, ``MAX_WAIT_SECONDS`` and the limits'
+bounds (``config.LIMIT_BOUNDS``) in the tool's schema; the service checks its input itself, so
+the CLI and direct callers get the same errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from foundry_mcp.config import LIMIT_BOUNDS, ResearchSettings
+from foundry_mcp.errors import InputError, InvalidStateError
+from foundry_mcp.research.models import (
+    ExplorationMode,
+    HypothesisMode,
+    ModeOptions,
+    ResearchLimits,
+    ResearchMode,
+    ResearchState,
+    Status,
+)
+
+MAX_QUERY_CHARS = 200_000
+MAX_WAIT_SECONDS = 60.0
+
+
+def check_range(name: str, value: Any, low: float, high: float, *, integer: bool = True) -> Any:
+    """``value`` if it is a number within [low, high]; ``InputError`` naming the field if not."""
+    kind = "an integer" if integer else "a number"
+    valid_type = isinstance(value, int) if integer else isinstance(value, int | float)
+    if isinstance(value, bool) or not valid_type:
+        raise InputError(
+            f"{name} must be {kind} between {low:g} and {high:g} (got {value!r}).",
+            details={"field": name},
+        )
+    if not low <= value <= high:
+        raise InputError(
+            f"{name} must be between {low:g} and {high:g} (got {value}).",
+            remediation=f"Pass {name} within {low:g}..{high:g}, or leave it out for the default.",
+            details={"field": name},
+        )
+    return value
+
+
+def check_query(query: Any) -> str:
+    """The research question, stripped; ``InputError`` if it is missing, empty or too long."""
+    if query is None or (isinstance(query, str) and not query.strip()):
+        raise InputError(
+            "query is required to start a deep research and must not be empty.",
+            remediation="Pass the research question as query='...'.",
+            details={"field": "query"},
+        )
+    if not isinstance(query, str):
+        raise InputError("query must be a string.", details={"field": "query"})
+    if len(query) > MAX_QUERY_CHARS:
+        raise InputError(
+            f"query is {len(query):,} characters; the limit is {MAX_QUERY_CHARS:,}.",
+            remediation="Shorten the question; put long background in system_prompt or "
+            "summarise it.",
+            details={"field": "query"},
+        )
+    return query.strip()
+
+
+def parse_statuses(raw: str | None) -> list[Status]:
+    """``"running,failed"`` as statuses; ``InputError`` naming the bad value."""
+    if raw is None or not raw.strip():
+        return []
+    statuses = []
+    for part in raw.split(","):
+        name = part.strip().lower()
+        try:
+            statuses.append(Status(name))
+        except ValueError:
+            raise InputError(
+                f"status {name!r} is not a research status.",
+                remediation=f"Use one or more of: {', '.join(s.value for s in Status)}.",
+                details={"field": "status"},
+            ) from None
+    return statuses
+
+
+def resolve_mode(research: ResearchSettings, mode: str | None) -> ModeOptions:
+    """The research's mode and the modes' settings; ``mode`` overrides ``[research] mode``."""
+    requested = research.mode if mode is None else mode
+    try:
+        chosen = ResearchMode(requested)
+    except ValueError:
+        raise InputError(
+            f"mode must be one of {', '.join(m.value for m in ResearchMode)} (got {mode!r}).",
+            remediation="Pass mode='auto' (the default), 'simple', 'hierarchical' or "
+            "'hypotheses', or leave it out.",
+            details={"field": "mode"},
+        ) from None
+    return ModeOptions(
+        requested=chosen,
+        min_sub_questions=research.min_sub_questions,
+        max_sub_questions=research.max_sub_questions,
+        sub_question_min_iterations=research.sub_question_min_iterations,
+        sub_question_max_iterations=research.sub_question_max_iterations,
+        sub_question_max_queries=research.sub_question_max_queries,
+        max_hypotheses_per_task=research.max_hypotheses_per_task,
+        hypothesis_mode=HypothesisMode(research.hypothesis_mode),
+        exploration_mode=ExplorationMode(research.exploration_mode),
+        min_confidence_threshold=research.min_confidence_threshold,
+    )
+
+
+def research_limits(
+    research: ResearchSettings, base: ResearchLimits | None, **given: Any
+) -> ResearchLimits:
+    """``base`` (or the ``[research]`` defaults) with the limits the caller gave, each checked."""
+    limits = (
+        base.model_copy()
+        if base
+        else ResearchLimits(
+            max_iterations=research.deep_research_max_iterations,
+            max_sub_queries=research.deep_research_max_sub_queries,
+            max_sources_per_query=research.deep_research_max_sources,
+            max_concurrent=research.deep_research_max_concurrent,
+            task_timeout=research.deep_research_timeout,
+        )
+    )
+    for name, value in given.items():
+        if value is not None:
+            low, high = LIMIT_BOUNDS[name]
+            check_range(name, value, low, high, integer=name != "task_timeout")
+            setattr(limits, name, float(value) if name == "task_timeout" else value)
+    return limits
+
+
+def check_can_continue(state: ResearchState, max_iterations: int | None) -> None:
+    """Refuse to continue a completed research unless more iterations can still help it."""
+    if state.mode is not ResearchMode.SIMPLE:
+        raise InvalidStateError(
+            f"Research {state.id} is a completed {state.mode.value} research; only a simple "
+            "research can be continued with more iterations.",
+            remediation=(
+                "Read it with action='deep-research-report'. To go deeper, start a new "
+                "research on the part you need (a sub-question or a hypothesis), or raise "
+                "sub_question_max_iterations / max_hypotheses_per_task for the next one."
+            ),
+        )
+    if max_iterations is None or max_iterations <= state.iteration:
+        raise InvalidStateError(
+            f"Research {state.id} is already completed "
+            f"(iteration {state.iteration} of {state.limits.max_iterations}).",
+            remediation=(
+                "Read it with action='deep-research-report'. To research further, resume "
+                f"with max_iterations above {state.iteration}, or start a new research."
+            ),
+        )
+    if not state.unaddressed_gaps():
+        raise InvalidStateError(
+            f"Research {state.id} is completed and has no open gap left to research.",
+            remediation="Start a new research with a more specific question.",
+        )

@@ -1,0 +1,88 @@
+"""This process's side of research ownership: keeping its leases alive, and noticing research
+whose owner stopped.
+
+A run's lease lasts ``LEASE_SECONDS`` and the heartbeat renews it every ``RENEW_EVERY_SECONDS``;
+between renewals it looks for cancel requests from other processes every ``HEARTBEAT_SECONDS``.
+An active research whose owner is gone (``Ownership.is_alive`` in ``store_leases``) is recorded
+``interrupted`` the next time this process reads it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import anyio
+
+from foundry_mcp.errors import FoundryError
+from foundry_mcp.research.jobs import JobRunner
+from foundry_mcp.research.models import ResearchState, Status
+from foundry_mcp.research.runner import ResearchRunner, abort
+from foundry_mcp.research.store import Owner, ResearchStore
+
+log = logging.getLogger(__name__)
+
+LEASE_SECONDS = 20.0
+HEARTBEAT_SECONDS = 0.25  # how often cancel requests from other processes are noticed
+RENEW_EVERY_SECONDS = 5.0
+
+
+class OwnershipWatch:
+    """Renews this process's leases, obeys cancel requests, and marks dead owners' research."""
+
+    def __init__(
+        self, store: ResearchStore, jobs: JobRunner, runner: ResearchRunner, owner: Owner
+    ) -> None:
+        self.store = store
+        self.jobs = jobs
+        self.runner = runner
+        self.owner = owner
+
+    async def heartbeat(self) -> None:
+        """Keep this process's leases alive and obey cancel requests from other processes."""
+        last_renewal = 0.0
+        while True:
+            running = self.jobs.running_ids()
+            try:
+                if time.monotonic() - last_renewal >= RENEW_EVERY_SECONDS:
+                    cancel = self.store.renew(self.owner, running, LEASE_SECONDS)
+                    last_renewal = time.monotonic()
+                else:
+                    cancel = self.store.cancel_requests(self.owner, running)
+            except Exception:  # a busy or failing disk must not kill the heartbeat
+                log.exception("heartbeat could not reach the store")
+                cancel = set()
+            for research_id in cancel:
+                self.runner.event(research_id, "cancel_received", {"pid": self.owner.pid})
+                self.jobs.cancel(research_id)
+            await anyio.sleep(HEARTBEAT_SECONDS)
+
+    def load_checked(self, research_id: str) -> ResearchState:
+        """Load a state; an active one whose owner is gone is recorded ``interrupted``."""
+        state = self.store.load(research_id)
+        if not state.status.is_active:
+            return state
+        ownership = self.store.ownership(research_id)
+        if ownership is None:
+            return state
+        if ownership.is_alive(self.owner, self.jobs.is_running(research_id)):
+            return state
+        if self.store.disown(research_id, ownership.token):
+            state = self.store.load(research_id)
+            if state.status.is_active:
+                abort(state, Status.INTERRUPTED, "interrupted")
+                state.error = "The process running this research stopped before it finished."
+                self.store.save(state)
+                self.runner.event(research_id, "interrupted", {"previous_owner_pid": ownership.pid})
+        return self.store.load(research_id)
+
+    def recover_orphans(self) -> list[str]:
+        """Mark research left active by stopped processes as interrupted; returns their ids."""
+        recovered = []
+        for research_id in self.store.active_ids():
+            try:
+                if self.load_checked(research_id).status is Status.INTERRUPTED:
+                    recovered.append(research_id)
+            except FoundryError:
+                continue
+        return recovered

@@ -1,0 +1,182 @@
+"""The read side of the research service: status (with the long poll), report pages, the list
+and the audit trail, as plain payload dictionaries.
+
+Every read of a single research goes through ``OwnershipWatch.load_checked``, so a research
+whose process died is reported ``interrupted``, never ``running``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+
+from foundry_mcp.context.fidelity import report_fidelity_block
+from foundry_mcp.errors import InputError, ReportNotReadyError
+from foundry_mcp.research.models import ResearchState, Status
+from foundry_mcp.research.report import report_page, report_summary
+from foundry_mcp.research.service_inputs import MAX_WAIT_SECONDS, check_range, parse_statuses
+from foundry_mcp.research.service_ownership import OwnershipWatch
+from foundry_mcp.research.store import ResearchStore, validate_research_id
+from foundry_mcp.research.views import (
+    cited_sources,
+    decision_log,
+    shorten,
+    status_payload,
+    usage_payload,
+)
+
+WAIT_POLL_SECONDS = 0.1
+
+ProgressCallback = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def status_of(store: ResearchStore, state: ResearchState) -> dict[str, Any]:
+    """The status payload of ``state``, with its cancel request and latest event from ``store``."""
+    ownership = store.ownership(state.id)
+    return status_payload(
+        state,
+        cancel_requested=bool(ownership and ownership.cancel_requested),
+        last_event_at=store.last_event_at(state.id),
+    )
+
+
+class ResearchReader:
+    """Answers about any research on disk, whichever process runs it."""
+
+    def __init__(self, store: ResearchStore, watch: OwnershipWatch) -> None:
+        self.store = store
+        self.watch = watch
+
+    async def status(
+        self,
+        research_id: Any,
+        *,
+        wait: bool = False,
+        wait_timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """The research's status; with ``wait``, first block until it moves (long poll).
+
+        While waiting, ``on_progress`` receives the status every second.
+        """
+        research_id = validate_research_id(research_id)
+        timeout = 30.0 if wait_timeout is None else wait_timeout
+        check_range("wait_timeout", timeout, 0, MAX_WAIT_SECONDS, integer=False)
+        state = self.watch.load_checked(research_id)
+        if wait and state.status.is_active:
+            before = self.store.fingerprint(research_id)
+            deadline = time.monotonic() + timeout
+            next_report = time.monotonic()
+            while time.monotonic() < deadline:
+                if on_progress is not None and time.monotonic() >= next_report:
+                    await on_progress(status_of(self.store, self.watch.load_checked(research_id)))
+                    next_report = time.monotonic() + 1.0
+                await anyio.sleep(min(WAIT_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+                now = self.store.fingerprint(research_id)
+                if now is None or before is None or now[:3] != before[:3]:
+                    break
+            state = self.watch.load_checked(research_id)
+        return status_of(self.store, state)
+
+    def report(
+        self, research_id: Any, *, offset: int | None = None, max_chars: int | None = None
+    ) -> tuple[dict[str, Any], list[str]]:
+        """A page of the report, its summary and sources; and warnings for the envelope."""
+        research_id = validate_research_id(research_id)
+        offset = 0 if offset is None else check_range("offset", offset, 0, 10**9)
+        max_chars = (
+            20_000 if max_chars is None else check_range("max_chars", max_chars, 1000, 100_000)
+        )
+        state = self.watch.load_checked(research_id)
+        if state.report is None:
+            raise _not_ready(state)
+        warnings = []
+        if state.status is not Status.COMPLETED:
+            warnings.append(
+                f"The research is {state.status.value}: this report is from an unfinished run."
+            )
+        metadata = state.report_metadata
+        payload = {
+            "research_id": state.id,
+            "status": state.status.value,
+            "summary": report_summary(state.report),
+            **report_page(state.report, offset, max_chars),
+            "report_metadata": metadata.model_dump() if metadata else None,
+            "sources": cited_sources(state),
+            "decision_log": decision_log(state),
+            "usage": usage_payload(state),
+            "fidelity": report_fidelity_block(state),
+        }
+        return payload, warnings
+
+    def full_report(self, research_id: Any) -> str:
+        """The whole markdown report (the MCP resource)."""
+        state = self.watch.load_checked(validate_research_id(research_id))
+        if state.report is None:
+            raise _not_ready(state)
+        return state.report
+
+    def listing(
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+        completed_only: bool = False,
+        status: str | None = None,
+    ) -> dict[str, Any]:
+        """Research newest first, optionally of some statuses only."""
+        limit = 20 if limit is None else check_range("limit", limit, 1, 100)
+        statuses = parse_statuses(status)
+        items, next_cursor = self.store.list_page(limit, cursor, bool(completed_only), statuses)
+        return {
+            "items": [
+                {
+                    "research_id": item.research_id,
+                    "query": shorten(item.query, 120),
+                    "status": item.status.value,
+                    "phase": item.phase,
+                    "iteration": item.iteration,
+                    "created_at": item.created_at,
+                    "updated_at": item.updated_at,
+                }
+                for item in items
+            ],
+            "next_cursor": next_cursor,
+        }
+
+    def events(
+        self, research_id: Any, *, cursor: str | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        """A page of the research's audit trail, oldest first."""
+        research_id = validate_research_id(research_id)
+        limit = 50 if limit is None else check_range("limit", limit, 1, 500)
+        self.store.load(research_id)  # RESEARCH_NOT_FOUND for unknown ids
+        after = 0
+        if cursor:
+            if not cursor.isdigit():
+                raise InputError(
+                    "cursor is not a cursor returned by deep-research-events.",
+                    remediation="Pass next_cursor from the previous page unchanged.",
+                    details={"field": "cursor"},
+                )
+            after = int(cursor)
+        events = self.store.events(research_id, after, limit)
+        return {
+            "research_id": research_id,
+            "events": [{"seq": e.seq, "at": e.at, "kind": e.kind, "data": e.data} for e in events],
+            "next_cursor": str(events[-1].seq) if len(events) == limit else None,
+        }
+
+
+def _not_ready(state: ResearchState) -> ReportNotReadyError:
+    if state.status.is_active:
+        return ReportNotReadyError(
+            f"Research {state.id} is {state.status.value} in {state.phase.value}; no report yet."
+        )
+    return ReportNotReadyError(
+        f"Research {state.id} ended {state.status.value} before writing a report.",
+        remediation="Resume it with action='deep-research-resume' to finish the report.",
+    )

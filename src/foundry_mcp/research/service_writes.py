@@ -1,0 +1,289 @@
+"""The write side of the research service: start, resume, cancel, restore and delete.
+
+Start and resume check their input and the providers before anything is saved, so a research
+that cannot run fails at once, naming the fix, instead of in the background.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+
+from foundry_mcp.config import Settings
+from foundry_mcp.context.restore import restore_content
+from foundry_mcp.context.runtime import ContextServices
+from foundry_mcp.context.runtime import prepare as prepare_context
+from foundry_mcp.errors import InputError, InvalidStateError
+from foundry_mcp.providers.registry import ProviderRegistry
+from foundry_mcp.research.jobs import JobRunner
+from foundry_mcp.research.models import (
+    AgentDecision,
+    AgentRole,
+    Phase,
+    ResearchMode,
+    ResearchOptions,
+    ResearchState,
+    Status,
+    SubQueryStatus,
+)
+from foundry_mcp.research.runner import ResearchRunner
+from foundry_mcp.research.service_inputs import (
+    check_can_continue,
+    check_query,
+    research_limits,
+    resolve_mode,
+)
+from foundry_mcp.research.service_ownership import LEASE_SECONDS, OwnershipWatch
+from foundry_mcp.research.service_reads import WAIT_POLL_SECONDS, status_of
+from foundry_mcp.research.store import Owner, ResearchStore, validate_research_id
+from foundry_mcp.research.views import shorten
+
+CANCEL_WAIT_SECONDS = 2.0
+DELETE_WAIT_SECONDS = 10.0
+
+
+class ResearchWriter:
+    """Starts and resumes this process's runs; cancels, restores and deletes any research."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        store: ResearchStore,
+        providers: ProviderRegistry,
+        jobs: JobRunner,
+        runner: ResearchRunner,
+        owner: Owner,
+        context: ContextServices,
+        watch: OwnershipWatch,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.providers = providers
+        self.jobs = jobs
+        self.runner = runner
+        self.owner = owner
+        self.context = context
+        self.watch = watch
+
+    def start(
+        self,
+        query: Any,
+        *,
+        system_prompt: str | None = None,
+        provider_id: str | None = None,
+        model: str | None = None,
+        max_iterations: int | None = None,
+        max_sub_queries: int | None = None,
+        max_sources_per_query: int | None = None,
+        max_concurrent: int | None = None,
+        task_timeout: float | None = None,
+        mode: str | None = None,
+    ) -> dict[str, Any]:
+        """Validate, save a queued research and start it in the background."""
+        query = check_query(query)
+        mode_options = resolve_mode(self.settings.research, mode)
+        limits = research_limits(
+            self.settings.research,
+            None,
+            max_iterations=max_iterations,
+            max_sub_queries=max_sub_queries,
+            max_sources_per_query=max_sources_per_query,
+            max_concurrent=max_concurrent,
+            task_timeout=task_timeout,
+        )
+        llm_name, llm_model = self.providers.resolve_llm(provider_id, model)
+        routes = self.providers.resolve_routes()  # per-phase lists: fail now, naming the key
+        search, warnings = self.providers.usable_search_providers(
+            self.settings.research.deep_research_providers
+        )
+        research = self.settings.research
+        state = ResearchState(
+            query=query,
+            system_prompt=(system_prompt or None),
+            limits=limits,
+            options=ResearchOptions(
+                verify_citations=research.deep_research_verify_citations,
+                max_verified_claims=research.deep_research_verification_max_claims,
+                gate_retries=research.deep_research_gate_retries,
+                enable_reflection=research.deep_research_enable_reflection,
+                phase_timeouts=research.phase_timeouts(),
+                mode=mode_options,
+            ),
+            mode=mode_options.requested,
+            llm_provider=llm_name,
+            llm_model=llm_model,
+            search_providers=search,
+            warnings=warnings,
+        )
+        prepare_context(self.context, state)  # token budget options from [research]
+        self.store.create(state, self.owner, LEASE_SECONDS)
+        self.runner.event(state.id, "created", {"query": shorten(query, 300)})
+        self.jobs.start(state.id, self.runner.run)
+        return {
+            "research_id": state.id,
+            "status": state.status.value,
+            "phase": state.phase.value,
+            "message": (
+                "Research started in the background. Call action='deep-research-status' with "
+                "this research_id (wait=true to block until it moves), then "
+                "action='deep-research-report'."
+            ),
+            "limits": limits.model_dump(),
+            "mode": mode_options.requested.value,
+            "provider": f"{llm_name}:{llm_model}",
+            "phase_providers": {
+                group: [f"{name}:{chosen}" for name, chosen in pairs]
+                for group, pairs in routes.items()
+            },
+        }
+
+    async def cancel(self, research_id: Any) -> dict[str, Any]:
+        """Stop a running research; its partial results stay and it can be resumed."""
+        research_id = validate_research_id(research_id)
+        state = self.watch.load_checked(research_id)
+        if state.status in (Status.CANCELLING, Status.CANCELLED):
+            return {"research_id": research_id, "status": state.status.value}
+        if not state.status.is_active:
+            raise InvalidStateError(
+                f"Research {research_id} is {state.status.value}; there is nothing to cancel.",
+                remediation="Only queued or running research can be cancelled.",
+            )
+        self.runner.event(research_id, "cancel_requested", {"by_pid": self.owner.pid})
+        self.store.request_cancel(research_id)  # status says "cancelling" until the run stops
+        if self.jobs.cancel(research_id):
+            await self.jobs.wait(research_id, CANCEL_WAIT_SECONDS)
+        else:  # run by another process: its heartbeat picks the request up
+            with anyio.move_on_after(CANCEL_WAIT_SECONDS):
+                while self.store.load(research_id).status.is_active:
+                    await anyio.sleep(WAIT_POLL_SECONDS)
+        status = status_of(self.store, self.store.load(research_id))["status"]
+        return {"research_id": research_id, "status": status}
+
+    def resume(
+        self,
+        research_id: Any,
+        *,
+        max_iterations: int | None = None,
+        max_sub_queries: int | None = None,
+        max_sources_per_query: int | None = None,
+        max_concurrent: int | None = None,
+        task_timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """Continue an unfinished research from its saved phase, without redoing work.
+
+        A completed research given a larger ``max_iterations`` continues with a refinement
+        round, if gaps are still open.
+        """
+        research_id = validate_research_id(research_id)
+        state = self.watch.load_checked(research_id)
+        if state.status.is_active:
+            raise InvalidStateError(
+                f"Research {research_id} is {state.status.value}; it is still being worked on.",
+                remediation="Wait for it with action='deep-research-status' and wait=true.",
+            )
+        continuing = state.status is Status.COMPLETED
+        if continuing:
+            check_can_continue(state, max_iterations)
+        state.limits = research_limits(
+            self.settings.research,
+            state.limits,
+            max_iterations=max_iterations,
+            max_sub_queries=max_sub_queries,
+            max_sources_per_query=max_sources_per_query,
+            max_concurrent=max_concurrent,
+            task_timeout=task_timeout,
+        )
+        # The provider must still be usable: fail now, not in the background.
+        self.providers.resolve_llm(f"{state.llm_provider}:{state.llm_model}", None)
+        self.providers.resolve_routes()
+        self.providers.usable_search_providers(state.search_providers)
+        ownership = self.store.ownership(research_id)
+        expected = ownership.token if ownership else None
+        if not self.store.claim(research_id, self.owner, LEASE_SECONDS, expected):
+            raise InvalidStateError(
+                f"Research {research_id} was just resumed by another process.",
+                remediation="Follow it with action='deep-research-status'.",
+            )
+        previous = state.status
+        if continuing:
+            state.phase = Phase.REFINEMENT
+        state.record(
+            AgentDecision(
+                agent=AgentRole.SUPERVISOR,
+                action="resume",
+                rationale=f"Resumed from {previous.value} at {state.phase.value}.",
+                inputs={"phase": state.phase.value, "iteration": state.iteration},
+                outputs={"limits": state.limits.model_dump()},
+            )
+        )
+        for key in (
+            "cancelled",
+            "timeout",
+            "interrupted",
+            "failed",
+            "timeout_phase",
+            "cost_ceiling_reached",
+        ):
+            state.metadata.pop(key, None)
+        if state.phase is Phase.GATHERING:  # searches that failed get another chance
+            for sub_query in state.sub_queries:
+                if (
+                    sub_query.iteration == state.iteration
+                    and sub_query.status is SubQueryStatus.FAILED
+                ):
+                    sub_query.status = SubQueryStatus.PENDING
+                    sub_query.error = None
+        state.status = Status.QUEUED
+        state.completed_at = None
+        state.error = None
+        prepare_context(self.context, state)  # current token settings (see restore_content)
+        self.store.save(state, self.owner)
+        self.runner.event(
+            research_id,
+            "resumed",
+            {"from": previous.value, "phase": state.phase.value, "pid": self.owner.pid},
+        )
+        self.jobs.start(research_id, self.runner.run)
+        return {
+            "research_id": research_id,
+            "status": state.status.value,
+            "phase": state.phase.value,
+            "iteration": state.iteration,
+            "resumed_from": previous.value,
+        }
+
+    def restore_content(self, research_id: Any, item_id: Any) -> dict[str, Any]:
+        """Bring a dropped (archived) source back into a stopped research; resume it next."""
+        research_id = validate_research_id(research_id)
+        if not isinstance(item_id, str) or not item_id.strip():
+            raise InputError("item_id must name a source id.", details={"field": "item_id"})
+        state = self.watch.load_checked(research_id)
+        if state.mode is not ResearchMode.SIMPLE:
+            raise InvalidStateError(
+                f"Research {research_id} ran in {state.mode.value} mode, whose sources belong to "
+                "its researchers; restoring archived content works for simple research only.",
+                remediation=(
+                    "Start a new research in simple mode (mode='simple') on the part you need, "
+                    "or raise the token budget (model_context_overrides) so nothing is dropped."
+                ),
+            )
+        archive = self.context.archive() if state.options.token_budget.archive_enabled else None
+        result = restore_content(state, item_id.strip(), archive)
+        self.store.save(state)
+        self.runner.event(research_id, "content_restored", {"item_id": item_id.strip()})
+        return result
+
+    async def delete(self, research_id: Any) -> dict[str, Any]:
+        """Delete a research, cancelling it first if it runs here or elsewhere."""
+        research_id = validate_research_id(research_id)
+        state = self.watch.load_checked(research_id)  # RESEARCH_NOT_FOUND before anything else
+        self.runner.deleted.add(research_id)
+        if self.jobs.cancel(research_id):
+            await self.jobs.wait(research_id, DELETE_WAIT_SECONDS)
+        elif state.status.is_active:
+            self.store.request_cancel(research_id)
+        self.store.delete(research_id)
+        self.runner.call_logs.pop(research_id, None)
+        return {"research_id": research_id, "deleted": True}

@@ -1,0 +1,123 @@
+"""The research database file: its tables, its schema migrations, opening it, transactions.
+
+One SQLite database in WAL mode under ``research_dir``, readable from any process while one
+writes. This module migrates the tables; the JSON of each stored state is migrated when it is
+loaded (:mod:`foundry_mcp.research.migrations`).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from foundry_mcp.errors import ConfigError
+
+DB_NAME = "research.db"
+DB_VERSION = 3
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS research (
+    id                TEXT PRIMARY KEY,
+    status            TEXT NOT NULL,
+    phase             TEXT NOT NULL,
+    iteration         INTEGER NOT NULL,
+    query             TEXT NOT NULL,
+    created_at        TEXT NOT NULL,
+    updated_at        TEXT NOT NULL,
+    state             TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS research_by_created ON research (created_at DESC, id DESC);
+CREATE TABLE IF NOT EXISTS branches (
+    research_id       TEXT NOT NULL,
+    branch_id         TEXT NOT NULL,
+    updated_at        TEXT NOT NULL,
+    state             TEXT NOT NULL,
+    PRIMARY KEY (research_id, branch_id)
+);
+CREATE TABLE IF NOT EXISTS events (
+    research_id       TEXT NOT NULL,
+    seq               INTEGER NOT NULL,
+    at                TEXT NOT NULL,
+    kind              TEXT NOT NULL,
+    data              TEXT NOT NULL,
+    PRIMARY KEY (research_id, seq)
+);
+"""
+
+# Columns added by version 2 (ownership and cross-process cancel); older files are migrated.
+_V2_COLUMNS = {
+    "owner_token": "TEXT",
+    "owner_pid": "INTEGER",
+    "owner_host": "TEXT",
+    "lease_until": "REAL",
+    "cancel_requested": "INTEGER NOT NULL DEFAULT 0",
+}
+_V2_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS research_by_status ON research (status, created_at DESC, id DESC)",
+    "CREATE INDEX IF NOT EXISTS research_by_owner ON research (owner_token)",
+)
+
+
+def open_database(research_dir: Path) -> sqlite3.Connection:
+    """The migrated database under ``research_dir`` (created if missing); ``ConfigError`` if not."""
+    try:
+        research_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise ConfigError(
+            f"Cannot create research_dir {research_dir}: {exc.strerror}.",
+            remediation="Set [research] research_dir or FOUNDRY_MCP_RESEARCH_DIR to a "
+            "writable local folder.",
+        ) from None
+    try:
+        db = sqlite3.connect(
+            research_dir / DB_NAME, timeout=30, check_same_thread=False, isolation_level=None
+        )
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        _migrate(db)
+    except sqlite3.DatabaseError as exc:
+        raise ConfigError(
+            f"The research database {research_dir / DB_NAME} cannot be opened: {exc}.",
+            remediation="Move the file aside (it may belong to a newer foundry-mcp or be "
+            "damaged) or point research_dir elsewhere.",
+        ) from None
+    # Research text may be private: the database and its WAL side files are owner-only.
+    for suffix in ("", "-wal", "-shm"):
+        path = research_dir / f"{DB_NAME}{suffix}"
+        if path.exists():
+            os.chmod(path, 0o600)
+    return db
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    if version > DB_VERSION:
+        raise sqlite3.DatabaseError(
+            f"schema version {version} is newer than this foundry-mcp ({DB_VERSION})"
+        )
+    with transaction(db):
+        for statement in _TABLES.split(";"):
+            if statement.strip():
+                db.execute(statement)
+        present = {row[1] for row in db.execute("PRAGMA table_info(research)")}
+        for column, kind in _V2_COLUMNS.items():
+            if column not in present:
+                db.execute(f"ALTER TABLE research ADD COLUMN {column} {kind}")
+        for statement in _V2_INDEXES:
+            db.execute(statement)
+        db.execute(f"PRAGMA user_version = {DB_VERSION}")
+
+
+@contextmanager
+def transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """One write transaction, taken at once (``BEGIN IMMEDIATE``); rolled back on any error."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")

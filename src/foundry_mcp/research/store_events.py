@@ -1,0 +1,71 @@
+"""The audit trail of each research: numbered events in the research database."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from foundry_mcp.research.models import utcnow
+from foundry_mcp.research.store_db import transaction
+
+
+@dataclass(frozen=True)
+class Event:
+    """One entry of a research's audit trail."""
+
+    seq: int
+    at: str
+    kind: str
+    data: dict[str, Any]
+
+
+class EventLog:
+    """The events table, read and written on the store's connection."""
+
+    def __init__(self, db: sqlite3.Connection, lock: threading.Lock) -> None:
+        self._db = db
+        self._lock = lock  # the store's: one statement at a time on the shared connection
+
+    def append(self, research_id: str, kind: str, data: dict[str, Any]) -> int:
+        """Append to the research's audit trail; returns the event's sequence number."""
+        at = utcnow().isoformat()
+        payload = json.dumps(data, default=_json_default, ensure_ascii=False)
+        with self._lock, transaction(self._db):
+            seq = self._db.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE research_id = ?",
+                (research_id,),
+            ).fetchone()[0]
+            self._db.execute(
+                "INSERT INTO events (research_id, seq, at, kind, data) VALUES (?, ?, ?, ?, ?)",
+                (research_id, seq, at, kind, payload),
+            )
+        return int(seq)
+
+    def page(self, research_id: str, after: int, limit: int) -> list[Event]:
+        """Events with ``seq > after``, oldest first, at most ``limit``."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT seq, at, kind, data FROM events WHERE research_id = ? AND seq > ? "
+                "ORDER BY seq LIMIT ?",
+                (research_id, after, limit),
+            ).fetchall()
+        return [Event(row[0], row[1], row[2], json.loads(row[3])) for row in rows]
+
+    def last_at(self, research_id: str) -> str | None:
+        """When the newest event was recorded; ``None`` if there is none."""
+        with self._lock:
+            row = self._db.execute(  # the newest event, found through the primary key
+                "SELECT at FROM events WHERE research_id = ? ORDER BY seq DESC LIMIT 1",
+                (research_id,),
+            ).fetchone()
+        return None if row is None else row[0]
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)
