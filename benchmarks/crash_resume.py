@@ -2,10 +2,16 @@
 
 Each trial starts a research in a fresh research_dir through a real ``python -m foundry_mcp``
 process (stdio), kills it with SIGKILL at a random moment of the expected run time, starts a
-new server on the same directory, checks that the research reads ``interrupted`` (or
-``completed`` if it had finished), resumes it and waits for the end. It prints:
+new server on the same directory and, as its very first call, resumes the research (a research
+that had already finished reads ``completed``), then waits for the end. Every other trial leaves
+the killed server unreaped (a zombie that keeps its pid, as it stays while an editor has not yet
+waited for it) until the resumed research has finished. It prints:
 
-- trials completed;
+- trials completed, and resumes refused (a resume that had to wait for anything is a failure);
+- LLM calls made again: requests after the resume whose content (model, messages, parameters)
+  equals a request made before the kill, split into calls in flight at the kill (the fake had
+  not answered ``ANSWERED_MARGIN`` s before it: these may be made again) and calls answered
+  before it (these must be replayed from the journal, never bought again);
 - repeated work: searches (and source analyses) saved before the kill that ran again after the
   resume. "Saved before the kill" means the fake received the request at least latency + 0.5 s
   before the kill, or before a status read that showed the research already past that phase;
@@ -29,7 +35,7 @@ statuses, and each researcher's saved state (``load_branches``). After the resum
 
 Then it times ``deep-research-list`` (50 a page) over 5,000 stored researches, straight from
 the store and through MCP. Run from the repository root (``--mode both`` runs both kinds of
-trials, about 6 minutes; each mode alone takes under 4):
+trials, about 8 minutes; each mode alone takes under 5):
 
     python benchmarks/crash_resume.py [--mode simple|hierarchical|both] [--trials N] [--seed 7]
         [--list-size 5000] [--skip-list]
@@ -38,6 +44,7 @@ trials, about 6 minutes; each mode alone takes under 4):
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import re
 import statistics
@@ -63,12 +70,14 @@ LIMITS = {"max_iterations": 2, "max_sub_queries": 3, "max_sources_per_query": 3}
 # Three items: three sub-questions, at most two researched at once.
 HIERARCHICAL_QUERY = "Compare Redis, Memcached and Hazelcast for session caching"
 HIERARCHICAL_LIMITS = {**LIMITS, "max_concurrent": 2}
-DEFAULT_TRIALS = {"simple": 20, "hierarchical": 12}
+DEFAULT_TRIALS = {"simple": 20, "hierarchical": 20}
 ACTIVE = {"queued", "running", "cancelling"}
 TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted"}
 AFTER_GATHERING = {"analysis", "synthesis", "refinement"}
 AFTER_ANALYSIS = {"synthesis", "refinement"}
 SAVE_MARGIN = 0.5
+# An LLM answer the fake sent at least this long before the kill was received and journaled.
+ANSWERED_MARGIN = 0.05
 LLM_PATH = "/v1/chat/completions"
 RESEARCHER_AGENTS = {"planner", "analyzer", "answerer", "refiner"}
 # The line of a researcher's prompt that names its question.
@@ -105,6 +114,7 @@ class Trial:
     search_latency: float
     kill_after: float
     mode: str = "simple"
+    reap: bool = True  # False: the killed server stays a zombie until the resume has finished
     outcome: str = "not run"  # completed, or what went wrong
     status_after_kill: str | None = None
     phase_after_kill: str | None = None
@@ -114,6 +124,9 @@ class Trial:
     duplicate_analyses: int = 0
     store_errors: list[str] = field(default_factory=list)
     resume_seconds: float | None = None
+    llm_calls_before: int = 0  # distinct LLM requests made before the kill
+    llm_repeated_in_flight: int = 0  # made again; the kill came before their answer
+    llm_repeated_answered: int = 0  # made again although answered before the kill
     # Hierarchical trials only.
     saved: SavedWork | None = None
     sub_questions_redone: list[str] = field(default_factory=list)
@@ -155,8 +168,11 @@ class Session:
             raise StoreError("status read failed")
         return dict(envelope["data"])
 
-    def kill(self) -> None:
-        self.server.kill()
+    def kill(self, *, reap: bool = True) -> None:
+        self.server.kill(reap=reap)
+
+    def reap(self) -> None:
+        self.server.reap()
 
     def close(self) -> None:
         self.server.close()
@@ -212,11 +228,16 @@ class Killed:
     research_id: str
     killed_at: float  # time.time()
     seen: list[tuple[float, str]]  # (sent at, phase) of each status read
+    session: Session  # the killed server, reaped at the end of the trial
 
 
 def start_and_kill(trial: Trial, env: dict[str, str], arguments: dict[str, Any]) -> Killed | None:
-    """Start a research, watch its status until the trial's moment, SIGKILL the server."""
+    """Start a research, watch its status until the trial's moment, SIGKILL the server.
+
+    Unless the trial reaps at once, the killed server is left a zombie: the caller reaps it.
+    """
     first = Session(env, trial)
+    killed_at = time.time()
     try:
         started = first.call({"action": "deep-research", **arguments})
         if not started["success"]:
@@ -234,27 +255,35 @@ def start_and_kill(trial: Trial, env: dict[str, str], arguments: dict[str, Any])
         time.sleep(max(0.0, kill_at - time.monotonic()))
         killed_at = time.time()
     finally:
-        first.kill()
-    return Killed(research_id, killed_at, seen)
+        try:
+            first.kill(reap=trial.reap)
+        except Exception:
+            first.kill()
+            raise
+    return Killed(research_id, killed_at, seen, first)
 
 
 def resume_to_end(trial: Trial, env: dict[str, str], research_id: str) -> float | None:
-    """In a new server: check the status, resume, wait for the end; when the resume began."""
+    """In a new server: resume at once, wait for the end; when the resume began.
+
+    The resume is the new server's first call. If it is refused, the status says why: a
+    research that had finished before the kill is fine, anything else fails the trial.
+    """
     second = Session(env, trial)
     try:
-        data = second.status(research_id)
-        trial.status_after_kill, trial.phase_after_kill = data["status"], data["phase"]
-        if data["status"] not in ("interrupted", "completed"):
-            trial.outcome = f"status after the kill is {data['status']}"
-            return None
         resumed_at = time.time()
-        if data["status"] == "interrupted":
-            began = time.monotonic()
-            resumed = second.call({"action": "deep-research-resume", "research_id": research_id})
-            if not resumed["success"]:
+        began = time.monotonic()
+        resumed = second.call({"action": "deep-research-resume", "research_id": research_id})
+        data = second.status(research_id)
+        if resumed["success"]:
+            phase = resumed["data"].get("phase", data["phase"])
+            trial.status_after_kill, trial.phase_after_kill = "interrupted", phase
+        else:
+            trial.status_after_kill, trial.phase_after_kill = data["status"], data["phase"]
+            if data["status"] != "completed":
                 trial.outcome = f"resume refused: {resumed['error']}"
                 return None
-            data = dict(resumed["data"])  # queued
+        if resumed["success"]:
             while data["status"] not in TERMINAL:
                 if time.monotonic() > began + 120:
                     trial.outcome = "resume did not finish within 120 s"
@@ -291,17 +320,55 @@ def run_trial(trial: Trial) -> None:
         killed = start_and_kill(trial, env, arguments)
         if killed is None:
             return
-        if trial.mode == "hierarchical":
-            trial.saved = saved_work(Path(tmp) / "research", killed.research_id)
+        try:
+            if trial.mode == "hierarchical":
+                trial.saved = saved_work(Path(tmp) / "research", killed.research_id)
 
-        # 2. A new server on the same store: status, resume, wait.
-        resumed_at = resume_to_end(trial, env, killed.research_id)
+            # 2. A new server on the same store: resume at once, wait for the end.
+            resumed_at = resume_to_end(trial, env, killed.research_id)
+        finally:
+            killed.session.reap()  # the killed server's parent finally waits for it
         if resumed_at is None:
             return
+        count_llm_repeats(trial, llm, killed.killed_at, resumed_at)
         if trial.saved is not None:
             count_redone(trial, trial.saved, search, llm, resumed_at)
         else:
             count_repeated(trial, killed, search, llm, resumed_at)
+
+
+def content_key(request: RecordedRequest) -> str:
+    """What makes two LLM requests the same call: model, messages and every parameter."""
+    return json.dumps(request.json or {}, sort_keys=True)
+
+
+def count_llm_repeats(
+    trial: Trial, llm: FakeHTTPServer, killed_at: float, resumed_at: float
+) -> None:
+    """LLM requests after the resume whose content equals one made before the kill."""
+    requests = llm.requests_to(LLM_PATH)
+    # The latest time each content key was asked before the kill: if any of its asks was
+    # answered before the kill, its answer was in hand.
+    first_answer: dict[str, float] = {}
+    asked: set[str] = set()
+    for request in requests:
+        if request.timestamp >= killed_at:
+            continue
+        key = content_key(request)
+        asked.add(key)
+        answered = request.timestamp + trial.llm_latency
+        first_answer[key] = min(first_answer.get(key, answered), answered)
+    trial.llm_calls_before = len(asked)
+    repeated: set[str] = set()
+    for request in requests:
+        key = content_key(request)
+        if request.timestamp < resumed_at or key not in asked or key in repeated:
+            continue
+        repeated.add(key)
+        if first_answer[key] <= killed_at - ANSWERED_MARGIN:
+            trial.llm_repeated_answered += 1
+        else:
+            trial.llm_repeated_in_flight += 1
 
 
 def count_repeated(
@@ -430,10 +497,16 @@ def crash_trials(args: argparse.Namespace, mode: str, trials: list[Trial]) -> No
             kill_after = max(0.05, kill_after)
         else:
             # About 8 LLM calls and 2 rounds of searches, plus the server's start-up (provider
-            # SDK imports, ~1 s) and bookkeeping; some kills land after the end, which is fine.
+            # SDK imports, ~1 s) and bookkeeping; one random moment in each of ``count`` equal
+            # slices of that, so the kills cover every phase (a few land after the end).
             expected = 8 * llm_latency + 2 * search_latency + 1.5
-            kill_after = round(rng.uniform(0.05, expected), 3)
-        trial = Trial(number, llm_latency, search_latency, kill_after, mode=mode)
+            slice_ = expected / count
+            kill_after = round(rng.uniform((number - 1) * slice_, number * slice_), 3)
+            kill_after = max(0.05, kill_after)
+        # Every other killed server stays a zombie while the new one resumes its research.
+        trial = Trial(
+            number, llm_latency, search_latency, kill_after, mode=mode, reap=number % 2 == 1
+        )
         trials.append(trial)
         try:
             run_trial(trial)
@@ -445,10 +518,17 @@ def crash_trials(args: argparse.Namespace, mode: str, trials: list[Trial]) -> No
         saved = f"; saved: {trial.saved.moment()}" if trial.saved else ""
         print(
             f"trial {number:2d}: kill after {trial.kill_after:5.2f} s "
-            f"(llm {llm_latency:.2f} s, search {search_latency:.2f} s) -> "
+            f"(llm {llm_latency:.2f} s, search {search_latency:.2f} s"
+            f"{'' if trial.reap else ', unreaped'}) -> "
             f"{trial.status_after_kill or '-'} in {trial.phase_after_kill or '-'}{saved}; "
             f"{trial.outcome}"
-            + (f"; resumed in {trial.resume_seconds:.2f} s" if trial.resume_seconds else ""),
+            + (f"; resumed in {trial.resume_seconds:.2f} s" if trial.resume_seconds else "")
+            + (
+                f"; LLM calls made again: {trial.llm_repeated_in_flight} in flight, "
+                f"{trial.llm_repeated_answered} answered"
+                if trial.llm_repeated_in_flight or trial.llm_repeated_answered
+                else ""
+            ),
             flush=True,
         )
 
@@ -460,7 +540,21 @@ def report_trials(trials: list[Trial], wanted: int) -> None:
     kinds = Counter(t.status_after_kill or "unknown" for t in trials)
     print()
     print(f"trials completed:          {completed}/{wanted}")
+    refused = sum(1 for t in trials if t.outcome.startswith("resume refused"))
+    unreaped = sum(1 for t in trials if not t.reap)
     print(f"status after the kill:     {dict(kinds)}")
+    phases = Counter(
+        "after the end" if t.status_after_kill == "completed" else t.phase_after_kill or "unknown"
+        for t in trials
+    )
+    print(f"phase at the kill:         {dict(phases)}")
+    print(f"killed servers unreaped:   {unreaped} (a zombie while the resume ran)")
+    print(f"resumes refused:           {refused}")
+    print(
+        f"LLM calls made again:      {sum(t.llm_repeated_answered for t in trials)} answered "
+        f"before the kill, {sum(t.llm_repeated_in_flight for t in trials)} in flight at it "
+        f"(of {sum(t.llm_calls_before for t in trials)} distinct calls made before a kill)"
+    )
     saved = [t.saved for t in trials if t.saved is not None]
     if saved:
         report_hierarchical(trials, saved)
@@ -610,7 +704,7 @@ def main() -> None:
         "--trials",
         type=int,
         default=None,
-        help="trials per mode (default: 20 simple, 12 hierarchical)",
+        help="trials per mode (default: 20)",
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--list-size", type=int, default=5000)

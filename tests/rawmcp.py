@@ -23,8 +23,25 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
 
+import psutil
+
 PROTOCOL_VERSION = "2025-06-18"
 _EOF = object()
+
+
+def _wait_for_zombie(pid: int, timeout: float = 10.0) -> None:
+    """Wait until the killed process ``pid`` is a zombie, without reaping it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.ZombieProcess:
+            return
+        except psutil.NoSuchProcess:
+            raise RawServerError(f"process {pid} was reaped; it cannot be left a zombie") from None
+        time.sleep(0.01)
+    raise RawServerError(f"process {pid} did not die within {timeout:g} s of SIGKILL")
 
 
 def _inherited() -> dict[str, str]:
@@ -214,14 +231,39 @@ class RawServer:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def kill(self) -> None:
-        """SIGKILL the server (no shutdown hook runs) and reap it."""
+    def kill(self, *, reap: bool = True) -> None:
+        """SIGKILL the server (no shutdown hook runs) and reap it.
+
+        With ``reap=False`` the dead server is left a zombie, as it is while its parent (an
+        editor, a shell) has not yet waited for it, until :meth:`reap` is called.
+        """
+        if not reap:
+            os.kill(self.process.pid, signal.SIGKILL)
+            _wait_for_zombie(self.process.pid)
+            self._release()
+            return
         if self.process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.process.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=10)
         self._release()
+
+    def reap(self) -> int | None:
+        """Wait for the (dead) server, as its parent eventually does."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=10)
+        return self.process.returncode
+
+    def stop_with(self, signum: int, timeout: float = 10.0) -> int | None:
+        """Send ``signum`` and wait for the server to exit; returns its exit code."""
+        os.kill(self.process.pid, signum)
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self._release()
+        return self.process.returncode
 
     def close(self, timeout: float = 15.0) -> int | None:
         """End the session as a client does (close stdin); SIGKILL after ``timeout``."""

@@ -90,14 +90,14 @@ def _drop_implicit_working_directory() -> None:
 
 def _serve() -> int:
     from foundry_mcp.server import create_server
+    from foundry_mcp.server.stdio import serve_stdio
 
     level = "WARNING"
     # With a bad configuration the server still starts, and reports the error on every call.
     with contextlib.suppress(FoundryError):
         level = load_settings().logging.level
     _configure_logging(level)
-    create_server().run()
-    return 0
+    return anyio.run(serve_stdio, lambda on_stopped: create_server(on_stopped=on_stopped))
 
 
 def _configure_logging(level: str) -> None:

@@ -39,7 +39,10 @@ def foreign() -> Iterator[FakeHTTPServer]:
 
 @pytest.fixture
 def workspace(
-    tmp_path: Path, openai_server: FakeHTTPServer, tavily_server: FakeHTTPServer, foreign: FakeHTTPServer
+    tmp_path: Path,
+    openai_server: FakeHTTPServer,
+    tavily_server: FakeHTTPServer,
+    foreign: FakeHTTPServer,
 ) -> dict[str, Path]:
     home = tmp_path / "home"
     secrets = home / "secret-notes"

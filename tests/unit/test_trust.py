@@ -150,7 +150,9 @@ def test_a_file_named_by_foundry_mcp_config_is_trusted(home: Path, repo: Path) -
 
 
 def test_the_environment_and_the_users_file_are_trusted(home: Path, repo: Path) -> None:
-    (home / ".foundry-mcp.toml").write_text(USER + '\n[research.fetch]\nallow_private_networks = true\n')
+    (home / ".foundry-mcp.toml").write_text(
+        USER + "\n[research.fetch]\nallow_private_networks = true\n"
+    )
     env = {"OPENAI_BASE_URL": "http://localhost:11434/v1"}
     settings = load_settings(env=env, cwd=repo, home=home)
     assert settings.provider("openai").base_url == "http://localhost:11434/v1"
@@ -187,7 +189,9 @@ def test_a_symlink_inside_the_project_to_a_folder_outside_is_outside(
 def test_relative_paths_are_taken_from_the_files_folder(home: Path, tmp_path: Path) -> None:
     named = tmp_path / "configs" / "team.toml"
     named.parent.mkdir()
-    named.write_text('[research]\nresearch_dir = "store"\n\n[research.local]\npaths = ["../notes"]\n')
+    named.write_text(
+        '[research]\nresearch_dir = "store"\n\n[research.local]\npaths = ["../notes"]\n'
+    )
     settings = load_settings(env={"FOUNDRY_MCP_CONFIG": str(named)}, cwd=home, home=home)
     assert settings.research.research_dir == tmp_path / "configs" / "store"
     assert settings.research.local.paths == [tmp_path / "configs" / ".." / "notes"]

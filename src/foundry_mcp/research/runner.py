@@ -11,7 +11,7 @@ from foundry_mcp.errors import FoundryError, ProviderError
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.providers.search.local import LocalDocuments
 from foundry_mcp.research.jobs import Job
-from foundry_mcp.research.models import ResearchState, Status, utcnow
+from foundry_mcp.research.models import LLMCallRecord, ResearchState, Status, utcnow
 from foundry_mcp.research.modes import ResearchKit, playbook_for
 from foundry_mcp.research.pricing import PriceTable
 from foundry_mcp.research.store import LeaseLostError, Owner, ResearchStore
@@ -169,6 +169,7 @@ class ResearchRunner:
             routes=routes,
             prices=PriceTable.from_settings(settings),
             max_cost_usd=settings.research.max_cost_usd,
+            journal=_Journal(self.store, self.owner, state.id, self.deleted),
         )
 
     @staticmethod
@@ -204,6 +205,30 @@ class ResearchRunner:
             self.store.append_event(research_id, kind, data)
         except Exception:
             log.exception("could not record %s event for %s", kind, research_id)
+
+
+class _Journal:
+    """The research's journal of LLM answers, for its ``ResearchLLM``."""
+
+    def __init__(
+        self, store: ResearchStore, owner: Owner, research_id: str, deleted: set[str]
+    ) -> None:
+        self._store = store
+        self._owner = owner
+        self._research_id = research_id
+        self._deleted = deleted
+
+    def get(self, key: str) -> tuple[str, LLMCallRecord] | None:
+        entry = self._store.journal.get(self._research_id, key)
+        if entry is None:
+            return None
+        return entry.answer, LLMCallRecord.model_validate(entry.record)
+
+    def put(self, key: str, answer: str, record: LLMCallRecord) -> None:
+        if self._research_id not in self._deleted:
+            self._store.journal.put(
+                self._research_id, key, answer, record.model_dump(mode="json"), self._owner
+            )
 
 
 class _Branches:

@@ -30,6 +30,7 @@ from foundry_mcp.research.migrations import migrate_state
 from foundry_mcp.research.models import RESEARCH_ID_PATTERN, ResearchState, Status, utcnow
 from foundry_mcp.research.store_db import DB_NAME, DB_VERSION, open_database, transaction
 from foundry_mcp.research.store_events import Event, EventLog
+from foundry_mcp.research.store_journal import JournalEntry, LLMJournal
 from foundry_mcp.research.store_leases import (
     LeaseLostError,
     Leases,
@@ -42,6 +43,7 @@ __all__ = [
     "DB_NAME",
     "DB_VERSION",
     "Event",
+    "JournalEntry",
     "LeaseLostError",
     "Owner",
     "Ownership",
@@ -87,6 +89,7 @@ class ResearchStore:
         self._db: sqlite3.Connection = open_database(research_dir)
         self._leases = Leases(self._db, self._lock)
         self._events = EventLog(self._db, self._lock)
+        self.journal = LLMJournal(self._db, self._lock)
 
     def close(self) -> None:
         with self._lock:
@@ -215,6 +218,7 @@ class ResearchStore:
             cursor = self._db.execute("DELETE FROM research WHERE id = ?", (research_id,))
             self._db.execute("DELETE FROM events WHERE research_id = ?", (research_id,))
             self._db.execute("DELETE FROM branches WHERE research_id = ?", (research_id,))
+            self._db.execute("DELETE FROM llm_journal WHERE research_id = ?", (research_id,))
         return cursor.rowcount > 0
 
     def list_page(
@@ -279,6 +283,7 @@ class ResearchStore:
                 self._db.execute("DELETE FROM research WHERE id = ?", (research_id,))
                 self._db.execute("DELETE FROM events WHERE research_id = ?", (research_id,))
                 self._db.execute("DELETE FROM branches WHERE research_id = ?", (research_id,))
+                self._db.execute("DELETE FROM llm_journal WHERE research_id = ?", (research_id,))
         return len(ids)
 
     # ------------------------------------------------------------------ ownership (store_leases)

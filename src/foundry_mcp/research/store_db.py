@@ -16,7 +16,7 @@ from pathlib import Path
 from foundry_mcp.errors import ConfigError
 
 DB_NAME = "research.db"
-DB_VERSION = 3
+DB_VERSION = 4
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS research (
@@ -37,6 +37,14 @@ CREATE TABLE IF NOT EXISTS branches (
     state             TEXT NOT NULL,
     PRIMARY KEY (research_id, branch_id)
 );
+CREATE TABLE IF NOT EXISTS llm_journal (
+    research_id       TEXT NOT NULL,
+    key               TEXT NOT NULL,
+    at                TEXT NOT NULL,
+    answer            TEXT NOT NULL,
+    record            TEXT NOT NULL,
+    PRIMARY KEY (research_id, key)
+);
 CREATE TABLE IF NOT EXISTS events (
     research_id       TEXT NOT NULL,
     seq               INTEGER NOT NULL,
@@ -54,6 +62,8 @@ _V2_COLUMNS = {
     "owner_host": "TEXT",
     "lease_until": "REAL",
     "cancel_requested": "INTEGER NOT NULL DEFAULT 0",
+    # Version 4: the owner's process start time, so that a reused pid is not taken for it.
+    "owner_started": "REAL",
 }
 _V2_INDEXES = (
     "CREATE INDEX IF NOT EXISTS research_by_status ON research (status, created_at DESC, id DESC)",

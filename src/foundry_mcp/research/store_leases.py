@@ -1,12 +1,15 @@
 """Who runs a research: this process as an owner, the lease it holds, and the lease operations.
 
-The process that runs a research holds a lease on it (owner token, pid, host and
-``lease_until``), renewed by a heartbeat. A claim is a compare-and-swap on the owner token, and
+The process that runs a research holds a lease on it (owner token, pid, process start time,
+host and ``lease_until``), renewed by a heartbeat. A claim is a compare-and-swap on the owner token, and
 every save by a run is fenced (``LeaseLostError``): it only lands while the run still owns the
 research. Another process asks a run to stop by setting ``cancel_requested``, which the owner's
 heartbeat reads.
 
-Whether an owner is still alive is decided in one place: :meth:`Ownership.is_alive`.
+Whether an owner is still alive is decided in one place: :meth:`Ownership.is_alive`. On the
+owner's own host the answer is immediate: a process that is gone, a zombie (killed but not yet
+reaped by its parent), or another process that reuses its pid (its start time differs) is dead,
+whatever its lease says. Across hosts the lease decides.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import psutil
+
 
 @dataclass(frozen=True)
 class Owner:
@@ -29,6 +34,7 @@ class Owner:
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
     pid: int = field(default_factory=os.getpid)
     host: str = field(default_factory=socket.gethostname)
+    started: float | None = field(default_factory=lambda: process_started(os.getpid()))
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,7 @@ class Ownership:
     host: str | None
     lease_until: float | None
     cancel_requested: bool
+    started: float | None = None  # the owner's process start time (None: recorded before v4)
 
     def is_alive(self, me: Owner, running_here: bool, now: float | None = None) -> bool:
         """Whether a live process holds this research."""
@@ -47,20 +54,38 @@ class Ownership:
             return False
         if self.token == me.token:
             return running_here
-        if self.lease_until is None or self.lease_until < (now or time.time()):
-            return False
-        if self.host == me.host and self.pid is not None:
-            return _pid_alive(self.pid)
-        return True
+        if self.host == me.host and self.pid and not process_alive(self.pid, self.started):
+            return False  # dead at once: no need to wait for the lease to run out
+        return self.lease_until is not None and self.lease_until >= (now or time.time())
 
 
-def _pid_alive(pid: int) -> bool:
+START_TOLERANCE_SECONDS = 1.0  # start times are read from the OS with a clock tick's precision
+
+
+def process_started(pid: int) -> float | None:
+    """When process ``pid`` started (seconds since the epoch), or None if it cannot be read."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return round(float(psutil.Process(pid).create_time()), 2)
+    except (psutil.Error, OSError):
+        return None
+
+
+def process_alive(pid: int, started: float | None) -> bool:
+    """Whether ``pid`` is a live process and, when ``started`` is known, the same one.
+
+    A zombie (exited, not yet reaped) is dead; so is a process that reuses the pid, which
+    started at another time.
+    """
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE:
+            return False
+        if started is not None and abs(process.create_time() - started) > START_TOLERANCE_SECONDS:
+            return False
+    except psutil.NoSuchProcess:
         return False
-    except PermissionError:
-        return True
+    except (psutil.AccessDenied, OSError):
+        return True  # another user's process: it exists, and we cannot tell more
     return True
 
 
@@ -74,6 +99,7 @@ def lease_columns(owner: Owner, lease_seconds: float) -> dict[str, Any]:
         "owner_token": owner.token,
         "owner_pid": owner.pid,
         "owner_host": owner.host,
+        "owner_started": owner.started,
         "lease_until": time.time() + lease_seconds,
     }
 
@@ -88,13 +114,13 @@ class Leases:
     def ownership(self, research_id: str) -> Ownership | None:
         with self._lock:
             row = self._db.execute(
-                "SELECT owner_token, owner_pid, owner_host, lease_until, cancel_requested "
-                "FROM research WHERE id = ?",
+                "SELECT owner_token, owner_pid, owner_host, lease_until, cancel_requested, "
+                "owner_started FROM research WHERE id = ?",
                 (research_id,),
             ).fetchone()
         if row is None:
             return None
-        return Ownership(row[0], row[1], row[2], row[3], bool(row[4]))
+        return Ownership(row[0], row[1], row[2], row[3], bool(row[4]), row[5])
 
     def claim(
         self, research_id: str, owner: Owner, lease_seconds: float, expected_token: str | None

@@ -99,23 +99,40 @@ def _published_signature() -> inspect.Signature:
     return inspect.Signature(parameters, return_annotation=Annotated[CallToolResult, Envelope])
 
 
-def create_server(settings_loader: Callable[[], Settings] = load_settings) -> MCPServer[Any]:
-    """Build the MCP server; settings are read when a session starts."""
+@asynccontextmanager
+async def _runtime_context(settings_loader: Callable[[], Settings]) -> AsyncIterator[ServerContext]:
+    """The service of one session, or the reason it could not start."""
+    try:
+        settings = settings_loader()
+    except FoundryError as exc:
+        log.error("configuration error: %s", exc.message)
+        yield ServerContext(service=None, startup_error=exc)
+        return
+    try:
+        async with research_runtime(settings) as service:
+            yield ServerContext(service=service)
+    except FoundryError as exc:  # e.g. research_dir not writable
+        log.error("cannot start: %s", exc.message)
+        yield ServerContext(service=None, startup_error=exc)
+
+
+def create_server(
+    settings_loader: Callable[[], Settings] = load_settings,
+    on_stopped: Callable[[], None] | None = None,
+) -> MCPServer[Any]:
+    """Build the MCP server; settings are read when a session starts.
+
+    ``on_stopped`` is called when a session's runtime has closed: every run it had is saved.
+    """
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[ServerContext]:
         try:
-            settings = settings_loader()
-        except FoundryError as exc:
-            log.error("configuration error: %s", exc.message)
-            yield ServerContext(service=None, startup_error=exc)
-            return
-        try:
-            async with research_runtime(settings) as service:
-                yield ServerContext(service=service)
-        except FoundryError as exc:  # e.g. research_dir not writable
-            log.error("cannot start: %s", exc.message)
-            yield ServerContext(service=None, startup_error=exc)
+            async with _runtime_context(settings_loader) as context:
+                yield context
+        finally:
+            if on_stopped is not None:
+                on_stopped()
 
     server = ResearchServer(
         "foundry-mcp",

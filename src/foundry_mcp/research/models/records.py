@@ -138,6 +138,7 @@ class LLMCallRecord(_Model):
     latency_s: float = 0.0
     cost_usd: float | None = None  # None: no price known for the model
     at: datetime = Field(default_factory=utcnow)
+    key: str | None = None  # the request's content key in the journal of answers
 
 
 class UsageTotals(_Model):
@@ -170,12 +171,19 @@ class LLMUsage(_Model):
     by_model: dict[str, UsageTotals] = Field(default_factory=dict)  # "provider:model"
     max_cost_usd: float | None = None  # the ceiling of the last run
     cost_ceiling_reached: bool = False
+    booked: list[str] = Field(default_factory=list)  # journal keys of the calls counted
 
     @property
     def spent_usd(self) -> float:
         return self.total.cost_usd
 
+    def books(self, key: str) -> bool:
+        """Whether the call with this journal key is already counted."""
+        return key in self.booked
+
     def add(self, record: LLMCallRecord) -> None:
+        if record.key is not None:
+            self.booked.append(record.key)
         self.calls.append(record)
         if len(self.calls) > MAX_LLM_CALL_RECORDS:
             excess = len(self.calls) - MAX_LLM_CALL_RECORDS

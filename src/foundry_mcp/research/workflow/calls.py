@@ -21,15 +21,25 @@ with a rate limit or a transient error (after the resilience policy's retries), 
 circuit, an unknown model or a rejected key, the next route is tried and the switch is recorded
 (a ``provider_fallback`` event, and a supervisor decision the first time per phase and pair).
 When every route failed, the last error is raised.
+
+**Never paid twice.** With a journal, every completed call is saved under a content key (the
+phase, purpose, provider, model and a hash of the messages and parameters) together with its
+usage record, before its answer is used. A call whose key is already in the journal (a resumed
+research asking again what it asked before a crash) returns the saved answer without calling
+the provider and without counting its tokens or cost again (unless the crash came before they
+were counted); the event ``llm_replayed`` says so.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.llm.base import LLMProvider, LLMRequest, LLMResponse
@@ -105,6 +115,37 @@ def route_group(purpose: str, phase: str) -> str | None:
     return phase if phase in LLM_PHASES else None
 
 
+class AnswerJournal(Protocol):
+    """Where a research keeps the answers it paid for (see the module)."""
+
+    def get(self, key: str) -> tuple[str, LLMCallRecord] | None:
+        """The saved answer and usage record for ``key``, if any."""
+        ...
+
+    def put(self, key: str, answer: str, record: LLMCallRecord) -> None:
+        """Save an answer with its usage record (before the answer is used)."""
+        ...
+
+
+def request_key(phase: str, purpose: str, provider: str, request: LLMRequest) -> str:
+    """The content key of one request: the same request always gets the same key."""
+    content = json.dumps(
+        [
+            phase,
+            purpose,
+            provider,
+            request.model,
+            request.system,
+            request.user,
+            request.json_mode,
+            request.max_tokens,
+            request.temperature,
+        ],
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 class ResearchLLM:
     """The LLMs of one research: routes prompts, falls back, books tokens and cost.
 
@@ -123,6 +164,7 @@ class ResearchLLM:
         routes: Mapping[str, Sequence[LLMRoute]] | None = None,
         prices: PriceTable | None = None,
         max_cost_usd: float | None = None,
+        journal: AnswerJournal | None = None,
     ) -> None:
         self.provider = provider
         self.model = model
@@ -133,6 +175,7 @@ class ResearchLLM:
         self._routes = {group: list(items) for group, items in (routes or {}).items() if items}
         self._prices = prices
         self._max_cost = max_cost_usd
+        self._journal = journal
         self._reported: set[tuple[str, str, str, str]] = set()
         state.llm_usage.max_cost_usd = max_cost_usd
         state.llm_usage.cost_ceiling_reached = False  # a resumed run checks against the new one
@@ -170,7 +213,6 @@ class ResearchLLM:
         phase = self._state.phase.value
         tried: list[str] = []
         for index, route in enumerate(routes):
-            self._check_budget()
             request = LLMRequest(
                 system=system,
                 user=user,
@@ -179,6 +221,11 @@ class ResearchLLM:
                 json_mode=json_mode,
                 purpose=purpose,
             )
+            key = request_key(phase, purpose, route.provider.name, request)
+            saved = self._journal.get(key) if self._journal is not None else None
+            if saved is not None:
+                return self._replay(key, *saved)
+            self._check_budget()
             started = time.perf_counter()
             token = retry_observer.set(self._retry_listener(purpose, route))
             try:
@@ -204,7 +251,7 @@ class ResearchLLM:
             finally:
                 retry_observer.reset(token)
                 self._calls.add("llm", started, time.perf_counter())
-            self._book(purpose, phase, route, response)
+            self._book(purpose, phase, route, response, key)
             return response.text
         raise AssertionError("a route list is never empty")
 
@@ -233,7 +280,28 @@ class ResearchLLM:
             ),
         )
 
-    def _book(self, purpose: str, phase: str, route: LLMRoute, response: LLMResponse) -> None:
+    def _replay(self, key: str, answer: str, record: LLMCallRecord) -> str:
+        """A journaled answer, its usage counted only if the crash came before it was."""
+        usage = self._ledger.llm_usage
+        counted = usage.books(key)
+        if not counted:
+            usage.add(record.model_copy(update={"key": key}))
+        self._state.emit(
+            "llm_replayed",
+            {
+                "purpose": record.purpose,
+                "phase": record.phase,
+                "provider": record.provider,
+                "model": record.model,
+                "key": key,
+                "usage_counted_now": not counted,
+            },
+        )
+        return answer
+
+    def _book(
+        self, purpose: str, phase: str, route: LLMRoute, response: LLMResponse, key: str
+    ) -> None:
         cost = None
         if self._prices is not None:
             cost = self._prices.cost(
@@ -251,7 +319,10 @@ class ResearchLLM:
             output_tokens=response.output_tokens,
             latency_s=round(response.latency_s, 3),
             cost_usd=cost,
+            key=key,
         )
+        if self._journal is not None:
+            self._journal.put(key, response.text, record)  # on disk before the answer is used
         self._ledger.llm_usage.add(record)
         self._state.emit(
             "llm_call",

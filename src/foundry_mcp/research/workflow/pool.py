@@ -61,9 +61,7 @@ class SourcePool:
                 if source.url:
                     self._ids.setdefault(normalise_url(source.url), source.id)
 
-    async def read(
-        self, url: str, fetch: Callable[[str], Awaitable[FetchResult]]
-    ) -> FetchResult:
+    async def read(self, url: str, fetch: Callable[[str], Awaitable[FetchResult]]) -> FetchResult:
         """The page at ``url``, read once for the whole research."""
         key = normalise_url(url)
         while True:
