@@ -45,7 +45,7 @@ from foundry_mcp.context.tokens import (
 )
 from foundry_mcp.research.models import ResearchState, Source, SubQuery, TokenBudgetOptions
 from foundry_mcp.research.prompts.summarizer import SUMMARY_PROMPT_VERSION, summarizer_prompts
-from foundry_mcp.research.workflow.fit_content import fit_sources
+from foundry_mcp.research.workflow.fit_content import fit_sources, prepare_round
 from foundry_mcp.research.workflow.fitting import Fitting
 
 QUESTION = "How much lithium do battery recycling plants recover, and at what cost?"
@@ -162,7 +162,9 @@ async def bench_allocation(count: int, repeat: int) -> None:
         state = make_state([s.model_copy() for s in sources])
         context = BenchContext(state, counter, budget)
         started = time.perf_counter()
-        await fit_sources(context, state.sources)
+        await fit_sources(
+            context, prepare_round(context, state.sources), [s.id for s in state.sources]
+        )
         fit_times.append(time.perf_counter() - started)
     levels: dict[str, int] = {}
     for level in allocation.levels.values():
@@ -252,7 +254,9 @@ async def bench_survival() -> None:
         budget = int(corpus * share) + 60 * len(sources)  # the <source> frames on top
         state = make_state([s.model_copy() for s in sources])
         context = BenchContext(state, counter, budget)
-        fitted = await fit_sources(context, state.sources)
+        fitted = await fit_sources(
+            context, prepare_round(context, state.sources), [s.id for s in state.sources]
+        )
         prompt = "\n\n".join(f.render() for f in fitted)
         found = [[sentence in prompt for sentence in keys[s.id]] for s in sources]
         by_depth = [sum(row[i] for row in found) / len(found) for i in range(3)]

@@ -35,7 +35,9 @@ LIMITS = {
 }
 ACTIVE = {"queued", "running", "cancelling"}
 TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted"}
-PHASES = ["planning", "gathering", "analysis", "synthesis", "refinement"]
+# Sources are analysed as their searches return, during gathering, so the gathering kill also
+# finds analyses saved and in flight; the analysis phase itself only sweeps up what is left.
+PHASES = ["planning", "gathering", "synthesis", "refinement"]
 # Once the research is seen in one of these phases, every earlier call of that kind is saved.
 AFTER_GATHERING = {"analysis", "synthesis", "refinement"}
 AFTER_ANALYSIS = {"synthesis", "refinement"}

@@ -92,7 +92,9 @@ async def test_phases_complete_on_the_fallback_when_the_primary_is_rate_limited_
     }
     # Once the primary's circuit opened, calls skipped it without asking it again.
     assert any(d.outputs and d.outputs.get("kind") == "circuit_open" for d in fallbacks)
-    assert len(openai_server.requests_to("/v1/chat/completions")) == 4
+    # Concurrent calls may each have been sent before the fourth failure opened it.
+    primary_calls = len(openai_server.requests_to("/v1/chat/completions"))
+    assert 4 <= primary_calls <= 4 + 2 * state.limits.max_concurrent
     kinds = [e["kind"] for e in events]
     assert "provider_fallback" in kinds and "llm_retry" in kinds
     usage = status["usage"]

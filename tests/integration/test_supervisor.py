@@ -204,9 +204,10 @@ async def test_contradictions_from_analysis_are_kept_for_the_writer(
     def analyzer(system: str, user: str) -> str:
         answer = brain.analyze(user)
         ids = [f["source_ids"][0] for f in answer["findings"]][:2]
-        answer["contradictions"] = [
-            {"description": "Sources disagree on the default page size.", "source_ids": ids}
-        ]
+        if brain.calls["analyzer"] == 1:  # the first analysis call sees the disagreement
+            answer["contradictions"] = [
+                {"description": "Sources disagree on the default page size.", "source_ids": ids}
+            ]
         return json.dumps(answer)
 
     brain.overrides["analyzer"] = analyzer

@@ -15,7 +15,7 @@ more than the original) below it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from foundry_mcp.context.errors import ContextExceededError
@@ -77,13 +77,20 @@ def minimum_cost(items: Iterable[ContentItem]) -> int:
 
 
 def allocate(
-    items: Iterable[ContentItem], budget: int, *, allow_dropping: bool, what: str = "content"
+    items: Iterable[ContentItem],
+    budget: int,
+    *,
+    allow_dropping: bool,
+    what: str = "content",
+    top: Collection[str] | None = None,
 ) -> Allocation:
     """Give each item a level so that the total cost stays within ``budget``.
 
-    Raises ``ContextExceededError`` when the guardrail minimums alone exceed the budget.
+    ``top`` names the best sources when they were ranked among more items (see
+    :func:`~foundry_mcp.context.priority.assign_tiers`). Raises ``ContextExceededError`` when
+    the guardrail minimums alone exceed the budget.
     """
-    ordered = assign_tiers(items, allow_dropping=allow_dropping)
+    ordered = assign_tiers(items, allow_dropping=allow_dropping, top=top)
     allocation = Allocation(budget=budget, items=ordered)
     options = {item.item_id: allowed_levels(item) for item in ordered}
     for item in ordered:

@@ -56,13 +56,17 @@ def make_record(
     iteration: int,
     content_hash: str | None = None,
     summarizer: str | None = None,
+    relevant_tokens: int | None = None,
 ) -> ContentFidelity:
-    ratio = 1.0 if original_tokens <= 0 else min(1.0, current_tokens / original_tokens)
+    """The record of one item; its ratio is measured against its relevant text when given."""
+    reference = original_tokens if relevant_tokens is None else relevant_tokens
+    ratio = 1.0 if reference <= 0 else min(1.0, current_tokens / reference)
     if level is ContentLevel.DROPPED:
         ratio = 0.0
     return ContentFidelity(
         item_type=item_type,
         original_tokens=original_tokens,
+        relevant_tokens=relevant_tokens,
         current_tokens=current_tokens,
         current_level=level,
         compression_ratio=round(ratio, 4),
@@ -81,22 +85,36 @@ def finish_phase(
     tokens_used: int,
     tokens_available: int,
     regressions: list[str],
+    *,
+    accumulate: bool = False,
 ) -> None:
-    """Update the phase's and the research's allocation metadata; warn about losses."""
+    """Update the phase's and the research's allocation metadata; warn about losses.
+
+    With ``accumulate``, a phase made of several calls (analysis batches) adds this call's
+    items and tokens to what its earlier calls of the same iteration recorded.
+    """
     records = [state.content_fidelity[i] for i in item_ids if i in state.content_fidelity]
-    phase_fidelity = _mean([r.compression_ratio for r in records])
     metadata = state.content_allocation_metadata or ContentAllocationMetadata()
-    metadata.phases[phase] = PhaseAllocation(
+    allocation = PhaseAllocation(
         iteration=state.iteration,
         tokens_used=tokens_used,
         tokens_available=tokens_available,
-        utilization=round(tokens_used / tokens_available, 4) if tokens_available else 0.0,
         items=len(records),
         items_dropped=sum(1 for r in records if r.current_level is ContentLevel.DROPPED),
         items_summarized=sum(1 for r in records if r.method == "summary"),
         items_degraded=sum(1 for r in records if r.current_level is not ContentLevel.FULL),
-        fidelity=round(phase_fidelity, 4),
+        fidelity=_mean([r.compression_ratio for r in records]),
     )
+    earlier_calls = metadata.phases.get(phase)
+    if accumulate and earlier_calls is not None and earlier_calls.iteration == state.iteration:
+        allocation = _combined(earlier_calls, allocation)
+    allocation.utilization = (
+        round(allocation.tokens_used / allocation.tokens_available, 4)
+        if allocation.tokens_available
+        else 0.0
+    )
+    allocation.fidelity = round(allocation.fidelity, 4)
+    metadata.phases[phase] = allocation
     _refresh_totals(state, metadata)
     state.content_allocation_metadata = metadata
     if regressions:
@@ -115,6 +133,24 @@ def finish_phase(
         )
     if metadata.items_total and metadata.fidelity < LOW_FIDELITY:
         state.warn(low_fidelity_warning(metadata.fidelity))
+
+
+def _combined(first: PhaseAllocation, second: PhaseAllocation) -> PhaseAllocation:
+    """Two calls' allocations of one phase as one (fidelity weighted by items)."""
+    items = first.items + second.items
+    fidelity = (
+        (first.fidelity * first.items + second.fidelity * second.items) / items if items else 1.0
+    )
+    return PhaseAllocation(
+        iteration=second.iteration,
+        tokens_used=first.tokens_used + second.tokens_used,
+        tokens_available=first.tokens_available + second.tokens_available,
+        items=items,
+        items_dropped=first.items_dropped + second.items_dropped,
+        items_summarized=first.items_summarized + second.items_summarized,
+        items_degraded=first.items_degraded + second.items_degraded,
+        fidelity=fidelity,
+    )
 
 
 def low_fidelity_warning(score: float) -> str:

@@ -16,7 +16,7 @@ Within a tier, findings are ordered by confidence before priority. Ties break on
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
@@ -88,13 +88,25 @@ class ContentItem:
         return (int(self.tier), -self.confidence_rank, -self.priority, self.item_id)
 
 
-def assign_tiers(items: Iterable[ContentItem], *, allow_dropping: bool) -> list[ContentItem]:
-    """``items`` with tier and minimum level set by the guardrails, in allocation order."""
-    items = list(items)
+def top_sources(items: Iterable[ContentItem]) -> frozenset[str]:
+    """The ids of the ``TOP_SOURCES`` highest-priority sources among ``items``."""
     sources = sorted(
         (i for i in items if i.item_type == "source"), key=lambda i: (-i.priority, i.item_id)
     )
-    top = {i.item_id for i in sources[:TOP_SOURCES]}
+    return frozenset(i.item_id for i in sources[:TOP_SOURCES])
+
+
+def assign_tiers(
+    items: Iterable[ContentItem], *, allow_dropping: bool, top: Collection[str] | None = None
+) -> list[ContentItem]:
+    """``items`` with tier and minimum level set by the guardrails, in allocation order.
+
+    ``top`` names the best sources when they were chosen among more items than these (a round
+    fitted call by call); by default they are the best of ``items``.
+    """
+    items = list(items)
+    if top is None:
+        top = top_sources(items)
     floor_regular = ContentLevel.DROPPED if allow_dropping else ContentLevel.HEADLINE
     result = []
     for item in items:

@@ -67,21 +67,25 @@ def select_passages(
             chosen.append(index)
             used += cost
     while chosen:
-        body = _assemble(pieces, sorted(chosen))
+        body = assemble(pieces, sorted(chosen))
         tokens = counter.count(body)
         if tokens <= budget_tokens:
             return Selection(body, tokens, len(chosen), len(passages))
         chosen.pop()  # the least relevant one goes
     best = ranked[0]
     cut = _cut_to_tokens(passages[best], budget_tokens - 2 * marker - 1, counter)
-    body = _assemble([(cut, False), *pieces[best + 1 :]], [0], first=best == 0)
+    body = assemble([(cut, False), *pieces[best + 1 :]], [0], first=best == 0)
     return Selection(body, counter.count(body), 1, len(passages))
 
 
-def _assemble(
+def assemble(
     pieces: list[tuple[str, bool]], indexes: list[int], *, first: bool | None = None
 ) -> str:
-    """The passages at ``indexes`` (sorted) in order, with ``[…]`` for every omitted run."""
+    """The passages at ``indexes`` (sorted) in order, with ``[…]`` for every omitted run.
+
+    ``pieces`` are ``(passage, ends a paragraph)`` pairs as
+    :func:`~foundry_mcp.context.passages.split_passages_with_breaks` returns them.
+    """
     parts: list[str] = []
     previous = -1
     for index in indexes:

@@ -216,9 +216,11 @@ class ContentFidelity(_Model):
     original_tokens: int = 0
     current_tokens: int = 0
     current_level: ContentLevel = ContentLevel.FULL
-    compression_ratio: float = 1.0  # current_tokens / original_tokens, at most 1
+    # The tokens of the passages that bear on the question (None: the whole original was read).
+    relevant_tokens: int | None = None
+    compression_ratio: float = 1.0  # current_tokens / (relevant or original) tokens, at most 1
     content_hash: str | None = None  # sha256 of the original: its count is reused on resume
-    method: str = "full"  # full | selection | summary | truncation | dropped
+    method: str = "full"  # full | focus | selection | summary | truncation | dropped
     summarizer: str | None = None  # the provider spec that wrote a summary
     phase: str = "analysis"
     iteration: int = 1

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from foundry_mcp.context.focus import RepeatLedger
 from foundry_mcp.providers.fetch import PageFetcher
 from foundry_mcp.providers.search.base import SearchProvider
 from foundry_mcp.research.models import ResearchState
@@ -43,3 +44,5 @@ class ResearchKit:
     local_providers: frozenset[str] = frozenset()  # the search providers of the user's documents
     # Names a few of the user's documents, most relevant to a question first: (question, limit).
     local_sample: Callable[[str, int], Awaitable[list[str]]] | None = None
+    # The passages the analyst has read in this research, so that a repeat is read once.
+    repeats: RepeatLedger = field(default_factory=RepeatLedger)

@@ -20,11 +20,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
+
 from foundry_mcp.research.models import (
+    AnalyzerOutput,
     Confidence,
     Phase,
     RefinerOutput,
     ResearchState,
+    Source,
     SubQuery,
     SubQueryStatus,
     SynthesizerOutput,
@@ -45,6 +49,7 @@ from foundry_mcp.research.workflow.gates import GATES
 from foundry_mcp.research.workflow.gatherer import gather
 from foundry_mcp.research.workflow.planner import plan
 from foundry_mcp.research.workflow.refiner import refine
+from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 from foundry_mcp.research.workflow.synthesizer import synthesize
 
 Writer = Callable[[ResearchLLM, ResearchState, str | None], Awaitable[SynthesizerOutput]]
@@ -130,6 +135,21 @@ class SimplePlaybook:
 
     async def _gathering(self) -> dict[str, Any]:
         state, kit = self.state, self.kit
+        analyse_at_once = None
+        if self._pipelined():
+            limiter = anyio.Semaphore(max(1, state.limits.max_concurrent))
+
+            async def analyse_at_once(sources: list[Source]) -> AnalyzerOutput:
+                return await analyze(
+                    kit.llm,
+                    state,
+                    None,
+                    kit.checkpoint,
+                    sources=sources,
+                    limiter=limiter,
+                    ledger=kit.repeats,
+                )
+
         output = await gather(
             state,
             kit.search,
@@ -138,6 +158,7 @@ class SimplePlaybook:
             kit.fetcher,
             pool=kit.pool,
             local_providers=kit.local_providers,
+            on_sources=analyse_at_once,
         )
         current = [sq for sq in state.sub_queries if sq.iteration == state.iteration]
         if current and all(sq.status is SubQueryStatus.FAILED for sq in current):
@@ -151,12 +172,26 @@ class SimplePlaybook:
             state.metadata.setdefault("search_outages", []).append(state.iteration)
         return {"source_count": len(state.sources), **output.stats.model_dump()}
 
+    def _pipelined(self) -> bool:
+        """Whether sources are analysed as their searches return, during gathering.
+
+        Not when guidance for the analyst may come from the think pause after gathering (the
+        supervisor's reflection, or an ``on_think_pause`` hook): then analysis waits for it.
+        """
+        hooks = self.kit.hooks
+        custom_pause = hooks is not None and (
+            type(hooks).on_think_pause is not SupervisorHooks.on_think_pause
+        )
+        return not self.state.options.enable_reflection and not custom_pause
+
     async def _analysis(self, guidance: str | None) -> dict[str, Any]:
-        output = await analyze(self.kit.llm, self.state, guidance, self.kit.checkpoint)
+        state = self.state
+        await analyze(self.kit.llm, state, guidance, self.kit.checkpoint, ledger=self.kit.repeats)
         self._mark_addressed_gaps()
         return {
-            "finding_count": len(self.state.findings),
-            "new_findings": len(output.findings),
+            "finding_count": len(state.findings),
+            # Pipelined analysis found most of them while gathering ran.
+            "new_findings": sum(1 for f in state.findings if f.iteration == state.iteration),
             "high_confidence_count": sum(
                 1 for f in self.state.findings if f.confidence is Confidence.HIGH
             ),

@@ -1,11 +1,14 @@
 """The analyzer: extracts cited findings, gaps and source ratings from new sources.
 
-The sources not analysed yet are first fitted into the analysis budget (see
-:mod:`foundry_mcp.research.workflow.fit_content`): each gets a level of the degradation ladder by priority,
-long ones are cut to their relevant passages or summarized, and low-priority ones may be
-dropped when ``allow_content_dropping`` is set. The fitted sources are then analysed in batches
-of at most ``SOURCES_PER_CALL``, concurrently in one task group (a failed batch ends the
-others); each batch is saved as it lands.
+The sources not analysed yet are focused on the question and packed into small batches
+(:mod:`foundry_mcp.research.workflow.source_batches`); each batch is fitted into one call's
+analysis budget (:mod:`foundry_mcp.research.workflow.fit_content`: the degradation ladder,
+which only acts when the batch does not fit) and analysed, the batches concurrently up to
+``max_concurrent`` (or the ``limiter`` shared by a pipeline). Each batch is saved as it lands;
+a failed batch ends the others.
+
+Simple mode calls :func:`analyze` for a sub-query's sources as soon as its search returns
+(the pipeline), and once more in the analysis phase for whatever is still pending.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import anyio
 
+from foundry_mcp.context.focus import RepeatLedger
 from foundry_mcp.context.selection import select_passages
 from foundry_mcp.research.models import (
     AgentRole,
@@ -36,11 +40,17 @@ from foundry_mcp.research.prompts.analyzer import (
 )
 from foundry_mcp.research.workflow.calls import ResearchLLM
 from foundry_mcp.research.workflow.fanout import fan_out
-from foundry_mcp.research.workflow.fit_content import FittedSource, fit_sources
+from foundry_mcp.research.workflow.fit_content import FittedSource, fit_sources, prepare_round
 from foundry_mcp.research.workflow.fitting import Fitting
 from foundry_mcp.research.workflow.jsonparse import parse_handoff
+from foundry_mcp.research.workflow.source_batches import (
+    SOURCES_PER_CALL,
+    batch_capacity,
+    focus_sources,
+    pack,
+    seed_ledger,
+)
 
-SOURCES_PER_CALL = 20
 CHARS_PER_SOURCE = 4000  # the fixed cut used when token management is switched off
 LEGACY_MAX_TOKENS = 4096
 
@@ -48,30 +58,59 @@ Checkpoint = Callable[[], Awaitable[None]]
 
 
 async def analyze(
-    llm: ResearchLLM, state: ResearchState, guidance: str | None, checkpoint: Checkpoint
+    llm: ResearchLLM,
+    state: ResearchState,
+    guidance: str | None,
+    checkpoint: Checkpoint,
+    *,
+    sources: Sequence[Source] | None = None,
+    limiter: anyio.Semaphore | None = None,
+    ledger: RepeatLedger | None = None,
 ) -> AnalyzerOutput:
-    """Analyse every source not analysed yet, in batches; each batch is saved as it lands."""
-    pending = [s for s in state.sources if not s.analyzed]
-    fitting = await Fitting.open(llm, state, "analysis")
-    if fitting.enabled and pending:
-        fitted = await fit_sources(fitting, pending)
-    else:
-        fitted = [
-            FittedSource(s, cut_text(source_text(s), CHARS_PER_SOURCE), ContentLevel.FULL, 0)
-            for s in pending
-        ]
-    kept = {f.source.id for f in fitted}
-    for source in pending:  # dropped to fit: considered, but nothing to analyse
-        if source.id not in kept:
-            source.analyzed = True
-    batches = [fitted[i : i + SOURCES_PER_CALL] for i in range(0, len(fitted), SOURCES_PER_CALL)]
-    combined = AnalyzerOutput()
-    semaphore = anyio.Semaphore(state.limits.max_concurrent)
+    """Analyse ``sources`` (default: every source) not analysed yet; see the module.
 
-    async def run(batch: list[FittedSource]) -> None:
-        async with semaphore:
-            output = await _analyze_batch(fitting, state, batch, guidance)
-        _apply(state, [f.source for f in batch], output)
+    ``ledger`` remembers the passages already read in this research, so a repeat is read once.
+    """
+    pending = [s for s in (state.sources if sources is None else sources) if not s.analyzed]
+    combined = AnalyzerOutput()
+    if not pending:
+        return combined
+    fitting = await Fitting.open(llm, state, "analysis")
+    limiter = limiter or anyio.Semaphore(max(1, state.limits.max_concurrent))
+    if fitting.enabled:
+        if ledger is not None:
+            seed_ledger(ledger, state, fitting.counter)
+        reading = focus_sources(state, pending, fitting.counter, ledger)
+        batches = [
+            {item.source.id: item.text for item in batch}
+            for batch in pack(reading, batch_capacity(fitting.phase_budget("analysis")))
+        ]
+    else:
+        batches = [
+            {s.id: cut_text(source_text(s), CHARS_PER_SOURCE) for s in chunk}
+            for chunk in (
+                pending[i : i + SOURCES_PER_CALL] for i in range(0, len(pending), SOURCES_PER_CALL)
+            )
+        ]
+    by_id = {s.id: s for s in pending}
+    ready = None
+    if fitting.enabled:
+        focused = {i: text for batch in batches for i, text in batch.items()}
+        ready = prepare_round(fitting, pending, focused)
+
+    async def run(texts: dict[str, str]) -> None:
+        batch = [by_id[source_id] for source_id in texts]
+        async with limiter:
+            if ready is not None:
+                fitted = await fit_sources(fitting, ready, list(texts))
+            else:
+                fitted = [FittedSource(s, texts[s.id], ContentLevel.FULL, 0) for s in batch]
+            output = (
+                await _analyze_batch(fitting, state, fitted, guidance)
+                if fitted
+                else AnalyzerOutput()
+            )
+        _apply(state, batch, output)  # dropped sources too: considered, nothing to analyse
         combined.findings.extend(output.findings)
         combined.gaps.extend(output.gaps)
         combined.quality_updates.extend(output.quality_updates)

@@ -27,7 +27,7 @@ from foundry_mcp.research.models import (
 from foundry_mcp.research.models.base import _Model
 from foundry_mcp.research.prompts.answerer import answerer_prompts
 from foundry_mcp.research.workflow.calls import ResearchLLM
-from foundry_mcp.research.workflow.fit_content import fit_findings
+from foundry_mcp.research.workflow.fit_findings import fit_findings
 from foundry_mcp.research.workflow.fitting import Fitting
 from foundry_mcp.research.workflow.jsonparse import parse_handoff
 

@@ -115,6 +115,16 @@ def route_group(purpose: str, phase: str) -> str | None:
     return phase if phase in LLM_PHASES else None
 
 
+def work_phase(purpose: str, phase: str) -> str:
+    """The phase a call's work belongs to: the one its purpose names, else the current one.
+
+    Analysis calls made while gathering (the pipeline) count as analysis, in usage and in the
+    journal's keys alike, so a source analysed on resume in the analysis phase finds its answer.
+    """
+    head = purpose.partition(":")[0]
+    return head if head in LLM_PHASES else phase
+
+
 class AnswerJournal(Protocol):
     """Where a research keeps the answers it paid for (see the module)."""
 
@@ -210,7 +220,7 @@ class ResearchLLM:
     ) -> str:
         """Send one prompt and return the model's text, trying the purpose's routes in order."""
         routes = self.routes_for(purpose)
-        phase = self._state.phase.value
+        phase = work_phase(purpose, self._state.phase.value)
         tried: list[str] = []
         for index, route in enumerate(routes):
             request = LLMRequest(

@@ -1,17 +1,16 @@
-"""Sources and findings fitted into a phase's budget: priority allocation, then the ladder.
+"""Sources fitted into an analysis call's budget: priority allocation, then the ladder.
 
-* :func:`fit_sources`: the analyzer's sources fitted into the analysis budget, with fidelity
-  records, the archive of dropped and heavily shortened originals, and summary failures warned.
-* :func:`fit_findings`: the synthesizer's findings (shortened or dropped by priority) and the
-  lists around them fitted into the synthesis budget.
+:func:`prepare_round` ranks a round's sources once; :func:`fit_sources` fits them batch by
+batch into one analysis call's budget, with fidelity records, the archive of dropped and
+heavily shortened originals, and summary failures warned. The findings' side is
+:mod:`foundry_mcp.research.workflow.fit_findings`.
 """
 
 from __future__ import annotations
 
 import functools
-import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import anyio
 
@@ -19,46 +18,21 @@ from foundry_mcp.context.allocation import Allocation, allocate
 from foundry_mcp.context.fidelity import finish_phase, make_record, record_item
 from foundry_mcp.context.ladder import Degraded
 from foundry_mcp.context.passages import content_words
-from foundry_mcp.context.priority import ContentItem
+from foundry_mcp.context.priority import ContentItem, top_sources
 from foundry_mcp.context.selection import truncate_to_tokens
-from foundry_mcp.research.models import (
-    Confidence,
-    Contradiction,
-    Finding,
-    Gap,
-    Source,
-    SourceQuality,
-)
+from foundry_mcp.research.models import Source, SourceQuality
 from foundry_mcp.research.models.levels import ContentLevel
 from foundry_mcp.research.prompts.analyzer import render_source, source_text
-from foundry_mcp.research.prompts.synthesizer import render_finding
 from foundry_mcp.research.workflow.fitting import Fitting
 
 SOURCE_FLOOR_TOKENS = 24
-FINDING_FLOOR_TOKENS = 12
 HEAVY_LEVELS = (ContentLevel.KEY_POINTS, ContentLevel.HEADLINE)
-SOURCE_TITLE_CHARS = 160
-MAX_FIXED_SHARE = 0.5  # the synthesis frame (sources, gaps, contradictions) may use at most half
 
 QUALITY_SCORES: dict[SourceQuality, float] = {
     SourceQuality.HIGH: 1.0,
     SourceQuality.MEDIUM: 0.6,
     SourceQuality.LOW: 0.2,
     SourceQuality.UNKNOWN: 0.5,
-}
-CONFIDENCE_SCORES: dict[Confidence, float] = {
-    Confidence.CONFIRMED: 1.0,
-    Confidence.HIGH: 0.85,
-    Confidence.MEDIUM: 0.6,
-    Confidence.LOW: 0.35,
-    Confidence.SPECULATION: 0.1,
-}
-CONFIDENCE_RANKS: dict[Confidence, int] = {
-    Confidence.CONFIRMED: 4,
-    Confidence.HIGH: 3,
-    Confidence.MEDIUM: 2,
-    Confidence.LOW: 1,
-    Confidence.SPECULATION: 0,
 }
 
 
@@ -75,17 +49,6 @@ class FittedSource:
         return render_source(self.source, self.text, self.level)
 
 
-@dataclass
-class FittedFindings:
-    """What the synthesis prompt carries."""
-
-    findings: list[Finding]
-    sources: list[Source]
-    gaps: list[Gap]
-    contradictions: list[Contradiction]
-    titles: dict[str, str] = field(default_factory=dict)  # source id -> title as shown
-
-
 def _clamp(value: float | None) -> float | None:
     if value is None:
         return None
@@ -99,51 +62,89 @@ def coverage(terms: set[str], text: str) -> float:
     return len(terms & set(content_words(text))) / len(terms)
 
 
-async def fit_sources(fitting: Fitting, sources: Sequence[Source]) -> list[FittedSource]:
-    """``sources`` fitted into the analysis budget, in their order; dropped ones left out.
+@dataclass
+class SourceRound:
+    """The sources of one analysis round, ready to be fitted batch by batch.
 
-    Records each source's fidelity, archives dropped and heavily compressed originals
-    (``content_archive_enabled``) and warns about summaries that failed.
+    The round decides which sources are its five best (:data:`~foundry_mcp.context.priority.
+    TOP_SOURCES`, never below 30% fidelity), so that guardrail means the same whether the
+    round is analysed in one call or in many.
     """
-    state, options = fitting.state, fitting.options
-    budget = fitting.phase_budget("analysis")
+
+    sources: dict[str, Source]
+    texts: dict[str, str]  # what the analyst is to read (the relevant passages)
+    originals: dict[str, str]
+    hashes: dict[str, str]
+    whole: dict[str, int]  # tokens of each original
+    items: dict[str, ContentItem]
+    top: frozenset[str]
+
+
+def prepare_round(
+    fitting: Fitting, sources: Sequence[Source], focused: Mapping[str, str] | None = None
+) -> SourceRound:
+    """``sources`` measured and ranked for fitting; ``focused`` holds the text to read of each
+    (its relevant passages, see :mod:`~foundry_mcp.research.workflow.source_batches`), else
+    the whole text."""
+    state = fitting.state
     question_terms = set(content_words(state.query))
     protected = set(state.protected_content_ids)
     # A source dropped earlier whose original went to the archive stays dropped (a phase
     # retry must not analyse its snippet instead); restore_content brings it back.
-    sources = [
+    kept = [
         s
         for s in sources
         if s.content or s.id not in state.dropped_content_ids or s.id in protected
     ]
-    if not sources:
-        return []
-    texts: dict[str, str] = {}
-    hashes: dict[str, str] = {}
-    items: list[ContentItem] = []
-    for source in sources:
-        text = texts[source.id] = source_text(source)
-        tokens, hashes[source.id] = fitting.original_tokens(source.id, text)
+    ready = SourceRound({s.id: s for s in kept}, {}, {}, {}, {}, {}, frozenset())
+    for source in kept:
+        original = ready.originals[source.id] = source_text(source)
+        whole, ready.hashes[source.id] = fitting.original_tokens(source.id, original)
+        ready.whole[source.id] = whole
+        text = ready.texts[source.id] = original if focused is None else focused[source.id]
+        tokens = whole if text is original else fitting.counter.count(text)
         overhead = fitting.counter.count(render_source(source, "", ContentLevel.KEY_POINTS))
         lexical = coverage(question_terms, f"{source.title} {source.snippet} {text[:4000]}")
         score = _clamp(source.score)
         user_supplied = is_user_document(source)
-        items.append(
-            ContentItem(
-                item_id=source.id,
-                item_type="source",
-                tokens=tokens,
-                overhead=overhead,
-                relevance=lexical if score is None else 0.5 * score + 0.5 * lexical,
-                recency=source.iteration / max(1, state.iteration),
-                quality=QUALITY_SCORES.get(source.quality, 0.5),
-                user_priority=1.0 if user_supplied else 0.0,
-                protected=user_supplied or source.id in protected,
-                floor=SOURCE_FLOOR_TOKENS,
-            )
+        ready.items[source.id] = ContentItem(
+            item_id=source.id,
+            item_type="source",
+            tokens=tokens,
+            overhead=overhead,
+            relevance=lexical if score is None else 0.5 * score + 0.5 * lexical,
+            recency=source.iteration / max(1, state.iteration),
+            quality=QUALITY_SCORES.get(source.quality, 0.5),
+            user_priority=1.0 if user_supplied else 0.0,
+            protected=user_supplied or source.id in protected,
+            floor=SOURCE_FLOOR_TOKENS,
         )
+    ready.top = top_sources(ready.items.values())
+    return ready
+
+
+async def fit_sources(
+    fitting: Fitting, ready: SourceRound, batch: Sequence[str]
+) -> list[FittedSource]:
+    """The sources ``batch`` names fitted into one analysis call's budget, in their order;
+    dropped ones left out.
+
+    Records each source's fidelity (of the relevant text: setting off-topic passages aside is
+    not a loss), archives dropped and heavily compressed originals (``content_archive_enabled``)
+    and warns about summaries that failed.
+    """
+    state, options = fitting.state, fitting.options
+    budget = fitting.phase_budget("analysis")
+    sources = [ready.sources[i] for i in batch if i in ready.sources]
+    if not sources:
+        return []
+    texts = ready.texts
     allocation = allocate(
-        items, budget, allow_dropping=options.allow_content_dropping, what="analysis content"
+        [ready.items[s.id] for s in sources],
+        budget,
+        allow_dropping=options.allow_content_dropping,
+        what="analysis content",
+        top=ready.top,
     )
     ladder = await fitting.ladder()
     degraded: dict[str, Degraded] = {}
@@ -172,7 +173,7 @@ async def fit_sources(fitting: Fitting, sources: Sequence[Source]) -> list[Fitte
         for source in sources:
             group.start_soon(shorten, source)
 
-    await _record_sources(fitting, sources, allocation, degraded, texts, hashes)
+    await _record_sources(fitting, sources, allocation, degraded, ready)
     if ladder.failures:
         state.warn(
             f"Summarization failed {len(ladder.failures)} time(s) (first: "
@@ -192,10 +193,10 @@ async def _record_sources(
     sources: Sequence[Source],
     allocation: Allocation,
     degraded: dict[str, Degraded],
-    texts: dict[str, str],
-    hashes: dict[str, str],
+    ready: SourceRound,
 ) -> None:
     state = fitting.state
+    whole = ready.whole
     archive = fitting.archive()
     regressions: list[str] = []
     used = 0
@@ -207,13 +208,16 @@ async def _record_sources(
             used += item.overhead + result.tokens
         record = make_record(
             item_type="source",
-            original_tokens=item.tokens,
+            original_tokens=whole[source.id],
+            relevant_tokens=item.tokens if item.tokens != whole[source.id] else None,
             current_tokens=result.tokens,
             level=result.level,
-            method=result.method,
+            method="focus"
+            if result.method == "full" and item.tokens < whole[source.id]
+            else result.method,
             phase="analysis",
             iteration=state.iteration,
-            content_hash=hashes[source.id],
+            content_hash=ready.hashes[source.id],
             summarizer=result.summarizer,
         )
         if archive is not None and (
@@ -224,11 +228,11 @@ async def _record_sources(
                 digest = await anyio.to_thread.run_sync(
                     functools.partial(
                         archive.write,
-                        content=texts[source.id],
+                        content=ready.originals[source.id],
                         item_id=source.id,
                         item_type="source",
                         reason=reason,
-                        original_tokens=item.tokens,
+                        original_tokens=whole[source.id],
                         metadata={"url": source.url, "title": source.title},
                     )
                 )
@@ -246,7 +250,15 @@ async def _record_sources(
         elif source.id in state.dropped_content_ids:
             state.dropped_content_ids.remove(source.id)
         record_item(state, source.id, record, regressions)
-    finish_phase(state, "analysis", [s.id for s in sources], used, allocation.budget, regressions)
+    finish_phase(
+        state,
+        "analysis",
+        [s.id for s in sources],
+        used,
+        allocation.budget,
+        regressions,
+        accumulate=True,
+    )
     state.emit(
         "context_allocation",
         {
@@ -272,118 +284,6 @@ async def _record_sources(
             f"{len(dropped)} source(s) were dropped to fit the analysis budget "
             f"(allow_content_dropping); {where}."
         )
-
-
-def fit_findings(
-    fitting: Fitting,
-    findings: Sequence[Finding],
-    sources: Sequence[Source],
-    gaps: Sequence[Gap],
-    contradictions: Sequence[Contradiction],
-    *,
-    scale: float = 1.0,
-    record: bool = True,
-) -> FittedFindings:
-    """The findings (shortened or dropped by priority) and the lists around them that fit
-    the synthesis budget; ``scale`` shrinks the budget for overflow retries."""
-    state, options = fitting.state, fitting.options
-    budget = max(1, math.floor(fitting.phase_budget("synthesis") * scale))
-    fixed_room = math.floor(budget * MAX_FIXED_SHARE)
-    titles = {s.id: " ".join(s.title.split())[:SOURCE_TITLE_CHARS] for s in sources}
-    kept_gaps = list(gaps)
-    kept_contradictions = list(contradictions)
-
-    def fixed_cost() -> int:
-        lines = [f"- {s.id}: {titles[s.id]} ({s.url or 'no URL'})" for s in sources]
-        lines += [f"- {g.description}" for g in kept_gaps]
-        lines += [
-            f"- {c.description}\n  Sources: {', '.join(c.source_ids)}" for c in kept_contradictions
-        ]
-        return fitting.counter.count("\n".join(lines))
-
-    cost = fixed_cost()
-    if cost > fixed_room:  # long lists: shorter titles, then fewer gaps
-        titles = {sid: title[:60] for sid, title in titles.items()}
-        cost = fixed_cost()
-    while cost > fixed_room and kept_gaps:
-        kept_gaps = kept_gaps[: len(kept_gaps) // 2]
-        cost = fixed_cost()
-    question_terms = set(content_words(state.query))
-    user_sources = {s.id for s in sources if is_user_document(s)}
-    items = []
-    for finding in findings:
-        frame = render_finding(999, finding, "")
-        items.append(
-            ContentItem(
-                item_id=finding.id,
-                item_type="finding",
-                tokens=fitting.counter.count(finding.content),
-                overhead=fitting.counter.count(frame) + 2,
-                relevance=coverage(question_terms, finding.content),
-                recency=finding.iteration / max(1, state.iteration),
-                quality=CONFIDENCE_SCORES.get(finding.confidence, 0.5),
-                user_priority=1.0 if user_sources & set(finding.source_ids) else 0.0,
-                confidence_rank=CONFIDENCE_RANKS.get(finding.confidence, 2),
-                high_confidence=finding.confidence in (Confidence.HIGH, Confidence.CONFIRMED),
-                floor=FINDING_FLOOR_TOKENS,
-            )
-        )
-    allocation = allocate(
-        items,
-        max(0, budget - cost),
-        allow_dropping=options.allow_content_dropping,
-        what="synthesis findings",
-    )
-    kept: list[Finding] = []
-    regressions: list[str] = []
-    used = cost
-    for finding in findings:
-        level = allocation.levels[finding.id]
-        item = allocation.item(finding.id)
-        text = finding.content
-        if level is not ContentLevel.DROPPED and level is not ContentLevel.FULL:
-            text = truncate_to_tokens(
-                text, allocation.target_tokens(finding.id), fitting.counter, "…"
-            )
-        current = 0 if level is ContentLevel.DROPPED else fitting.counter.count(text)
-        if level is not ContentLevel.DROPPED:
-            kept.append(finding.model_copy(update={"content": text}))
-            used += item.overhead + current
-        if record:
-            entry = make_record(
-                item_type="finding",
-                original_tokens=item.tokens,
-                current_tokens=current,
-                level=level,
-                method="full"
-                if level is ContentLevel.FULL
-                else ("dropped" if level is ContentLevel.DROPPED else "truncation"),
-                phase="synthesis",
-                iteration=state.iteration,
-            )
-            record_item(state, finding.id, entry, regressions)
-    if record:
-        finish_phase(state, "synthesis", [f.id for f in findings], used, budget, regressions)
-        dropped = len(findings) - len(kept)
-        if dropped:
-            state.warn(
-                f"{dropped} low-priority finding(s) were left out of the report's prompt to "
-                "fit the synthesis budget (allow_content_dropping)."
-            )
-        if len(kept_gaps) < len(gaps):
-            state.warn(
-                f"Only {len(kept_gaps)} of {len(gaps)} open gaps were listed to the writer "
-                "to fit the synthesis budget."
-            )
-    cited = {sid for f in kept for sid in f.source_ids}
-    cited.update(sid for c in kept_contradictions for sid in c.source_ids)
-    return FittedFindings(
-        findings=kept,
-        sources=[s.model_copy(update={"title": titles[s.id]}) for s in sources if s.id in cited],
-        gaps=kept_gaps,
-        contradictions=kept_contradictions,
-        titles=titles,
-    )
 
 
 def is_user_document(source: Source) -> bool:

@@ -8,7 +8,8 @@ sub-query fails only when every provider failed for it.
 Then the pages of the new sources that came without text are fetched (``[research.fetch]``;
 with ``follow_links`` every new source's page is fetched) and their text becomes the source's
 content. A failed fetch is recorded, never fails the sub-query. Each finished sub-query is
-saved before the gatherer moves on. Searches and page reads run in task groups (see
+saved before the gatherer moves on; with ``on_sources`` its new sources are then handed on at
+once (simple mode analyses them while the other searches run). Searches and page reads run in task groups (see
 :mod:`.fanout`): an unexpected error ends them all, and nothing outlives the run.
 """
 
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Checkpoint = Callable[[], Awaitable[None]]
+SourcesFound = Callable[[list[Source]], Awaitable[object]]
 
 # A title must be this specific before two sources are taken to be one page by it.
 MIN_TITLE_CHARS = 20
@@ -75,6 +77,7 @@ async def gather(
     fetcher: PageFetcher | None = None,
     pool: SourcePool | None = None,
     local_providers: frozenset[str] = frozenset(),
+    on_sources: SourcesFound | None = None,
 ) -> GathererOutput:
     """Search every pending sub-query; each finished one is saved before the next starts.
 
@@ -82,7 +85,8 @@ async def gather(
     ``pool`` (shared by the researchers of one research) a URL keeps one id across them all and
     its page is read once. A sub-query whose ``target`` is ``local`` or ``web`` is searched by
     the providers of ``local_providers`` (the user's documents) or by the others only; when
-    none of them is configured, by all.
+    none of them is configured, by all. ``on_sources`` receives each saved sub-query's new
+    sources (not called when it found none).
     """
     output = GathererOutput()
     seen_urls = {normalise_url(s.url) for s in state.sources if s.url}
@@ -143,6 +147,8 @@ async def gather(
             output.stats.sources_collected += 1
         sub_query.providers = [p.name for p in chosen_providers]
         await checkpoint()
+        if on_sources is not None and sources:
+            await on_sources(sources)
 
     await fan_out(run, state.pending_sub_queries())
     for name, errors in failures.items():

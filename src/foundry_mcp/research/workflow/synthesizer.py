@@ -22,7 +22,7 @@ from foundry_mcp.research.verification import (
     verify_draft,
 )
 from foundry_mcp.research.workflow.calls import ResearchLLM
-from foundry_mcp.research.workflow.fit_content import fit_findings
+from foundry_mcp.research.workflow.fit_findings import fit_findings
 from foundry_mcp.research.workflow.fitting import Fitting
 
 _SOURCE_ID = re.compile(r"\[(src-[0-9a-f]{8})\]")
