@@ -8,9 +8,10 @@ Before a source is fitted into an analysis call its text is cut into passages
   two searches). The :class:`RepeatLedger` remembers who read each first; short ones are never
   treated as repeats, so a common phrase cannot hide a source's own content.
 * **Off-topic passages of a long text**: a text longer than ``FOCUS_MIN_TOKENS`` keeps the
-  passages that share at least one content word with the question and score at least
-  ``FOCUS_SHARE`` of the best passage's BM25 score, plus its opening passage (it says what the
-  document is about). A short text is read whole.
+  passages that share at least one content word with the question or the sub-query, plus its
+  opening passage (it says what the document is about). A relevance score would rank the
+  rest, but a cut by score loses facts: a passage about one item of a comparison scores low
+  against a question naming four. A short text is read whole.
 
 What is kept stays in order, every omitted run marked ``[…]``. Focusing never depends on a
 budget: fitting a batch into a call (the degradation ladder) happens afterwards, only when the
@@ -25,7 +26,6 @@ from dataclasses import dataclass, field
 
 from foundry_mcp.context.passages import (
     PASSAGE_MAX_CHARS,
-    PassageIndex,
     content_words,
     split_passages,
     split_passages_with_breaks,
@@ -34,7 +34,6 @@ from foundry_mcp.context.selection import ELISION, assemble
 from foundry_mcp.context.tokens import TokenCounter
 
 FOCUS_MIN_TOKENS = 1_500  # texts up to this size are read whole (repeats aside)
-FOCUS_SHARE = 0.25  # a long text's passage is kept when it scores this share of the best one
 REPEAT_MIN_CHARS = 120  # shorter passages are never dropped as repeats
 
 
@@ -135,21 +134,14 @@ def _without_repeats(units: list[str], allowed: list[bool]) -> str:
 
 
 def _on_topic(passages: list[str], query_terms: list[str]) -> list[int]:
-    """The passages that bear on the question, and the opening one."""
+    """The passages that share a content word with the question, and the opening one."""
     terms = set(query_terms)
     candidates = [i for i, p in enumerate(passages) if p != ELISION]
     if not terms or not candidates:
         return list(range(len(passages)))
-    index = PassageIndex.from_passages([passages[i] for i in candidates])
-    scores = index.scores(terms)
-    best = max(scores, default=0.0)
-    if best <= 0:
+    kept = [i for i in candidates if terms.intersection(content_words(passages[i]))]
+    if not kept:
         return list(range(len(passages)))  # nothing matches the question at all: do not guess
-    kept = [
-        position
-        for position, score, words in zip(candidates, scores, index.terms, strict=True)
-        if score >= FOCUS_SHARE * best and terms & words.keys()
-    ]
     return sorted({candidates[0], *kept})
 
 
