@@ -3,7 +3,7 @@ pages) and a deterministic LLM brain."""
 
 from .brain import HALLUCINATED_ID, BrainReply, ResearchBrain, question_of
 from .gemini import GEMINI_MODELS, fake_gemini, gemini_error
-from .http import FakeHTTPServer, FakeResponse, Handler, RecordedRequest, error_body
+from .http import Exchange, FakeHTTPServer, FakeResponse, Handler, RecordedRequest, error_body
 from .providers import (
     SHARED_URL,
     default_results,
@@ -31,6 +31,7 @@ __all__ = [
     "HALLUCINATED_ID",
     "SHARED_URL",
     "BrainReply",
+    "Exchange",
     "FakeHTTPServer",
     "FakeResponse",
     "Handler",

@@ -41,6 +41,24 @@ class FakeResponse:
     body: bytes | str | None = None
 
 
+@dataclass(frozen=True)
+class Exchange:
+    """One answered request: when its answer was sent, on the clock of ``timestamp``.
+
+    ``sent`` is taken once the answer was written (or the client had hung up), so
+    ``[request.timestamp, sent]`` is the time the fake was busy with the request.
+    """
+
+    request: RecordedRequest
+    status: int
+    sent: float
+
+    @property
+    def seconds(self) -> float:
+        """From receiving the request to sending its answer."""
+        return self.sent - self.request.timestamp
+
+
 Handler = Callable[[RecordedRequest], FakeResponse]
 # Seconds to hold an answer back, chosen per request and answer (see ``FakeHTTPServer.delay``).
 Delay = Callable[[RecordedRequest, FakeResponse], float]
@@ -116,7 +134,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
             client_port=self.client_address[1],
         )
         response = self.server.fake._dispatch(request)
-        self._send(response)
+        try:
+            self._send(response)
+        finally:
+            self.server.fake._sent(request, response.status)
 
     def _send(self, response: FakeResponse) -> None:
         headers = {k.lower(): v for k, v in response.headers.items()}
@@ -145,6 +166,7 @@ class FakeHTTPServer:
 
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
+        self.exchanges: list[Exchange] = []  # answered requests, in the order answered
         self.errors: list[BaseException] = []  # exceptions raised by route handlers
         self.latency: float = 0.0
         # Per-request latency on top of ``latency``, decided once the answer is known (e.g. by
@@ -191,6 +213,7 @@ class FakeHTTPServer:
         """Forget recorded requests, errors and pending failures."""
         with self._lock:
             self.requests.clear()
+            self.exchanges.clear()
             self.errors.clear()
             self._failures.clear()
 
@@ -252,6 +275,10 @@ class FakeHTTPServer:
                 self._connections.add(conn)
             else:
                 self._connections.discard(conn)
+
+    def _sent(self, request: RecordedRequest, status: int) -> None:
+        with self._lock:
+            self.exchanges.append(Exchange(request, status, time.time()))
 
     def _dispatch(self, request: RecordedRequest) -> FakeResponse:
         with self._lock:
