@@ -13,28 +13,19 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
 from foundry_mcp import __version__
-from foundry_mcp.cli_commands import (
-    cancel_research,
-    delete_research,
-    doctor,
-    fail,
-    list_researches,
-    print_events,
-    print_report,
-    restore_source,
-    resume_research,
-    run_research,
-    show_status,
-    trust_file,
-)
-from foundry_mcp.config import load_settings
+from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.errors import FoundryError
-from foundry_mcp.research.service import ResearchService
-from foundry_mcp.runtime import research_runtime
+
+if TYPE_CHECKING:
+    from foundry_mcp.research.service import ResearchService
+
+# The commands that run a research here: their runtime warms the providers while it starts.
+RESEARCH_COMMANDS = frozenset({"research", "resume"})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,26 +35,33 @@ def main(argv: list[str] | None = None) -> int:
     command = args.command or "serve"
     if command == "serve":
         return _serve()
+    # The research code is imported only here: serving answers `initialize` without it.
+    from foundry_mcp import cli_commands
+    from foundry_mcp.runtime import research_runtime
+
     if command == "trust":
-        return trust_file(args)
+        return cli_commands.trust_file(args)
     try:
         settings = load_settings()
     except FoundryError as exc:
-        return fail(exc)
+        return cli_commands.fail(exc)
     _configure_logging(settings.logging.level)
-    handler: Callable[[ResearchService, argparse.Namespace], Awaitable[int]] = COMMANDS[command]
+    handler: Callable[[ResearchService, argparse.Namespace], Awaitable[int]] = getattr(
+        cli_commands, COMMANDS[command]
+    )
+    warm = command in RESEARCH_COMMANDS
 
     async def run() -> int:
-        async with research_runtime(settings, warm=False) as service:
+        async with research_runtime(settings, warm=warm) as service:
             try:
                 return await handler(service, args)
             except FoundryError as exc:
-                return fail(exc)
+                return cli_commands.fail(exc)
 
     try:
         return anyio.run(run)
     except FoundryError as exc:
-        return fail(exc)
+        return cli_commands.fail(exc)
     except KeyboardInterrupt:
         return 130
 
@@ -92,12 +90,17 @@ def _serve() -> int:
     from foundry_mcp.server import create_server
     from foundry_mcp.server.stdio import serve_stdio
 
-    level = "WARNING"
-    # With a bad configuration the server still starts, and reports the error on every call.
+    settings: Settings | None = None
     with contextlib.suppress(FoundryError):
-        level = load_settings().logging.level
-    _configure_logging(level)
-    return anyio.run(serve_stdio, lambda on_stopped: create_server(on_stopped=on_stopped))
+        settings = load_settings()
+
+    def loader() -> Settings:
+        # Read once here. With a bad configuration the server still starts: the session reads
+        # the files again, meets the same error and reports it on every call.
+        return settings if settings is not None else load_settings()
+
+    _configure_logging(settings.logging.level if settings is not None else "WARNING")
+    return anyio.run(serve_stdio, lambda on_stopped: create_server(loader, on_stopped))
 
 
 def _configure_logging(level: str) -> None:
@@ -106,17 +109,18 @@ def _configure_logging(level: str) -> None:
     )
 
 
-COMMANDS: dict[str, Callable[[ResearchService, argparse.Namespace], Awaitable[int]]] = {
-    "research": run_research,
-    "resume": resume_research,
-    "status": show_status,
-    "report": print_report,
-    "list": list_researches,
-    "events": print_events,
-    "cancel": cancel_research,
-    "restore": restore_source,
-    "delete": delete_research,
-    "doctor": doctor,
+# Each command and its function in ``cli_commands`` (imported when a command runs).
+COMMANDS: dict[str, str] = {
+    "research": "run_research",
+    "resume": "resume_research",
+    "status": "show_status",
+    "report": "print_report",
+    "list": "list_researches",
+    "events": "print_events",
+    "cancel": "cancel_research",
+    "restore": "restore_source",
+    "delete": "delete_research",
+    "doctor": "doctor",
 }
 
 

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import importlib
 import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
 
 from foundry_mcp.config import Settings
+from foundry_mcp.context.limits import model_limits
+from foundry_mcp.context.tokens import counter_for_model
 from foundry_mcp.errors import ConfigError
 from foundry_mcp.providers.registry import ProviderRegistry
+from foundry_mcp.providers.warming import default_llms, quietly, warm_defaults, warm_others
 from foundry_mcp.research.jobs import JobRunner
+from foundry_mcp.research.pricing import shipped_prices
 from foundry_mcp.research.service import ResearchService
 from foundry_mcp.research.store import ResearchStore
 from foundry_mcp.research.workflow.supervisor import SupervisorHooks
@@ -31,11 +36,10 @@ async def research_runtime(
         hooks = load_hooks(settings.research.supervisor_hooks)
     store = ResearchStore(settings.research.research_dir)
     providers = ProviderRegistry(settings)
+    # Ready the first research's path in a thread now, so that it does not stall the loop.
+    stop_warming = start_warm_up(providers) if warm else None
     try:
         async with anyio.create_task_group() as task_group:
-            if warm:
-                # Import the SDKs in a thread now, so the first research does not stall the loop.
-                task_group.start_soon(_warm_up, providers)
             service = ResearchService(settings, store, providers, JobRunner(task_group), hooks)
             chores = service.housekeeping()
             if any(chores.values()):
@@ -52,16 +56,57 @@ async def research_runtime(
             finally:
                 task_group.cancel_scope.cancel()
     finally:
+        if stop_warming is not None:
+            stop_warming.set()
         with anyio.CancelScope(shield=True):
             await providers.aclose()
         store.close()
 
 
-async def _warm_up(providers: ProviderRegistry) -> None:
+def start_warm_up(providers: ProviderRegistry) -> threading.Event:
+    """Run :func:`warm_up` in a daemon thread; setting the returned event stops it early.
+
+    A daemon thread, not a worker of the event loop: a process that is done (a CLI command, a
+    server whose client left) exits without waiting for an SDK it will never use.
+    """
+    stop = threading.Event()
+    threading.Thread(
+        target=warm_up, args=(providers, stop), name="foundry-mcp-warm-up", daemon=True
+    ).start()
+    return stop
+
+
+def warm_up(providers: ProviderRegistry, stop: threading.Event | None = None) -> None:
+    """Do now, in the calling thread, what the first research would do on its path.
+
+    In the order that research needs them: the default and per-phase LLMs (SDK imported,
+    client built, first call rehearsed in memory), the search providers and page fetcher
+    (``providers.warming``), the model limits of those LLMs and the price table; then the other
+    LLM providers that have keys. Their token counters load meanwhile in a thread of their own,
+    as a tiktoken encoding may have to be downloaded once (the first research would download it
+    too); no other request leaves the machine. A step that fails is logged at debug level and
+    left to the real call path; once ``stop`` is set, the steps left are skipped. Sets
+    ``providers.warmed`` at the end.
+    """
     try:
-        await anyio.to_thread.run_sync(providers.warm_up, abandon_on_cancel=True)
-    except Exception:  # an SDK that fails to import is reported when it is first used
-        log.debug("warming provider SDKs failed", exc_info=True)
+        pairs = default_llms(providers)
+        counters = threading.Thread(
+            target=_warm_counters, args=(pairs, stop), name="foundry-mcp-warm-up", daemon=True
+        )
+        counters.start()
+        warm_defaults(providers, pairs, stop)
+        for name, model in pairs:
+            quietly(f"the limits of {model}", model_limits, model, name, stop=stop)
+        quietly("the price table", shipped_prices, stop=stop)
+        counters.join()
+        warm_others(providers, stop)
+    finally:
+        providers.warmed.set()
+
+
+def _warm_counters(pairs: list[tuple[str, str]], stop: threading.Event | None) -> None:
+    for _, model in pairs:
+        quietly(f"the token counter of {model}", counter_for_model, model, stop=stop)
 
 
 def load_hooks(spec: str) -> SupervisorHooks:

@@ -27,6 +27,10 @@ LIMIT_BOUNDS: dict[str, tuple[int | float, int | float]] = {
     "max_concurrent": (1, 10),
     "task_timeout": (10, 86400),
 }
+# The longest research question, and the longest long-poll of a status read (seconds): the
+# service enforces them and the MCP tool publishes them in its schema.
+MAX_QUERY_CHARS = 200_000
+MAX_WAIT_SECONDS = 60.0
 
 ProviderKind = Literal[
     "openai", "anthropic", "gemini", "tavily", "google", "semantic_scholar", "local"

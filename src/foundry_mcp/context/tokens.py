@@ -118,6 +118,7 @@ class CachedCounter:
 
 _encodings: dict[str, Any] = {}  # name -> encoding, or None when it could not be loaded
 _encodings_lock = threading.Lock()
+_loading: dict[str, threading.Lock] = {}  # name -> held while that encoding loads
 _counters: dict[str, CachedCounter] = {}
 
 
@@ -127,10 +128,23 @@ def downloads_disabled() -> bool:
 
 
 def _load_encoding(name: str, timeout: float = LOAD_TIMEOUT_SECONDS) -> Any:
-    """The tiktoken encoding ``name``, or None if it cannot be loaded (tried once)."""
+    """The tiktoken encoding ``name``, or None if it cannot be loaded (tried once).
+
+    A caller that comes while another loads it (the start-up warm-up and a first research)
+    waits for that load instead of loading it a second time.
+    """
     with _encodings_lock:
         if name in _encodings:
             return _encodings[name]
+        loading = _loading.setdefault(name, threading.Lock())
+    with loading:
+        with _encodings_lock:
+            if name in _encodings:
+                return _encodings[name]
+        return _load_once(name, timeout)
+
+
+def _load_once(name: str, timeout: float) -> Any:
     if downloads_disabled():
         log.info("FOUNDRY_MCP_NO_DOWNLOADS is set: estimating tokens instead of tiktoken")
         with _encodings_lock:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from foundry_mcp.config import DEFAULT_MODELS, PROVIDER_ENV, ProviderKind, Settings
 from foundry_mcp.errors import ProviderNotConfiguredError
@@ -52,9 +51,11 @@ class ProviderRegistry:
         self._llms: dict[str, LLMProvider] = {}
         self._searches: dict[str, SearchProvider] = {}
         self._fetcher: PageFetcher | None = None
-        # Adapters may be built in a worker thread (their SDK clients are slow to create).
-        self._lock = threading.Lock()
-        self.warmed = threading.Event()
+        # Adapters may be built in worker threads (their SDKs are slow to import and their
+        # clients slow to create): one lock per adapter, so a slow one never holds up another.
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+        self.warmed = threading.Event()  # set once runtime.warm_up is over, however it went
         # Timeout, retries, rate limits and circuit breakers: one policy per provider, shared
         # by every research of this process.
         self.resilience = ResilienceRegistry(settings)
@@ -147,28 +148,38 @@ class ProviderRegistry:
 
     def llm_adapter(self, name: str) -> LLMProvider:
         """The bare adapter, without retries or limits (for health probes)."""
-        with self._lock:
+        found = self._llms.get(name)
+        if found is not None:
+            return found
+        with self._lock_for(f"llm:{name}"):
             return self._llm_locked(name)
+
+    def is_built(self, name: str) -> bool:
+        """Whether the adapter of provider ``name`` (an LLM or a search) exists already."""
+        return name in self._llms or name in self._searches
 
     def _llm_locked(self, name: str) -> LLMProvider:
         if name not in self._llms:
             settings = self._settings.provider(name)
-            kind = self._settings.provider_kind(name)
             # SDK retries stay off: the resilience policy is the only one that retries.
             args = (name, settings.key(), settings.base_url, settings.timeout_for("llm"), 0)
-            if kind == "anthropic":
-                from foundry_mcp.providers.llm.anthropic import AnthropicProvider
-
-                self._llms[name] = AnthropicProvider(*args)
-            elif kind == "gemini":
-                from foundry_mcp.providers.llm.gemini import GeminiProvider
-
-                self._llms[name] = GeminiProvider(*args)
-            else:
-                from foundry_mcp.providers.llm.openai import OpenAIProvider
-
-                self._llms[name] = OpenAIProvider(*args)
+            self._llms[name] = self.llm_class(name)(*args)
         return self._llms[name]
+
+    def llm_class(self, name: str) -> type[LLMAdapter]:
+        """The adapter class of an LLM provider (importing it imports nothing of its SDK)."""
+        kind = self._settings.provider_kind(name)
+        if kind == "anthropic":
+            from foundry_mcp.providers.llm.anthropic import AnthropicProvider
+
+            return AnthropicProvider
+        if kind == "gemini":
+            from foundry_mcp.providers.llm.gemini import GeminiProvider
+
+            return GeminiProvider
+        from foundry_mcp.providers.llm.openai import OpenAIProvider
+
+        return OpenAIProvider
 
     # ------------------------------------------------------------------ search
 
@@ -250,7 +261,7 @@ class ProviderRegistry:
 
         Adapters are built once and reused.
         """
-        with self._lock:
+        with self._lock_for(f"search:{name}"):
             return self._search_locked(name)
 
     def _search_locked(self, name: str) -> SearchProvider:
@@ -294,7 +305,7 @@ class ProviderRegistry:
 
     def fetcher(self) -> PageFetcher:
         """The page fetcher of this process (``[research.fetch]``), created on first use."""
-        with self._lock:
+        with self._lock_for("fetcher"):
             return self._fetcher_locked()
 
     def _fetcher_locked(self) -> PageFetcher:
@@ -304,11 +315,15 @@ class ProviderRegistry:
             self._fetcher = PageFetcher(self._settings.research.fetch)
         return self._fetcher
 
+    def _lock_for(self, key: str) -> threading.Lock:
+        with self._locks_guard:
+            return self._locks.setdefault(key, threading.Lock())
+
     async def aclose(self) -> None:
         """Close every HTTP client this registry opened."""
-        for llm in self._llms.values():
+        for llm in list(self._llms.values()):
             await llm.aclose()
-        for search in self._searches.values():
+        for search in list(self._searches.values()):
             await search.aclose()
         if self._fetcher is not None:
             await self._fetcher.aclose()
@@ -316,28 +331,18 @@ class ProviderRegistry:
         self._llms.clear()
         self._searches.clear()
 
-    def warm_up(self) -> None:
-        """Build the default providers' clients, then import the other SDKs.
 
-        Run it in a worker thread at start-up: importing the SDKs takes seconds in total, and a
-        first import inside the event loop would stall every other request meanwhile.
-        """
-        research = self._settings.research
-        try:
-            try:
-                name, _ = self.resolve_llm(None, None)
-                self.llm(name)
-                for search in self.usable_search_providers(research.deep_research_providers)[0]:
-                    self.search(search)
-            except ProviderNotConfiguredError:
-                pass  # reported to the user when they start a research
-            with contextlib.suppress(ProviderNotConfiguredError):
-                for pairs in self.resolve_routes().values():
-                    for route_name, _ in pairs:
-                        self.llm(route_name)
-            import anthropic  # noqa: F401
-            import google.genai  # noqa: F401
-            import openai  # noqa: F401
-            import tavily  # noqa: F401
-        finally:
-            self.warmed.set()
+class LLMAdapter(LLMProvider, Protocol):
+    """The constructor and warm-up the registry expects of an LLM adapter class."""
+
+    def __init__(
+        self,
+        name: str,
+        api_key: str | None,
+        base_url: str | None,
+        timeout: float,
+        max_retries: int = 0,
+    ) -> None: ...
+
+    @classmethod
+    def warm_up(cls, model: str, base_url: str | None) -> None: ...

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from foundry_mcp.config import LIMIT_BOUNDS, Settings
+from foundry_mcp.config import LIMIT_BOUNDS, MAX_QUERY_CHARS, MAX_WAIT_SECONDS, Settings
 from foundry_mcp.context.runtime import ContextServices
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.providers.health import check_providers
@@ -23,7 +23,7 @@ from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.models import Status
 from foundry_mcp.research.runner import ResearchRunner
-from foundry_mcp.research.service_inputs import MAX_QUERY_CHARS, MAX_WAIT_SECONDS, check_range
+from foundry_mcp.research.service_inputs import check_range
 from foundry_mcp.research.service_ownership import OwnershipWatch
 from foundry_mcp.research.service_reads import ProgressCallback, ResearchReader
 from foundry_mcp.research.service_writes import ResearchWriter

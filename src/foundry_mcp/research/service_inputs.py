@@ -1,15 +1,15 @@
 """What the research service accepts: checks on a caller's input that name the field and the fix.
 
-``server/arguments.py`` publishes ``MAX_QUERY_CHARS``, ``MAX_WAIT_SECONDS`` and the limits'
-bounds (``config.LIMIT_BOUNDS``) in the tool's schema; the service checks its input itself, so
-the CLI and direct callers get the same errors.
+The bounds live in ``config`` (``MAX_QUERY_CHARS``, ``MAX_WAIT_SECONDS``, ``LIMIT_BOUNDS``), where
+``server/arguments.py`` also finds them for the tool's schema; the service checks its input
+itself, so the CLI and direct callers get the same errors.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from foundry_mcp.config import LIMIT_BOUNDS, ResearchSettings
+from foundry_mcp.config import LIMIT_BOUNDS, MAX_QUERY_CHARS, ResearchSettings
 from foundry_mcp.errors import InputError, InvalidStateError
 from foundry_mcp.research.models import (
     ExplorationMode,
@@ -20,9 +20,6 @@ from foundry_mcp.research.models import (
     ResearchState,
     Status,
 )
-
-MAX_QUERY_CHARS = 200_000
-MAX_WAIT_SECONDS = 60.0
 
 
 def check_range(name: str, value: Any, low: float, high: float, *, integer: bool = True) -> Any:

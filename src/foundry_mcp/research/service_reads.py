@@ -13,11 +13,12 @@ from typing import Any
 
 import anyio
 
+from foundry_mcp.config import MAX_WAIT_SECONDS
 from foundry_mcp.context.fidelity import report_fidelity_block
 from foundry_mcp.errors import InputError, ReportNotReadyError
 from foundry_mcp.research.models import ResearchState, Status
 from foundry_mcp.research.report import report_page, report_summary
-from foundry_mcp.research.service_inputs import MAX_WAIT_SECONDS, check_range, parse_statuses
+from foundry_mcp.research.service_inputs import check_range, parse_statuses
 from foundry_mcp.research.service_ownership import OwnershipWatch
 from foundry_mcp.research.store import ResearchStore, validate_research_id
 from foundry_mcp.research.views import (

@@ -7,10 +7,9 @@ action. Parameters an action does not read are ignored with a warning.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from foundry_mcp.errors import UnknownActionError
-from foundry_mcp.research.service import ProgressCallback, ResearchService
 from foundry_mcp.server.arguments import (
     ACTION_PARAMS,
     ACTION_SUMMARIES,
@@ -18,8 +17,13 @@ from foundry_mcp.server.arguments import (
     ResearchArguments,
 )
 
+if TYPE_CHECKING:  # imported in the background once the server runs (see server.host)
+    from foundry_mcp.research.service import ProgressCallback, ResearchService
+
 Payload = tuple[dict[str, Any], list[str]]
-Handler = Callable[[ResearchService, dict[str, Any], ProgressCallback | None], Awaitable[Payload]]
+Handler = Callable[
+    ["ResearchService", dict[str, Any], "ProgressCallback | None"], Awaitable[Payload]
+]
 
 
 def tool_description() -> str:

@@ -7,8 +7,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
@@ -18,11 +17,13 @@ from pydantic import WithJsonSchema
 from foundry_mcp import __version__
 from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.errors import FoundryError
-from foundry_mcp.research.service import ProgressCallback, ResearchService
-from foundry_mcp.runtime import research_runtime
 from foundry_mcp.server.actions import dispatch, tool_description
 from foundry_mcp.server.arguments import ResearchArguments, input_schema, parse_arguments
 from foundry_mcp.server.envelope import Envelope, failure, ok
+from foundry_mcp.server.host import ServiceHost, hosted_service
+
+if TYPE_CHECKING:  # the research code is imported in the background (see server.host)
+    from foundry_mcp.research.service import ProgressCallback
 
 log = logging.getLogger(__name__)
 
@@ -32,20 +33,6 @@ SERVER_INSTRUCTIONS = (
     "research_id=..., wait=true), then read research(action='deep-research-report', "
     "research_id=...)."
 )
-
-
-@dataclass
-class ServerContext:
-    """What the tool handlers need: the service, or the reason it could not start."""
-
-    service: ResearchService | None
-    startup_error: FoundryError | None = None
-
-    def require(self) -> ResearchService:
-        if self.service is None:
-            assert self.startup_error is not None
-            raise self.startup_error
-        return self.service
 
 
 class ResearchServer(MCPServer[Any]):
@@ -99,37 +86,22 @@ def _published_signature() -> inspect.Signature:
     return inspect.Signature(parameters, return_annotation=Annotated[CallToolResult, Envelope])
 
 
-@asynccontextmanager
-async def _runtime_context(settings_loader: Callable[[], Settings]) -> AsyncIterator[ServerContext]:
-    """The service of one session, or the reason it could not start."""
-    try:
-        settings = settings_loader()
-    except FoundryError as exc:
-        log.error("configuration error: %s", exc.message)
-        yield ServerContext(service=None, startup_error=exc)
-        return
-    try:
-        async with research_runtime(settings) as service:
-            yield ServerContext(service=service)
-    except FoundryError as exc:  # e.g. research_dir not writable
-        log.error("cannot start: %s", exc.message)
-        yield ServerContext(service=None, startup_error=exc)
-
-
 def create_server(
     settings_loader: Callable[[], Settings] = load_settings,
     on_stopped: Callable[[], None] | None = None,
 ) -> MCPServer[Any]:
     """Build the MCP server; settings are read when a session starts.
 
-    ``on_stopped`` is called when a session's runtime has closed: every run it had is saved.
+    The session's research service opens in the background (see ``server.host``), so
+    ``initialize`` is answered without waiting for it. ``on_stopped`` is called when a
+    session's runtime has closed: every run it had is saved.
     """
 
     @asynccontextmanager
-    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[ServerContext]:
+    async def lifespan(_: MCPServer[Any]) -> AsyncIterator[ServiceHost]:
         try:
-            async with _runtime_context(settings_loader) as context:
-                yield context
+            async with hosted_service(settings_loader) as host:
+                yield host
         finally:
             if on_stopped is not None:
                 on_stopped()
@@ -155,7 +127,7 @@ def create_server(
             )
             await ctx.report_progress(snapshot["elapsed_s"], None, message)
 
-        return _result(await _handle(_context(ctx), arguments, progress))
+        return _result(await _handle(_host(ctx), arguments, progress))
 
     research.__signature__ = _published_signature()  # type: ignore[attr-defined]
     server.add_tool(
@@ -174,9 +146,9 @@ def create_server(
         mime_type="text/markdown",
     )
     async def report_resource(research_id: str, ctx: Context) -> str:
-        context = _context(ctx)
         try:
-            return context.require().full_report(research_id)
+            service = await _host(ctx).service()
+            return service.full_report(research_id)
         except FoundryError as exc:
             raise ResourceError(f"{exc.message} {exc.remediation}") from None
 
@@ -191,19 +163,19 @@ def _result(envelope: Envelope) -> CallToolResult:
     )
 
 
-def _context(ctx: Context) -> ServerContext:
-    context = ctx.request_context.lifespan_context
-    assert isinstance(context, ServerContext)
-    return context
+def _host(ctx: Context) -> ServiceHost:
+    host = ctx.request_context.lifespan_context
+    assert isinstance(host, ServiceHost)
+    return host
 
 
 async def _handle(
-    context: ServerContext,
+    host: ServiceHost,
     arguments: ResearchArguments,
     on_progress: ProgressCallback | None = None,
 ) -> Envelope:
     try:
-        service = context.require()
+        service = await host.service()
         payload, warnings = await dispatch(service, arguments, on_progress)
         return ok(payload, warnings)
     except FoundryError as exc:

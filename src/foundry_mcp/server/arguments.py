@@ -12,9 +12,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
-from foundry_mcp.config import LIMIT_BOUNDS
+from foundry_mcp.config import LIMIT_BOUNDS, MAX_QUERY_CHARS, MAX_WAIT_SECONDS
 from foundry_mcp.errors import InputError, UnknownActionError
-from foundry_mcp.research.service import MAX_QUERY_CHARS, MAX_WAIT_SECONDS
 
 LIMIT_PARAMS = tuple(LIMIT_BOUNDS)
 

@@ -8,9 +8,22 @@ from typing import TYPE_CHECKING, Any
 from foundry_mcp.providers.http_errors import malformed_error, sdk_error
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
 from foundry_mcp.providers.llm.text import strip_reasoning
+from foundry_mcp.providers.llm.warm import rehearse
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
+
+# A message as the Messages API returns it, for the in-memory warm-up.
+_WARM_ANSWER: dict[str, Any] = {
+    "id": "msg_warm_up",
+    "type": "message",
+    "role": "assistant",
+    "model": "warm-up",
+    "content": [{"type": "text", "text": "{}"}],
+    "stop_reason": "end_turn",
+    "stop_sequence": None,
+    "usage": {"input_tokens": 1, "output_tokens": 1},
+}
 
 
 class AnthropicProvider:
@@ -23,6 +36,7 @@ class AnthropicProvider:
         base_url: str | None,
         timeout: float,
         max_retries: int = 0,
+        http_client: Any = None,
     ) -> None:
         from anthropic import AsyncAnthropic
 
@@ -30,7 +44,22 @@ class AnthropicProvider:
         self._key = api_key
         self._timeout = timeout
         self._client: AsyncAnthropic = AsyncAnthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout,
+            max_retries=max_retries,
+            http_client=http_client,
+        )
+        # The API resources load on first access: here, off the event loop.
+        self._messages = self._client.messages
+
+    @classmethod
+    def warm_up(cls, model: str, base_url: str | None) -> None:
+        """Do the SDK's first-call work now, answered in memory (see ``llm.warm``)."""
+        rehearse(
+            lambda client: cls("warm-up", "warm-up", base_url, 30.0, http_client=client),
+            model,
+            _WARM_ANSWER,
         )
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
@@ -45,7 +74,7 @@ class AnthropicProvider:
         # The Messages API of anthropic >= 2 takes no temperature; the model's default applies.
         started = time.perf_counter()
         try:
-            message = await self._client.messages.create(**kwargs)
+            message = await self._messages.create(**kwargs)
         except (anthropic.APIError, ValueError) as exc:
             raise sdk_error(
                 self.name, exc, anthropic, timeout=self._timeout, secret=self._key

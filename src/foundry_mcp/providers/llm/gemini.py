@@ -17,11 +17,21 @@ from foundry_mcp.providers.http_errors import (
 )
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
 from foundry_mcp.providers.llm.text import strip_reasoning
+from foundry_mcp.providers.llm.warm import rehearse
 
 if TYPE_CHECKING:
     from google.genai import Client
 
 _DELAY = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
+
+# A generateContent answer as the Gemini API returns it, for the in-memory warm-up.
+_WARM_ANSWER: dict[str, Any] = {
+    "candidates": [
+        {"content": {"role": "model", "parts": [{"text": "{}"}]}, "finishReason": "STOP"}
+    ],
+    "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
+    "modelVersion": "warm-up",
+}
 
 
 class GeminiProvider:
@@ -38,6 +48,7 @@ class GeminiProvider:
         base_url: str | None,
         timeout: float,
         max_retries: int = 0,
+        http_client: Any = None,
     ) -> None:
         from google import genai
         from google.genai import types
@@ -52,7 +63,19 @@ class GeminiProvider:
                 base_url=base_url,
                 timeout=int(timeout * 1000),
                 retry_options=types.HttpRetryOptions(attempts=max_retries + 1),
+                httpx_async_client=http_client,
             ),
+        )
+        # The API resources load on first access: here, off the event loop.
+        self._models = self._client.aio.models
+
+    @classmethod
+    def warm_up(cls, model: str, base_url: str | None) -> None:
+        """Do the SDK's first-call work now, answered in memory (see ``llm.warm``)."""
+        rehearse(
+            lambda client: cls("warm-up", "warm-up", base_url, 30.0, http_client=client),
+            model,
+            _WARM_ANSWER,
         )
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
@@ -66,7 +89,7 @@ class GeminiProvider:
         )
         started = time.perf_counter()
         try:
-            response = await self._client.aio.models.generate_content(
+            response = await self._models.generate_content(
                 model=request.model, contents=request.user, config=config
             )
         except errors.APIError as exc:

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from foundry_mcp.providers.http_errors import malformed_error, sdk_error
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
 from foundry_mcp.providers.llm.text import strip_reasoning
+from foundry_mcp.providers.llm.warm import rehearse
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -19,6 +20,22 @@ PLACEHOLDER_KEY = "not-needed"
 
 # OpenAI's reasoning models take no temperature.
 _REASONING_MODEL = re.compile(r"^(o\d|gpt-5)", re.IGNORECASE)
+
+# A chat completion as the API returns it, for the in-memory warm-up.
+_WARM_ANSWER: dict[str, Any] = {
+    "id": "chatcmpl-warm-up",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "warm-up",
+    "choices": [
+        {
+            "index": 0,
+            "finish_reason": "stop",
+            "message": {"role": "assistant", "content": "{}"},
+        }
+    ],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+}
 
 
 class OpenAIProvider:
@@ -35,6 +52,7 @@ class OpenAIProvider:
         base_url: str | None,
         timeout: float,
         max_retries: int = 0,
+        http_client: Any = None,
     ) -> None:
         from openai import AsyncOpenAI
 
@@ -50,6 +68,18 @@ class OpenAIProvider:
             base_url=base_url,
             timeout=timeout,
             max_retries=max_retries,
+            http_client=http_client,
+        )
+        # The API resources load on first access: here, off the event loop.
+        self._completions = self._client.chat.completions
+
+    @classmethod
+    def warm_up(cls, model: str, base_url: str | None) -> None:
+        """Do the SDK's first-call work now, answered in memory (see ``llm.warm``)."""
+        rehearse(
+            lambda client: cls("warm-up", "warm-up", base_url, 30.0, http_client=client),
+            model,
+            _WARM_ANSWER,
         )
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
@@ -74,7 +104,7 @@ class OpenAIProvider:
             kwargs["response_format"] = {"type": "json_object"}
         started = time.perf_counter()
         try:
-            completion = await self._client.chat.completions.create(**kwargs)
+            completion = await self._completions.create(**kwargs)
         except (openai.APIError, ValueError) as exc:
             raise sdk_error(
                 self.name, exc, openai, timeout=self._timeout, secret=self._key
