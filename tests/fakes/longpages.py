@@ -30,13 +30,12 @@ from __future__ import annotations
 import hashlib
 import random
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .brain import ResearchBrain
-from .http import RecordedRequest
-from .planted import FACT_RE, facts_in
+from .planted import FACT_RE, ItemCorpus, facts_in, tag_name
 from .providers import slugify
 
 __all__ = [
@@ -382,7 +381,7 @@ FOOTER = (NEWSLETTER, RELATED)
 SHARED_PER_QUESTION = 3  # syndicated paragraphs, each on two pages of two different items
 
 
-class LongPageCorpus:
+class LongPageCorpus(ItemCorpus):
     """A callable Tavily corpus for one :class:`Question`: ``query -> results`` (see module)."""
 
     def __init__(
@@ -394,18 +393,14 @@ class LongPageCorpus:
         max_words: int = 6000,
         seed: int = 0,
     ) -> None:
+        super().__init__(question.items)
         self.question = question
         self.seed = seed
         self.shared = [self._shared_paragraph(k) for k in range(SHARED_PER_QUESTION)]
-        self.pages: dict[str, list[dict[str, Any]]] = {
+        self.pages = {
             item: [self._page(item, n, min_words, max_words) for n in range(1, pages_per_item + 1)]
             for item in question.items
         }
-
-    @property
-    def facts(self) -> set[str]:
-        """Every planted fact tag."""
-        return {tag for page in self.all_pages() for tag in page["facts"]}
 
     @property
     def depths(self) -> dict[str, float]:
@@ -420,35 +415,8 @@ class LongPageCorpus:
         """Every page, item by item."""
         return [page for pages in self.pages.values() for page in pages]
 
-    def __call__(self, query: str) -> list[dict[str, Any]]:
-        named = [item for item in self.question.items if _names(query, item)]
-        if not named:
-            return []
-        if len(named) == 1:
-            pages = self.pages[named[0]]
-        else:
-            pages = [
-                page
-                for group in zip(*(self.pages[i] for i in named), strict=True)
-                for page in group
-            ]
-        start = _digest(f"{self.seed}|{' '.join(query.lower().split())}") % len(pages)
-        ranked = pages[start:] + pages[:start]
-        return [
-            {key: page[key] for key in ("title", "url", "content", "raw_content")}
-            | {"score": round(0.95 - 0.05 * rank, 3)}
-            for rank, page in enumerate(ranked)
-        ]
-
-    def served_facts(self, requests: Iterable[RecordedRequest]) -> set[str]:
-        """The facts in the results the fake returned to these ``/search`` requests."""
-        found: set[str] = set()
-        for request in requests:
-            body = request.json or {}
-            limit = int(body.get("max_results") or 5)
-            for result in self(str(body.get("query") or ""))[:limit]:
-                found |= facts_in(result["raw_content"])
-        return found
+    def rank_seed(self, query: str) -> int:
+        return _digest(f"{self.seed}|{' '.join(query.lower().split())}")
 
     # ------------------------------------------------------------------ page building
 
@@ -550,7 +518,7 @@ class LongPageCorpus:
 
     def _fact(self, item: str, n: int) -> tuple[str, str]:
         """The tag and sentence of fact ``n`` of ``item``."""
-        tag = f"FACT-{_tag_name(item)}-{n}"
+        tag = f"FACT-{tag_name(item)}-{n}"
         digest = hashlib.sha256(f"{self.question.text}|{item}|{n}".encode()).digest()
         template = _FACT_TEMPLATES[(n - 1 + digest[3]) % len(_FACT_TEMPLATES)]
         return tag, template.format(
@@ -583,14 +551,6 @@ def _plant(body: list[list[str]], facts: list[str], header_words: int, shared_at
                     break
             if placed:
                 break
-
-
-def _tag_name(item: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]+", "", item) or "item"
-
-
-def _names(query: str, item: str) -> bool:
-    return re.search(rf"\b{re.escape(item)}\b", query, re.IGNORECASE) is not None
 
 
 def _digest(text: str) -> int:

@@ -42,31 +42,31 @@ def facts_in(text: str | None) -> set[str]:
     return set(FACT_RE.findall(text or ""))
 
 
-class PlantedCorpus:
-    """A callable Tavily corpus: ``query -> results`` with planted fact sentences (see module)."""
+class ItemCorpus:
+    """A callable Tavily corpus of pages about the items of a comparison (see module).
 
-    def __init__(
-        self,
-        items: Iterable[str],
-        topic: str,
-        *,
-        pages_per_item: int = 4,
-        facts_per_page: int = 3,
-    ) -> None:
+    A query naming one item finds that item's pages; a query naming several finds their pages
+    interleaved; a query naming none finds nothing. The ranking starts at a point that depends
+    on the query (:meth:`rank_seed`), as different searches rank pages differently.
+    """
+
+    RESULT_KEYS = ("title", "url", "content", "raw_content")
+
+    def __init__(self, items: Iterable[str]) -> None:
         self.items = list(items)
-        self.topic = topic
-        self.pages: dict[str, list[dict[str, Any]]] = {
-            item: [self._page(item, n, facts_per_page) for n in range(1, pages_per_item + 1)]
-            for item in self.items
-        }
+        self.pages: dict[str, list[dict[str, Any]]] = {}
 
     @property
     def facts(self) -> set[str]:
         """Every planted fact tag."""
         return {tag for pages in self.pages.values() for page in pages for tag in page["facts"]}
 
+    def rank_seed(self, query: str) -> int:
+        """Where the ranking of ``query``'s results starts."""
+        return _rank_seed(query)
+
     def __call__(self, query: str) -> list[dict[str, Any]]:
-        named = [item for item in self.items if _names(query, item)]
+        named = [item for item in self.items if names(query, item)]
         if len(named) == 1:
             pages = self.pages[named[0]]
         else:
@@ -75,11 +75,10 @@ class PlantedCorpus:
                 for group in zip(*(self.pages[i] for i in named), strict=True)
                 for page in group
             ]
-        start = _rank_seed(query) % len(pages) if pages else 0
+        start = self.rank_seed(query) % len(pages) if pages else 0
         ranked = pages[start:] + pages[:start]
         return [
-            {key: value for key, value in page.items() if key != "facts"}
-            | {"score": round(0.95 - 0.05 * rank, 3)}
+            {key: page[key] for key in self.RESULT_KEYS} | {"score": round(0.95 - 0.05 * rank, 3)}
             for rank, page in enumerate(ranked)
         ]
 
@@ -93,13 +92,32 @@ class PlantedCorpus:
                 found |= facts_in(result["raw_content"])
         return found
 
+
+class PlantedCorpus(ItemCorpus):
+    """Short pages whose every sentence is a planted fact (see module)."""
+
+    def __init__(
+        self,
+        items: Iterable[str],
+        topic: str,
+        *,
+        pages_per_item: int = 4,
+        facts_per_page: int = 3,
+    ) -> None:
+        super().__init__(items)
+        self.topic = topic
+        self.pages = {
+            item: [self._page(item, n, facts_per_page) for n in range(1, pages_per_item + 1)]
+            for item in self.items
+        }
+
     def _page(self, item: str, number: int, facts_per_page: int) -> dict[str, Any]:
         tags = []
         sentences = []
         for k in range(facts_per_page):
             n = (number - 1) * facts_per_page + k + 1
             digest = hashlib.sha256(f"{item}|{n}".encode()).digest()
-            tag = f"FACT-{_tag_name(item)}-{n}"
+            tag = f"FACT-{tag_name(item)}-{n}"
             template = _TEMPLATES[(n - 1) % len(_TEMPLATES)]
             sentences.append(
                 template.format(
@@ -122,11 +140,13 @@ class PlantedCorpus:
         }
 
 
-def _tag_name(item: str) -> str:
+def tag_name(item: str) -> str:
+    """An item's name as it appears in its fact tags."""
     return re.sub(r"[^A-Za-z0-9]+", "", item) or "item"
 
 
-def _names(query: str, item: str) -> bool:
+def names(query: str, item: str) -> bool:
+    """Whether ``query`` names ``item`` (as a whole word, any case)."""
     return re.search(rf"\b{re.escape(item)}\b", query, re.IGNORECASE) is not None
 
 
