@@ -372,6 +372,7 @@ class Run:
     timeline: Timeline = field(default_factory=lambda: Timeline(wall=0.0))
     calls: Counter[str] = field(default_factory=Counter)
     prompt_tokens: int = 0
+    tokens_by_agent: Counter[str] = field(default_factory=Counter)  # fake-tokenizer estimate
     facts: dict[str, set[str]] = field(default_factory=dict)  # stage -> facts that reached it
     depths: dict[str, float] = field(default_factory=dict)  # fact -> its depth in its page
     lead: dict[str, float] = field(default_factory=dict)  # event -> seconds after the call
@@ -505,6 +506,8 @@ def research_once(
         searches = search.requests_to("/search")
         exchanges = [*llm.exchanges, *search.exchanges]
         run.calls = Counter(label(e) for e in exchanges)
+        for agent, system, user in recorder.brain.history:
+            run.tokens_by_agent[agent] += ResearchBrain.estimate_tokens(system + user)
         run.facts = {
             "searched": corpus.served_facts(searches),
             "analysis prompts": facts_in("\n".join(recorder.prompts_of("analyzer"))),
@@ -572,6 +575,11 @@ def _alone(alone: dict[str, float], top: int = 4) -> str:
     return ", ".join(parts) or "none"
 
 
+def _shares(tokens: Counter[str]) -> str:
+    total = sum(tokens.values()) or 1
+    return ", ".join(f"{a} {n:,} ({n / total:.0%})" for a, n in tokens.most_common())
+
+
 def funnel(facts: dict[str, set[str]]) -> str:
     """``searched 48 -> analysis prompts 48 (100%) -> ...``."""
     searched = facts.get("searched") or set()
@@ -619,6 +627,7 @@ def show_run(run: Run) -> None:
         f"   {run.llm_calls} LLM calls ({agents}), {run.searches} searches; prompt tokens "
         f"{run.prompt_tokens:,}"
     )
+    print(f"   prompt tokens by agent: {_shares(run.tokens_by_agent)}")
     print(f"   facts: {funnel(run.facts)}")
     lost = run.facts.get("searched", set()) - run.facts.get("report", set())
     if lost:
@@ -709,6 +718,8 @@ def show_totals(budget: str, totals: Totals) -> None:
     print(f"searches                  {sum(r.searches for r in runs)}")
     tokens = [r.prompt_tokens for r in runs]
     print(f"prompt tokens             mean {statistics.mean(tokens):,.0f} per research")
+    pooled: Counter[str] = sum((r.tokens_by_agent for r in runs), Counter())
+    print(f"  by agent (estimated)    {_shares(pooled)}")
     leads = {
         kind: statistics.median(r.lead[kind] for r in runs if kind in r.lead) * 1000
         for kind in LEAD_EVENTS

@@ -46,6 +46,10 @@ AGENT_MARKERS: tuple[tuple[str, str], ...] = (
     ("coverage assessor", "coverage"),
 )
 HALLUCINATED_ID = "src-deadbeef"
+# How foundry-mcp's prompts for a report written in parts say what they are
+# (prompts/report_parts.py).
+SECTION_TOPIC_RE = re.compile(r"^This section is about: (.+)$", re.MULTILINE)
+FRAME_MARKER = "Body sections written separately"
 
 Override = str | Callable[[str, str], str]
 
@@ -351,6 +355,12 @@ class ResearchBrain:
             return " ".join(f"[{sid}]" for sid in ids)
 
         stated = prompt_findings(user)
+        section = SECTION_TOPIC_RE.search(user)
+        if section:  # one body section of a report written in parts
+            lines = [f"- {content.rstrip('.')} {cite(ids)}." for content, ids in stated]
+            return f"## {section.group(1).strip()}\n\n" + "\n".join(lines) + "\n"
+        if FRAME_MARKER in user:  # the parts around the body sections
+            return self._frame(q, groups, cite)
         if stated:
             findings = [f"{content.rstrip('.')} {cite(ids)}." for content, ids in stated]
         else:
@@ -374,6 +384,40 @@ class ResearchBrain:
             "The evidence is broadly consistent, with some open questions.",
             "## Key Findings",
             "\n".join(f"- {line}" for line in findings),
+            "## Limitations",
+            "The fake corpus is small and synthetic, so coverage is limited.",
+            "## Conclusion",
+            f"Overall, the sources give a coherent picture of {q}.",
+        ]
+        if self.include_sources_section:
+            listed = [sid for g in groups for sid in g] or [HALLUCINATED_ID]
+            parts += ["## Sources", "\n".join(f"- [{sid}] model-written entry" for sid in listed)]
+        return "\n\n".join(parts) + "\n"
+
+    @property
+    def reports_written(self) -> int:
+        """Writer calls that wrote a report or a report's frame: one per report (a report
+        written in parts makes one more call per body section)."""
+        return sum(
+            1
+            for agent, _, user in self.history
+            if agent == "writer" and not SECTION_TOPIC_RE.search(user)
+        )
+
+    def _frame(self, q: str, groups: list[list[str]], cite: Callable[[list[str]], str]) -> str:
+        """The title, summary, limitations and conclusion of a report whose body is elsewhere."""
+        summary = [
+            f"This report summarises what the gathered sources say about {q}. "
+            "The evidence is broadly consistent, with some open questions."
+        ]
+        if self.unsupported_claim and groups:
+            summary.append(f"{self.unsupported_claim.rstrip('.')} {cite(groups[0][:1])}.")
+        if self.hallucinate_citation:
+            summary.append(f"A further claim rests on an ungathered source [{HALLUCINATED_ID}].")
+        parts = [
+            f"# Research Report: {q}",
+            "## Executive Summary",
+            " ".join(summary),
             "## Limitations",
             "The fake corpus is small and synthetic, so coverage is limited.",
             "## Conclusion",

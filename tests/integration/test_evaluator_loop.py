@@ -151,7 +151,7 @@ async def test_a_round_that_finds_nothing_new_keeps_the_report_it_has(
         state = service.store.load(started["research_id"])
     assert status["status"] == "completed", status["error"]
     assert state.iteration == 2 and state.report is not None
-    assert brain.calls["writer"] == 1  # the report of round 1 was not written again
+    assert brain.reports_written == 1  # the report of round 1 was not written again
     last = [d for d in state.decisions if d.action == "decide_iteration"][-1]
     assert "added no finding" in last.rationale and last.outputs is not None
     assert last.outputs["report_rewritten"] is False

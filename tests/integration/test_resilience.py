@@ -214,7 +214,7 @@ async def test_cost_ceiling_after_the_report_ends_completed_with_a_warning(
         'deep_research_synthesis_provider = "openai:gpt-pricey"\n',
     )
     status, (state, _) = await _research(settings, "How do tides form?", max_iterations=2)
-    assert status["status"] == "completed"
+    assert status["status"] == "completed", status["error"]
     assert state.report, "the report written before the ceiling is kept"
     assert any(w.startswith("Cost ceiling reached") for w in status["warnings"])
     assert status["usage"]["cost_ceiling_reached"] is True

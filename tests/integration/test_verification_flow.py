@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import math
+import json
 
 import pytest
 
 from foundry_mcp.config import Settings
 from foundry_mcp.research.models import ResearchState, Verdict
-from foundry_mcp.research.verification import BATCH_SIZE
+from foundry_mcp.research.verification import spread
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer, ResearchBrain
+from tests.fakes.http import FakeResponse, RecordedRequest, error_body
 from tests.support import TERMINAL, assert_citations_resolve, served_urls, wait_until
 
 pytestmark = pytest.mark.anyio
@@ -27,8 +28,8 @@ async def _research(settings: Settings, question: str) -> ResearchState:
 
 
 def _judge_calls(state: ResearchState) -> int:
-    """The fact-checker calls the checked claims needed, ``BATCH_SIZE`` claims a call."""
-    return math.ceil(len(state.claim_checks) / BATCH_SIZE)
+    """The fact-checker calls the checked claims needed, spread over the concurrent calls."""
+    return len(spread(list(range(len(state.claim_checks))), state.limits.max_concurrent))
 
 
 def _evidence_section(report: str) -> str:
@@ -44,7 +45,7 @@ async def test_unsupported_claim_is_removed_and_reported(
     state = await _research(settings, "How do vector databases index embeddings?")
 
     assert brain.calls["verifier"] == _judge_calls(state)
-    (writer_prompt,) = [user for agent, _, user in brain.history if agent == "writer"]
+    writer_prompt = "\n".join(user for agent, _, user in brain.history if agent == "writer")
     assert state.report is not None
     assert "Quantum tunnelling" not in state.report.split("\n## Evidence Quality\n", 1)[0]
     (check,) = [c for c in state.claim_checks if "Quantum tunnelling" in c.sentence]
@@ -132,13 +133,14 @@ async def test_fact_checker_outage_keeps_the_report(
     tavily_server: FakeHTTPServer,
 ) -> None:
     brain.unsupported_claim = UNSUPPORTED
+    original = openai_server._routes[("POST", "/v1/chat/completions")]
 
-    def writer(system: str, user: str) -> str:
-        # The requests after the writer's: the fact-checks, every batch of them.
-        openai_server.fail_next(503, times=20)
-        return brain.write(user)
+    def fact_checker_down(request: RecordedRequest) -> FakeResponse:
+        if "fact-checker" in json.dumps(request.json):
+            return FakeResponse(503, error_body(503, "injected failure (503)"))
+        return original(request)
 
-    brain.overrides["writer"] = writer
+    openai_server.route("POST", "/v1/chat/completions", fact_checker_down)
     state = await _research(settings, "How do octopuses camouflage?")
 
     assert brain.calls["verifier"] == 0  # the request never reached the brain

@@ -68,7 +68,8 @@ def test_a_passage_read_from_one_source_is_not_read_again_from_another() -> None
     second = focus(page([on_topic(2), BOILERPLATE]), TERMS, COUNTER, source_id="b", ledger=ledger)
 
     assert BOILERPLATE in first.text and first.repeats == 0
-    assert BOILERPLATE not in second.text and second.repeats == 1
+    assert "Subscribe" not in second.text and "unsubscribe" not in second.text
+    assert second.repeats == 2  # its long sentence, and the short one that went with it
     assert on_topic(2) in second.text
     # The first reader reads it again on a retry; a short common line is never a repeat.
     again = focus(page([BOILERPLATE, on_topic(1)]), TERMS, COUNTER, source_id="a", ledger=ledger)
@@ -77,6 +78,27 @@ def test_a_passage_read_from_one_source_is_not_read_again_from_another() -> None
     for source_id in ("c", "d"):
         kept = focus(page([short, on_topic(3)]), TERMS, COUNTER, source_id=source_id, ledger=ledger)
         assert short in kept.text
+
+
+def test_a_sentence_another_source_gave_is_left_out_of_a_paragraph_that_goes_on() -> None:
+    stock = (
+        "Heat pumps have become the default recommendation of most energy advisers in the "
+        "last few years."
+    )
+    ledger = RepeatLedger()
+    focus(page([stock + " " + on_topic(1)]), TERMS, COUNTER, source_id="a", ledger=ledger)
+    second = focus(page([stock + " " + on_topic(2)]), TERMS, COUNTER, source_id="b", ledger=ledger)
+
+    assert stock not in second.text and second.repeats == 1
+    assert second.text == f"{ELISION} {on_topic(2)}"
+
+
+def test_a_source_made_only_of_repeats_keeps_its_opening_as_a_pointer() -> None:
+    ledger = RepeatLedger()
+    text = page([BOILERPLATE])
+    focus(text, TERMS, COUNTER, source_id="a", ledger=ledger)
+    again = focus(text, TERMS, COUNTER, source_id="b", ledger=ledger)
+    assert again.text == BOILERPLATE and again.repeats == 2
 
 
 def _ready(n: int, tokens: int) -> ReadySource:

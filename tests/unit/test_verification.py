@@ -41,6 +41,7 @@ from foundry_mcp.research.verification import (
     read_verdict,
     split_claims,
     split_passages,
+    spread,
     verify_draft,
 )
 from foundry_mcp.research.workflow.calls import CallLog, ResearchLLM
@@ -262,6 +263,21 @@ def test_batches() -> None:
     assert batches([], 8) == []
 
 
+def test_claims_are_spread_so_no_call_waits_for_a_second_wave() -> None:
+    def sizes(count: int, slots: int) -> list[int]:
+        spread_out = spread(list(range(count)), slots)
+        assert [i for batch in spread_out for i in batch] == list(range(count))  # in order
+        return [len(batch) for batch in spread_out]
+
+    assert sizes(33, 4) == [9, 8, 8, 8]  # not 8, 8, 8, 8 and then 1 alone
+    assert sizes(20, 4) == [5, 5, 5, 5]
+    assert sizes(6, 4) == [3, 3]  # a call carries at least four claims' worth of work
+    assert sizes(3, 4) == [3]
+    assert sizes(100, 4) == [9] * 4 + [8] * 8  # three waves, at most twelve a call
+    assert sizes(30, 1) == [10, 10, 10]
+    assert spread([], 4) == []
+
+
 # --------------------------------------------------------------------------- the prompt
 
 
@@ -395,12 +411,12 @@ async def test_verify_draft_batches_caps_and_bounds_concurrency() -> None:
     state = _state(max_claims=20, max_concurrent=2)
     verified = await _verify(provider, state, draft, sources)
 
-    assert len(provider.requests) == 3  # 20 claims, 8 a call
-    assert [len(prompt_claims(r.user)) for r in provider.requests] == [8, 8, 4]
+    assert len(provider.requests) == 2  # 20 claims spread over the 2 slots: one wave
+    assert [len(prompt_claims(r.user)) for r in provider.requests] == [10, 10]
     assert provider.max_in_flight == 2
     assert verified.summary.supported == 20
     assert verified.summary.unverified == 10
-    assert verified.summary.llm_calls == 3
+    assert verified.summary.llm_calls == 2
     assert all("first 20" in c.reason for c in state.claim_checks[20:])
     assert verified.markdown == draft  # supported and unverified sentences stay
 
@@ -410,19 +426,20 @@ async def test_unreadable_or_incomplete_answers_leave_claims_unverified() -> Non
     draft, sources = _many_claims_draft(10)
 
     def judge(request: LLMRequest) -> str:
-        if len(prompt_claims(request.user)) == 8:
+        if prompt_claims(request.user)[0][1] == first_claim:
             return "I am not able to judge these claims today."
         return json.dumps({"verdicts": [{"claim": 1, "verdict": "unsupported", "reason": "no"}]})
 
-    state = _state()
+    state = _state(max_concurrent=2)  # two calls of five claims
+    first_claim = split_claims(draft).claims[0].text
     verified = await _verify(ScriptedProvider(judge), state, draft, sources)
     verdicts = [c.verdict for c in state.claim_checks]
-    assert verdicts == [Verdict.UNVERIFIED] * 8 + [Verdict.UNSUPPORTED, Verdict.UNVERIFIED]
+    assert verdicts == [Verdict.UNVERIFIED] * 5 + [Verdict.UNSUPPORTED] + [Verdict.UNVERIFIED] * 4
     assert "could not be read" in state.claim_checks[0].reason
     assert "no verdict" in state.claim_checks[9].reason
     assert verified.summary.unverified == 9 and verified.summary.removed == 1
-    assert any("could not be read; 8 claim(s)" in w for w in state.warnings)
-    assert "note 8" not in verified.markdown and "note 9" in verified.markdown
+    assert any("could not be read; 5 claim(s)" in w for w in state.warnings)
+    assert "note 5" not in verified.markdown and "note 9" in verified.markdown
 
 
 @pytest.mark.anyio

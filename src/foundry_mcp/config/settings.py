@@ -128,6 +128,7 @@ class ResearchSettings(_Section):
     deep_research_providers: list[str] = Field(default_factory=lambda: ["tavily"])
     research_dir: Path = Path("~/.foundry-mcp/research")
     deep_research_verify_citations: bool = True
+    deep_research_parallel_writing: bool = True
     deep_research_verification_max_claims: int = Field(60, ge=1, le=500)
     deep_research_gate_retries: int = Field(1, ge=0, le=3)
     deep_research_enable_reflection: bool = False

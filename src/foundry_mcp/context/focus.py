@@ -3,10 +3,11 @@
 Before a source is fitted into an analysis call its text is cut into passages
 (:mod:`foundry_mcp.context.passages`) and two kinds are set aside:
 
-* **Repeats**: a paragraph (a long one: a passage of it) the analyst was already given in this
-  research by another source (site boilerplate, a syndicated paragraph, a quotation served by
-  two searches). The :class:`RepeatLedger` remembers who read each first; short ones are never
-  treated as repeats, so a common phrase cannot hide a source's own content.
+* **Repeats**: a sentence the analyst was already given in this research by another source
+  (site boilerplate, a syndicated paragraph, a quotation or stock sentence served by two
+  searches). The :class:`RepeatLedger` remembers who read each first. Short sentences are never
+  treated as repeats, so a common phrase cannot hide a source's own content, unless every long
+  sentence of their paragraph was a repeat (the rest of a cookie notice goes with it).
 * **Off-topic passages of a long text**: a text longer than ``FOCUS_MIN_TOKENS`` keeps the
   passages that share at least one content word with the question or the sub-query, plus its
   opening passage (it says what the document is about). A relevance score would rank the
@@ -25,16 +26,15 @@ import re
 from dataclasses import dataclass, field
 
 from foundry_mcp.context.passages import (
-    PASSAGE_MAX_CHARS,
     content_words,
-    split_passages,
     split_passages_with_breaks,
+    split_sentences,
 )
 from foundry_mcp.context.selection import ELISION, assemble
 from foundry_mcp.context.tokens import TokenCounter
 
 FOCUS_MIN_TOKENS = 1_500  # texts up to this size are read whole (repeats aside)
-REPEAT_MIN_CHARS = 120  # shorter passages are never dropped as repeats
+REPEAT_MIN_CHARS = 80  # shorter sentences are never dropped as repeats on their own
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Focused:
     text: str
     passages_kept: int
     passages_total: int
-    repeats: int  # passages left out because another source already gave them
+    repeats: int  # sentences left out because another source already gave them
 
     @property
     def narrowed(self) -> bool:
@@ -53,29 +53,28 @@ class Focused:
 
 @dataclass
 class RepeatLedger:
-    """Which source first gave each (long enough) passage to the analyst in one research."""
+    """Which source first gave each (long enough) sentence to the analyst in one research."""
 
-    first_reader: dict[str, str] = field(default_factory=dict)  # passage key -> source id
+    first_reader: dict[str, str] = field(default_factory=dict)  # sentence key -> source id
 
-    def claim(self, source_id: str, passages: list[str]) -> list[bool]:
-        """For each passage, whether ``source_id`` may read it (it is not another's repeat).
+    def claim(self, source_id: str, sentences: list[str]) -> list[bool]:
+        """For each sentence, whether ``source_id`` may read it (it is not another's repeat).
 
-        The source becomes the first reader of every passage it may read.
+        The source becomes the first reader of every long sentence it may read.
         """
         allowed: list[bool] = []
-        for passage in passages:
-            if len(passage) < REPEAT_MIN_CHARS:
+        for sentence in sentences:
+            if len(sentence) < REPEAT_MIN_CHARS:
                 allowed.append(True)
                 continue
-            key = passage_key(passage)
-            owner = self.first_reader.setdefault(key, source_id)
+            owner = self.first_reader.setdefault(sentence_key(sentence), source_id)
             allowed.append(owner == source_id)
         return allowed
 
 
-def passage_key(passage: str) -> str:
-    """A passage's identity: its words, case and spacing aside."""
-    normal = " ".join(passage.lower().split())
+def sentence_key(sentence: str) -> str:
+    """A sentence's identity: its words, case and spacing aside."""
+    normal = " ".join(sentence.lower().split())
     return hashlib.blake2b(normal.encode(), digest_size=12).hexdigest()
 
 
@@ -91,11 +90,9 @@ def focus(
     text = text.strip()
     if not text:
         return Focused("", 0, 0, 0)
-    units = repeat_units(text)
-    allowed = ledger.claim(source_id, units) if ledger is not None else [True] * len(units)
-    repeats = allowed.count(False)
-    if repeats:
-        text = _without_repeats(units, allowed)
+    repeats = 0
+    if ledger is not None:
+        text, repeats = _without_repeats(text, source_id, ledger)
     pieces = split_passages_with_breaks(text)
     if counter.count(text) <= FOCUS_MIN_TOKENS:
         return Focused(text, len(pieces), len(pieces), repeats)
@@ -106,31 +103,44 @@ def focus(
     return Focused(assemble(pieces, kept), len(kept), len(pieces), repeats)
 
 
-def repeat_units(text: str) -> list[str]:
-    """What may repeat across sources: paragraphs, a long paragraph in passages."""
-    units: list[str] = []
-    for paragraph in re.split(r"\n\s*\n", text):
-        paragraph = " ".join(paragraph.split())
-        if not paragraph:
-            continue
-        if len(paragraph) <= 2 * PASSAGE_MAX_CHARS:
-            units.append(paragraph)
-        else:
-            units.extend(split_passages(paragraph))
-    return units
+def _without_repeats(text: str, source_id: str, ledger: RepeatLedger) -> tuple[str, int]:
+    """``text`` without the sentences another source gave first, and how many were left out.
 
-
-def _without_repeats(units: list[str], allowed: list[bool]) -> str:
-    """The units a source may read, in order, ``[…]`` where repeats were left out."""
-    if not any(allowed):  # every passage was read elsewhere: the opening stays as a pointer
-        allowed = [True, *allowed[1:]]
+    A run of left-out sentences becomes ``[…]``; a paragraph left out whole becomes a ``[…]``
+    paragraph. When nothing at all is left, the opening paragraph stays as a pointer.
+    """
+    paragraphs = [split_sentences(p) for p in re.split(r"\n\s*\n", text)]
+    paragraphs = [p for p in paragraphs if p]
+    repeats = 0
     parts: list[str] = []
-    for unit, ok in zip(units, allowed, strict=True):
+    for sentences in paragraphs:
+        allowed = ledger.claim(source_id, sentences)
+        long_ones = [
+            ok for s, ok in zip(sentences, allowed, strict=True) if len(s) >= REPEAT_MIN_CHARS
+        ]
+        if long_ones and not any(long_ones):
+            allowed = [False] * len(sentences)  # its short sentences go with it
+        repeats += allowed.count(False)
+        if not any(allowed):
+            if not parts or parts[-1] != ELISION:
+                parts.append(ELISION)
+            continue
+        parts.append(_kept_sentences(sentences, allowed))
+    if repeats == 0:
+        return text, 0
+    if all(part == ELISION for part in parts):
+        return " ".join(paragraphs[0]), repeats
+    return "\n\n".join(parts), repeats
+
+
+def _kept_sentences(sentences: list[str], allowed: list[bool]) -> str:
+    kept: list[str] = []
+    for sentence, ok in zip(sentences, allowed, strict=True):
         if ok:
-            parts.append(unit)
-        elif not parts or parts[-1] != ELISION:
-            parts.append(ELISION)
-    return "\n\n".join(parts)
+            kept.append(sentence)
+        elif not kept or kept[-1] != ELISION:
+            kept.append(ELISION)
+    return " ".join(kept)
 
 
 def _on_topic(passages: list[str], query_terms: list[str]) -> list[int]:

@@ -57,6 +57,11 @@ def stem(word: str) -> str:
     return word
 
 
+def split_sentences(paragraph: str) -> list[str]:
+    """The sentences of one paragraph, its spacing normalised."""
+    return [s for s in _SENTENCE_BREAK.split(" ".join(paragraph.split())) if s]
+
+
 def split_passages(
     text: str, min_chars: int = PASSAGE_MIN_CHARS, max_chars: int = PASSAGE_MAX_CHARS
 ) -> list[str]:
@@ -75,7 +80,7 @@ def split_passages_with_breaks(
     passages: list[tuple[str, bool]] = []
     current = ""
     for paragraph in re.split(r"\n\s*\n", text):
-        for sentence in _SENTENCE_BREAK.split(" ".join(paragraph.split())):
+        for sentence in split_sentences(paragraph):
             for piece in cut_words(sentence, max_chars):
                 if current and len(current) + 1 + len(piece) > max_chars:
                     passages.append((current, False))

@@ -105,6 +105,7 @@ class ResearchWriter:
             limits=limits,
             options=ResearchOptions(
                 verify_citations=research.deep_research_verify_citations,
+                parallel_writing=research.deep_research_parallel_writing,
                 max_verified_claims=research.deep_research_verification_max_claims,
                 gate_retries=research.deep_research_gate_retries,
                 enable_reflection=research.deep_research_enable_reflection,

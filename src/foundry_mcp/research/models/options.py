@@ -72,6 +72,7 @@ class ResearchOptions(_Model):
     """Workflow switches of one research, resolved from configuration when it starts."""
 
     verify_citations: bool = True
+    parallel_writing: bool = True  # write the report's sections at once (workflow/report_parts)
     max_verified_claims: int = 60
     gate_retries: int = 1
     enable_reflection: bool = False

@@ -36,10 +36,12 @@ from foundry_mcp.research.models import (
 from foundry_mcp.research.modes.allocation import adopt_plan, sample_local_documents
 from foundry_mcp.research.modes.branch import allocate_budgets, branch_state, research_branch
 from foundry_mcp.research.modes.kit import ResearchKit
+from foundry_mcp.research.prompts.report_parts import META_FRAME_SYSTEM
 from foundry_mcp.research.prompts.synthesizer import META_SYSTEM, render_sub_answers
 from foundry_mcp.research.workflow.fanout import fan_out
 from foundry_mcp.research.workflow.gates import GATES
 from foundry_mcp.research.workflow.planner import plan
+from foundry_mcp.research.workflow.report_parts import sections_by_sub_question
 from foundry_mcp.research.workflow.synthesizer import Writing, synthesize
 
 MIN_QUESTION_CHARS = 10
@@ -256,13 +258,14 @@ class HierarchicalPlaybook:
 
     async def _integrate(self, guidance: str | None) -> dict[str, object]:
         state = self.state
-        answers = [
-            (sq.question, sq.synthesis) for sq in state.sub_questions if sq.synthesis is not None
-        ]
+        answered = [(sq, sq.synthesis) for sq in state.sub_questions if sq.synthesis is not None]
+        answers = [(sq.question, synthesis) for sq, synthesis in answered]
         writing = Writing(
             system=META_SYSTEM,
             material=render_sub_answers(answers) if answers else None,
             citable=frozenset(sid for _, answer in answers for sid in answer.citations),
+            sections=tuple(sections_by_sub_question(state, answered)),
+            frame_system=META_FRAME_SYSTEM,
         )
         output = await synthesize(self.kit.llm, state, guidance, writing)
         state.report = output.report

@@ -32,6 +32,7 @@ STRUCTURAL_TAGS: Final = (
     "gap",
     "subanswer",
     "hypothesis",
+    "section",
 )
 LOOKALIKE: Final = "\u2039"  # ‹ replaces the < of a forged tag
 

@@ -53,6 +53,7 @@ from foundry_mcp.research.verification.judge import (
     batches,
     read_judge_answer,
     read_verdict,
+    spread,
     verify_draft,
 )
 from foundry_mcp.research.verification.section import (
@@ -91,5 +92,6 @@ __all__ = [
     "read_verdict",
     "split_claims",
     "split_passages",
+    "spread",
     "verify_draft",
 ]

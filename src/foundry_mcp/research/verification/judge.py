@@ -7,6 +7,7 @@ plain functions.
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -33,7 +34,9 @@ from foundry_mcp.research.workflow.jsonparse import parse_handoff
 
 log = logging.getLogger(__name__)
 
-BATCH_SIZE = 8  # claims per fact-checker call
+BATCH_SIZE = 8  # claims per fact-checker call, when calls need not be spread over slots
+BATCH_MAX = 12  # claims per call at most, to save a wave of calls
+BATCH_MIN = 4  # claims per call at least, when spreading them over the slots
 VERIFIER_MAX_TOKENS = 2048
 PASSAGES_PER_SOURCE = 2
 EXCERPT_CHARS_PER_CLAIM = 1500
@@ -154,6 +157,29 @@ def batches(items: Sequence[int], size: int = BATCH_SIZE) -> list[list[int]]:
     return [list(items[i : i + size]) for i in range(0, len(items), max(1, size))]
 
 
+def spread(items: Sequence[int], slots: int) -> list[list[int]]:
+    """``items`` in consecutive batches that keep ``slots`` concurrent calls evenly busy.
+
+    As few waves of ``slots`` calls as batches of at most ``BATCH_MAX`` allow, the batches
+    within one claim of each other (a judge's answer grows with its claims), none under
+    ``BATCH_MIN`` claims unless there are fewer: 33 claims on 4 slots are calls of 9, 8, 8
+    and 8, not four of 8 and then one of 1.
+    """
+    count = len(items)
+    if count == 0:
+        return []
+    slots = max(1, slots)
+    waves = math.ceil(count / (slots * BATCH_MAX))
+    calls = max(1, min(math.ceil(count / BATCH_MIN), waves * slots))
+    size, larger = divmod(count, calls)  # the first ``larger`` batches carry one more
+    result, start = [], 0
+    for n in range(calls):
+        end = start + size + (1 if n < larger else 0)
+        result.append(list(items[start:end]))
+        start = end
+    return result
+
+
 @dataclass
 class VerifiedDraft:
     """The draft after verification, the verdict on each claim and their counts."""
@@ -169,8 +195,8 @@ async def verify_draft(
     """Judge every cited sentence of ``draft`` against ``sources`` and apply the verdicts.
 
     Replaces ``state.claim_checks`` with one check per claim. At most
-    ``state.options.max_verified_claims`` claims are sent to the judge, ``BATCH_SIZE`` per call,
-    at most ``state.limits.max_concurrent`` calls at a time. A provider error leaves the claims
+    ``state.options.max_verified_claims`` claims are sent to the judge, in batches spread over
+    ``state.limits.max_concurrent`` concurrent calls (see :func:`spread`). A provider error leaves the claims
     not yet judged unverified and adds a warning; it never loses the report.
     """
     split = split_claims(draft)
@@ -234,7 +260,7 @@ async def verify_draft(
             else:
                 checks[i].reason = "The fact-checker gave no verdict on it."
 
-    await fan_out(judge, batches(to_judge))
+    await fan_out(judge, spread(to_judge, state.limits.max_concurrent))
     if stopped:
         state.warn(
             f"Citation verification stopped after a provider error ({stopped[0]}); "

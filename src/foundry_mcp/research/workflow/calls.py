@@ -37,7 +37,9 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -53,6 +55,9 @@ from foundry_mcp.research.models import (
 from foundry_mcp.research.pricing import PriceTable
 
 log = logging.getLogger(__name__)
+
+# Set inside ResearchLLM.finishing(): the cost ceiling was checked when the work began.
+_finishing: ContextVar[bool] = ContextVar("foundry_finishing", default=False)
 
 LLM_PHASES = ("planning", "analysis", "synthesis", "refinement")
 # Failures after which the next provider of the list is tried.
@@ -201,6 +206,20 @@ class ResearchLLM:
         twin._reported = set()
         return twin
 
+    @contextmanager
+    def finishing(self) -> Iterator[None]:
+        """Calls made inside (and in tasks started inside) finish one piece of work.
+
+        The cost ceiling is checked once, here, not before each call: a report written in
+        parts is finished, as one written in a single call would be.
+        """
+        self._check_budget()
+        token = _finishing.set(True)
+        try:
+            yield
+        finally:
+            _finishing.reset(token)
+
     def routes_for(self, purpose: str) -> list[LLMRoute]:
         """The (provider, model) routes a call for ``purpose`` tries, in order."""
         phase = self._state.phase.value
@@ -235,7 +254,8 @@ class ResearchLLM:
             saved = self._journal.get(key) if self._journal is not None else None
             if saved is not None:
                 return self._replay(key, *saved)
-            self._check_budget()
+            if not _finishing.get():
+                self._check_budget()
             started = time.perf_counter()
             token = retry_observer.set(self._retry_listener(purpose, route))
             try:

@@ -10,24 +10,29 @@ from foundry_mcp.research.citations import resolve_citations
 from foundry_mcp.research.models import (
     ReportMetadata,
     ResearchState,
-    SourceQuality,
     SubQueryStatus,
     SynthesizerOutput,
     VerificationSummary,
 )
-from foundry_mcp.research.prompts.synthesizer import SYNTHESIZER_SYSTEM, synthesizer_prompts
+from foundry_mcp.research.prompts.report_parts import FRAME_SYSTEM
+from foundry_mcp.research.prompts.synthesizer import SYNTHESIZER_SYSTEM
 from foundry_mcp.research.verification import (
     evidence_quality_section,
     split_claims,
     verify_draft,
 )
 from foundry_mcp.research.workflow.calls import ResearchLLM
-from foundry_mcp.research.workflow.fit_findings import fit_findings
 from foundry_mcp.research.workflow.fitting import Fitting
+from foundry_mcp.research.workflow.report_parts import (
+    ReportSection,
+    sections_by_sub_query,
+    unwrap_fence,
+    whole_report_builder,
+    write_in_parts,
+)
 
 _SOURCE_ID = re.compile(r"\[(src-[0-9a-f]{8})\]")
 _HEADING = re.compile(r"^#{2,3}\s+(.+?)\s*#*\s*$", re.MULTILINE)
-_FENCED_REPORT = re.compile(r"^```(?:markdown|md)?\s*\n(.*)\n```\s*$", re.DOTALL)
 _SOURCES_SPLIT = "\n## Sources\n"  # the heading resolve_citations appends
 LEGACY_MAX_TOKENS = 8192
 
@@ -39,13 +44,17 @@ class Writing:
     ``material`` (fenced blocks, e.g. the sub-questions' answers) goes into the prompt before
     the findings, and the sources in ``citable`` may be cited because it cites them.
     ``appendix`` is a section written by code (its citations as ``[src-...]``), added to the
-    draft after verification, before the citations are numbered.
+    draft after verification, before the citations are numbered. With two or more
+    ``sections`` (and ``parallel_writing``), the report is written in parts at once (see
+    :mod:`foundry_mcp.research.workflow.report_parts`), the frame by ``frame_system``.
     """
 
     system: str = SYNTHESIZER_SYSTEM
     material: str | None = None
     citable: frozenset[str] = frozenset()
     appendix: str | None = None
+    sections: tuple[ReportSection, ...] = ()
+    frame_system: str = FRAME_SYSTEM
 
 
 async def synthesize(
@@ -61,7 +70,7 @@ async def synthesize(
     marked. Either way an ``## Evidence Quality`` section ends the body. ``writing`` is what a
     mode adds (see :class:`Writing`).
     """
-    writing = writing or Writing()
+    writing = writing or Writing(sections=tuple(sections_by_sub_query(state)))
     if not state.findings:
         state.claim_checks = []
         return _no_evidence_report(state)
@@ -69,47 +78,36 @@ async def synthesize(
     cited_ids.update(sid for c in state.contradictions for sid in c.source_ids)
     cited_ids.update(writing.citable)
     sources = [s for s in state.sources if s.id in cited_ids]
-    high_quality = sum(1 for s in state.sources if s.quality is SourceQuality.HIGH)
     fitting = await Fitting.open(llm, state, "synthesis")
-    offered: set[str] = set()  # the ids the prompt last sent gave the writer
-
-    def build(scale: float) -> tuple[str, str]:
-        """The prompts; with token management, the findings fitted to ``scale`` of the budget."""
-        findings, listed = state.findings, sources
-        gaps, contradictions = state.unaddressed_gaps(), state.contradictions
-        if fitting.enabled:
-            fitted = fit_findings(
-                fitting, findings, sources, gaps, contradictions, scale=scale, record=scale >= 1.0
-            )
-            findings, listed = fitted.findings, fitted.sources
-            gaps, contradictions = fitted.gaps, fitted.contradictions
-        offered.clear()
-        offered.update(s.id for s in listed)
-        return synthesizer_prompts(
-            state.query,
-            state.research_brief,
-            findings,
-            gaps,
-            listed,
-            state.iteration,
-            state.limits.max_iterations,
-            high_quality,
+    max_tokens = fitting.output_tokens("synthesis", LEGACY_MAX_TOKENS)
+    if writing.sections and state.options.parallel_writing:
+        written = await write_in_parts(
+            fitting,
+            state,
+            writing.sections,
+            sources,
             guidance,
-            contradictions=contradictions,
+            frame_system=writing.frame_system,
+            material=writing.material,
+            max_tokens=max_tokens,
+        )
+        draft, offered = written.draft, written.offered
+    else:
+        offered = set()  # the ids the prompt last sent gave the writer
+        build = whole_report_builder(
+            fitting,
+            state,
+            sources,
+            guidance,
             system=writing.system,
             material=writing.material,
+            offered=offered,
         )
-
-    system, user = build(1.0)
-    draft = await fitting.ask(
-        "synthesis",
-        system,
-        user,
-        json_mode=False,
-        max_tokens=fitting.output_tokens("synthesis", LEGACY_MAX_TOKENS),
-        rebuild=build,
-    )
-    draft = _unwrap_fence(draft.strip())
+        system, user = build(1.0)
+        answer = await fitting.ask(
+            "synthesis", system, user, json_mode=False, max_tokens=max_tokens, rebuild=build
+        )
+        draft = unwrap_fence(answer)
     # A source that exists but was not given to the writer (its findings were left out to fit
     # the budget) is not citable: the writer never saw what it says.
     by_id = {s.id: s for s in sources if s.id in offered | writing.citable}
@@ -187,11 +185,6 @@ def _insert_before_sources(report: str, section: str) -> str:
     if not split:
         return report.rstrip() + "\n\n" + section
     return body.rstrip() + "\n\n" + section + split + sources
-
-
-def _unwrap_fence(text: str) -> str:
-    match = _FENCED_REPORT.match(text)
-    return match.group(1).strip() if match else text
 
 
 def _failed_searches(state: ResearchState) -> tuple[int, int]:

@@ -1,0 +1,304 @@
+"""Writing the report in parts at once, so a long report costs the time of its longest part.
+
+A report written in one call keeps the provider busy with a single long answer (the writer is
+most of a research's time with nothing else in flight). When the findings fall into two or more
+topics (the sub-queries that found them, or a hierarchical research's sub-questions), each topic
+becomes a body section written by its own call, from its own findings, while one more call
+writes the frame (title, executive summary, contradictions, limitations, conclusion) from all of
+them. At most ``max_concurrent`` calls run at once. The parts are then put together: the frame's
+title and summary, the sections in topic order, the rest of the frame.
+
+The frame sees every finding, so its fitting is the one recorded in the content fidelity: a
+section sees a subset of the same findings within the same budget and is never cut more.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import anyio
+
+from foundry_mcp.research.models import (
+    Finding,
+    ResearchState,
+    Source,
+    SourceQuality,
+    SubQuestion,
+    SubQuestionSynthesis,
+)
+from foundry_mcp.research.prompts.report_parts import body_sections_note, section_prompts
+from foundry_mcp.research.prompts.synthesizer import (
+    SYNTHESIZER_SYSTEM,
+    render_sub_answers,
+    synthesizer_prompts,
+)
+from foundry_mcp.research.workflow.fanout import fan_out
+from foundry_mcp.research.workflow.fit_findings import fit_findings
+from foundry_mcp.research.workflow.fitting import Fitting, Rebuild
+
+MAX_SECTIONS = 6  # more topics than this are merged: a report is not a list of fragments
+MIN_FINDINGS = 4  # fewer findings are written in one call
+
+_FENCED_REPORT = re.compile(r"^```(?:markdown|md)?\s*\n(.*)\n```\s*$", re.DOTALL)
+_LEVEL_TWO = re.compile(r"^##\s+\S", re.MULTILINE)
+_TITLE = re.compile(r"^#\s+\S", re.MULTILINE)
+_SUMMARY = re.compile(r"^##\s+(executive\s+)?summary\b", re.IGNORECASE | re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """A body section to write: its topic, its findings, and what else it may cite."""
+
+    topic: str
+    finding_ids: tuple[str, ...]
+    material: str | None = None  # fenced blocks placed before its findings (a sub-answer)
+    citable: frozenset[str] = frozenset()
+
+
+@dataclass
+class WrittenReport:
+    """The draft, and the ids of the sources the writer calls were given."""
+
+    draft: str
+    offered: set[str] = field(default_factory=set)
+
+
+def unwrap_fence(text: str) -> str:
+    """A report the model wrapped in a markdown code fence, unwrapped."""
+    text = text.strip()
+    match = _FENCED_REPORT.match(text)
+    return match.group(1).strip() if match else text
+
+
+def sections_by_sub_query(state: ResearchState) -> list[ReportSection]:
+    """One section per sub-query whose sources gave findings (none when fewer than two).
+
+    A finding goes to the sub-query of its first source that has one, else to the largest
+    section; more than ``MAX_SECTIONS`` topics are merged, the smallest into a neighbour.
+    """
+    if len(state.findings) < MIN_FINDINGS:
+        return []
+    queries = {sq.id: sq.query for sq in state.sub_queries}
+    found_by = {s.id: s.sub_query_id for s in state.sources if s.sub_query_id in queries}
+    groups: dict[str, list[str]] = {sq_id: [] for sq_id in queries}
+    homeless: list[str] = []
+    for finding in state.findings:
+        key = next((found_by[sid] for sid in finding.source_ids if sid in found_by), None)
+        (groups[key] if key is not None else homeless).append(finding.id)
+    sections = [ReportSection(queries[key], tuple(ids)) for key, ids in groups.items() if ids]
+    if len(sections) < 2:
+        return []
+    if homeless:
+        largest = max(sections, key=lambda section: len(section.finding_ids))
+        sections[sections.index(largest)] = merged(largest, ReportSection("", tuple(homeless)))
+    return merge_smallest(sections)
+
+
+def sections_by_sub_question(
+    state: ResearchState, answers: Sequence[tuple[SubQuestion, SubQuestionSynthesis]]
+) -> list[ReportSection]:
+    """One section per answered sub-question: its answer and the findings it found."""
+    if len(answers) < 2:
+        return []
+    sections = []
+    for sub_question, answer in answers:
+        ids = tuple(f.id for f in state.findings if f.sub_question_id == sub_question.id)
+        sections.append(
+            ReportSection(
+                sub_question.question,
+                ids,
+                material=render_sub_answers([(sub_question.question, answer)]),
+                citable=frozenset(answer.citations),
+            )
+        )
+    return merge_smallest(sections)
+
+
+def merged(first: ReportSection, second: ReportSection) -> ReportSection:
+    """Two sections as one: both topics, findings, materials and citable sources."""
+    topic = "; ".join(t for t in (first.topic, second.topic) if t)
+    materials = [m.strip() for m in (first.material, second.material) if m]
+    return ReportSection(
+        topic,
+        first.finding_ids + second.finding_ids,
+        material="\n\n".join(materials) or None,
+        citable=first.citable | second.citable,
+    )
+
+
+def merge_smallest(sections: list[ReportSection], limit: int = MAX_SECTIONS) -> list[ReportSection]:
+    """``sections`` merged, the smallest into its smaller neighbour, until at most ``limit``."""
+    sections = list(sections)
+
+    def size(k: int) -> int:
+        return len(sections[k].finding_ids)
+
+    while len(sections) > max(1, limit):
+        i = min(range(len(sections)), key=size)
+        if i == 0:
+            j = 1
+        elif i == len(sections) - 1:
+            j = i - 1
+        else:
+            j = i - 1 if size(i - 1) <= size(i + 1) else i + 1
+        first, second = sorted((i, j))
+        sections[first : second + 1] = [merged(sections[first], sections[second])]
+    return sections
+
+
+def whole_report_builder(
+    fitting: Fitting,
+    state: ResearchState,
+    sources: Sequence[Source],
+    guidance: str | None,
+    *,
+    system: str = SYNTHESIZER_SYSTEM,
+    material: str | None = None,
+    offered: set[str],
+) -> Rebuild:
+    """The prompts of a call that sees every finding (the whole report, or the frame).
+
+    With token management the findings are fitted to ``scale`` of the synthesis budget, the
+    fitting recorded at full scale; ``offered`` is set to the sources the prompt lists.
+    """
+    high_quality = sum(1 for s in state.sources if s.quality is SourceQuality.HIGH)
+
+    def build(scale: float) -> tuple[str, str]:
+        findings, listed = state.findings, list(sources)
+        gaps, contradictions = state.unaddressed_gaps(), state.contradictions
+        if fitting.enabled:
+            fitted = fit_findings(
+                fitting, findings, sources, gaps, contradictions, scale=scale, record=scale >= 1.0
+            )
+            findings, listed = fitted.findings, fitted.sources
+            gaps, contradictions = fitted.gaps, fitted.contradictions
+        offered.clear()
+        offered.update(s.id for s in listed)
+        return synthesizer_prompts(
+            state.query,
+            state.research_brief,
+            findings,
+            gaps,
+            listed,
+            state.iteration,
+            state.limits.max_iterations,
+            high_quality,
+            guidance,
+            contradictions=contradictions,
+            system=system,
+            material=material,
+        )
+
+    return build
+
+
+def section_builder(
+    fitting: Fitting,
+    state: ResearchState,
+    section: ReportSection,
+    sources: Sequence[Source],
+    guidance: str | None,
+    offered: set[str],
+) -> Rebuild:
+    """The prompts of one section's call: its findings fitted, never recorded."""
+    wanted = set(section.finding_ids)
+    findings: list[Finding] = [f for f in state.findings if f.id in wanted]
+    cited = {sid for f in findings for sid in f.source_ids} | section.citable
+    own_sources = [s for s in sources if s.id in cited]
+
+    def build(scale: float) -> tuple[str, str]:
+        kept, listed = findings, own_sources
+        if fitting.enabled:
+            fitted = fit_findings(fitting, findings, own_sources, [], [], scale=scale, record=False)
+            kept = fitted.findings
+            titled = {s.id: s for s in fitted.sources}
+            listed = [
+                titled.get(s.id, s)
+                for s in own_sources
+                if s.id in titled or s.id in section.citable
+            ]
+        offered.clear()
+        offered.update(s.id for s in listed)
+        return section_prompts(
+            state.query,
+            state.research_brief,
+            section.topic,
+            kept,
+            listed,
+            guidance,
+            material=section.material,
+        )
+
+    return build
+
+
+async def write_in_parts(
+    fitting: Fitting,
+    state: ResearchState,
+    sections: Sequence[ReportSection],
+    sources: Sequence[Source],
+    guidance: str | None,
+    *,
+    frame_system: str,
+    material: str | None,
+    max_tokens: int,
+) -> WrittenReport:
+    """The frame and every section written concurrently, then put together (see module)."""
+    note = body_sections_note([s.topic for s in sections])
+    frame_offered: set[str] = set()
+    frame = whole_report_builder(
+        fitting,
+        state,
+        sources,
+        guidance,
+        system=frame_system,
+        material=f"{material.strip()}\n\n{note}" if material else note,
+        offered=frame_offered,
+    )
+    offered_by: list[set[str]] = [set() for _ in sections]
+    builders: list[Rebuild] = [frame] + [
+        section_builder(fitting, state, section, sources, guidance, offered_by[n])
+        for n, section in enumerate(sections)
+    ]
+    texts: list[str] = [""] * len(builders)
+    semaphore = anyio.Semaphore(max(1, state.limits.max_concurrent))
+
+    async def write(index: int) -> None:
+        async with semaphore:
+            system, user = builders[index](1.0)
+            purpose = "synthesis" if index == 0 else f"synthesis:section-{index}"
+            text = await fitting.ask(
+                purpose,
+                system,
+                user,
+                json_mode=False,
+                max_tokens=max_tokens,
+                rebuild=builders[index],
+            )
+            texts[index] = unwrap_fence(text)
+
+    # The frame first, then the sections with the most findings: the longest parts start first.
+    order = sorted(range(1, len(builders)), key=lambda i: -len(sections[i - 1].finding_ids))
+    with fitting.llm.finishing():  # the ceiling is checked once: a report is not left half
+        await fan_out(write, [0, *order])
+    offered = frame_offered.union(*offered_by)
+    return WrittenReport(assemble(texts[0], texts[1:]), offered)
+
+
+def assemble(frame: str, sections: Sequence[str]) -> str:
+    """The frame's title and summary, then ``sections`` in order, then the rest of the frame.
+
+    The body goes before the frame's first level-two heading after its summary; a frame
+    without one gets the body at its end.
+    """
+    body = "\n\n".join(s.strip() for s in sections if s.strip())
+    frame = frame.strip()
+    opening = _SUMMARY.search(frame) or _TITLE.search(frame)
+    start = opening.end() if opening else 0
+    following = _LEVEL_TWO.search(frame, start)
+    if following is None:
+        return f"{frame}\n\n{body}\n" if frame else f"{body}\n"
+    head, tail = frame[: following.start()].rstrip(), frame[following.start() :].strip()
+    return f"{head}\n\n{body}\n\n{tail}\n"

@@ -1,0 +1,165 @@
+"""A report written in parts at once: its sections, how they are put together, and the calls."""
+
+from __future__ import annotations
+
+import re
+
+import anyio
+import pytest
+
+from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
+from foundry_mcp.research.models import (
+    Finding,
+    ResearchLimits,
+    ResearchOptions,
+    ResearchState,
+    Source,
+    SubQuery,
+)
+from foundry_mcp.research.workflow.calls import CallLog, ResearchLLM
+from foundry_mcp.research.workflow.report_parts import (
+    MAX_SECTIONS,
+    ReportSection,
+    assemble,
+    merge_smallest,
+    sections_by_sub_query,
+)
+from foundry_mcp.research.workflow.synthesizer import synthesize
+from tests.fakes import ResearchBrain
+
+TOPICS = ("heat pump efficiency in frost", "heat pump noise levels", "heat pump running costs")
+
+
+def _state(findings_per_topic: int = 2, max_concurrent: int = 4) -> ResearchState:
+    state = ResearchState(
+        query="How do heat pumps perform in cold climates?",
+        llm_provider="scripted",
+        llm_model="m",
+        limits=ResearchLimits(max_concurrent=max_concurrent),
+        options=ResearchOptions(verify_citations=False),
+    )
+    for t, topic in enumerate(TOPICS):
+        sub_query = SubQuery(query=topic)
+        source = Source(title=f"page {t}", url=f"https://x.example/{t}", sub_query_id=sub_query.id)
+        sub_query.source_ids.append(source.id)
+        state.sub_queries.append(sub_query)
+        state.sources.append(source)
+        state.findings += [
+            Finding(content=f"Fact {t}.{n} about {topic} holds.", source_ids=[source.id])
+            for n in range(findings_per_topic)
+        ]
+    return state
+
+
+def test_findings_are_grouped_by_the_sub_query_that_found_them() -> None:
+    state = _state()
+    orphan = Finding(content="A fact from a source no sub-query found.", source_ids=["src-x"])
+    state.findings.insert(0, orphan)
+    state.findings[-1].content += " (also the biggest group)"
+    state.findings.append(Finding(content="One more on costs.", source_ids=[state.sources[2].id]))
+
+    sections = sections_by_sub_query(state)
+
+    assert [s.topic for s in sections] == list(TOPICS)
+    assert [len(s.finding_ids) for s in sections] == [2, 2, 4]  # the orphan joins the largest
+    assert orphan.id in sections[2].finding_ids
+
+
+def test_one_topic_or_few_findings_make_a_single_call() -> None:
+    few = _state(findings_per_topic=1)
+    assert sections_by_sub_query(few) == []  # three findings
+    single = _state()
+    for finding in single.findings:
+        finding.source_ids = [single.sources[0].id]
+    assert sections_by_sub_query(single) == []
+
+
+def test_too_many_topics_are_merged_smallest_first_keeping_order() -> None:
+    sizes = [5, 1, 4, 2, 6, 1, 3, 2]
+    sections = [
+        ReportSection(f"t{n}", tuple(f"f{n}-{k}" for k in range(size)))
+        for n, size in enumerate(sizes)
+    ]
+    merged = merge_smallest(sections)
+
+    assert len(merged) == MAX_SECTIONS
+    ids = [i for s in merged for i in s.finding_ids]
+    assert ids == [i for s in sections for i in s.finding_ids]  # nothing lost, order kept
+    # Each single-finding topic joined its smaller neighbour.
+    assert [s.topic for s in merged] == ["t0", "t1; t2", "t3", "t4", "t5; t6", "t7"]
+
+
+def test_sections_go_between_the_summary_and_the_rest_of_the_frame() -> None:
+    frame = (
+        "# Heat pumps in the cold\n\n## Executive Summary\n\nThey work [src-1].\n\n"
+        "## Limitations and Open Questions\n\nFew trials.\n\n## Conclusion\n\nBuy one."
+    )
+    report = assemble(frame, ["## Efficiency\n\nCOP of 2 [src-1].", "", "## Noise\n\nQuiet."])
+
+    headings = re.findall(r"^#+ (.+)$", report, re.MULTILINE)
+    assert headings == [
+        "Heat pumps in the cold",
+        "Executive Summary",
+        "Efficiency",
+        "Noise",
+        "Limitations and Open Questions",
+        "Conclusion",
+    ]
+    # A frame the model wrote without the expected headings keeps every part.
+    plain = assemble("Just a paragraph.", ["## Efficiency\n\nCOP of 2."])
+    assert plain.startswith("Just a paragraph.") and "## Efficiency" in plain
+
+
+class ConcurrentBrain:
+    """The fake brain as a provider that counts the writer calls in flight at once."""
+
+    name = "scripted"
+
+    def __init__(self) -> None:
+        self.brain = ResearchBrain()
+        self.in_flight = 0
+        self.max_in_flight = 0
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await anyio.sleep(0.05)
+            text = self.brain.respond(request.system, request.user)
+        finally:
+            self.in_flight -= 1
+        return LLMResponse(text=text, model="m", provider=self.name, input_tokens=1)
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("max_concurrent", [4, 2])
+async def test_the_frame_and_every_section_are_written_at_once(max_concurrent: int) -> None:
+    state = _state(max_concurrent=max_concurrent)
+    provider = ConcurrentBrain()
+
+    output = await synthesize(ResearchLLM(provider, "m", state, CallLog()), state, None)
+
+    writer_calls = provider.brain.calls["writer"]
+    assert writer_calls == len(TOPICS) + 1  # three sections and the frame
+    assert provider.max_in_flight == min(max_concurrent, writer_calls)
+    body = output.report.split("\n## Sources\n", 1)[0]
+    headings = re.findall(r"^## (.+)$", body, re.MULTILINE)
+    assert headings[0] == "Executive Summary"
+    assert headings[1 : 1 + len(TOPICS)] == list(TOPICS)  # in the sub-queries' order
+    for finding in state.findings:
+        assert finding.content.rstrip(".") in body
+    assert output.report_metadata.sources_cited == len(state.sources)
+
+
+@pytest.mark.anyio
+async def test_parallel_writing_can_be_switched_off() -> None:
+    state = _state()
+    state.options.parallel_writing = False
+    provider = ConcurrentBrain()
+
+    await synthesize(ResearchLLM(provider, "m", state, CallLog()), state, None)
+
+    assert provider.brain.calls["writer"] == 1
