@@ -23,6 +23,7 @@ from foundry_mcp.research.workflow.report_parts import (
     assemble,
     merge_smallest,
     sections_by_sub_query,
+    without_title,
 )
 from foundry_mcp.research.workflow.synthesizer import synthesize
 from tests.fakes import ResearchBrain
@@ -108,6 +109,11 @@ def test_sections_go_between_the_summary_and_the_rest_of_the_frame() -> None:
     # A frame the model wrote without the expected headings keeps every part.
     plain = assemble("Just a paragraph.", ["## Efficiency\n\nCOP of 2."])
     assert plain.startswith("Just a paragraph.") and "## Efficiency" in plain
+
+
+def test_a_title_a_section_writer_added_is_left_out() -> None:
+    assert without_title("# Heat pumps\n\n## Noise\n\nQuiet.") == "## Noise\n\nQuiet."
+    assert without_title("## Noise\n\nQuiet.") == "## Noise\n\nQuiet."
 
 
 class ConcurrentBrain:

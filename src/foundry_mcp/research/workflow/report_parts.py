@@ -277,7 +277,8 @@ async def write_in_parts(
                 max_tokens=max_tokens,
                 rebuild=builders[index],
             )
-            texts[index] = unwrap_fence(text)
+            text = unwrap_fence(text)
+            texts[index] = text if index == 0 else without_title(text)
 
     # The frame first, then the sections with the most findings: the longest parts start first.
     order = sorted(range(1, len(builders)), key=lambda i: -len(sections[i - 1].finding_ids))
@@ -285,6 +286,12 @@ async def write_in_parts(
         await fan_out(write, [0, *order])
     offered = frame_offered.union(*offered_by)
     return WrittenReport(assemble(texts[0], texts[1:]), offered)
+
+
+def without_title(section: str) -> str:
+    """A section without the report title a model may have put above it."""
+    first, _, rest = section.partition("\n")
+    return rest.strip() if _TITLE.match(first) else section
 
 
 def assemble(frame: str, sections: Sequence[str]) -> str:
