@@ -158,6 +158,41 @@ async def test_sources_are_shortened_to_fit_and_fidelity_is_reported(
     assert (Path(settings.research.research_dir) / "context-cache.db").exists()
 
 
+async def test_runtime_overhead_shrinks_every_call_and_status_shows_the_figures(
+    research_env: dict[str, str], tmp_path: Path, brain: ResearchBrain, long_tavily: FakeHTTPServer
+) -> None:
+    """The specification's fix for "context exceeded": raising runtime_overhead leaves less of
+    the model's window to every call, and status says what is in effect."""
+    brain.overrides["other"] = extractive_summary
+    largest: dict[int, int] = {}
+    figures: dict[int, dict[str, Any]] = {}
+    for overhead in (0, 2_000):
+        asked_before = len(brain.history)
+        settings = make_settings(
+            research_env, tmp_path, long_tavily, f"{SMALL_WINDOW}\nruntime_overhead = {overhead}"
+        )
+        async with research_runtime(settings, warm=False) as service:
+            started = service.start(QUESTION, max_iterations=1, max_sources_per_query=2)
+            status = await wait_until(service, started["research_id"], TERMINAL)
+        assert status["status"] == "completed", status["error"]
+        figures[overhead] = status["tokens"]["budget"]
+        largest[overhead] = max(
+            estimate_tokens(s) + estimate_tokens(u)
+            for agent, s, u in brain.history[asked_before:]
+            if agent == "analyzer"
+        )
+
+    low, high = figures[0], figures[2_000]
+    assert low["context_window"] == high["context_window"] == 8_000
+    assert (low["runtime_overhead"], high["runtime_overhead"]) == (0, 2_000)
+    assert high["available"] == low["available"] - 2_000
+    assert high["phase_budgets"]["analysis"] < low["phase_budgets"]["analysis"]
+    assert low["safety_margin"] == 0.15 and low["safety_margin_tokens"] == 1_200
+    assert low["client_budget"] == high["client_budget"]  # the assistant's window is another
+    # Every analysis prompt fits the smaller room, so the largest one shrank.
+    assert largest[2_000] < largest[0]
+
+
 async def test_content_exceeded_then_dropping_archive_and_restore(
     research_env: dict[str, str], tmp_path: Path, brain: ResearchBrain
 ) -> None:
@@ -412,6 +447,7 @@ def test_every_token_setting_reaches_the_research_options(
 token_management_enabled = false
 token_safety_margin = 0.2
 runtime_overhead = 30000
+assistant_overhead = 40000
 summarization_provider = "openai:gpt-4o-mini"
 summarization_providers = ["anthropic:claude-3-5-haiku"]
 summarization_timeout = 12.5
@@ -430,6 +466,7 @@ model_context_overrides = { "gpt-4.1-mini" = 50000, client = 128000 }
     )
     assert options.enabled is False
     assert options.safety_margin == 0.2 and options.runtime_overhead == 30_000
+    assert options.assistant_overhead == 40_000
     assert options.summarization_providers == ["openai:gpt-4o-mini"]
     assert any("claude-3-5-haiku" in w and "not usable" in w for w in warnings)  # no key
     assert options.summarization_timeout == 12.5 and options.summarization_cache is False

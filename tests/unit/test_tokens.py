@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from foundry_mcp.context import tokens as tokens_module
-from foundry_mcp.context.budget import TokenBudget
+from foundry_mcp.context.budget import TokenBudget, runtime_overhead_for
 from foundry_mcp.context.errors import ContextExceededError
 from foundry_mcp.context.limits import (
     DEFAULT_CLIENT_WINDOW,
@@ -231,13 +231,36 @@ def test_outputs_are_capped_by_the_model() -> None:
     assert budget.input_limit(8192) == 16_000 - 2000 - 2400
 
 
-def test_runtime_overhead_bounds_the_report_for_the_client() -> None:
+def test_assistant_overhead_bounds_the_report_for_the_client() -> None:
     assert _budget().client_budget == math.floor((200_000 - 60_000) * 0.85)
-    tight = _budget(runtime_overhead=195_000)
+    tight = _budget(assistant_overhead=195_000)
     assert tight.client_budget == math.floor(5000 * 0.85)
     assert tight.output_tokens("synthesis") == 4250
     assert tight.output_tokens("analysis") == 4096  # our other calls are not the client's
-    assert _budget(runtime_overhead=500_000).output_tokens("synthesis") == 1024
+    assert tight.input_limit(4096) == _budget().input_limit(4096)
+    assert _budget(assistant_overhead=500_000).output_tokens("synthesis") == 1024
+
+
+def test_runtime_overhead_is_taken_from_every_call() -> None:
+    base, wrapped = _budget(), _budget(runtime_overhead=60_000)
+    assert wrapped.input_limit(4096) == base.input_limit(4096) - 60_000
+    assert wrapped.available == base.available - 60_000
+    assert wrapped.phase_budget("analysis") == math.floor(0.4 * wrapped.available)
+    assert wrapped.client_budget == base.client_budget
+    figures = wrapped.describe()
+    assert figures["runtime_overhead"] == 60_000 and figures["available"] == wrapped.available
+    assert figures["phase_budgets"] == {
+        phase: wrapped.phase_budget(phase)
+        for phase in ("planning", "analysis", "synthesis", "refinement")
+    }
+    with pytest.raises(ContextExceededError, match="runtime overhead"):
+        _budget(runtime_overhead=120_000).phase_budget("analysis")
+
+
+def test_runtime_overhead_defaults_to_nothing_for_the_provider_apis() -> None:
+    assert runtime_overhead_for("openai", None) == 0
+    assert runtime_overhead_for("anthropic", None) == 0
+    assert runtime_overhead_for("gemini", 20_000) == 20_000  # what is configured wins
 
 
 def test_a_window_with_no_room_raises_context_exceeded() -> None:

@@ -168,7 +168,8 @@ class ResearchSettings(_Section):
     # Token management (fitting content into each model's context window).
     token_management_enabled: bool = True
     token_safety_margin: float = Field(0.15, ge=0.0, le=0.9)
-    runtime_overhead: int = Field(60_000, ge=0)
+    runtime_overhead: int | None = Field(None, ge=0)  # None: the provider's own (0 for APIs)
+    assistant_overhead: int = Field(60_000, ge=0)
     summarization_provider: str | None = None
     summarization_providers: list[str] = Field(default_factory=list)
     summarization_timeout: float = Field(60.0, gt=0, le=3600)

@@ -2,16 +2,18 @@
 
 Two budgets are kept apart (``specs/token-management.md`` is the reference):
 
-* **Our own LLM calls** go straight to a provider API; nothing else shares their window. One
-  call may carry ``input_limit(max_tokens) = window - max_tokens - margin`` input tokens, where
-  ``margin = ceil(token_safety_margin * window)`` absorbs tokenizer error. The research's
+* **Our own LLM calls**: one call may carry
+  ``input_limit(max_tokens) = window - runtime_overhead - max_tokens - margin`` input tokens,
+  where ``margin = ceil(token_safety_margin * window)`` absorbs tokenizer error and
+  ``runtime_overhead`` is what a runtime wrapped around the model puts in its window (0 for the
+  provider APIs, which foundry-mcp calls directly; settable). The research's
   *available* budget is that limit for the largest output any phase asks for; each phase's
   *content* (sources, findings, a report excerpt: not the fixed instructions around it) may
   use ``fraction * available`` of it. The four fractions add up to 1: the content of one whole
   iteration would fit in a single window.
 * **The calling assistant** (Claude Code, Cursor...) holds our answers in its own window, of
-  which ``runtime_overhead`` tokens are already taken by its system prompt, tools and history.
-  ``client_budget = (client_window - runtime_overhead) * (1 - token_safety_margin)`` bounds the
+  which ``assistant_overhead`` tokens are already taken by its system prompt, tools and history.
+  ``client_budget = (client_window - assistant_overhead) * (1 - token_safety_margin)`` bounds the
   report we write for it (the synthesis call's output) and is reported with the fidelity.
 """
 
@@ -32,8 +34,19 @@ PHASE_OUTPUT_TOKENS: dict[str, int] = {
     "refinement": 2048,
     "summarization": 2048,
 }
+# What a provider's runtime puts in the model's window before our prompt, by provider kind.
+# The provider APIs (OpenAI, Anthropic, Gemini, OpenAI-compatible servers) put nothing: absent
+# kinds count 0. A provider that runs the model inside a CLI adds its system prompt's size here.
+RUNTIME_OVERHEAD_BY_PROVIDER: dict[str, int] = {}
 MIN_CLIENT_BUDGET = 1_000
 MIN_REPORT_TOKENS = 1_024
+
+
+def runtime_overhead_for(provider: str, configured: int | None) -> int:
+    """``runtime_overhead`` as configured, else the default of ``provider``'s kind."""
+    if configured is not None:
+        return configured
+    return RUNTIME_OVERHEAD_BY_PROVIDER.get(provider.split(":", 1)[0], 0)
 
 
 @dataclass(frozen=True)
@@ -44,6 +57,7 @@ class TokenBudget:
     max_output: int
     safety_margin: float
     runtime_overhead: int
+    assistant_overhead: int
     client_window: int
     phase_fractions: dict[str, float]
 
@@ -70,6 +84,7 @@ class TokenBudget:
             max_output=min(output, window - 1),
             safety_margin=options.safety_margin,
             runtime_overhead=options.runtime_overhead,
+            assistant_overhead=options.assistant_overhead,
             client_window=options.client_window,
             phase_fractions=fractions,
         )
@@ -95,7 +110,12 @@ class TokenBudget:
 
     def input_limit(self, max_tokens: int) -> int:
         """The input tokens one call asking for ``max_tokens`` of output may carry."""
-        return self.context_window - min(max_tokens, self.max_output) - self.margin_tokens
+        return (
+            self.context_window
+            - self.runtime_overhead
+            - min(max_tokens, self.max_output)
+            - self.margin_tokens
+        )
 
     @property
     def reserved_output(self) -> int:
@@ -113,9 +133,13 @@ class TokenBudget:
         if available <= 0:
             raise ContextExceededError(
                 f"The model's context window ({self.context_window:,} tokens) leaves no room for "
-                f"research content after {self.reserved_output:,} output tokens and a "
-                f"{self.safety_margin:.0%} safety margin.",
-                details={"context_window": self.context_window},
+                f"research content after {self.runtime_overhead:,} tokens of runtime overhead, "
+                f"{self.reserved_output:,} output tokens and a {self.safety_margin:.0%} safety "
+                "margin.",
+                details={
+                    "context_window": self.context_window,
+                    "runtime_overhead": self.runtime_overhead,
+                },
             )
         return max(1, math.floor(self.phase_fractions.get(phase, 0.0) * available))
 
@@ -123,19 +147,25 @@ class TokenBudget:
 
     @property
     def client_budget(self) -> int:
-        """Tokens the calling assistant can take from us after its runtime overhead."""
-        room = (self.client_window - self.runtime_overhead) * (1.0 - self.safety_margin)
+        """Tokens the calling assistant can take from us after its own prompts and history."""
+        room = (self.client_window - self.assistant_overhead) * (1.0 - self.safety_margin)
         return max(MIN_CLIENT_BUDGET, math.floor(room))
 
-    def describe(self) -> dict[str, int | float]:
-        """The numbers, for status payloads and logs."""
+    def describe(self) -> dict[str, int | float | dict[str, int]]:
+        """Every figure in effect, for status payloads and logs."""
+        room = self.available > 0
         return {
             "context_window": self.context_window,
             "max_output": self.max_output,
-            "safety_margin_tokens": self.margin_tokens,
-            "available": self.available,
-            "analysis_budget": self.phase_budget("analysis") if self.available > 0 else 0,
-            "synthesis_budget": self.phase_budget("synthesis") if self.available > 0 else 0,
-            "client_budget": self.client_budget,
             "runtime_overhead": self.runtime_overhead,
+            "safety_margin": self.safety_margin,
+            "safety_margin_tokens": self.margin_tokens,
+            "reserved_output": self.reserved_output,
+            "available": self.available,
+            "phase_budgets": {
+                phase: self.phase_budget(phase) if room else 0 for phase in self.phase_fractions
+            },
+            "client_window": self.client_window,
+            "assistant_overhead": self.assistant_overhead,
+            "client_budget": self.client_budget,
         }

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from foundry_mcp.context.archive import ContentArchive, archive_dir
+from foundry_mcp.context.budget import runtime_overhead_for
 from foundry_mcp.context.cache import SummaryCache
 from foundry_mcp.context.limits import client_window, model_limits
 from foundry_mcp.errors import FoundryError
@@ -63,7 +64,8 @@ class ContextServices:
         options = TokenBudgetOptions(
             enabled=research.token_management_enabled,
             safety_margin=research.token_safety_margin,
-            runtime_overhead=research.runtime_overhead,
+            runtime_overhead=runtime_overhead_for(provider, research.runtime_overhead),
+            assistant_overhead=research.assistant_overhead,
             client_window=client_window(research.model_context_overrides),
             context_window=limits.context_window,
             max_output=limits.max_output,

@@ -45,7 +45,22 @@ def _v3_to_v4(state: State) -> State:
     return state
 
 
-STEPS: dict[int, Callable[[State], State]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
+def _v4_to_v5(state: State) -> State:
+    """Version 5 takes ``runtime_overhead`` from every call's window, as the specification says;
+    what it meant before (the calling assistant's share) is ``assistant_overhead``."""
+    budget = state.get("options", {}).get("token_budget")
+    if isinstance(budget, dict) and "assistant_overhead" not in budget:
+        budget["assistant_overhead"] = budget.pop("runtime_overhead", 60_000)
+        budget["runtime_overhead"] = 0
+    return state
+
+
+STEPS: dict[int, Callable[[State], State]] = {
+    1: _v1_to_v2,
+    2: _v2_to_v3,
+    3: _v3_to_v4,
+    4: _v4_to_v5,
+}
 
 
 def migrate_state(state: State) -> State:

@@ -151,11 +151,16 @@ class ResearchRunner:
         self._finish(state)
 
     async def _research_llm(self, state: ResearchState, calls: CallLog) -> ResearchLLM:
-        """The research's LLMs: its own provider, the per-phase lists, prices and ceiling."""
+        """The research's LLMs: its own provider, the per-phase lists, prices and ceiling.
+
+        A research started with an explicit ``provider_id`` sends every call to it: the
+        per-phase lists (and summarization providers) apply only when the caller named none.
+        """
         providers = self.providers
         own = await anyio.to_thread.run_sync(providers.llm, state.llm_provider)
         routes: dict[str, list[LLMRoute]] = {}
-        for group, pairs in providers.resolve_routes().items():
+        configured = {} if state.options.pinned_provider else providers.resolve_routes()
+        for group, pairs in configured.items():
             routes[group] = [
                 LLMRoute(await anyio.to_thread.run_sync(providers.llm, name), model)
                 for name, model in pairs

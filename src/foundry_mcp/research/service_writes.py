@@ -94,7 +94,9 @@ class ResearchWriter:
             task_timeout=task_timeout,
         )
         llm_name, llm_model = self.providers.resolve_llm(provider_id, model)
-        routes = self.providers.resolve_routes()  # per-phase lists: fail now, naming the key
+        # A provider named by the caller runs every phase; otherwise the per-phase lists apply
+        # (resolved now, to fail here naming the key).
+        routes = {} if provider_id else self.providers.resolve_routes()
         search, warnings = self.providers.usable_search_providers(
             self.settings.research.deep_research_providers
         )
@@ -106,6 +108,7 @@ class ResearchWriter:
             options=ResearchOptions(
                 verify_citations=research.deep_research_verify_citations,
                 parallel_writing=research.deep_research_parallel_writing,
+                pinned_provider=bool(provider_id),
                 max_verified_claims=research.deep_research_verification_max_claims,
                 gate_retries=research.deep_research_gate_retries,
                 enable_reflection=research.deep_research_enable_reflection,
@@ -198,7 +201,8 @@ class ResearchWriter:
         )
         # The provider must still be usable: fail now, not in the background.
         self.providers.resolve_llm(f"{state.llm_provider}:{state.llm_model}", None)
-        self.providers.resolve_routes()
+        if not state.options.pinned_provider:
+            self.providers.resolve_routes()
         self.providers.usable_search_providers(state.search_providers)
         ownership = self.store.ownership(research_id)
         expected = ownership.token if ownership else None

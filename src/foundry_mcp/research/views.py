@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from foundry_mcp.context.budget import TokenBudget
 from foundry_mcp.context.fidelity import fidelity_block
 from foundry_mcp.research.models import PHASE_ORDER, ResearchState, Status, UsageTotals, utcnow
 
@@ -84,6 +85,7 @@ def status_payload(
             "output": state.llm_usage.total.output_tokens,
             "total": state.llm_usage.total.input_tokens + state.llm_usage.total.output_tokens,
             "calls": state.llm_usage.total.calls,
+            "budget": token_budget_payload(state),
         },
         "usage": usage_payload(state),
         "search_calls": state.search_calls,
@@ -211,6 +213,18 @@ def cited_sources(state: ResearchState) -> list[dict[str, Any]]:
     ]
 
 
+def token_budget_payload(state: ResearchState) -> dict[str, Any]:
+    """The token figures in effect for the research's own model (see context/budget.py)."""
+    options = state.options.token_budget
+    budget = TokenBudget.from_options(options, state.llm_model, state.llm_provider)
+    return {
+        "enabled": options.enabled,
+        "model": f"{state.llm_provider}:{state.llm_model}",
+        "limits_source": options.limits_source,
+        **budget.describe(),
+    }
+
+
 def usage_payload(state: ResearchState) -> dict[str, Any]:
     """Tokens and estimated cost of the research's LLM calls, in total, by phase and provider.
 
@@ -238,4 +252,5 @@ def usage_payload(state: ResearchState) -> dict[str, Any]:
         "by_phase": {phase: totals(item) for phase, item in usage.by_phase.items()},
         "by_provider": {name: totals(item) for name, item in usage.by_provider.items()},
         "by_model": {name: totals(item) for name, item in usage.by_model.items()},
+        "models_by_phase": {phase: list(models) for phase, models in usage.models_by_phase.items()},
     }

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 RESEARCH_ID_PATTERN = re.compile(r"^deepres-[0-9a-f]{12}$")
 
-STATE_SCHEMA_VERSION = 4
+STATE_SCHEMA_VERSION = 5
 
 
 def utcnow() -> datetime:

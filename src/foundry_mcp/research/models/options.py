@@ -36,7 +36,8 @@ class TokenBudgetOptions(_Model):
 
     enabled: bool = True
     safety_margin: float = 0.15
-    runtime_overhead: int = 60_000
+    runtime_overhead: int = 0  # taken from every call's window (a runtime around the model)
+    assistant_overhead: int = 60_000  # taken from the calling assistant's window
     client_window: int = 200_000
     context_window: int | None = None  # None: looked up from the model name at run time
     max_output: int | None = None
@@ -73,6 +74,7 @@ class ResearchOptions(_Model):
 
     verify_citations: bool = True
     parallel_writing: bool = True  # write the report's sections at once (workflow/report_parts)
+    pinned_provider: bool = False  # the caller named provider_id: it runs every LLM call
     max_verified_claims: int = 60
     gate_retries: int = 1
     enable_reflection: bool = False

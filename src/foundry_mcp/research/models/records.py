@@ -169,6 +169,7 @@ class LLMUsage(_Model):
     by_phase: dict[str, UsageTotals] = Field(default_factory=dict)
     by_provider: dict[str, UsageTotals] = Field(default_factory=dict)
     by_model: dict[str, UsageTotals] = Field(default_factory=dict)  # "provider:model"
+    models_by_phase: dict[str, list[str]] = Field(default_factory=dict)  # who ran each phase
     max_cost_usd: float | None = None  # the ceiling of the last run
     cost_ceiling_reached: bool = False
     booked: list[str] = Field(default_factory=list)  # journal keys of the calls counted
@@ -192,7 +193,11 @@ class LLMUsage(_Model):
         self.total.add(record)
         self.by_phase.setdefault(record.phase, UsageTotals()).add(record)
         self.by_provider.setdefault(record.provider, UsageTotals()).add(record)
-        self.by_model.setdefault(f"{record.provider}:{record.model}", UsageTotals()).add(record)
+        label = f"{record.provider}:{record.model}"
+        self.by_model.setdefault(label, UsageTotals()).add(record)
+        served = self.models_by_phase.setdefault(record.phase, [])
+        if label not in served:
+            served.append(label)
 
 
 class ReportMetadata(_Model):

@@ -55,6 +55,11 @@ PREFLIGHT_ROUNDS = 8
 MIN_SCALE = 0.01
 
 Rebuild = Callable[[float], tuple[str, str]]
+REJECTED_REMEDIATION = (
+    "The model's real room is smaller than foundry-mcp was told. Give its window in [research] "
+    "model_context_overrides, or raise runtime_overhead (tokens taken from every call) or "
+    "token_safety_margin, then resume the research."
+)
 
 
 def is_context_overflow(exc: ProviderError) -> bool:
@@ -208,6 +213,7 @@ class Fitting:
                     raise ContextExceededError(
                         f"The model rejected the {purpose} prompt as too long "
                         f"{attempt} times, even shrunk to {tokens:,} tokens: {exc.message}",
+                        remediation=REJECTED_REMEDIATION,
                         details={"purpose": purpose, "tokens": tokens, "provider": exc.provider},
                     ) from exc
                 before = tokens
