@@ -24,7 +24,7 @@ from foundry_mcp.research.models.levels import LOW_FIDELITY, ContentLevel, fidel
 
 REGRESSION_TOLERANCE = 0.05
 STATUS_DROPPED_IDS = 10
-REPORT_ITEMS = 20  # keeps the report response compact; events and status hold the rest
+REPORT_ITEMS = 100  # records in the report response; status and events hold the rest
 
 
 def record_item(
@@ -220,6 +220,7 @@ def fidelity_block(state: ResearchState, *, include_items: bool = False) -> dict
             if record.current_level is not ContentLevel.FULL
         }
         block["content_fidelity"] = dict(list(degraded.items())[:REPORT_ITEMS])
+        block["content_fidelity_not_shown"] = max(0, len(degraded) - REPORT_ITEMS)
         block["content_archive_hashes"] = dict(
             list(state.content_archive_hashes.items())[:REPORT_ITEMS]
         )
@@ -240,6 +241,6 @@ def report_fidelity_block(state: ResearchState) -> dict[str, Any]:
     if report_tokens > client_budget:
         block["report_warning"] = (
             f"The report (~{report_tokens:,} tokens) is larger than the {client_budget:,} tokens "
-            "left in your context after runtime_overhead; read it in pages with offset."
+            "left in your context after assistant_overhead; read it in pages with offset."
         )
     return block
