@@ -293,6 +293,7 @@ class Timeline:
     first: float | None = None  # first request received
     last: float = 0.0  # last answer sent
     alone: dict[str, float] = field(default_factory=dict)  # time with exactly one, by label
+    idle: list[tuple[float, str, str]] = field(default_factory=list)  # (gap, ended, started)
 
     @property
     def overhead(self) -> float:
@@ -334,7 +335,10 @@ def timeline(exchanges: Iterable[Exchange], began: float, ended: float) -> Timel
     )
     active: set[int] = set()
     previous = 0.0
+    last_ended = "start"
     for at, step, index in edges:
+        if step > 0 and not active and at > previous:
+            result.idle.append((at - previous, last_ended, spans[index][2]))
         if active:
             elapsed = at - previous
             result.busy += elapsed
@@ -348,6 +352,7 @@ def timeline(exchanges: Iterable[Exchange], began: float, ended: float) -> Timel
             result.peak = max(result.peak, len(active))
         else:
             active.discard(index)
+            last_ended = spans[index][2]
     return result
 
 
@@ -618,6 +623,10 @@ def show_run(run: Run) -> None:
     if run.lead:
         steps = [f"{kind} +{seconds * 1000:.1f}" for kind, seconds in run.lead.items()]
         print(f"   lead-in (ms after the call): {', '.join(steps)}, first request +{first}")
+    if t.idle:
+        worst = sorted(t.idle, reverse=True)[:3]
+        gaps = ", ".join(f"{gap * 1000:.0f} ms {a} -> {b}" for gap, a, b in worst)
+        print(f"   largest gaps with nothing in flight: {gaps}")
     print(
         f"   concurrency avg {t.average:.2f}, peak {t.peak}; exactly one in flight "
         f"{sum(t.alone.values()):.1f} s ({_alone(t.alone)})"
