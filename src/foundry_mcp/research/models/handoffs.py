@@ -14,6 +14,7 @@ class PlannedSubQuery(_Model):
     rationale: str = ""
     priority: int = 1
     target: SearchTarget = SearchTarget.BOTH  # asked for when the user's documents are searched
+    source_types: list[str] = Field(default_factory=list)  # asked for when a research has kinds
 
     @field_validator("target", mode="before")
     @classmethod
@@ -34,6 +35,19 @@ class PlannedSubQuery(_Model):
             return SearchTarget(key)
         except ValueError:
             return words.get(key, SearchTarget.BOTH)
+
+    @field_validator("source_types", mode="before")
+    @classmethod
+    def _lenient_source_types(cls, value: object) -> list[str]:
+        """Kinds of sources as a list or one comma-separated text, lower-cased; else none.
+
+        The planner keeps those the research searches (see ``workflow.planner``).
+        """
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, list):
+            return []
+        kinds = [item.strip().lower() for item in items if isinstance(item, str)]
+        return list(dict.fromkeys(kind for kind in kinds if kind))
 
 
 class PlannedSubQuestion(_Model):
@@ -173,17 +187,47 @@ class GapAssessment(_Model):
 class IterationRecommendation(_Model):
     should_iterate: bool = False
     rationale: str = ""
-    priority_gaps: list[str] = Field(default_factory=list)
+    priority_gaps: list[str] = Field(default_factory=list)  # gap ids, most important first
+
+    @field_validator("priority_gaps", mode="before")
+    @classmethod
+    def _lenient_gap_ids(cls, value: object) -> list[str]:
+        """Gap ids as a list, one id alone, or objects carrying a ``gap_id`` (or ``id``)."""
+        items = value if isinstance(value, list) else [value]
+        ids = []
+        for item in items:
+            if isinstance(item, dict):
+                item = item.get("gap_id", item.get("id"))
+            if isinstance(item, str) and item.strip():
+                ids.append(item.strip())
+        return ids
 
 
 class RefinerOutput(_Model):
-    """The refiner's handoff: an assessment of each gap and whether to go round again."""
+    """The refiner's handoff: an assessment of each gap and whether to go round again.
+
+    ``priority_gaps`` orders the follow-up searches; ``report_improvements`` go to the writer of
+    the next report.
+    """
 
     gap_analysis: list[GapAssessment] = Field(default_factory=list)
     iteration_recommendation: IterationRecommendation = Field(
         default_factory=IterationRecommendation
     )
     report_improvements: list[str] = Field(default_factory=list)
+
+    @field_validator("report_improvements", mode="before")
+    @classmethod
+    def _lenient_improvements(cls, value: object) -> list[str]:
+        """A list of texts; one text alone, or objects, give their text values; the rest none."""
+        items = value if isinstance(value, list) else [value]
+        texts = []
+        for item in items:
+            if isinstance(item, dict):
+                item = " ".join(v for v in item.values() if isinstance(v, str))
+            if isinstance(item, str) and item.strip():
+                texts.append(item.strip())
+        return texts
 
 
 class QualityAssessment(_Model):

@@ -43,12 +43,13 @@ from foundry_mcp.research.modes.rounds import (
     record_verdict,
     round_feedback,
 )
+from foundry_mcp.research.prompts.refiner import improvements_guidance
 from foundry_mcp.research.workflow.analyzer import analyze
 from foundry_mcp.research.workflow.calls import ResearchLLM
 from foundry_mcp.research.workflow.gates import GATES
 from foundry_mcp.research.workflow.gatherer import gather
 from foundry_mcp.research.workflow.planner import plan
-from foundry_mcp.research.workflow.refiner import refine
+from foundry_mcp.research.workflow.refiner import refine, report_improvements
 from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 from foundry_mcp.research.workflow.synthesizer import synthesize
 
@@ -198,6 +199,9 @@ class SimplePlaybook:
         }
 
     async def _synthesis(self, guidance: str | None) -> dict[str, Any]:
+        # What the last refinement asked of this report goes to its writer with the guidance.
+        advice = improvements_guidance(report_improvements(self.state))
+        guidance = "\n".join(filter(None, (guidance, advice))) or None
         output = await self._writer(self.kit.llm, self.state, guidance)
         self.state.report = output.report
         self.state.report_metadata = output.report_metadata
@@ -234,12 +238,13 @@ class SimplePlaybook:
         }
 
     def _follow_up_queries(self, output: RefinerOutput) -> list[SubQuery]:
+        """The new queries of the addressable gaps, in the refiner's order of the gaps (most
+        important first, see :func:`refine`); a query's priority is its gap's rank."""
         state = self.state
         known = {" ".join(sq.query.lower().split()) for sq in state.sub_queries}
         follow_ups: list[SubQuery] = []
-        for assessment in output.gap_analysis:
-            if not assessment.addressable:
-                continue
+        addressable = [a for a in output.gap_analysis if a.addressable]
+        for rank, assessment in enumerate(addressable, start=1):
             for follow_up in assessment.follow_up_queries:
                 key = " ".join(follow_up.query.lower().split())
                 if key and key not in known and len(follow_ups) < state.limits.max_sub_queries:
@@ -248,6 +253,7 @@ class SimplePlaybook:
                         SubQuery(
                             query=follow_up.query.strip(),
                             rationale=follow_up.expected_contribution,
+                            priority=rank,
                             iteration=state.iteration + 1,
                             gap_id=assessment.gap_id,
                         )

@@ -12,9 +12,10 @@ state is in, so a resumed research simply continues.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 import anyio
 
@@ -25,6 +26,8 @@ from foundry_mcp.research.models import (
     Phase,
     ReflectionDecision,
     ResearchState,
+    SourceQuality,
+    SubQueryStatus,
     ValidationResult,
 )
 from foundry_mcp.research.workflow.calls import ResearchLLM
@@ -33,6 +36,11 @@ from foundry_mcp.research.workflow.reflection import reflect
 log = logging.getLogger(__name__)
 
 Checkpoint = Callable[[], Awaitable[None]]
+
+_T = TypeVar("_T")
+MaybeAwaitable: TypeAlias = _T | Awaitable[_T]
+
+DISPATCH_TEXT_CHARS = 200  # the question and other texts in a dispatch record are cut to this
 
 
 class PhaseTimeoutError(Exception):
@@ -50,20 +58,24 @@ class PhaseTimeoutError(Exception):
 class SupervisorHooks:
     """Extension points for library users; override any method. All default to no-ops.
 
-    A hook that raises is logged and ignored (with a warning on the research): a faulty hook
-    never breaks a research.
+    An override may be a plain method or a coroutine method (``async def``): the supervisor
+    calls it and awaits the result when it is awaitable. A hook that raises is logged and
+    recorded as a ``hook_failed`` decision and a warning, and the research goes on without it:
+    a faulty hook never breaks a research.
     """
 
-    async def on_phase_start(self, state: ResearchState, phase: Phase) -> None:
+    def on_phase_start(self, state: ResearchState, phase: Phase) -> MaybeAwaitable[None]:
         """Called before a phase's agent runs."""
 
-    async def on_agent_handoff(self, state: ResearchState, agent: AgentRole, phase: Phase) -> None:
+    def on_agent_handoff(
+        self, state: ResearchState, agent: AgentRole, phase: Phase
+    ) -> MaybeAwaitable[None]:
         """Called when the supervisor hands a phase to its specialist agent."""
 
-    async def on_phase_complete(self, state: ResearchState, phase: Phase) -> None:
+    def on_phase_complete(self, state: ResearchState, phase: Phase) -> MaybeAwaitable[None]:
         """Called after a phase ran, passed its gate (or used up its retries) and was saved."""
 
-    async def on_think_pause(self, state: ResearchState, prompt: str) -> str | None:
+    def on_think_pause(self, state: ResearchState, prompt: str) -> MaybeAwaitable[str | None]:
         """Called at each reflection point; guidance returned goes to the next agent."""
         return None
 
@@ -145,7 +157,7 @@ class Supervisor:
             agent,
             f"execute_{phase.value}",
             f"Phase {phase.value} is handled by the {agent.value}.",
-            {"phase": phase.value, "iteration": state.iteration, "mode": state.mode.value},
+            dispatch_inputs(state, phase),
             None,
         )
         state.emit("phase_started", {"phase": phase.value, "iteration": state.iteration})
@@ -253,14 +265,25 @@ class Supervisor:
             )
 
     async def _call_hook(self, name: str, *args: Any) -> Any:
+        """Call hook ``name`` (a plain or a coroutine method); a hook that raises is recorded."""
+        state = self.state
         try:
-            return await getattr(self._hooks, name)(*args)
+            result = getattr(self._hooks, name)(*args)
+            if inspect.isawaitable(result):
+                result = await result
         except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
             log.exception("supervisor hook %s failed", name)
-            self.state.warn(
-                f"Supervisor hook {name} failed ({type(exc).__name__}: {exc}); ignored."
+            state.warn(f"Supervisor hook {name} failed ({error}); ignored.")
+            self._record(
+                AgentRole.SUPERVISOR,
+                "hook_failed",
+                f"Supervisor hook {name} failed ({error}); the research went on without it.",
+                {"hook": name, "phase": state.phase.value, "iteration": state.iteration},
+                {"hook": name, "error": error},
             )
             return None
+        return result
 
     # ------------------------------------------------------------------ decisions
 
@@ -299,6 +322,87 @@ class Supervisor:
             )
         )
         log.debug("%s %s: %s", agent.value, action, rationale)
+
+
+def dispatch_inputs(state: ResearchState, phase: Phase) -> dict[str, Any]:
+    """What the agent of ``phase`` is handed, as its dispatch decision records it.
+
+    Every dispatch names the research, its question, the phase, iteration and mode; each phase
+    adds the figures its agent works from (the handoff inputs of ``specs/handoffs.md``).
+    """
+    common = {
+        "research_id": state.id,
+        "original_query": _clip(state.query),
+        "phase": phase.value,
+        "iteration": state.iteration,
+        "mode": state.mode.value,
+    }
+    return {**common, **_PHASE_INPUTS[phase](state)}
+
+
+def _planning_inputs(state: ResearchState) -> dict[str, Any]:
+    return {
+        "system_prompt": _clip(state.system_prompt) if state.system_prompt else None,
+        "max_sub_queries": state.limits.max_sub_queries,
+    }
+
+
+def _gathering_inputs(state: ResearchState) -> dict[str, Any]:
+    pending = [
+        _clip(sq.query)
+        for sq in state.sub_queries
+        if sq.iteration == state.iteration and sq.status is SubQueryStatus.PENDING
+    ]
+    return {
+        "sub_query_count": len(pending),
+        "sub_queries": pending,
+        "search_providers": list(state.search_providers),
+        "max_sources_per_query": state.limits.max_sources_per_query,
+        "max_concurrent": state.limits.max_concurrent,
+    }
+
+
+def _analysis_inputs(state: ResearchState) -> dict[str, Any]:
+    return {
+        "source_count": len(state.sources),
+        "unanalyzed_sources": sum(1 for s in state.sources if not s.analyzed),
+        "high_quality_sources": sum(1 for s in state.sources if s.quality is SourceQuality.HIGH),
+    }
+
+
+def _synthesis_inputs(state: ResearchState) -> dict[str, Any]:
+    return {
+        "source_count": len(state.sources),
+        "finding_count": len(state.findings),
+        "gap_count": len(state.unaddressed_gaps()),
+        "has_research_brief": bool(state.research_brief),
+    }
+
+
+def _refinement_inputs(state: ResearchState) -> dict[str, Any]:
+    gaps = state.unaddressed_gaps()
+    return {
+        "gap_count": len(gaps),
+        "gaps": [_clip(gap.description) for gap in gaps],
+        "remaining_iterations": max(0, state.limits.max_iterations - state.iteration),
+        "has_report_draft": state.report is not None,
+    }
+
+
+_PHASE_INPUTS: dict[Phase, Callable[[ResearchState], dict[str, Any]]] = {
+    Phase.PLANNING: _planning_inputs,
+    Phase.GATHERING: _gathering_inputs,
+    Phase.ANALYSIS: _analysis_inputs,
+    Phase.SYNTHESIS: _synthesis_inputs,
+    Phase.REFINEMENT: _refinement_inputs,
+}
+
+
+def _clip(text: str) -> str:
+    """``text`` cut to ``DISPATCH_TEXT_CHARS``: a long question is not copied into every record."""
+    if len(text) <= DISPATCH_TEXT_CHARS:
+        return text
+    return text[: DISPATCH_TEXT_CHARS - 1] + "…"
 
 
 def _join(*parts: str | None) -> str | None:
