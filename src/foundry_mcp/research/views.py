@@ -22,6 +22,8 @@ KEY_DECISIONS = {
     "assess_coverage",
     "decide_iteration",
     "plan_next_iteration",
+    "assess_gaps",
+    "hook_failed",
     "retry_phase",
     "fallback",
     "provider_fallback",
