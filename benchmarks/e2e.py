@@ -178,9 +178,12 @@ def context_window(provider: str) -> int:
     return int(model_limits(DEFAULT_MODELS[provider], provider).context_window)
 
 
-def write_config(path: Path, provider: str, budget: str) -> None:
-    """The run's configuration file: the provider, no page fetching, and the budget."""
+def write_config(path: Path, provider: str, budget: str, reflection: bool = True) -> None:
+    """The run's configuration file: the provider, no page fetching, the budget, and whether
+    the supervisor's model judges each phase."""
     lines = ["[research]", f'default_provider = "{provider}"']
+    if not reflection:
+        lines.append("deep_research_enable_reflection = false")
     if budget == "10":
         window = max(1000, context_window(provider) // 10)
         lines += [
@@ -194,11 +197,16 @@ def write_config(path: Path, provider: str, budget: str) -> None:
 
 
 def environment(
-    tmp: Path, provider: Provider, llm: FakeHTTPServer, search: FakeHTTPServer, budget: str
+    tmp: Path,
+    provider: Provider,
+    llm: FakeHTTPServer,
+    search: FakeHTTPServer,
+    budget: str,
+    reflection: bool = True,
 ) -> dict[str, str]:
     """The server's environment: a private home, store and config, the fakes' addresses."""
     config = tmp / "foundry-mcp.toml"
-    write_config(config, provider.name, budget)
+    write_config(config, provider.name, budget, reflection)
     home = tmp / "home"
     home.mkdir(exist_ok=True)
     return {
@@ -495,7 +503,7 @@ def research_once(
     tmp = tempfile.mkdtemp(prefix="e2e-")
     with provider.start(recorder.brain) as llm, fake_tavily(corpus) as search:
         llm.delay, search.delay = llm_delay, search_delay
-        env = environment(Path(tmp), provider, llm, search, budget)
+        env = environment(Path(tmp), provider, llm, search, budget, not args.no_reflection)
         began = ended = time.time()
         report = ""
         server: RawServer | None = None
@@ -822,7 +830,8 @@ def show_setup(args: argparse.Namespace, questions: Sequence[Question], budgets:
     facts = sum(len(corpus.facts) for corpus in corpora)
     print(
         f"provider {args.provider}:{model} (default window {window:,} tokens), Tavily; "
-        f"mode {args.mode}; {', '.join(f'{k}={v}' for k, v in OPTIONS.items())}"
+        f"mode {args.mode}; {', '.join(f'{k}={v}' for k, v in OPTIONS.items())}; supervisor "
+        f"judgement {'off' if args.no_reflection else 'on'}"
     )
     print(
         f"latency: LLM {LLM_BASE_SECONDS} s + {LLM_SECONDS_PER_TOKEN * 1000:.0f} ms per output "
@@ -854,6 +863,11 @@ def main() -> None:
     parser.add_argument("--mode", choices=("auto", "simple", "hierarchical"), default="auto")
     parser.add_argument("--pages", type=int, default=3, help="pages per item (facts: 3 each)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the corpus")
+    parser.add_argument(
+        "--no-reflection",
+        action="store_true",
+        help="without the supervisor's model judgement of each phase (its cost: compare)",
+    )
     args = parser.parse_args()
     questions = QUESTIONS[: max(1, min(args.questions, len(QUESTIONS)))]
     budgets = ["full", "10"] if args.budget == "both" else [args.budget]

@@ -235,9 +235,7 @@ async def doctor(service: ResearchService, args: argparse.Namespace) -> int:
     except FoundryError as exc:
         checks["llm"] = f"not usable: {exc.message} {exc.remediation}"
     try:
-        usable, warnings = service.providers.usable_search_providers(
-            settings.research.deep_research_providers
-        )
+        usable, warnings = service.providers.search_providers()
         checks["search"] = f"ok: {', '.join(usable)}" + (
             f" ({' '.join(warnings)})" if warnings else ""
         )

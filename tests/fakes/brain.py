@@ -44,6 +44,7 @@ AGENT_MARKERS: tuple[tuple[str, str], ...] = (
     ("research investigator", "investigator"),
     ("evidence assessor", "assessor"),
     ("coverage assessor", "coverage"),
+    ("research supervisor", "supervisor"),
 )
 HALLUCINATED_ID = "src-deadbeef"
 # How foundry-mcp's prompts for a report written in parts say what they are
@@ -162,7 +163,27 @@ class ResearchBrain:
             return self._json(self.assess(user))
         if agent == "coverage":
             return self._json(self.cover(user))
+        if agent == "supervisor":
+            return self._json(self.supervise(user))
         return "This is a deterministic answer from the fake research brain."
+
+    def supervise(self, user: str) -> dict[str, Any]:
+        """The supervisor's judgement of a phase: go on, guided by the quality gate.
+
+        It proceeds whatever the gate said (the gate's own retry acts on a failure), scoring
+        the phase 8 when the gate passed and 4 when not; it never stops the research early.
+        """
+        passed = "Quality gate: passed" in user
+        return {
+            "action": "proceed",
+            "rationale": "The phase did what it had to." if passed else "The gate found issues.",
+            "quality_assessment": {
+                "score": 8 if passed else 4,
+                "strengths": ["on the question"] if passed else [],
+                "weaknesses": [] if passed else ["see the quality gate"],
+            },
+            "guidance": None,
+        }
 
     def _json(self, data: dict[str, Any]) -> str:
         text = json.dumps(data, indent=2)

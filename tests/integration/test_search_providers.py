@@ -23,7 +23,14 @@ from foundry_mcp.providers.search.base import SearchResult
 from foundry_mcp.providers.search.google import GoogleSearch
 from foundry_mcp.providers.search.local import LocalDocuments
 from foundry_mcp.providers.search.semantic_scholar import SemanticScholarSearch
-from foundry_mcp.research.models import ResearchLimits, ResearchState, SubQuery, SubQueryStatus
+from foundry_mcp.research.models import (
+    ResearchLimits,
+    ResearchOptions,
+    ResearchState,
+    SearchOptions,
+    SubQuery,
+    SubQueryStatus,
+)
 from tests.fakes import (
     FakeHTTPServer,
     FakeResponse,
@@ -477,12 +484,16 @@ def _hit(provider: str, title: str, url: str, content: str | None = "text") -> S
     return SearchResult(title=title, url=url, snippet=title, content=content, provider=provider)
 
 
-def _state(*queries: str, max_sources: int = 5) -> tuple[ResearchState, list[tuple[str, Any]]]:
+def _state(
+    *queries: str, max_sources: int = 5, strategy: str = "all"
+) -> tuple[ResearchState, list[tuple[str, Any]]]:
+    """A research of ``queries``; its providers merged (``all``) unless told otherwise."""
     state = ResearchState(
         query="q",
         llm_provider="openai",
         llm_model="m",
         limits=ResearchLimits(max_sources_per_query=max_sources),
+        options=ResearchOptions(search=SearchOptions(strategy=strategy)),  # type: ignore[arg-type]
         sub_queries=[SubQuery(query=q) for q in queries],
     )
     events: list[tuple[str, Any]] = []
@@ -503,7 +514,7 @@ async def _gather(state: ResearchState, providers: list[Any], fetcher: Any = Non
     return output, saves
 
 
-async def test_each_sub_query_asks_every_provider_at_once() -> None:
+async def test_under_all_each_sub_query_asks_every_provider_at_once() -> None:
     slow_a = ScriptedSearch("a", [_hit("a", "Alpha page one", "https://a.example/1")], delay=0.4)
     slow_b = ScriptedSearch("b", [_hit("b", "Beta page one", "https://b.example/1")], delay=0.4)
     state, events = _state("first question")
@@ -517,6 +528,40 @@ async def test_each_sub_query_asks_every_provider_at_once() -> None:
     assert state.search_calls == 2
     assert saves == [2]  # checkpoint after the sub-query
     assert state.sub_queries[0].providers == ["a", "b"]
+
+
+async def test_under_priority_the_next_provider_searches_only_when_one_fails() -> None:
+    down = ProviderError("a is down (HTTP 503).", provider="a", retryable=True, kind="transient")
+    a = ScriptedSearch("a", error=down, delay=0.2)
+    b = ScriptedSearch("b", [_hit("b", "Beta page one", "https://b.example/1")], delay=0.2)
+    c = ScriptedSearch("c", [_hit("c", "Gamma page one", "https://c.example/1")])
+    state, events = _state("first question", strategy="priority")
+    started = time.perf_counter()
+    output, _ = await _gather(state, [a, b, c])
+    assert time.perf_counter() - started >= 0.4  # one after the other
+    assert [s.url for s in output.sources] == ["https://b.example/1"]
+    assert (a.queries, b.queries, c.queries) == (["first question"], ["first question"], [])
+    assert [data["provider"] for kind, data in events if kind == "search"] == ["a", "b"]
+    assert state.search_calls == 2
+    (sub_query,) = state.sub_queries
+    assert sub_query.status is SubQueryStatus.COMPLETED and sub_query.providers == ["a", "b"]
+    assert any("'a' failed on 1 search" in w for w in state.warnings)
+
+
+async def test_under_priority_a_spent_quota_is_not_asked_again_in_the_round() -> None:
+    spent = ProviderError(
+        "a refused the search: quota exceeded (HTTP 429).",
+        provider="a",
+        kind="rate_limit",
+        retryable=False,
+    )
+    a = ScriptedSearch("a", error=spent)
+    b = ScriptedSearch("b", [_hit("b", "Beta page one", "https://b.example/1")])
+    state, _ = _state("one", "two", "three", strategy="priority")
+    state.limits.max_concurrent = 1
+    await _gather(state, [a, b])
+    assert len(a.queries) == 1 and len(b.queries) == 3
+    assert all(sq.status is SubQueryStatus.COMPLETED for sq in state.sub_queries)
 
 
 async def test_results_are_deduplicated_by_url_and_by_title() -> None:
@@ -782,8 +827,12 @@ async def test_research_with_google_and_semantic_scholar_reads_the_pages(
                 FOUNDRY_MCP_FETCH_ALLOW_PRIVATE="1",
             )
             async with research_runtime(settings, warm=False) as service:
+                # One lane per kind: Google searches the web, Semantic Scholar the papers.
                 started = service.start(
-                    "Do cover crops store soil carbon?", max_iterations=1, max_sources_per_query=4
+                    "Do cover crops store soil carbon?",
+                    max_iterations=1,
+                    max_sources_per_query=4,
+                    source_types=["web", "academic"],
                 )
                 status = await wait_until(service, started["research_id"], TERMINAL)
                 state = service.store.load(started["research_id"])

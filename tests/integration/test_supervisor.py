@@ -261,3 +261,25 @@ async def test_guidance_given_after_planning_carries_over_gathering_to_the_analy
     assert analyzer_prompts and all("vendor benchmarks" in user for user in analyzer_prompts)
     writer_prompt = next(user for agent, _, user in brain.history if agent == "writer")
     assert "vendor benchmarks" not in writer_prompt
+
+
+async def test_the_supervisor_judges_each_phase_by_default(
+    settings: Settings, brain: ResearchBrain
+) -> None:
+    assert settings.research.deep_research_enable_reflection is True  # the default
+    state = await _research(settings, "What is a skip list?", max_iterations=1)
+    reflections = [d for d in state.decisions if d.action == "reflect"]
+    judged = [d.inputs["phase"] for d in reflections]
+    assert judged == ["planning", "gathering", "analysis", "synthesis"]
+    assert brain.calls["supervisor"] == len(reflections)
+    assert all(d.outputs is not None and d.outputs["score"] == 8 for d in reflections)
+
+
+async def test_the_rule_gates_alone_when_the_judgement_is_off(
+    settings: Settings, brain: ResearchBrain
+) -> None:
+    settings.research.deep_research_enable_reflection = False
+    state = await _research(settings, "What is a skip list?", max_iterations=1)
+    assert not [d for d in state.decisions if d.action == "reflect"]
+    assert brain.calls["supervisor"] == 0
+    assert any(d.action == "evaluate_phase" for d in state.decisions)

@@ -26,6 +26,7 @@ SAMPLES: dict[str, Any] = {
     "provider_id": "sample-provider",
     "model": "sample-model",
     "mode": "hierarchical",
+    "source_types": ["academic", "news"],
     "max_iterations": 2,
     "max_sub_queries": 3,
     "max_sources_per_query": 4,

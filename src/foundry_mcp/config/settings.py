@@ -125,13 +125,20 @@ class ResearchSettings(_Section):
         3, ge=_LOW["max_concurrent"], le=_HIGH["max_concurrent"]
     )
     deep_research_timeout: float = Field(600.0, ge=_LOW["task_timeout"], le=_HIGH["task_timeout"])
-    deep_research_providers: list[str] = Field(default_factory=lambda: ["tavily"])
+    # The search providers in priority order (the specification's: Tavily, Google, Semantic
+    # Scholar); those of the default list take part once they have their keys.
+    deep_research_providers: list[str] = Field(
+        default_factory=lambda: ["tavily", "google", "semantic_scholar"]
+    )
+    # "priority": a search goes to the first usable provider, the next one on failure;
+    # "all": to every provider at once, their results merged.
+    deep_research_search_strategy: Literal["priority", "all"] = "priority"
     research_dir: Path = Path("~/.foundry-mcp/research")
     deep_research_verify_citations: bool = True
     deep_research_parallel_writing: bool = True
     deep_research_verification_max_claims: int = Field(60, ge=1, le=500)
     deep_research_gate_retries: int = Field(1, ge=0, le=3)
-    deep_research_enable_reflection: bool = False
+    deep_research_enable_reflection: bool = True
     supervisor_hooks: str | None = None
     deep_research_planning_timeout: float = Field(180.0, ge=1, le=86400)
     deep_research_gathering_timeout: float = Field(300.0, ge=1, le=86400)

@@ -70,8 +70,13 @@ def _uses(registry: ProviderRegistry) -> dict[str, list[str]]:
         for position, spec in enumerate(registry.route_specs(group)):
             name, _ = parse_provider_spec(spec)
             uses.setdefault(name, []).append(group if position == 0 else f"{group} fallback")
-    for raw in research.deep_research_providers:
-        uses.setdefault(raw.strip().lower(), []).append("search")
+    try:  # the search providers a research started now would use
+        searching, _ = registry.search_providers()
+    except FoundryError:  # none can run: the listed ones that cannot, each with its fix
+        listed = (raw.strip().lower() for raw in research.deep_research_providers)
+        searching = [name for name in listed if registry.search_problem(name)]
+    for name in searching:
+        uses.setdefault(name, []).append("search")
     settings = registry.settings
     if research.local.paths and not any(settings.provider_kind(n) == "local" for n in uses):
         uses.setdefault("local", []).append("search")  # local documents are searched too

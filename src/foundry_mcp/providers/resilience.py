@@ -29,7 +29,7 @@ from foundry_mcp.providers.policy import (
     is_local_url,
     retry_observer,
 )
-from foundry_mcp.providers.search.base import SearchProvider, SearchResult
+from foundry_mcp.providers.search.base import SearchProvider, SearchResult, SourceType
 
 __all__ = [
     "DEFAULT_MAX_IN_FLIGHT",
@@ -79,8 +79,12 @@ class ResilientSearch:
         self.inner = inner
         self.policy = policy
 
-    async def search(self, query: str, max_results: int) -> list[SearchResult]:
-        return await self.policy.call(lambda: self.inner.search(query, max_results))
+    async def search(
+        self, query: str, max_results: int, source_type: SourceType | None = None
+    ) -> list[SearchResult]:
+        if source_type is None:  # only an adapter serving several kinds is told which one
+            return await self.policy.call(lambda: self.inner.search(query, max_results))
+        return await self.policy.call(lambda: self.inner.search(query, max_results, source_type))
 
     async def aclose(self) -> None:
         await self.inner.aclose()

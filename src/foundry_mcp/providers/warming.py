@@ -61,8 +61,7 @@ def warm_defaults(
     for name, model in pairs:
         quietly(f"the {name} LLM", _warm_llm, registry, name, model, stop=stop)
     with contextlib.suppress(ProviderNotConfiguredError):
-        listed = registry.settings.research.deep_research_providers
-        usable, _ = registry.usable_search_providers(listed)
+        usable, _ = registry.search_providers()
         for search in usable:
             quietly(f"the {search} search", registry.search, search, stop=stop)
     quietly("the page fetcher", registry.fetcher, stop=stop)

@@ -100,8 +100,13 @@ class ResearchService:
         max_concurrent: int | None = None,
         task_timeout: float | None = None,
         mode: str | None = None,
+        source_types: Any = None,
     ) -> dict[str, Any]:
-        """Validate, save a queued research and start it in the background."""
+        """Validate, save a queued research and start it in the background.
+
+        ``source_types`` (web, academic, news, local) limits the search to those kinds of
+        sources; none: every configured provider.
+        """
         return self.writer.start(
             query,
             system_prompt=system_prompt,
@@ -113,6 +118,7 @@ class ResearchService:
             max_concurrent=max_concurrent,
             task_timeout=task_timeout,
             mode=mode,
+            source_types=source_types,
         )
 
     def resume(

@@ -11,6 +11,7 @@ from typing import Any
 
 from foundry_mcp.config import LIMIT_BOUNDS, MAX_QUERY_CHARS, ResearchSettings
 from foundry_mcp.errors import InputError, InvalidStateError
+from foundry_mcp.providers.search.base import SOURCE_TYPES
 from foundry_mcp.research.models import (
     ExplorationMode,
     HypothesisMode,
@@ -76,6 +77,37 @@ def parse_statuses(raw: str | None) -> list[Status]:
                 details={"field": "status"},
             ) from None
     return statuses
+
+
+def check_source_types(value: Any) -> list[str]:
+    """The kinds of sources a research asks for, without repeats (none given: every kind).
+
+    A list, or one comma-separated text; ``InputError`` naming the allowed kinds otherwise.
+    """
+    if value is None:
+        return []
+    items = value.split(",") if isinstance(value, str) else value
+    allowed = ", ".join(SOURCE_TYPES)
+    if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
+        raise InputError(
+            f"source_types must be a list of kinds of sources (got {value!r}).",
+            remediation=f"Pass source_types as a list of: {allowed}; e.g. ['academic'].",
+            details={"field": "source_types"},
+        )
+    kinds = [item.strip().lower() for item in items if item.strip()]
+    unknown = [kind for kind in kinds if kind not in SOURCE_TYPES]
+    if unknown:
+        raise InputError(
+            f"source_types has {', '.join(repr(k) for k in unknown)}, which "
+            f"{'is not a kind' if len(unknown) == 1 else 'are not kinds'} of sources.",
+            remediation=(
+                f"Use one or more of: {allowed} (web: Tavily or Google; academic: Semantic "
+                "Scholar; news: Tavily's news search; local: your documents); or leave "
+                "source_types out to search with every configured provider."
+            ),
+            details={"field": "source_types"},
+        )
+    return list(dict.fromkeys(kinds))
 
 
 def resolve_mode(research: ResearchSettings, mode: str | None) -> ModeOptions:

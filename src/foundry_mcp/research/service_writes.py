@@ -24,6 +24,7 @@ from foundry_mcp.research.models import (
     ResearchMode,
     ResearchOptions,
     ResearchState,
+    SearchOptions,
     Status,
     SubQueryStatus,
 )
@@ -31,6 +32,7 @@ from foundry_mcp.research.runner import ResearchRunner
 from foundry_mcp.research.service_inputs import (
     check_can_continue,
     check_query,
+    check_source_types,
     research_limits,
     resolve_mode,
 )
@@ -80,9 +82,11 @@ class ResearchWriter:
         max_concurrent: int | None = None,
         task_timeout: float | None = None,
         mode: str | None = None,
+        source_types: Any = None,
     ) -> dict[str, Any]:
         """Validate, save a queued research and start it in the background."""
         query = check_query(query)
+        kinds = check_source_types(source_types)
         mode_options = resolve_mode(self.settings.research, mode)
         limits = research_limits(
             self.settings.research,
@@ -97,9 +101,7 @@ class ResearchWriter:
         # A provider named by the caller runs every phase; otherwise the per-phase lists apply
         # (resolved now, to fail here naming the key).
         routes = {} if provider_id else self.providers.resolve_routes()
-        search, warnings = self.providers.usable_search_providers(
-            self.settings.research.deep_research_providers
-        )
+        search, warnings = self.providers.search_providers(kinds)
         research = self.settings.research
         state = ResearchState(
             query=query,
@@ -114,6 +116,9 @@ class ResearchWriter:
                 enable_reflection=research.deep_research_enable_reflection,
                 phase_timeouts=research.phase_timeouts(),
                 mode=mode_options,
+                search=SearchOptions(
+                    source_types=kinds, strategy=research.deep_research_search_strategy
+                ),
             ),
             mode=mode_options.requested,
             llm_provider=llm_name,
@@ -140,6 +145,12 @@ class ResearchWriter:
             "phase_providers": {
                 group: [f"{name}:{chosen}" for name, chosen in pairs]
                 for group, pairs in routes.items()
+            },
+            "search": {
+                "providers": search,
+                "source_types": kinds,
+                "strategy": research.deep_research_search_strategy,
+                "warnings": warnings,
             },
         }
 

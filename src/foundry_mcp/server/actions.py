@@ -98,6 +98,7 @@ async def _deep_research(
         provider_id=_text(use, "provider_id"),
         model=_text(use, "model"),
         mode=use.get("mode"),
+        source_types=use.get("source_types"),
         **_limits(use),
     )
     return payload, warnings

@@ -7,6 +7,7 @@ A call whose arguments do not fit the model is refused with the tool's own envel
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
@@ -14,6 +15,7 @@ from pydantic_core import ErrorDetails
 
 from foundry_mcp.config import LIMIT_BOUNDS, MAX_QUERY_CHARS, MAX_WAIT_SECONDS
 from foundry_mcp.errors import InputError, UnknownActionError
+from foundry_mcp.providers.search.base import SourceType
 
 LIMIT_PARAMS = tuple(LIMIT_BOUNDS)
 
@@ -26,6 +28,7 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
         "provider_id",
         "model",
         "mode",
+        "source_types",
         *LIMIT_PARAMS,
         "deep_research_action",
         "research_id",
@@ -82,6 +85,20 @@ def _limit(name: str, description: str) -> Any:
     return Field(None, description=f"{description}, {low:g}-{high:g}.")
 
 
+def _as_list(value: Any) -> Any:
+    """A list of lower-cased names; one text is read as the JSON array it spells (some clients
+    send arrays as text) or as comma-separated names."""
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = json.loads(text) if text.startswith("[") else text.split(",")
+        except ValueError:
+            value = text.split(",")
+    if isinstance(value, list):
+        return [item.strip().lower() if isinstance(item, str) else item for item in value]
+    return value
+
+
 _NOT_BOOL = BeforeValidator(_no_bool)
 _LOW = {name: low for name, (low, _) in LIMIT_BOUNDS.items()}
 _HIGH = {name: high for name, (_, high) in LIMIT_BOUNDS.items()}
@@ -101,6 +118,7 @@ WaitSeconds = Annotated[float, Field(ge=0, le=MAX_WAIT_SECONDS), _NOT_BOOL]
 Offset = Annotated[int, Field(ge=0), _NOT_BOOL]
 PageChars = Annotated[int, Field(ge=1000, le=100_000), _NOT_BOOL]
 PageSize = Annotated[int, Field(ge=1, le=500), _NOT_BOOL]
+SourceTypes = Annotated[list[SourceType], BeforeValidator(_as_list)]
 
 
 class ResearchArguments(BaseModel):
@@ -128,6 +146,14 @@ class ResearchArguments(BaseModel):
             "deep-research: how the question is researched. auto (default) chooses; simple: one "
             "pass; hierarchical: 2-5 sub-questions researched in parallel, then integrated; "
             "hypotheses: competing explanations explored and weighed."
+        ),
+    )
+    source_types: SourceTypes | None = Field(
+        None,
+        description=(
+            "deep-research: the kinds of sources to search, one or more of web (Tavily, "
+            "Google), academic (Semantic Scholar papers), news (Tavily's news search), local "
+            "(the user's documents). Default: every configured search provider."
         ),
     )
     max_iterations: Iterations | None = _limit("max_iterations", "deep-research/resume: rounds")
@@ -232,6 +258,13 @@ def _refusal(error: ErrorDetails, raw: dict[str, Any], count: int) -> InputError
             remediation=f"Pass action, one of: {', '.join(ACTION_PARAMS)}.",
             details={"field": field},
         )
+    if kind == "literal_error":  # a value outside a fixed set: name the set
+        expected = str(error.get("ctx", {}).get("expected", ""))
+        return InputError(
+            f"{field} {_shown(error['input'])} is not one of {expected}{more}.",
+            remediation=f"Use {expected} for {field}, or leave it out.",
+            details={"field": field},
+        )
     if kind == "extra_forbidden":
         action = raw.get("action")
         accepted = ACTION_PARAMS.get(action, ()) if isinstance(action, str) else ()
@@ -258,7 +291,10 @@ def _expectation(field: str, *, bare: bool = False) -> str:
         "number": "a number",
         "string": "a string",
         "boolean": "true or false",
+        "array": "a list",
     }.get(spec.get("type", ""), "a valid value")
+    if spec.get("items", {}).get("enum"):
+        kind += " of " + ", ".join(repr(value) for value in spec["items"]["enum"])
     low, high = spec.get("minimum"), spec.get("maximum")
     if low is not None and high is not None:
         kind += f" between {low:g} and {high:g}"

@@ -1,10 +1,15 @@
-"""The protocol every search adapter implements, and the results it returns."""
+"""The protocol every search adapter implements, the results it returns, and the kinds of
+sources a search can be for."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Literal, Protocol, get_args
 
 from pydantic import BaseModel
+
+# The kinds of sources a research can ask for (the ``source_types`` of ``deep-research``).
+SourceType = Literal["web", "academic", "news", "local"]
+SOURCE_TYPES: tuple[SourceType, ...] = get_args(SourceType)
 
 
 class SearchResult(BaseModel):
@@ -19,14 +24,32 @@ class SearchResult(BaseModel):
 
 
 class SearchProvider(Protocol):
-    """A search API behind one method."""
+    """A search API behind one method.
+
+    An adapter class says which kinds of sources it serves in a ``source_types`` class
+    attribute (a tuple of ``SOURCE_TYPES``, its main kind first; ``("web",)`` when absent).
+    """
 
     name: str
 
-    async def search(self, query: str, max_results: int) -> list[SearchResult]:
-        """Search; raise ``ProviderError`` (from ``foundry_mcp.errors``) on failure."""
+    async def search(
+        self, query: str, max_results: int, source_type: SourceType | None = None
+    ) -> list[SearchResult]:
+        """Search; raise ``ProviderError`` (from ``foundry_mcp.errors``) on failure.
+
+        ``source_type`` is the kind of sources wanted, one the adapter serves; it is passed
+        only to an adapter that serves several (None: its main kind).
+        """
         ...
 
     async def aclose(self) -> None:
         """Release the HTTP client."""
         ...
+
+
+def served_types(provider: object) -> tuple[SourceType, ...]:
+    """The kinds of sources a search adapter (or its class) serves, its main kind first."""
+    declared = getattr(provider, "source_types", None)
+    if isinstance(declared, tuple) and declared:
+        return declared
+    return ("web",)

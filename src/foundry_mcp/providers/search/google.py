@@ -15,7 +15,7 @@ import httpx
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.http_errors import parse_retry_after
 from foundry_mcp.providers.search._http import get_json, install_log_redaction, new_client
-from foundry_mcp.providers.search.base import SearchResult
+from foundry_mcp.providers.search.base import SearchResult, SourceType
 
 DEFAULT_BASE_URL = "https://www.googleapis.com"
 MAX_NUM = 10  # the API answers at most 10 results per request
@@ -37,6 +37,8 @@ _KEY_REMEDIATION = (
 class GoogleSearch:
     """Search through the Custom Search JSON API; one HTTP client per provider."""
 
+    source_types: tuple[SourceType, ...] = ("web",)
+
     def __init__(
         self,
         name: str,
@@ -52,7 +54,9 @@ class GoogleSearch:
         self._timeout = min(timeout, 120.0)
         self._client = new_client(base_url or DEFAULT_BASE_URL, self._timeout)
 
-    async def search(self, query: str, max_results: int) -> list[SearchResult]:
+    async def search(
+        self, query: str, max_results: int, source_type: SourceType | None = None
+    ) -> list[SearchResult]:
         num = max(1, min(max_results, MAX_NUM))
         data = await get_json(
             self._client,

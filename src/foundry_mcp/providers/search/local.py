@@ -31,7 +31,7 @@ import anyio
 
 from foundry_mcp.config import LocalDocumentsSettings
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.providers.search.base import SearchResult
+from foundry_mcp.providers.search.base import SearchResult, SourceType
 from foundry_mcp.providers.search.documents import first_heading, split_passages
 from foundry_mcp.providers.search.local_index import INDEX_FILE, LocalIndex, ScanStats
 
@@ -121,6 +121,8 @@ def fts_query(text: str, column: str | None = "body") -> str | None:
 class LocalDocuments:
     """Full-text search over the user's documents (``[research.local]``)."""
 
+    source_types: tuple[SourceType, ...] = ("local",)
+
     def __init__(self, name: str, settings: LocalDocumentsSettings, index_path: Path) -> None:
         self.name = name
         self.settings = settings
@@ -131,7 +133,9 @@ class LocalDocuments:
 
     # ------------------------------------------------------------------ search
 
-    async def search(self, query: str, max_results: int) -> list[SearchResult]:
+    async def search(
+        self, query: str, max_results: int, source_type: SourceType | None = None
+    ) -> list[SearchResult]:
         return await self._off_loop(self._search_sync, query, max_results)
 
     async def sample(self, question: str, limit: int) -> list[str]:

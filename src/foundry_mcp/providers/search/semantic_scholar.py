@@ -16,7 +16,7 @@ import httpx
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.http_errors import parse_retry_after, status_error
 from foundry_mcp.providers.search._http import get_json, new_client
-from foundry_mcp.providers.search.base import SearchResult
+from foundry_mcp.providers.search.base import SearchResult, SourceType
 
 DEFAULT_BASE_URL = "https://api.semanticscholar.org"
 FIELDS = "title,abstract,tldr,url,externalIds,year,authors,venue,citationCount"
@@ -31,6 +31,8 @@ _KEY_HINT = (
 class SemanticScholarSearch:
     """Search papers; one HTTP client per provider, key optional."""
 
+    source_types: tuple[SourceType, ...] = ("academic",)
+
     def __init__(
         self, name: str, api_key: str | None, base_url: str | None, timeout: float
     ) -> None:
@@ -40,7 +42,9 @@ class SemanticScholarSearch:
         headers = {"x-api-key": api_key} if api_key else {}
         self._client = new_client(base_url or DEFAULT_BASE_URL, self._timeout, headers)
 
-    async def search(self, query: str, max_results: int) -> list[SearchResult]:
+    async def search(
+        self, query: str, max_results: int, source_type: SourceType | None = None
+    ) -> list[SearchResult]:
         # The API finds nothing for hyphenated terms; it supports no query syntax at all.
         text = re.sub(r"\s+", " ", query.replace("-", " ")).strip()
         if not text:

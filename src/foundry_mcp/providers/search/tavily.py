@@ -1,4 +1,8 @@
-"""Tavily web search, with the raw page text of each result."""
+"""Tavily web and news search, with the raw page text of each result.
+
+A search for news sources uses Tavily's ``news`` topic (recent articles from news outlets);
+any other search its general web topic.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from foundry_mcp.providers.http_errors import (
     status_error,
     timeout_error,
 )
-from foundry_mcp.providers.search.base import SearchResult
+from foundry_mcp.providers.search.base import SearchResult, SourceType
 
 if TYPE_CHECKING:
     from tavily import AsyncTavilyClient
@@ -30,6 +34,8 @@ class TavilySearch:
     is not the builtin one), the raw ``httpx`` errors it lets through (5xx statuses, refused or
     broken connections) and answers that are not the JSON object it promises.
     """
+
+    source_types: tuple[SourceType, ...] = ("web", "news")
 
     def __init__(
         self,
@@ -47,7 +53,9 @@ class TavilySearch:
         self._search_depth = search_depth
         self._client: AsyncTavilyClient = AsyncTavilyClient(api_key=api_key, api_base_url=base_url)
 
-    async def search(self, query: str, max_results: int) -> list[SearchResult]:
+    async def search(
+        self, query: str, max_results: int, source_type: SourceType | None = None
+    ) -> list[SearchResult]:
         if not self._key:  # without a key the SDK would silently go keyless
             raise ProviderError(
                 f"{self.name} has no API key.",
@@ -55,6 +63,8 @@ class TavilySearch:
                 kind="auth",
                 remediation=f"Set TAVILY_API_KEY or [providers.{self.name}] api_key.",
             )
+        # The news topic only when news is asked for: a web search stays the SDK's default.
+        topic: dict[str, Any] = {"topic": "news"} if source_type == "news" else {}
         try:
             response: Any = await self._client.search(
                 query,
@@ -62,6 +72,7 @@ class TavilySearch:
                 include_raw_content=True,
                 search_depth=self._search_depth,
                 timeout=self._timeout,
+                **topic,
             )
             results = response.get("results") or []
         except Exception as exc:

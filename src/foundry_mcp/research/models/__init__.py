@@ -69,6 +69,7 @@ from foundry_mcp.research.models.options import (
     ModeOptions,
     ResearchLimits,
     ResearchOptions,
+    SearchOptions,
     TokenBudgetOptions,
 )
 from foundry_mcp.research.models.records import (
@@ -146,6 +147,7 @@ __all__ = [
     "ResearchMode",
     "ResearchOptions",
     "ResearchState",
+    "SearchOptions",
     "SearchStrategy",
     "SearchTarget",
     "Severity",

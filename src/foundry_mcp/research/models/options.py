@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from foundry_mcp.research.models.base import _Model
@@ -69,6 +71,19 @@ class ModeOptions(_Model):
     min_confidence_threshold: int = 0  # 0: every hypothesis is considered
 
 
+class SearchOptions(_Model):
+    """Which kinds of sources a research searches, and how its search providers share the work.
+
+    ``source_types`` are values of ``providers.search.base.SOURCE_TYPES``, checked when the
+    research starts; empty: every provider of the research, in one priority order.
+    ``strategy`` is ``[research] deep_research_search_strategy``: "priority" asks the first
+    usable provider and the next one when it fails; "all" asks every provider at once.
+    """
+
+    source_types: list[str] = Field(default_factory=list)
+    strategy: Literal["priority", "all"] = "priority"
+
+
 class ResearchOptions(_Model):
     """Workflow switches of one research, resolved from configuration when it starts."""
 
@@ -77,7 +92,8 @@ class ResearchOptions(_Model):
     pinned_provider: bool = False  # the caller named provider_id: it runs every LLM call
     max_verified_claims: int = 60
     gate_retries: int = 1
-    enable_reflection: bool = False
+    enable_reflection: bool = True
     phase_timeouts: dict[str, float] = Field(default_factory=dict)  # seconds, by phase value
     token_budget: TokenBudgetOptions = Field(default_factory=TokenBudgetOptions)
     mode: ModeOptions = Field(default_factory=ModeOptions)
+    search: SearchOptions = Field(default_factory=SearchOptions)

@@ -33,6 +33,7 @@ class SubQuery(_Model):
     gap_id: str | None = None
     hypothesis_id: str | None = None  # hypotheses mode: the hypothesis this search explores
     target: SearchTarget = SearchTarget.BOTH  # local documents, the web, or both
+    source_types: list[str] = Field(default_factory=list)  # kinds to search; empty: all
     status: SubQueryStatus = SubQueryStatus.PENDING
     error: str | None = None
     source_ids: list[str] = Field(default_factory=list)

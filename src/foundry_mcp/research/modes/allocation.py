@@ -61,6 +61,7 @@ def adopt_plan(
             priority=p.priority,
             iteration=state.iteration,
             target=p.target,
+            source_types=p.source_types,
         )
         for p in output.sub_queries
     ]

@@ -113,6 +113,9 @@ def branch_state(research: ResearchState, sub_question: SubQuestion) -> Research
     """A fresh state for the researcher of ``sub_question``."""
     options = research.options.model_copy(deep=True)
     options.verify_citations = False  # the final report is verified as a whole
+    # The research's supervisor judges the research; a sub-question's researcher is steered by
+    # its own sufficiency rule instead (a judgement per branch phase would add a call each).
+    options.enable_reflection = False
     limits = research.limits.model_copy(
         update={
             "max_iterations": sub_question.iteration_budget,

@@ -176,14 +176,16 @@ class SimplePlaybook:
     def _pipelined(self) -> bool:
         """Whether sources are analysed as their searches return, during gathering.
 
-        Not when guidance for the analyst may come from the think pause after gathering (the
-        supervisor's reflection, or an ``on_think_pause`` hook): then analysis waits for it.
+        Not when the user's own ``on_think_pause`` hook may steer the analyst after gathering:
+        then analysis waits for it. The supervisor's reflection after gathering still judges
+        the gathering (and may retry it); its guidance reaches the sources left to analyse and
+        the phases after.
         """
         hooks = self.kit.hooks
         custom_pause = hooks is not None and (
             type(hooks).on_think_pause is not SupervisorHooks.on_think_pause
         )
-        return not self.state.options.enable_reflection and not custom_pause
+        return not custom_pause
 
     async def _analysis(self, guidance: str | None) -> dict[str, Any]:
         state = self.state

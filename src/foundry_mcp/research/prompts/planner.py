@@ -6,6 +6,8 @@ parts, decomposes it into sub-questions (seeds 000/001).
 
 When the research searches the user's documents and the web, the planner is shown a sample of
 the documents and aims each sub-query at them, the web or both (seed 003's strategic planner).
+When the research asks for several kinds of outside sources (web, academic, news), the planner
+names the kinds that suit each sub-query.
 """
 
 from __future__ import annotations
@@ -54,6 +56,18 @@ Each sub-query then reads {"query": "...", "rationale": "...", "priority": 1, \
 "target": "local|web|both"}, and the JSON object also has "allocation_strategy": one sentence \
 on how you split the sub-queries between the documents and the web, and why."""
 
+SOURCE_TYPE_RULES = """
+
+Kinds of sources: besides any documents of the user, this research searches {kinds}. Give every sub-query a "source_types" list naming the kinds most likely to hold its answer:
+{described}
+Name several kinds when several may help; fewer kinds mean fewer searches. Each sub-query then also reads "source_types": ["{example}"]."""
+
+SOURCE_TYPE_NOTES: dict[str, str] = {
+    "web": "web pages: general, practical, commercial or official information",
+    "academic": "academic papers: studies, measurements, reviews and their findings",
+    "news": "news articles: recent events, announcements and their coverage",
+}
+
 LOCAL_SAMPLE_USER = """
 
 The user's documents ({count} listed, most relevant to the question first):
@@ -66,8 +80,10 @@ def planner_prompts(
     system_prompt: str | None,
     guidance: str | None,
     local_sample: Sequence[str] = (),
+    source_types: Sequence[str] = (),
 ) -> tuple[str, str]:
-    """The (system, user) prompts for planning; with a ``local_sample``, allocation too."""
+    """The (system, user) prompts for planning; with a ``local_sample``, allocation too, and
+    with ``source_types`` (two or more outside kinds) the choice among them per sub-query."""
     context = ""
     if system_prompt:
         context += f"\n\nContext from the requester: {system_prompt}"
@@ -80,11 +96,21 @@ def planner_prompts(
         context += f"\n\nSupervisor guidance: {guidance}"
     system = PLANNER_SYSTEM.replace("{max_sub_queries}", str(max_sub_queries))
     user = PLANNER_USER.format(query=query, max_sub_queries=max_sub_queries, context=context)
-    return system + _allocation_rules(local_sample), user
+    return system + _allocation_rules(local_sample) + _source_type_rules(source_types), user
 
 
 def _allocation_rules(local_sample: Sequence[str]) -> str:
     return ALLOCATION_RULES if local_sample else ""
+
+
+def _source_type_rules(source_types: Sequence[str]) -> str:
+    if not source_types:
+        return ""
+    described = "\n".join(
+        f'- "{kind}": {SOURCE_TYPE_NOTES.get(kind, kind)}' for kind in source_types
+    )
+    kinds = ", ".join(source_types)
+    return SOURCE_TYPE_RULES.format(kinds=kinds, described=described, example=source_types[0])
 
 
 STRATEGIST_SYSTEM = """\
@@ -137,9 +163,10 @@ def strategist_prompts(
     *,
     require_decomposition: bool,
     local_sample: Sequence[str] = (),
+    source_types: Sequence[str] = (),
 ) -> tuple[str, str]:
     """The (system, user) prompts for judging and planning the question (see
-    :func:`planner_prompts` for ``local_sample``)."""
+    :func:`planner_prompts` for ``local_sample`` and ``source_types``)."""
     low, high = sub_question_range
     rule = (_DECOMPOSE_ALWAYS if require_decomposition else _DECOMPOSE_IF_COMPLEX).format(
         min_sub_questions=low, max_sub_questions=high
@@ -148,4 +175,4 @@ def strategist_prompts(
         "{max_sub_queries}", str(max_sub_queries)
     )
     _, user = planner_prompts(query, max_sub_queries, system_prompt, guidance, local_sample)
-    return system + _allocation_rules(local_sample), user
+    return system + _allocation_rules(local_sample) + _source_type_rules(source_types), user

@@ -1,16 +1,20 @@
 """The gatherer: runs the pending sub-queries concurrently and collects new sources.
 
-Each sub-query goes to every search provider at once. Their answers are merged rank by rank
-(the first hit of each provider, then the second, ...), de-duplicated against the whole
+Each sub-query is searched lane by lane (see :mod:`.search_lanes`): one lane per kind of
+sources it asks for, each searched by the first usable provider in priority order and by the
+next one when that fails or finds nothing (``priority``, the default), or by all of them at once
+(``all``; ``[research] deep_research_search_strategy``). The answers are merged rank by rank
+(the first hit of each lane or provider, then the second, ...), de-duplicated against the whole
 research by normalised URL and by normalised title, and cut to ``max_sources_per_query``. A
-sub-query fails only when every provider failed for it.
+sub-query fails only when every provider it asked failed.
 
 Then the pages of the new sources that came without text are fetched (``[research.fetch]``;
 with ``follow_links`` every new source's page is fetched) and their text becomes the source's
 content. A failed fetch is recorded, never fails the sub-query. Each finished sub-query is
 saved before the gatherer moves on; with ``on_sources`` its new sources are then handed on at
-once (simple mode analyses them while the other searches run). Searches and page reads run in task groups (see
-:mod:`.fanout`): an unexpected error ends them all, and nothing outlives the run.
+once (simple mode analyses them while the other searches run). Searches and page reads run in
+task groups (see :mod:`.fanout`): an unexpected error ends them all, and nothing outlives the
+run.
 """
 
 from __future__ import annotations
@@ -26,11 +30,10 @@ from urllib.parse import urlsplit
 import anyio
 
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.providers.search.base import SearchProvider, SearchResult
+from foundry_mcp.providers.search.base import SearchProvider, SearchResult, SourceType
 from foundry_mcp.research.models import (
     GathererOutput,
     ResearchState,
-    SearchTarget,
     Source,
     SubQuery,
     SubQueryStatus,
@@ -38,6 +41,13 @@ from foundry_mcp.research.models import (
 from foundry_mcp.research.workflow.calls import CallLog
 from foundry_mcp.research.workflow.fanout import fan_out
 from foundry_mcp.research.workflow.pool import SourcePool, normalise_url
+from foundry_mcp.research.workflow.search_lanes import (
+    Attempt,
+    LaneAnswer,
+    interleave,
+    search_lane,
+    search_lanes,
+)
 
 if TYPE_CHECKING:
     from foundry_mcp.providers.fetch import FetchResult, PageFetcher
@@ -83,10 +93,10 @@ async def gather(
 
     ``fetcher`` reads the pages of sources without text (none: pages are not read). With a
     ``pool`` (shared by the researchers of one research) a URL keeps one id across them all and
-    its page is read once. A sub-query whose ``target`` is ``local`` or ``web`` is searched by
-    the providers of ``local_providers`` (the user's documents) or by the others only; when
-    none of them is configured, by all. ``on_sources`` receives each saved sub-query's new
-    sources (not called when it found none).
+    its page is read once. ``local_providers`` names the providers of the user's documents (a
+    sub-query whose ``target`` is ``local`` or ``web`` is searched by them, or by the others,
+    only). ``on_sources`` receives each saved sub-query's new sources (not called when it found
+    none).
     """
     output = GathererOutput()
     seen_urls = {normalise_url(s.url) for s in state.sources if s.url}
@@ -94,19 +104,32 @@ async def gather(
     semaphore = anyio.Semaphore(state.limits.max_concurrent)
     failures: dict[str, list[str]] = {}  # provider -> errors, for the partial-failure warning
     answered: set[str] = set()
+    search = state.options.search
+    spent: set[str] = set()  # providers whose key or quota failed: passed over this round
 
     async def run(sub_query: SubQuery) -> None:
-        chosen_providers = providers_for(sub_query.target, providers, local_providers)
-        async with semaphore:
-            per_provider = await _search_all(chosen_providers, sub_query.query, state, calls)
-        errors = [error for _, _, error in per_provider if error is not None]
-        for name, _, error in per_provider:
-            if error is not None:
-                failures.setdefault(name, []).append(error)
+        lanes = search_lanes(sub_query, providers, local_providers, search.source_types)
+        answers: dict[int, LaneAnswer] = {}
+
+        async def ask(provider: SearchProvider, kind: SourceType | None) -> Attempt:
+            attempt = await _ask(provider, kind, sub_query.query, state, calls)
+            if attempt.error is None:
+                answered.add(provider.name)
             else:
-                answered.add(name)
+                failures.setdefault(provider.name, []).append(attempt.error.message)
+            return attempt
+
+        async def one_lane(position: int) -> None:
+            answers[position] = await search_lane(
+                lanes[position], ask, local_providers, strategy=search.strategy, spent=spent
+            )
+
+        async with semaphore:
+            await fan_out(one_lane, range(len(lanes)))
+        by_lane = [answers[position] for position in range(len(lanes))]
+        attempts = [attempt for answer in by_lane for attempt in answer.attempts]
         chosen: list[SearchResult] = []
-        for result in _interleave([found for _, found, _ in per_provider]):
+        for result in interleave([answer.results for answer in by_lane]):
             if len(chosen) >= state.limits.max_sources_per_query:
                 break
             url_key = normalise_url(result.url) if result.url else None
@@ -132,9 +155,9 @@ async def gather(
             await _fetch_pages(fetcher, sources, state, calls, pool)
         # From here to the checkpoint nothing awaits: a cancel cannot leave the sub-query
         # marked done without its sources.
-        if errors and all(error is not None for _, _, error in per_provider):
+        if all(answer.failed for answer in by_lane):
             sub_query.status = SubQueryStatus.FAILED
-            sub_query.error = "; ".join(errors)
+            sub_query.error = "; ".join(a.error.message for a in attempts if a.error is not None)
             output.stats.queries_failed += 1
         else:
             sub_query.status = SubQueryStatus.COMPLETED
@@ -145,7 +168,7 @@ async def gather(
             sub_query.source_ids.append(source.id)
             output.sources.append(source)
             output.stats.sources_collected += 1
-        sub_query.providers = [p.name for p in chosen_providers]
+        sub_query.providers = list(dict.fromkeys(attempt.provider for attempt in attempts))
         await checkpoint()
         if on_sources is not None and sources:
             await on_sources(sources)
@@ -158,24 +181,6 @@ async def gather(
                 f"providers' results were used. Last error: {errors[-1]}"
             )
     return output
-
-
-def providers_for(
-    target: SearchTarget, providers: list[SearchProvider], local_providers: frozenset[str]
-) -> list[SearchProvider]:
-    """The providers that search a sub-query aimed at ``target`` (all of them for ``both``)."""
-    if target is SearchTarget.BOTH:
-        return providers
-    wanted = [p for p in providers if (p.name in local_providers) == (target is SearchTarget.LOCAL)]
-    return wanted or providers
-
-
-def _interleave(lists: list[list[SearchResult]]) -> list[SearchResult]:
-    """The first result of each list, then the second of each, and so on."""
-    merged: list[SearchResult] = []
-    for rank in range(max((len(found) for found in lists), default=0)):
-        merged.extend(found[rank] for found in lists if rank < len(found))
-    return merged
 
 
 def _merge_into(
@@ -192,36 +197,39 @@ def _merge_into(
             return
 
 
-async def _search_all(
-    providers: list[SearchProvider], query: str, state: ResearchState, calls: CallLog
-) -> list[tuple[str, list[SearchResult], str | None]]:
-    """Ask every provider at once: (name, results, error) per provider, in provider order."""
-    answers: dict[int, tuple[str, list[SearchResult], str | None]] = {}
-
-    async def one(position: int, provider: SearchProvider) -> None:
-        started = time.perf_counter()
-        event: dict[str, object] = {"provider": provider.name, "query": query}
-        found: list[SearchResult] = []
-        error: str | None = None
-        try:
-            found = await provider.search(query, state.limits.max_sources_per_query)
-            event["results"] = len(found)
-        except ProviderError as exc:
-            log.warning("search on %s failed: %s", provider.name, exc.message)
-            error = exc.message
-            event["error"] = exc.message
-            if exc.kind == "auth" or exc.status_code in (401, 403):
-                state.warn(f"{exc.message} {exc.remediation}")
-        finally:
-            ended = time.perf_counter()
-            calls.add("search", started, ended)
-            state.search_calls += 1
-            event["latency_s"] = round(ended - started, 3)
-        state.emit("search", event)
-        answers[position] = (provider.name, found, error)
-
-    await fan_out(lambda entry: one(*entry), enumerate(providers))
-    return [answers[position] for position in range(len(providers))]
+async def _ask(
+    provider: SearchProvider,
+    kind: SourceType | None,
+    query: str,
+    state: ResearchState,
+    calls: CallLog,
+) -> Attempt:
+    """One search by one provider, timed, counted and reported as a ``search`` event."""
+    started = time.perf_counter()
+    event: dict[str, object] = {"provider": provider.name, "query": query}
+    if kind is not None:
+        event["source_type"] = kind
+    attempt = Attempt(provider.name)
+    limit = state.limits.max_sources_per_query
+    try:
+        if kind is None:  # an adapter serving one kind is not told which
+            attempt.results = await provider.search(query, limit)
+        else:
+            attempt.results = await provider.search(query, limit, kind)
+        event["results"] = len(attempt.results)
+    except ProviderError as exc:
+        log.warning("search on %s failed: %s", provider.name, exc.message)
+        attempt.error = exc
+        event["error"] = exc.message
+        if exc.kind == "auth" or exc.status_code in (401, 403):
+            state.warn(f"{exc.message} {exc.remediation}")
+    finally:
+        ended = time.perf_counter()
+        calls.add("search", started, ended)
+        state.search_calls += 1
+        event["latency_s"] = round(ended - started, 3)
+    state.emit("search", event)
+    return attempt
 
 
 async def _fetch_pages(

@@ -1,6 +1,8 @@
 """The planner: a research brief and sub-queries; when asked, a judgement and a decomposition.
 
-Shown a sample of the user's documents, it also aims each sub-query at them, the web or both.
+Shown a sample of the user's documents, it also aims each sub-query at them, the web or both;
+in a research that asks for several kinds of outside sources, it names those that suit each
+sub-query (see :func:`offered_source_types`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ async def plan(
     """
     limit = state.limits.max_sub_queries
     modes = state.options.mode
+    offered = offered_source_types(state)
     fitting = await Fitting.open(llm, state, "planning")
 
     def build(scale: float) -> tuple[str, str]:
@@ -59,8 +62,9 @@ async def plan(
                 guidance,
                 require_decomposition=require_decomposition,
                 local_sample=local_sample,
+                source_types=offered,
             )
-        return planner_prompts(state.query, limit, background, guidance, local_sample)
+        return planner_prompts(state.query, limit, background, guidance, local_sample, offered)
 
     system, user = build(1.0)
     text = await fitting.ask(
@@ -87,6 +91,8 @@ async def plan(
         output.allocation_strategy = ""
         for sub_query in output.sub_queries:
             sub_query.target = SearchTarget.BOTH
+    for sub_query in output.sub_queries:  # nor a kind of sources the research does not search
+        sub_query.source_types = [kind for kind in sub_query.source_types if kind in offered]
     seen: set[str] = set()
     unique = []
     for sub_query in sorted(output.sub_queries, key=lambda sq: sq.priority):
@@ -96,6 +102,14 @@ async def plan(
             unique.append(sub_query)
     output.sub_queries = unique[:limit] or [PlannedSubQuery(query=_as_search_query(state.query))]
     return output
+
+
+def offered_source_types(state: ResearchState) -> list[str]:
+    """The kinds of outside sources the planner chooses among for each sub-query: those the
+    research asked for, when it asked for two or more (the user's documents are aimed at with
+    ``target``)."""
+    outside = [kind for kind in state.options.search.source_types if kind != "local"]
+    return outside if len(outside) >= 2 else []
 
 
 def _as_search_query(question: str) -> str:
