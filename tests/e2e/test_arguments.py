@@ -123,6 +123,31 @@ async def test_numbers_sent_as_strings_are_accepted(settings: Settings) -> None:
         assert envelope["data"]["limits"]["max_iterations"] == 2
 
 
+async def test_preferred_sources_are_taken_and_bad_ones_refused(settings: Settings) -> None:
+    async with _client(settings) as client:
+        started = await call(
+            client,
+            action="deep-research",
+            query="How does asyncio schedule tasks?",
+            preferred_sources="Docs.Python.org, https://peps.python.org/",
+            max_iterations=1,
+        )
+        assert started["success"], started
+        assert started["data"]["search"]["preferred_sources"] == [
+            "docs.python.org",
+            "https://peps.python.org/",
+        ]
+        final = await run_to_end(client, started["data"]["research_id"])
+        assert final["status"] == "completed"
+        refused = await call(
+            client, action="deep-research", query="x", preferred_sources=["not a site"]
+        )
+    assert refused["success"] is False
+    assert refused["data"]["error_code"] == "VALIDATION_ERROR"
+    assert refused["data"]["field"] == "preferred_sources"
+    assert "domain" in refused["data"]["remediation"]
+
+
 @pytest.mark.stdio
 async def test_refusals_over_stdio(research_env: dict[str, str]) -> None:
     base = {key: os.environ[key] for key in ("PATH", "LANG") if key in os.environ}

@@ -27,6 +27,7 @@ SAMPLES: dict[str, Any] = {
     "model": "sample-model",
     "mode": "hierarchical",
     "source_types": ["academic", "news"],
+    "preferred_sources": ["docs.python.org"],
     "max_iterations": 2,
     "max_sub_queries": 3,
     "max_sources_per_query": 4,

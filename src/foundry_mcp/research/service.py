@@ -101,11 +101,13 @@ class ResearchService:
         task_timeout: float | None = None,
         mode: str | None = None,
         source_types: Any = None,
+        preferred_sources: Any = None,
     ) -> dict[str, Any]:
         """Validate, save a queued research and start it in the background.
 
         ``source_types`` (web, academic, news, local) limits the search to those kinds of
-        sources; none: every configured provider.
+        sources; none: every configured provider. Sources from ``preferred_sources`` (domains
+        or address prefixes) get the user's priority boost and are never cut below a headline.
         """
         return self.writer.start(
             query,
@@ -119,6 +121,7 @@ class ResearchService:
             task_timeout=task_timeout,
             mode=mode,
             source_types=source_types,
+            preferred_sources=preferred_sources,
         )
 
     def resume(

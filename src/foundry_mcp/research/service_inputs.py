@@ -7,6 +7,7 @@ itself, so the CLI and direct callers get the same errors.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from foundry_mcp.config import LIMIT_BOUNDS, MAX_QUERY_CHARS, ResearchSettings
@@ -77,6 +78,54 @@ def parse_statuses(raw: str | None) -> list[Status]:
                 details={"field": "status"},
             ) from None
     return statuses
+
+
+MAX_PREFERRED_SOURCES = 20
+MAX_PATTERN_CHARS = 200
+_DOMAIN = re.compile(r"^(\*\.)?([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,63}$")
+
+
+def check_preferred_sources(value: Any) -> list[str]:
+    """The sites a research should favour: domains (``python.org``, also its subdomains) or
+    ``http(s)://`` address prefixes, lower-cased, without repeats (none given: none).
+
+    A list, or one comma-separated text; ``InputError`` saying what is wrong otherwise.
+    """
+    if value is None:
+        return []
+    items = value.split(",") if isinstance(value, str) else value
+    example = "['docs.python.org', 'https://peps.python.org/pep-0703/']"
+    if not isinstance(items, list | tuple) or not all(isinstance(i, str) for i in items):
+        raise InputError(
+            f"preferred_sources must be a list of domains or addresses (got {value!r}).",
+            remediation=f"Pass preferred_sources as a list, e.g. {example}.",
+            details={"field": "preferred_sources"},
+        )
+    patterns = list(dict.fromkeys(i.strip().lower() for i in items if i.strip()))
+    if len(patterns) > MAX_PREFERRED_SOURCES:
+        raise InputError(
+            f"preferred_sources has {len(patterns)} entries; at most "
+            f"{MAX_PREFERRED_SOURCES} are allowed.",
+            remediation="Keep the sites that matter most, or name their common domain.",
+            details={"field": "preferred_sources"},
+        )
+    bad = [
+        p
+        for p in patterns
+        if len(p) > MAX_PATTERN_CHARS
+        or not (p.startswith(("http://", "https://")) or _DOMAIN.match(p))
+    ]
+    if bad:
+        raise InputError(
+            f"preferred_sources has {', '.join(repr(p[:80]) for p in bad)}, which "
+            f"{'is' if len(bad) == 1 else 'are'} neither a domain nor an http(s) address.",
+            remediation=(
+                "Give domains such as 'python.org' (its subdomains count too) or address "
+                f"prefixes starting with https://, e.g. {example}."
+            ),
+            details={"field": "preferred_sources"},
+        )
+    return patterns
 
 
 def check_source_types(value: Any) -> list[str]:

@@ -31,6 +31,7 @@ from foundry_mcp.research.models import (
 from foundry_mcp.research.runner import ResearchRunner
 from foundry_mcp.research.service_inputs import (
     check_can_continue,
+    check_preferred_sources,
     check_query,
     check_source_types,
     research_limits,
@@ -83,10 +84,12 @@ class ResearchWriter:
         task_timeout: float | None = None,
         mode: str | None = None,
         source_types: Any = None,
+        preferred_sources: Any = None,
     ) -> dict[str, Any]:
         """Validate, save a queued research and start it in the background."""
         query = check_query(query)
         kinds = check_source_types(source_types)
+        preferred = check_preferred_sources(preferred_sources)
         mode_options = resolve_mode(self.settings.research, mode)
         limits = research_limits(
             self.settings.research,
@@ -111,6 +114,7 @@ class ResearchWriter:
                 verify_citations=research.deep_research_verify_citations,
                 parallel_writing=research.deep_research_parallel_writing,
                 pinned_provider=bool(provider_id),
+                preferred_sources=preferred,
                 max_verified_claims=research.deep_research_verification_max_claims,
                 gate_retries=research.deep_research_gate_retries,
                 enable_reflection=research.deep_research_enable_reflection,
@@ -151,6 +155,7 @@ class ResearchWriter:
                 "source_types": kinds,
                 "strategy": research.deep_research_search_strategy,
                 "warnings": warnings,
+                "preferred_sources": preferred,
             },
         }
 

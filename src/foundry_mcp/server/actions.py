@@ -99,6 +99,7 @@ async def _deep_research(
         model=_text(use, "model"),
         mode=use.get("mode"),
         source_types=use.get("source_types"),
+        preferred_sources=use.get("preferred_sources"),
         **_limits(use),
     )
     return payload, warnings

@@ -29,6 +29,7 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
         "model",
         "mode",
         "source_types",
+        "preferred_sources",
         *LIMIT_PARAMS,
         "deep_research_action",
         "research_id",
@@ -119,6 +120,9 @@ Offset = Annotated[int, Field(ge=0), _NOT_BOOL]
 PageChars = Annotated[int, Field(ge=1000, le=100_000), _NOT_BOOL]
 PageSize = Annotated[int, Field(ge=1, le=500), _NOT_BOOL]
 SourceTypes = Annotated[list[SourceType], BeforeValidator(_as_list)]
+PreferredSources = Annotated[
+    list[Annotated[str, Field(max_length=200)]], Field(max_length=20), BeforeValidator(_as_list)
+]
 
 
 class ResearchArguments(BaseModel):
@@ -154,6 +158,14 @@ class ResearchArguments(BaseModel):
             "deep-research: the kinds of sources to search, one or more of web (Tavily, "
             "Google), academic (Semantic Scholar papers), news (Tavily's news search), local "
             "(the user's documents). Default: every configured search provider."
+        ),
+    )
+    preferred_sources: PreferredSources | None = Field(
+        None,
+        description=(
+            "deep-research: sites to favour, as domains ('docs.python.org'; subdomains count) "
+            "or https:// address prefixes (at most 20): their sources rank higher and are "
+            "never cut below a headline when the budget is tight."
         ),
     )
     max_iterations: Iterations | None = _limit("max_iterations", "deep-research/resume: rounds")

@@ -90,6 +90,7 @@ class ResearchOptions(_Model):
     verify_citations: bool = True
     parallel_writing: bool = True  # write the report's sections at once (workflow/report_parts)
     pinned_provider: bool = False  # the caller named provider_id: it runs every LLM call
+    preferred_sources: list[str] = Field(default_factory=list)  # domains or address prefixes
     max_verified_claims: int = 60
     gate_retries: int = 1
     enable_reflection: bool = True

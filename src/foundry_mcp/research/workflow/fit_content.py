@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -106,7 +107,7 @@ def prepare_round(
         overhead = fitting.counter.count(render_source(source, "", ContentLevel.KEY_POINTS))
         lexical = coverage(question_terms, f"{source.title} {source.snippet} {text[:4000]}")
         score = _clamp(source.score)
-        user_supplied = is_user_document(source)
+        user_supplied = is_user_marked(source, state.options.preferred_sources)
         ready.items[source.id] = ContentItem(
             item_id=source.id,
             item_type="source",
@@ -289,3 +290,25 @@ async def _record_sources(
 def is_user_document(source: Source) -> bool:
     """A source from the user's own documents (any local-documents provider): protected."""
     return bool(source.url and source.url.startswith("file://"))
+
+
+def is_user_marked(source: Source, preferred: Sequence[str]) -> bool:
+    """A source the user gave (their documents) or asked for (``preferred_sources``)."""
+    return is_user_document(source) or is_preferred(source.url, preferred)
+
+
+def is_preferred(url: str | None, preferred: Sequence[str]) -> bool:
+    """Whether ``url`` is under one of the ``preferred`` address prefixes or domains."""
+    if not url or not preferred:
+        return False
+    address = url.lower()
+    host = (urlsplit(address).hostname or "").rstrip(".")
+    for pattern in preferred:
+        if pattern.startswith(("http://", "https://")):
+            if address.startswith(pattern):
+                return True
+            continue
+        domain = pattern.removeprefix("*.")
+        if host == domain or host.endswith("." + domain):
+            return True
+    return False

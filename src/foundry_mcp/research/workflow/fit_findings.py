@@ -15,7 +15,7 @@ from foundry_mcp.context.selection import truncate_to_tokens
 from foundry_mcp.research.models import Confidence, Contradiction, Finding, Gap, Source
 from foundry_mcp.research.models.levels import ContentLevel
 from foundry_mcp.research.prompts.synthesizer import render_finding
-from foundry_mcp.research.workflow.fit_content import coverage, is_user_document
+from foundry_mcp.research.workflow.fit_content import coverage, is_user_marked
 from foundry_mcp.research.workflow.fitting import Fitting
 
 FINDING_FLOOR_TOKENS = 12
@@ -84,7 +84,8 @@ def fit_findings(
         kept_gaps = kept_gaps[: len(kept_gaps) // 2]
         cost = fixed_cost()
     question_terms = set(content_words(state.query))
-    user_sources = {s.id for s in sources if is_user_document(s)}
+    preferred = state.options.preferred_sources
+    user_sources = {s.id for s in sources if is_user_marked(s, preferred)}
     items = []
     for finding in findings:
         frame = render_finding(999, finding, "")
