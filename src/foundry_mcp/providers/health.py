@@ -20,6 +20,7 @@ from foundry_mcp.providers import registry as registry_module
 from foundry_mcp.providers.http_errors import scrub_secrets
 from foundry_mcp.providers.llm.base import LLMRequest
 from foundry_mcp.providers.registry import LLM_ROUTE_GROUPS, ProviderRegistry, parse_provider_spec
+from foundry_mcp.providers.search_selection import SEARCH_KINDS
 
 HEALTH_TIMEOUT_SECONDS = 15.0
 SEARCH_KIND_NAMES = frozenset({"tavily", "google", "semantic_scholar", "local"})
@@ -129,7 +130,7 @@ def _describe(registry: ProviderRegistry, name: str, used_for: list[str]) -> dic
             entry["problem"] = exc.message
             entry["fix"] = exc.remediation
             return entry
-    elif kind in registry_module.SEARCH_KINDS:
+    elif kind in SEARCH_KINDS:
         problem = _search_problem(registry, name)
         if problem is not None:
             entry["problem"], entry["fix"] = problem
@@ -211,7 +212,7 @@ async def _probe(registry: ProviderRegistry, entry: dict[str, Any], timeout: flo
 def _role(kind: str | None) -> str | None:
     if kind in registry_module.LLM_KINDS:
         return "llm"
-    if kind in SEARCH_KIND_NAMES or kind in registry_module.SEARCH_KINDS:
+    if kind in SEARCH_KIND_NAMES or kind in SEARCH_KINDS:
         return "search"
     return None
 

@@ -6,11 +6,15 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from foundry_mcp.config import DEFAULT_MODELS, PROVIDER_ENV, ProviderKind, Settings
+from foundry_mcp.config import DEFAULT_MODELS, ProviderKind, Settings
 from foundry_mcp.errors import ProviderNotConfiguredError
 from foundry_mcp.providers.llm.base import LLMProvider
 from foundry_mcp.providers.resilience import ResilienceRegistry
-from foundry_mcp.providers.search.base import SearchProvider, SourceType, served_types
+from foundry_mcp.providers.search.base import SearchProvider, SourceType
+from foundry_mcp.providers.search_selection import (
+    SearchSelection,
+    key_hint,
+)
 
 if TYPE_CHECKING:
     from foundry_mcp.providers.fetch import PageFetcher
@@ -27,51 +31,12 @@ LLM_ROUTE_GROUPS: dict[str, tuple[str, str]] = {
     "summarization": ("summarization_provider", "summarization_providers"),
 }
 LENIENT_ROUTE_GROUPS = frozenset({"summarization"})  # unusable specs are skipped, not errors
-SEARCH_KINDS: frozenset[ProviderKind] = frozenset({"tavily", "google", "semantic_scholar", "local"})
-
-# How to get a usable provider for each kind of sources, for the error of a start that asks for
-# a kind no usable provider serves.
-SOURCE_TYPE_FIXES: dict[str, str] = {
-    "web": (
-        "Web search needs Tavily (TAVILY_API_KEY) or Google (GOOGLE_API_KEY and GOOGLE_CSE_ID), "
-        "set in the MCP server's env block or in [providers.<name>] of ~/.foundry-mcp.toml, and "
-        "listed in [research] deep_research_providers."
-    ),
-    "news": (
-        "News comes from Tavily's news search: set TAVILY_API_KEY in the MCP server's env block "
-        "(or api_key in [providers.tavily] of ~/.foundry-mcp.toml) and keep tavily in "
-        "[research] deep_research_providers."
-    ),
-    "academic": (
-        "Academic papers come from Semantic Scholar, which needs no key: list semantic_scholar "
-        "in [research] deep_research_providers."
-    ),
-    "local": (
-        "Your own documents are searched once [research.local] paths names them, e.g. "
-        'paths = ["~/notes"] in ~/.foundry-mcp.toml.'
-    ),
-}
 
 
 def parse_provider_spec(spec: str) -> tuple[str, str | None]:
     """Split ``"openai:gpt-4.1-mini"`` into ``("openai", "gpt-4.1-mini")``."""
     name, _, model = spec.strip().partition(":")
     return name.strip().lower(), (model.strip() or None)
-
-
-def _key_hint(name: str) -> str:
-    variables = [variable for variable, key in PROVIDER_ENV.get(name, ()) if key == "api_key"]
-    where = f"`api_key` in [providers.{name}] of ~/.foundry-mcp.toml"
-    if variables:
-        where = f"{variables[0]} in the MCP server's env block, or {where}"
-    return f"Set {where}."
-
-
-_NO_SEARCH_FIX = (
-    f"{_key_hint('tavily')} Or use Google (GOOGLE_API_KEY and GOOGLE_CSE_ID), Semantic Scholar "
-    "(no key needed), or your own documents ([research.local] paths). List the provider in "
-    "[research] deep_research_providers."
-)
 
 
 class ProviderRegistry:
@@ -90,6 +55,7 @@ class ProviderRegistry:
         # Timeout, retries, rate limits and circuit breakers: one policy per provider, shared
         # by every research of this process.
         self.resilience = ResilienceRegistry(settings)
+        self._selection = SearchSelection(settings, self.search_class)
 
     @property
     def settings(self) -> Settings:
@@ -122,7 +88,7 @@ class ProviderRegistry:
         if settings.key() is None and not keyless_ok:
             raise ProviderNotConfiguredError(
                 f"No API key is configured for the LLM provider '{name}'.",
-                remediation=_key_hint(name),
+                remediation=key_hint(name),
             )
         chosen = model or spec_model or settings.model or DEFAULT_MODELS.get(name)
         if not chosen:
@@ -215,153 +181,21 @@ class ProviderRegistry:
     # ------------------------------------------------------------------ search
 
     def search_providers(self, source_types: Sequence[str] = ()) -> tuple[list[str], list[str]]:
-        """The search providers of a research that asks for ``source_types`` (none: every
-        kind), in priority order, and warnings about the ones left out.
-
-        The candidates are ``[research] deep_research_providers`` (see
-        :meth:`usable_search_providers`). From the default list, a provider that cannot run is
-        left out quietly (the specification's "skip unavailable providers"), and Semantic
-        Scholar, which needs no key, takes part only with a key or when academic sources are
-        asked for: your questions go to no service you did not configure. Those skipped
-        providers are named in the warnings only when no outside provider is left. With
-        ``source_types``, only providers serving one of them take part, and a kind that none
-        serves raises ``ProviderNotConfiguredError`` saying what is missing and how to get it.
-        """
-        research = self._settings.research
-        chosen_by_user = "deep_research_providers" in research.model_fields_set
-        wanted = set(source_types)
-        listed = self._listed_search_providers(research.deep_research_providers)
-        usable: list[str] = []
-        problems: dict[str, str] = {}
-        for name in listed:
-            problem = self.search_problem(name)
-            if problem is None and not chosen_by_user and self._keyless(name, wanted):
-                problem = (
-                    f"Search provider '{name}' (academic papers, no key needed) is used only "
-                    "when you list it in [research] deep_research_providers, set its api_key, "
-                    "or ask for source_types=['academic']; skipped."
-                )
-            if problem is None:
-                usable.append(name)
-            else:
-                problems[name] = problem
-
-        def relevant(name: str) -> bool:
-            return not wanted or bool(wanted & set(self.search_types(name)))
-
-        for kind in source_types:
-            if not any(kind in self.search_types(name) for name in usable):
-                raise self._unserved(kind, [n for n in listed if n in problems], problems)
-        usable = [name for name in usable if relevant(name)]
-        if not usable:
-            detail = " ".join(problems.values()) or "deep_research_providers is empty."
-            raise ProviderNotConfiguredError(
-                f"No usable search provider. {detail}", remediation=_NO_SEARCH_FIX
-            )
-        skipped = [name for name in listed if name in problems and relevant(name)]
-        if not chosen_by_user:
-            outside = [n for n in usable if "local" not in self.search_types(n)]
-            skipped = [] if outside else [n for n in skipped if n != "local"]
-        return usable, [problems[name] for name in skipped]
+        """The search providers of a research asking for ``source_types``, and warnings (see
+        :meth:`SearchSelection.for_research`)."""
+        return self._selection.for_research(source_types)
 
     def usable_search_providers(self, names: list[str]) -> tuple[list[str], list[str]]:
-        """The named search providers that can run, in order, and warnings for the rest.
-
-        Tavily and Google need their keys (Google also a search engine id), Semantic Scholar
-        needs none, ``local`` needs ``[research.local] paths``. When local paths are set and no
-        local provider is listed, ``local`` is added at the end. Raises
-        ``ProviderNotConfiguredError`` when none is usable.
-        """
-        usable: list[str] = []
-        warnings: list[str] = []
-        for name in self._listed_search_providers(names):
-            problem = self.search_problem(name)
-            if problem is None:
-                usable.append(name)
-            else:
-                warnings.append(problem)
-        if not usable:
-            detail = " ".join(warnings) or "deep_research_providers is empty."
-            raise ProviderNotConfiguredError(
-                f"No usable search provider. {detail}", remediation=_NO_SEARCH_FIX
-            )
-        return usable, warnings
+        """The named search providers that can run, and warnings for the rest."""
+        return self._selection.usable(names)
 
     def search_types(self, name: str) -> tuple[SourceType, ...]:
-        """The kinds of sources search provider ``name`` serves (none for an unknown kind)."""
-        kind = self._settings.provider_kind(name)
-        if kind not in SEARCH_KINDS:
-            return ()
-        return served_types(self.search_class(name))
-
-    def _listed_search_providers(self, names: Sequence[str]) -> list[str]:
-        """``names`` normalised and without repeats, with ``local`` added when its paths are
-        set and no local provider is listed."""
-        listed: list[str] = []
-        for raw in names:
-            name = raw.strip().lower()
-            if name and name not in listed:
-                listed.append(name)
-        local_paths = bool(self._settings.research.local.paths)
-        if local_paths and not any(self._settings.provider_kind(n) == "local" for n in listed):
-            listed.append("local")
-        return listed
-
-    def _keyless(self, name: str, wanted: set[str]) -> bool:
-        """Whether ``name`` is a Semantic Scholar without a key that nobody asked for."""
-        kind = self._settings.provider_kind(name)
-        no_key = self._settings.provider(name).key() is None
-        return kind == "semantic_scholar" and no_key and "academic" not in wanted
-
-    def _unserved(
-        self, kind: str, skipped: list[str], problems: dict[str, str]
-    ) -> ProviderNotConfiguredError:
-        """The error of a start asking for a kind of sources no usable provider serves."""
-        reasons = " ".join(problems[n] for n in skipped if kind in self.search_types(n))
-        fix = SOURCE_TYPE_FIXES.get(kind, "")
-        return ProviderNotConfiguredError(
-            f"source_types asks for {kind} sources, which no usable search provider serves."
-            + (f" {reasons}" if reasons else ""),
-            remediation=f"{fix} Or leave '{kind}' out of source_types.".strip(),
-            details={"field": "source_types"},
-        )
+        """The kinds of sources search provider ``name`` serves."""
+        return self._selection.types(name)
 
     def search_problem(self, name: str) -> str | None:
         """Why search provider ``name`` cannot run (a warning with the fix), or None."""
-        kind = self._settings.provider_kind(name)
-        settings = self._settings.provider(name)
-        if kind not in SEARCH_KINDS:
-            return (
-                f"Search provider '{name}' is not supported (use tavily, google, "
-                "semantic_scholar or local, or declare [providers."
-                f'{name}] with type = "tavily" / "google" / ...); skipped.'
-            )
-        if kind == "tavily" and settings.key() is None:
-            return f"Search provider '{name}' has no API key; skipped. {_key_hint(name)}"
-        if kind == "google" and (settings.key() is None or not (settings.cse_id or "").strip()):
-            missing = " and ".join(
-                what
-                for what, absent in (
-                    ("an API key", settings.key() is None),
-                    ("a search engine id", not (settings.cse_id or "").strip()),
-                )
-                if absent
-            )
-            where = (
-                "GOOGLE_API_KEY and GOOGLE_CSE_ID in the MCP server's env block, or "
-                if name == "google"
-                else ""
-            )
-            return (
-                f"Search provider '{name}' has no {missing}; skipped. Set {where}api_key and "
-                f"cse_id in [providers.{name}] of ~/.foundry-mcp.toml."
-            )
-        if kind == "local" and not self._settings.research.local.paths:
-            return (
-                f"Search provider '{name}' has no folders to search; skipped. Set "
-                '[research.local] paths = ["~/notes", ...] in ~/.foundry-mcp.toml.'
-            )
-        return None
+        return self._selection.problem(name)
 
     def search(self, name: str) -> SearchProvider:
         """The adapter for a search provider (check it with ``usable_search_providers``).
