@@ -24,6 +24,7 @@ from typing import Any
 import psutil
 import pytest
 
+from foundry_mcp.research.store_leases import START_TOLERANCE_SECONDS
 from tests.fakes import FakeHTTPServer
 from tests.rawmcp import RawServer
 
@@ -120,7 +121,10 @@ def test_a_dead_owners_pid_reused_by_another_process_does_not_keep_it_running(
     assert owner["owner_pid"] == first.pid and owner["owner_started"], owner
 
     # Another process now has the dead owner's pid: the row names a live pid, with a fresh
-    # lease, but that process started at another time than the owner did.
+    # lease, but that process started at another time than the owner did (later than the
+    # tolerance of start times read from the OS: a real pid is reused much later still).
+    while time.time() < owner["owner_started"] + START_TOLERANCE_SECONDS + 0.5:
+        time.sleep(0.05)
     stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         with sqlite3.connect(research_dir / "research.db") as db:
