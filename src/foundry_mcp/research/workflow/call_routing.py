@@ -1,0 +1,111 @@
+"""What identifies an LLM call of a research: the provider list its purpose picks, the phase
+its work counts in, the content key the answer journal keeps it under, and the log of when
+provider calls were in flight."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from foundry_mcp.providers.llm.base import LLMProvider, LLMRequest
+from foundry_mcp.research.models import LLMCallRecord
+
+LLM_PHASES = ("planning", "analysis", "synthesis", "refinement")
+
+
+@dataclass
+class CallLog:
+    """Start and end times (``time.perf_counter``) of every provider call, by kind."""
+
+    intervals: list[tuple[str, float, float]] = field(default_factory=list)
+
+    def add(self, kind: str, started: float, ended: float) -> None:
+        self.intervals.append((kind, started, ended))
+
+    def count(self, kind: str) -> int:
+        return sum(1 for k, _, _ in self.intervals if k == kind)
+
+    def busy_seconds(self) -> float:
+        """Time during which at least one provider call was in flight (union of intervals)."""
+        total = 0.0
+        current_start: float | None = None
+        current_end = 0.0
+        for _, start, end in sorted(self.intervals, key=lambda item: item[1]):
+            if current_start is None or start > current_end:
+                if current_start is not None:
+                    total += current_end - current_start
+                current_start, current_end = start, end
+            else:
+                current_end = max(current_end, end)
+        if current_start is not None:
+            total += current_end - current_start
+        return total
+
+
+@dataclass(frozen=True)
+class LLMRoute:
+    """One (provider, model) an LLM call can be sent to."""
+
+    provider: LLMProvider
+    model: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider.name}:{self.model}"
+
+
+def route_group(purpose: str, phase: str) -> str | None:
+    """The provider list that serves ``purpose`` while the research is in ``phase``."""
+    head, _, tail = purpose.partition(":")
+    if head in LLM_PHASES:
+        return head
+    if head == "verification":
+        return "synthesis"
+    if head == "reflection":
+        return tail if tail in LLM_PHASES else None
+    if head == "summarization":
+        return "summarization"
+    return phase if phase in LLM_PHASES else None
+
+
+def work_phase(purpose: str, phase: str) -> str:
+    """The phase a call's work belongs to: the one its purpose names, else the current one.
+
+    Analysis calls made while gathering (the pipeline) count as analysis, in usage and in the
+    journal's keys alike, so a source analysed on resume in the analysis phase finds its answer.
+    """
+    head = purpose.partition(":")[0]
+    return head if head in LLM_PHASES else phase
+
+
+class AnswerJournal(Protocol):
+    """Where a research keeps the answers it paid for (see the module)."""
+
+    def get(self, key: str) -> tuple[str, LLMCallRecord] | None:
+        """The saved answer and usage record for ``key``, if any."""
+        ...
+
+    def put(self, key: str, answer: str, record: LLMCallRecord) -> None:
+        """Save an answer with its usage record (before the answer is used)."""
+        ...
+
+
+def request_key(phase: str, purpose: str, provider: str, request: LLMRequest) -> str:
+    """The content key of one request: the same request always gets the same key."""
+    content = json.dumps(
+        [
+            phase,
+            purpose,
+            provider,
+            request.model,
+            request.system,
+            request.user,
+            request.json_mode,
+            request.max_tokens,
+            request.temperature,
+        ],
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()[:32]
