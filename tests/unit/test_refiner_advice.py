@@ -20,8 +20,8 @@ from foundry_mcp.research.models import (
 from foundry_mcp.research.prompts.fence import LOOKALIKE
 from foundry_mcp.research.prompts.refiner import IMPROVEMENT_CHARS, improvements_guidance
 from foundry_mcp.research.workflow.calls import CallLog, ResearchLLM
+from foundry_mcp.research.workflow.dispatch import DISPATCH_TEXT_CHARS, dispatch_inputs
 from foundry_mcp.research.workflow.refiner import refine, report_improvements
-from foundry_mcp.research.workflow.supervisor import DISPATCH_TEXT_CHARS, dispatch_inputs
 
 
 class Scripted:
@@ -162,5 +162,6 @@ def test_dispatch_records_cut_long_texts_and_list_this_iterations_pending_querie
     gathering = dispatch_inputs(state, Phase.GATHERING)
     assert gathering["sub_queries"] == ["to search"] and gathering["sub_query_count"] == 1
     assert gathering["iteration"] == 2 and gathering["phase"] == "gathering"
+    assert gathering["source_types"] == []  # none asked for: every kind
     refinement = dispatch_inputs(state, Phase.REFINEMENT)
     assert refinement["remaining_iterations"] == 1 and refinement["has_report_draft"] is False
