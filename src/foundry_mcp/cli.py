@@ -147,6 +147,14 @@ def _parser() -> argparse.ArgumentParser:
         choices=["auto", "simple", "hierarchical", "hypotheses"],
         help="how the question is researched (default: [research] mode, auto)",
     )
+    research.add_argument(
+        "--source-types",
+        help="kinds of sources, comma-separated: web, academic, news, local (default: all)",
+    )
+    research.add_argument(
+        "--prefer",
+        help="sites to favour, comma-separated domains or https:// address prefixes",
+    )
 
     resume = commands.add_parser("resume", help="continue an unfinished research")
     resume.add_argument("research_id")

@@ -48,6 +48,8 @@ async def run_research(service: ResearchService, args: argparse.Namespace) -> in
         model=args.model,
         system_prompt=args.context,
         mode=args.mode,
+        source_types=args.source_types,
+        preferred_sources=args.prefer,
         **limits,
     )
     return await _follow(service, started["research_id"])

@@ -65,6 +65,14 @@ def test_cli_errors_are_one_line_with_a_fix(research_env: dict[str, str]) -> Non
     assert "fix: Set OPENAI_API_KEY" in result.stderr
     assert result.stdout == ""
 
+    unknown_kind = _run(research_env, "research", "What is a monad?", "--source-types", "blogs")
+    assert unknown_kind.returncode == 2
+    assert "'blogs'" in unknown_kind.stderr and "academic" in unknown_kind.stderr
+
+    bad_site = _run(research_env, "research", "What is a monad?", "--prefer", "not a site")
+    assert bad_site.returncode == 2
+    assert "preferred_sources" in bad_site.stderr and "Traceback" not in bad_site.stderr
+
     bad_id = _run(research_env, "report", "../../etc/passwd")
     assert bad_id.returncode == 2
     assert "not a valid research id" in bad_id.stderr
