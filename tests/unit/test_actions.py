@@ -39,6 +39,7 @@ SAMPLES: dict[str, Any] = {
     "wait_timeout": 12.0,
     "offset": 13,
     "max_chars": 1400,
+    "evidence": True,
     "limit": 15,
     "cursor": "sample-cursor",
     "completed_only": True,

@@ -213,10 +213,22 @@ class ResearchService:
         )
 
     def report(
-        self, research_id: Any, *, offset: int | None = None, max_chars: int | None = None
+        self,
+        research_id: Any,
+        *,
+        offset: int | None = None,
+        max_chars: int | None = None,
+        evidence: bool = False,
     ) -> tuple[dict[str, Any], list[str]]:
-        """A page of the report, its summary and sources; and warnings for the envelope."""
-        return self.reader.report(research_id, offset=offset, max_chars=max_chars)
+        """A page of the report, its summary and sources (with ``evidence``: a page of its
+        checked sentences and their quotes); and warnings for the envelope."""
+        return self.reader.report(
+            research_id, offset=offset, max_chars=max_chars, evidence=evidence
+        )
+
+    def claims(self, research_id: Any) -> str:
+        """Every checked sentence with its quotes, as JSON (the MCP resource)."""
+        return self.reader.claims(research_id)
 
     def full_report(self, research_id: Any) -> str:
         """The whole markdown report (the MCP resource)."""

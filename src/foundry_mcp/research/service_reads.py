@@ -16,6 +16,7 @@ import anyio
 from foundry_mcp.config import MAX_WAIT_SECONDS
 from foundry_mcp.context.fidelity import report_fidelity_block
 from foundry_mcp.errors import InputError, ReportNotReadyError
+from foundry_mcp.research.evidence import all_claims, evidence_page
 from foundry_mcp.research.models import ResearchState, Status
 from foundry_mcp.research.report import report_page, report_summary
 from foundry_mcp.research.service_inputs import check_range, parse_statuses
@@ -83,9 +84,18 @@ class ResearchReader:
         return status_of(self.store, state)
 
     def report(
-        self, research_id: Any, *, offset: int | None = None, max_chars: int | None = None
+        self,
+        research_id: Any,
+        *,
+        offset: int | None = None,
+        max_chars: int | None = None,
+        evidence: bool = False,
     ) -> tuple[dict[str, Any], list[str]]:
-        """A page of the report, its summary and sources; and warnings for the envelope."""
+        """A page of the report, its summary and sources; and warnings for the envelope.
+
+        With ``evidence``, a page of the checked sentences with their quotes instead
+        (``offset`` counts sentences there).
+        """
         research_id = validate_research_id(research_id)
         offset = 0 if offset is None else check_range("offset", offset, 0, 10**9)
         max_chars = (
@@ -99,6 +109,9 @@ class ResearchReader:
             warnings.append(
                 f"The research is {state.status.value}: this report is from an unfinished run."
             )
+        if evidence:
+            page = evidence_page(state, offset, max_chars)
+            return {"research_id": state.id, "status": state.status.value, **page}, warnings
         metadata = state.report_metadata
         payload = {
             "research_id": state.id,
@@ -112,6 +125,13 @@ class ResearchReader:
             "fidelity": report_fidelity_block(state),
         }
         return payload, warnings
+
+    def claims(self, research_id: Any) -> str:
+        """Every checked sentence of the report with its quotes, as JSON (the MCP resource)."""
+        state = self.watch.load_checked(validate_research_id(research_id))
+        if state.report is None:
+            raise _not_ready(state)
+        return all_claims(state)
 
     def full_report(self, research_id: Any) -> str:
         """The whole markdown report (the MCP resource)."""

@@ -121,7 +121,10 @@ async def _report(
     service: ResearchService, use: dict[str, Any], _: ProgressCallback | None
 ) -> Payload:
     return service.report(
-        use.get("research_id"), offset=use.get("offset"), max_chars=use.get("max_chars")
+        use.get("research_id"),
+        offset=use.get("offset"),
+        max_chars=use.get("max_chars"),
+        evidence=bool(use.get("evidence")),
     )
 
 

@@ -152,6 +152,22 @@ def create_server(
         except FoundryError as exc:
             raise ResourceError(f"{exc.message} {exc.remediation}") from None
 
+    @server.resource(
+        "research://{research_id}/claims",
+        name="research-claims",
+        description=(
+            "Every cited sentence of a research's report with its verdict, its numbered sources "
+            "and the quotes the fact-checker saw (spans of the sources' stored text), as JSON."
+        ),
+        mime_type="application/json",
+    )
+    async def claims_resource(research_id: str, ctx: Context) -> str:
+        try:
+            service = await _host(ctx).service()
+            return service.claims(research_id)
+        except FoundryError as exc:
+            raise ResourceError(f"{exc.message} {exc.remediation}") from None
+
     return server
 
 

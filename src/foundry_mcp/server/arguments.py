@@ -35,7 +35,7 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
         "research_id",
     ),
     "deep-research-status": ("research_id", "wait", "wait_timeout"),
-    "deep-research-report": ("research_id", "offset", "max_chars"),
+    "deep-research-report": ("research_id", "offset", "max_chars", "evidence"),
     "deep-research-list": ("limit", "cursor", "completed_only", "status"),
     "deep-research-events": ("research_id", "cursor", "limit"),
     "deep-research-cancel": ("research_id",),
@@ -204,11 +204,22 @@ class ResearchArguments(BaseModel):
         ),
     )
     offset: Offset | None = Field(
-        None, description="deep-research-report: first character of the page."
+        None,
+        description=(
+            "deep-research-report: first character of the page (with evidence=true: first "
+            "cited sentence)."
+        ),
     )
     max_chars: PageChars | None = Field(
         None,
         description="deep-research-report: page size, 1000-100000 (default 20000).",
+    )
+    evidence: bool | None = Field(
+        None,
+        description=(
+            "deep-research-report: instead of the report, its cited sentences with verdicts "
+            "and the quoted passages behind them (source number, text, character span)."
+        ),
     )
     limit: PageSize | None = Field(
         None,

@@ -91,13 +91,25 @@ class Contradiction(_Model):
     iteration: int = 1
 
 
+class EvidenceQuote(_Model):
+    """A passage shown to the fact-checker for a claim, exactly as the source's stored text has
+    it: ``text == <source's field>[start:end]``."""
+
+    source_id: str
+    text: str
+    start: int
+    end: int
+    field: str = "content"  # which stored text: the page's "content" or its "snippet"
+
+
 class ClaimCheck(_Model):
-    """The verification verdict on one cited sentence of the report."""
+    """The verification verdict on one cited sentence of the report, and the quotes behind it."""
 
     sentence: str
     source_ids: list[str] = Field(default_factory=list)
     verdict: Verdict = Verdict.UNVERIFIED
     reason: str = ""
+    quotes: list[EvidenceQuote] = Field(default_factory=list)
 
 
 class VerificationSummary(_Model):

@@ -28,6 +28,7 @@ from foundry_mcp.research.models import (
 )
 from foundry_mcp.research.prompts.verifier import ClaimEvidence, verifier_prompts
 from foundry_mcp.research.verification.claims import apply_verdicts, split_claims
+from foundry_mcp.research.verification.quotes import quotes_for
 from foundry_mcp.research.workflow.calls import ResearchLLM
 from foundry_mcp.research.workflow.fanout import fan_out
 from foundry_mcp.research.workflow.jsonparse import parse_handoff
@@ -213,6 +214,7 @@ async def verify_draft(
             checks[i].reason = "It cites no source the research gathered."
             continue
         excerpts = selector.excerpts(claim.text, known)
+        checks[i].quotes = quotes_for(sources, excerpts)
         if not excerpts:
             checks[i].reason = "The cited sources have no text to check it against."
         elif len(to_judge) >= cap:
