@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from foundry_mcp.research.service import ResearchService
 
 # The commands that run a research here: their runtime warms the providers while it starts.
-RESEARCH_COMMANDS = frozenset({"research", "resume"})
+RESEARCH_COMMANDS = frozenset({"research", "resume", "bench"})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,9 +46,13 @@ def main(argv: list[str] | None = None) -> int:
     except FoundryError as exc:
         return cli_commands.fail(exc)
     _configure_logging(settings.logging.level)
-    handler: Callable[[ResearchService, argparse.Namespace], Awaitable[int]] = getattr(
-        cli_commands, COMMANDS[command]
-    )
+    handler: Callable[[ResearchService, argparse.Namespace], Awaitable[int]]
+    if command == "bench":
+        from foundry_mcp.bench import run_bench
+
+        handler = run_bench
+    else:
+        handler = getattr(cli_commands, COMMANDS[command])
     warm = command in RESEARCH_COMMANDS
 
     async def run() -> int:
@@ -109,7 +113,8 @@ def _configure_logging(level: str) -> None:
     )
 
 
-# Each command and its function in ``cli_commands`` (imported when a command runs).
+# Each command and its function in ``cli_commands`` (imported when a command runs); ``trust``
+# runs without the research service, and ``bench`` is in its own module, ``foundry_mcp.bench``.
 COMMANDS: dict[str, str] = {
     "research": "run_research",
     "resume": "resume_research",
@@ -154,6 +159,23 @@ def _parser() -> argparse.ArgumentParser:
     research.add_argument(
         "--prefer",
         help="sites to favour, comma-separated domains or https:// address prefixes",
+    )
+
+    bench = commands.add_parser(
+        "bench",
+        help="research every task of a JSONL file; answers in DeepResearch Bench's format",
+    )
+    bench.add_argument("tasks", nargs="?", help='JSONL file of {"id", "prompt"} lines')
+    bench.add_argument("--sample", action="store_true", help="run the bundled sample tasks")
+    bench.add_argument(
+        "--out", required=True, help="answers file (JSONL; tasks already in it are skipped)"
+    )
+    bench.add_argument("--concurrency", type=int, default=2, help="researches at once (2)")
+    bench.add_argument("--max-iterations", type=int)
+    bench.add_argument(
+        "--mode",
+        choices=["auto", "simple", "hierarchical", "hypotheses"],
+        help="how each question is researched (default: [research] mode, auto)",
     )
 
     resume = commands.add_parser("resume", help="continue an unfinished research")

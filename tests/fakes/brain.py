@@ -98,6 +98,10 @@ class ResearchBrain:
         self.unsupported_claim = unsupported_claim
         self.json_in_fences = json_in_fences
         self.broken_json_for: set[str] = set(broken_json_for)
+        # Every n-th finding the writer states cites another finding's sources (0: never).
+        self.miscite_every = 0
+        self.miscited: list[str] = []  # the findings it cited wrongly
+        self.check_figures = False  # the fact-checker also wants each figure in the excerpts
         self.overrides: dict[str, Override] = {}  # agent -> fixed text or fn(system, user)
         self.calls: Counter[str] = Counter()
         self.history: list[tuple[str, str, str]] = []  # (agent, system, user)
@@ -375,7 +379,7 @@ class ResearchBrain:
         def cite(ids: list[str]) -> str:
             return " ".join(f"[{sid}]" for sid in ids)
 
-        stated = prompt_findings(user)
+        stated = self._miscited(prompt_findings(user))
         section = SECTION_TOPIC_RE.search(user)
         if section:  # one body section of a report written in parts
             lines = [f"- {content.rstrip('.')} {cite(ids)}." for content, ids in stated]
@@ -415,6 +419,20 @@ class ResearchBrain:
             parts += ["## Sources", "\n".join(f"- [{sid}] model-written entry" for sid in listed)]
         return "\n\n".join(parts) + "\n"
 
+    def _miscited(self, stated: list[tuple[str, list[str]]]) -> list[tuple[str, list[str]]]:
+        """With ``miscite_every = n``, every n-th finding cites the next finding's sources
+        instead of its own (a writer mixing up ids), when those differ."""
+        n = self.miscite_every
+        if not n or len(stated) < 2:
+            return stated
+        swapped = list(stated)
+        for i in range(n - 1, len(stated), n):
+            other = stated[(i + 1) % len(stated)][1]
+            if set(other) != set(stated[i][1]):
+                swapped[i] = (stated[i][0], other)
+                self.miscited.append(stated[i][0])
+        return swapped
+
     @property
     def reports_written(self) -> int:
         """Writer calls that wrote a report or a report's frame: one per report (a report
@@ -453,15 +471,25 @@ class ResearchBrain:
         """Fact-checker output: a lexical judge of each numbered claim against its excerpts.
 
         Supported when at least three quarters of the claim's content words appear in its
-        excerpts, partial when at least a third do, unsupported otherwise.
+        excerpts, partial when at least a third do, unsupported otherwise. With
+        ``check_figures``, like a careful checker, it finds a claim unsupported when one of its
+        figures (a word with a digit) is not in the excerpts.
         """
         verdicts = []
         for number, claim, excerpts in prompt_claims(user):
             words = judge_words(claim)
             found = judge_words(" ".join(excerpts))
             share = len(words & found) / len(words) if words else 0.0
+            figures = {w for w in WORD_RE.findall(claim.lower()) if any(c.isdigit() for c in w)}
+            said = set(WORD_RE.findall(" ".join(excerpts).lower()))
             verdict = (
-                "supported" if share >= 0.75 else "partial" if share >= 1 / 3 else "unsupported"
+                "unsupported"
+                if self.check_figures and figures - said
+                else "supported"
+                if share >= 0.75
+                else "partial"
+                if share >= 1 / 3
+                else "unsupported"
             )
             verdicts.append(
                 {

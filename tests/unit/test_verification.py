@@ -44,6 +44,7 @@ from foundry_mcp.research.verification import (
     spread,
     verify_draft,
 )
+from foundry_mcp.research.verification.repair import recite
 from foundry_mcp.research.workflow.calls import CallLog, ResearchLLM
 from tests.fakes import ResearchBrain
 from tests.fakes.brain import prompt_claims
@@ -531,3 +532,18 @@ def test_evidence_quality_section_without_verification() -> None:
     assert "supported" not in section
     assert "Sentences without a citation: 4" in section
     assert "Sources cited: 1 of 3 examined" in section
+
+
+def test_a_repaired_sentence_cites_the_source_that_backs_it() -> None:
+    assert recite("Heat pumps keep a COP of 2.5 [src-aaaaaaa1][src-bbbbbbb2].", "src-ccccccc3") == (
+        "Heat pumps keep a COP of 2.5 [src-ccccccc3]."
+    )
+    assert recite("A [src-aaaaaaa1] and B [src-bbbbbbb2].", "src-ccccccc3") == (
+        "A [src-ccccccc3] and B."
+    )
+    draft = "## Findings\n\n- Heat pumps keep a COP of 2.5 in the cold [src-aaaaaaa1].\n"
+    claims = split_claims(draft).claims
+    fixed = "Heat pumps keep a COP of 2.5 in the cold [src-ccccccc3]."
+    assert apply_verdicts(draft, claims, [Verdict.SUPPORTED], {0: fixed}) == (
+        f"## Findings\n\n- {fixed}\n"
+    )

@@ -110,6 +110,7 @@ class ClaimCheck(_Model):
     verdict: Verdict = Verdict.UNVERIFIED
     reason: str = ""
     quotes: list[EvidenceQuote] = Field(default_factory=list)
+    repaired_from: list[str] = Field(default_factory=list)  # what it cited before a repair
 
 
 class VerificationSummary(_Model):
@@ -122,6 +123,7 @@ class VerificationSummary(_Model):
     unverified: int = 0
     uncited_sentences: int = 0
     removed: int = 0
+    repaired: int = 0  # unsupported by their citations, supported by another source: re-cited
     llm_calls: int = 0
 
 

@@ -13,12 +13,17 @@ a fact-checker model judges, a batch of claims per call, whether those excerpts 
   verdict; the sentence stays as written.
 
 A claim that cites only ids the research does not know is ``unsupported`` without asking the
-model. Splitting the draft, selecting excerpts, applying verdicts and writing the Evidence
+model. An ``unsupported`` claim is not removed at once: the other gathered sources whose
+passages share most of its words are judged for it, and when one backs it the citation is
+repaired (the sentence cites that source instead) and recorded; only a claim no gathered source
+backs is removed. Splitting the draft, selecting excerpts, applying verdicts and writing the Evidence
 Quality section are plain functions; only :func:`verify_draft` talks to the model.
 
 - :mod:`.claims`: the cited sentences of a draft, and the draft rewritten with their verdicts;
-- :mod:`.judge`: excerpts of the cited sources, the fact-checker's batches and answers,
-  :func:`verify_draft`;
+- :mod:`.judge`: excerpts of the cited sources, the fact-checker's batches and answers;
+- :mod:`.repair`: other sources tried for a claim its citations do not back;
+- :mod:`.quotes`: the excerpts as verbatim spans of the sources' stored text;
+- :mod:`.verify`: :func:`verify_draft`, which puts them together;
 - :mod:`.section`: the report's Evidence Quality section.
 """
 
@@ -49,12 +54,10 @@ from foundry_mcp.research.verification.judge import (
     PASSAGES_PER_SOURCE,
     VERIFIER_MAX_TOKENS,
     ExcerptSelector,
-    VerifiedDraft,
     batches,
     read_judge_answer,
     read_verdict,
     spread,
-    verify_draft,
 )
 from foundry_mcp.research.verification.section import (
     EVIDENCE_HEADING,
@@ -62,6 +65,7 @@ from foundry_mcp.research.verification.section import (
     REMOVED_CLAIM_CHARS,
     evidence_quality_section,
 )
+from foundry_mcp.research.verification.verify import VerifiedDraft, verify_draft
 
 __all__ = [
     "BATCH_SIZE",

@@ -7,7 +7,7 @@ Body sentences that carry a ``[src-...]`` citation become :class:`Claim` spans o
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from foundry_mcp.research.models import Verdict
@@ -208,17 +208,27 @@ def _sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
 # --------------------------------------------------------------------------- verdicts
 
 
-def apply_verdicts(draft: str, claims: Sequence[Claim], verdicts: Sequence[Verdict]) -> str:
+def apply_verdicts(
+    draft: str,
+    claims: Sequence[Claim],
+    verdicts: Sequence[Verdict],
+    replacements: Mapping[int, str] | None = None,
+) -> str:
     """``draft`` with unsupported claims removed and partial ones marked ``PARTIAL_MARK``.
 
     ``verdicts[i]`` is the verdict on ``claims[i]``; supported and unverified claims stay as
-    written. A line left with nothing but a list or quote marker goes too.
+    written, unless ``replacements`` gives claim ``i`` a new sentence (a repaired citation). A
+    line left with nothing but a list or quote marker goes too.
     """
     if len(claims) != len(verdicts):
         raise ValueError("one verdict per claim is needed")
+    replacements = replacements or {}
     text = draft
-    for claim, verdict in sorted(zip(claims, verdicts, strict=True), key=lambda p: -p[0].start):
-        if verdict is Verdict.UNSUPPORTED:
+    ordered = sorted(enumerate(zip(claims, verdicts, strict=True)), key=lambda p: -p[1][0].start)
+    for index, (claim, verdict) in ordered:
+        if index in replacements:
+            text = text[: claim.start] + replacements[index] + text[claim.end :]
+        elif verdict is Verdict.UNSUPPORTED:
             text = _remove(text, claim)
         elif verdict is Verdict.PARTIAL:
             text = text[: claim.start] + mark_partial(claim.sentence) + text[claim.end :]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,15 +19,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from foundry_mcp.context.passages import PassageIndex, content_words
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.research.models import (
-    ClaimCheck,
     ResearchState,
     Source,
     Verdict,
     VerificationSummary,
 )
 from foundry_mcp.research.prompts.verifier import ClaimEvidence, verifier_prompts
-from foundry_mcp.research.verification.claims import apply_verdicts, split_claims
-from foundry_mcp.research.verification.quotes import quotes_for
 from foundry_mcp.research.workflow.calls import ResearchLLM
 from foundry_mcp.research.workflow.fanout import fan_out
 from foundry_mcp.research.workflow.jsonparse import parse_handoff
@@ -70,6 +66,11 @@ class ExcerptSelector:
             text = (source.content or source.snippet or "") if source else ""
             index = self._indexes[source_id] = PassageIndex.build(text.strip())
         return index
+
+    def best_passage(self, source_id: str, claim: str) -> str | None:
+        """The passage of ``source_id`` that shares most with ``claim``, if any does."""
+        passages = self._index(source_id).best(content_words(claim), 1)
+        return passages[0] if passages else None
 
     def excerpts(self, claim: str, source_ids: Sequence[str]) -> list[tuple[str, str]]:
         """``(source id, excerpt)`` pairs for ``claim``, at most ``max_chars`` characters in all.
@@ -182,60 +183,51 @@ def spread(items: Sequence[int], slots: int) -> list[list[int]]:
 
 
 @dataclass
-class VerifiedDraft:
-    """The draft after verification, the verdict on each claim and their counts."""
+class Judged:
+    """The fact-checker's answers, one ``(verdict or None, reason)`` per claim asked about."""
 
-    markdown: str
-    summary: VerificationSummary
-    checks: list[ClaimCheck]
+    answers: list[tuple[Verdict | None, str]]
+    stopped: str | None = None  # the provider error that stopped the checks, if any
+    unreadable: int = 0  # claims whose answer could not be read
+
+    def warn(self, state: ResearchState) -> None:
+        if self.stopped:
+            state.warn(
+                f"Citation verification stopped after a provider error ({self.stopped}); "
+                "the claims not yet checked are kept unverified."
+            )
+        if self.unreadable:
+            state.warn(
+                f"A fact-check answer could not be read; {self.unreadable} claim(s) were left "
+                "unverified."
+            )
 
 
-async def verify_draft(
-    llm: ResearchLLM, state: ResearchState, draft: str, sources: Mapping[str, Source]
-) -> VerifiedDraft:
-    """Judge every cited sentence of ``draft`` against ``sources`` and apply the verdicts.
+async def judge_claims(
+    llm: ResearchLLM,
+    state: ResearchState,
+    items: Sequence[tuple[str, list[tuple[str, str]]]],
+    summary: VerificationSummary,
+) -> Judged:
+    """Ask the fact-checker about each ``(claim text, excerpts)``, in batches spread over
+    ``state.limits.max_concurrent`` concurrent calls (see :func:`spread`).
 
-    Replaces ``state.claim_checks`` with one check per claim. At most
-    ``state.options.max_verified_claims`` claims are sent to the judge, in batches spread over
-    ``state.limits.max_concurrent`` concurrent calls (see :func:`spread`). A provider error leaves the claims
-    not yet judged unverified and adds a warning; it never loses the report.
+    A provider error stops the calls not yet made; their claims get no verdict.
     """
-    split = split_claims(draft)
-    claims = split.claims
-    checks = [ClaimCheck(sentence=c.text, source_ids=list(c.source_ids)) for c in claims]
-    selector = ExcerptSelector(sources)
-    evidence: dict[int, list[tuple[str, str]]] = {}
-    to_judge: list[int] = []
-    cap = max(0, state.options.max_verified_claims)
-    for i, claim in enumerate(claims):
-        known = [sid for sid in claim.source_ids if sid in sources]
-        if not known:
-            checks[i].verdict = Verdict.UNSUPPORTED
-            checks[i].reason = "It cites no source the research gathered."
-            continue
-        excerpts = selector.excerpts(claim.text, known)
-        checks[i].quotes = quotes_for(sources, excerpts)
-        if not excerpts:
-            checks[i].reason = "The cited sources have no text to check it against."
-        elif len(to_judge) >= cap:
-            checks[i].reason = f"Not checked: only the first {cap} cited sentences are checked."
-        else:
-            evidence[i] = excerpts
-            to_judge.append(i)
-
-    summary = VerificationSummary(uncited_sentences=split.uncited_sentences)
+    judged = Judged([(None, "") for _ in items])
     semaphore = anyio.Semaphore(max(1, state.limits.max_concurrent))
-    stopped: list[str] = []  # the provider error that stopped verification, if any
-    unreadable = [0]
 
     async def judge(batch: list[int]) -> None:
         async with semaphore:
-            if stopped:
+            if judged.stopped:
                 for i in batch:
-                    checks[i].reason = "Not checked: the fact-checker could not be reached."
+                    judged.answers[i] = (
+                        None,
+                        "Not checked: the fact-checker could not be reached.",
+                    )
                 return
             numbered = [
-                ClaimEvidence(number=n, text=claims[i].text, excerpts=evidence[i])
+                ClaimEvidence(number=n, text=items[i][0], excerpts=items[i][1])
                 for n, i in enumerate(batch, start=1)
             ]
             system, user = verifier_prompts(state.query, numbered)
@@ -246,42 +238,21 @@ async def verify_draft(
                 )
             except ProviderError as exc:
                 log.warning("citation verification stopped: %s", exc.message)
-                stopped.append(exc.message)
+                judged.stopped = judged.stopped or exc.message
                 for i in batch:
-                    checks[i].reason = "Not checked: the fact-checker could not be reached."
+                    judged.answers[i] = (
+                        None,
+                        "Not checked: the fact-checker could not be reached.",
+                    )
                 return
         answer = read_judge_answer(text, len(batch))
         if answer is None:
-            unreadable[0] += len(batch)
+            judged.unreadable += len(batch)
             for i in batch:
-                checks[i].reason = "The fact-checker's answer could not be read."
+                judged.answers[i] = (None, "The fact-checker's answer could not be read.")
             return
         for n, i in enumerate(batch, start=1):
-            if n in answer:
-                checks[i].verdict, checks[i].reason = answer[n]
-            else:
-                checks[i].reason = "The fact-checker gave no verdict on it."
+            judged.answers[i] = answer.get(n, (None, "The fact-checker gave no verdict on it."))
 
-    await fan_out(judge, spread(to_judge, state.limits.max_concurrent))
-    if stopped:
-        state.warn(
-            f"Citation verification stopped after a provider error ({stopped[0]}); "
-            "the claims not yet checked are kept unverified."
-        )
-    if unreadable[0]:
-        state.warn(
-            f"A fact-check answer could not be read; {unreadable[0]} claim(s) were left unverified."
-        )
-
-    verdicts = [check.verdict for check in checks]
-    counts = Counter(verdicts)
-    summary.claims_checked = len(checks)
-    summary.supported = counts[Verdict.SUPPORTED]
-    summary.partial = counts[Verdict.PARTIAL]
-    summary.unsupported = counts[Verdict.UNSUPPORTED]
-    summary.unverified = counts[Verdict.UNVERIFIED]
-    summary.removed = counts[Verdict.UNSUPPORTED]
-    state.claim_checks = checks
-    return VerifiedDraft(
-        markdown=apply_verdicts(draft, claims, verdicts), summary=summary, checks=checks
-    )
+    await fan_out(judge, spread(list(range(len(items))), state.limits.max_concurrent))
+    return judged

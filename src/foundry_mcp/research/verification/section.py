@@ -45,6 +45,11 @@ def evidence_quality_section(
             f"{summary.unsupported} unsupported, {summary.unverified} unverified)"
         )
         lines.append(f"- Unsupported sentences removed from the report: {summary.removed}")
+        if summary.repaired:
+            lines.append(
+                f"- Citations repaired: {summary.repaired} (true sentences that cited a source "
+                "which does not say them now cite one that does)"
+            )
     lines.append(f"- Sentences without a citation: {uncited_sentences}")
     lines.append(f"- Sources cited: {sources_cited} of {sources_examined} examined")
     lines.append(
@@ -55,6 +60,10 @@ def evidence_quality_section(
         lines += ["", f"Sentences marked {PARTIAL_MARK} are only partly backed by their sources."]
     if summary is not None and summary.unverified:
         lines += ["", "Unverified sentences are kept as written but were not confirmed."]
+    repaired = [c for c in checks if c.repaired_from]
+    if repaired:
+        lines += ["", "Citations repaired (the sentence now cites the source that backs it):", ""]
+        lines += [f'- "{_plain(check.sentence, REMOVED_CLAIM_CHARS)}"' for check in repaired]
     removed = [c for c in checks if c.verdict is Verdict.UNSUPPORTED]
     if removed:
         lines += ["", "Removed because their cited sources do not support them:", ""]

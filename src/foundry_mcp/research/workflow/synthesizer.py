@@ -122,6 +122,11 @@ async def synthesize(
     if state.options.verify_citations:
         verified = await verify_draft(llm, state, draft, by_id)
         draft, verification = verified.markdown, verified.summary
+        # A repaired citation names a source the writer was not given: it may be cited now.
+        repaired = {
+            sid for check in verified.checks if check.repaired_from for sid in check.source_ids
+        }
+        by_id.update({s.id: s for s in state.sources if s.id in repaired})
         uncited = verification.uncited_sentences
     else:
         state.claim_checks = []

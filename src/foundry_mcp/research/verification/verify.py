@@ -1,0 +1,90 @@
+"""Verifying a draft: its cited sentences judged against their sources, wrong citations
+repaired, the verdicts applied (see the package's documentation)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from foundry_mcp.research.models import (
+    ClaimCheck,
+    ResearchState,
+    Source,
+    Verdict,
+    VerificationSummary,
+)
+from foundry_mcp.research.verification.claims import apply_verdicts, split_claims
+from foundry_mcp.research.verification.judge import ExcerptSelector, judge_claims
+from foundry_mcp.research.verification.quotes import quotes_for
+from foundry_mcp.research.verification.repair import repair_citations
+from foundry_mcp.research.workflow.calls import ResearchLLM
+
+
+@dataclass
+class VerifiedDraft:
+    """The draft after verification, the verdict on each claim and their counts."""
+
+    markdown: str
+    summary: VerificationSummary
+    checks: list[ClaimCheck]
+
+
+async def verify_draft(
+    llm: ResearchLLM, state: ResearchState, draft: str, sources: Mapping[str, Source]
+) -> VerifiedDraft:
+    """Judge every cited sentence of ``draft`` against ``sources`` and apply the verdicts.
+
+    Replaces ``state.claim_checks`` with one check per claim. At most
+    ``state.options.max_verified_claims`` claims are sent to the judge, in batches spread over
+    ``state.limits.max_concurrent`` concurrent calls (see :func:`spread`). A provider error leaves the claims
+    not yet judged unverified and adds a warning; it never loses the report.
+    """
+    split = split_claims(draft)
+    claims = split.claims
+    checks = [ClaimCheck(sentence=c.text, source_ids=list(c.source_ids)) for c in claims]
+    selector = ExcerptSelector(sources)
+    evidence: dict[int, list[tuple[str, str]]] = {}
+    to_judge: list[int] = []
+    cap = max(0, state.options.max_verified_claims)
+    for i, claim in enumerate(claims):
+        known = [sid for sid in claim.source_ids if sid in sources]
+        if not known:
+            checks[i].verdict = Verdict.UNSUPPORTED
+            checks[i].reason = "It cites no source the research gathered."
+            continue
+        excerpts = selector.excerpts(claim.text, known)
+        checks[i].quotes = quotes_for(sources, excerpts)
+        if not excerpts:
+            checks[i].reason = "The cited sources have no text to check it against."
+        elif len(to_judge) >= cap:
+            checks[i].reason = f"Not checked: only the first {cap} cited sentences are checked."
+        else:
+            evidence[i] = excerpts
+            to_judge.append(i)
+
+    summary = VerificationSummary(uncited_sentences=split.uncited_sentences)
+    judged = await judge_claims(
+        llm, state, [(claims[i].text, evidence[i]) for i in to_judge], summary
+    )
+    for i, (verdict, reason) in zip(to_judge, judged.answers, strict=True):
+        if verdict is not None:
+            checks[i].verdict = verdict
+        checks[i].reason = reason
+    judged.warn(state)
+    replacements: dict[int, str] = {}
+    if not judged.stopped:
+        replacements = await repair_citations(llm, state, claims, checks, summary)
+
+    verdicts = [check.verdict for check in checks]
+    counts = Counter(verdicts)
+    summary.claims_checked = len(checks)
+    summary.supported = counts[Verdict.SUPPORTED]
+    summary.partial = counts[Verdict.PARTIAL]
+    summary.unsupported = counts[Verdict.UNSUPPORTED]
+    summary.unverified = counts[Verdict.UNVERIFIED]
+    summary.removed = counts[Verdict.UNSUPPORTED]
+    summary.repaired = len(replacements)
+    state.claim_checks = checks
+    markdown = apply_verdicts(draft, claims, verdicts, replacements)
+    return VerifiedDraft(markdown=markdown, summary=summary, checks=checks)
