@@ -152,3 +152,16 @@ async def test_fact_checker_outage_keeps_the_report(
     assert state.report_metadata.verification.unverified == len(state.claim_checks)
     assert "0 supported" in _evidence_section(state.report)
     assert_citations_resolve(state.report, served_urls(tavily_server))
+
+
+async def test_report_quotes_put_the_backing_passages_under_the_sources(
+    settings: Settings,
+) -> None:
+    settings.report.quotes = True
+    state = await _research(settings, "How do vector databases index embeddings?")
+    assert state.report is not None
+    listing = state.report.split("\n## Sources\n", 1)[1]
+    quoted = [line[3:-1] for line in listing.splitlines() if line.startswith('> "')]
+    assert quoted
+    backed = [" ".join(q.text.split()) for c in state.claim_checks for q in c.quotes]
+    assert all(any(text.rstrip("…") in b for b in backed) for text in quoted)

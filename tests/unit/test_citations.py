@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from foundry_mcp.research.citations import resolve_citations
-from foundry_mcp.research.models import Source
+from foundry_mcp.research.citations import quote_sources, resolve_citations
+from foundry_mcp.research.models import ClaimCheck, EvidenceQuote, Source, Verdict
 
 A = Source(id="src-aaaaaaaa", title="Alpha paper", url="https://alpha.example/paper")
 B = Source(id="src-bbbbbbbb", title="Beta   report\nwith  spaces", url="https://beta.example")
@@ -190,3 +190,32 @@ def test_content_section_whose_title_starts_with_sources_is_kept() -> None:
     result = resolve_citations(draft, KNOWN)
     assert "Measurement noise dominates" in result.markdown
     assert [s.id for s in result.cited] == [A.id, B.id]
+
+
+def test_report_quotes_go_under_the_sources_they_come_from() -> None:
+    first = Source(title="Heat pump trial", url="https://a.example/trial", content="x")
+    second = Source(title="Noise survey", url="https://b.example/noise", content="y")
+    report = resolve_citations(
+        f"## Findings\n\nHeat pumps work [{first.id}]. They are quiet [{second.id}].",
+        {first.id: first, second.id: second},
+    )
+    checks = [
+        ClaimCheck(
+            sentence="Heat pumps work.",
+            source_ids=[first.id],
+            verdict=Verdict.SUPPORTED,
+            quotes=[EvidenceQuote(source_id=first.id, text="they work  well", start=0, end=15)],
+        ),
+        ClaimCheck(
+            sentence="They are quiet.",
+            source_ids=[second.id],
+            verdict=Verdict.UNSUPPORTED,  # its quote backs nothing: not shown
+            quotes=[EvidenceQuote(source_id=second.id, text="loud", start=0, end=4)],
+        ),
+    ]
+    quoted = quote_sources(report.markdown, report.cited, checks)
+    listing = quoted.split("\n## Sources\n", 1)[1]
+    assert listing.index("[1] Heat pump trial") < listing.index('> "they work well"')
+    assert listing.index('> "they work well"') < listing.index("[2] Noise survey")
+    assert "loud" not in quoted
+    assert quote_sources(report.markdown, report.cited, []) == report.markdown

@@ -287,10 +287,15 @@ class LoggingSettings(_Section):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
 
 
+class ReportSettings(_Section):
+    quotes: bool = False  # quote, under each source of the report, the passages that back it
+
+
 class Settings(_Section):
     """All of foundry-mcp's settings."""
 
     research: ResearchSettings = Field(default_factory=ResearchSettings)
+    report: ReportSettings = Field(default_factory=ReportSettings)
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     pricing: dict[str, PriceSettings] = Field(default_factory=dict)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)

@@ -9,10 +9,10 @@ model's memory never supplies a reference.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from foundry_mcp.research.models import Source
+from foundry_mcp.research.models import ClaimCheck, Source, Verdict
 
 # A bracket of one or more source ids, with the blanks before it: "claim [src-1a2b3c4d]".
 _CITATION = re.compile(r"(?P<space>[ \t]*)\[\s*(?P<ids>src-[\w-]+(?:\s*[,;]\s*src-[\w-]+)*)\s*\]")
@@ -31,6 +31,38 @@ class ResolvedReport:
     cited: list[Source] = field(default_factory=list)
     citations_count: int = 0
     dropped_citations: int = 0
+
+
+QUOTES_PER_SOURCE = 2
+QUOTE_CHARS = 300
+
+
+def quote_sources(report: str, cited: Sequence[Source], checks: Sequence[ClaimCheck]) -> str:
+    """``report`` with, under each entry of its Sources list, the passages of that source that
+    backed its supported or partly supported sentences (at most ``QUOTES_PER_SOURCE``, cut to
+    ``QUOTE_CHARS``), as a block quote after the entry."""
+    quotes: dict[str, list[str]] = {}
+    for check in checks:
+        if check.verdict not in (Verdict.SUPPORTED, Verdict.PARTIAL):
+            continue
+        for quote in check.quotes:
+            text = " ".join(quote.text.split())
+            if len(text) > QUOTE_CHARS:
+                text = text[: QUOTE_CHARS - 1].rstrip() + "…"
+            kept = quotes.setdefault(quote.source_id, [])
+            if text not in kept and len(kept) < QUOTES_PER_SOURCE:
+                kept.append(text)
+    body, split, listing = report.rpartition("\n## Sources\n")
+    if not split or not quotes:
+        return report
+    lines = listing.split("\n")
+    for number, source in reversed(list(enumerate(cited, start=1))):
+        entry = next((i for i, line in enumerate(lines) if line.startswith(f"[{number}] ")), None)
+        if entry is None or source.id not in quotes:
+            continue
+        quoted = "\n>\n".join(f'> "{text}"' for text in quotes[source.id])
+        lines[entry + 1 : entry + 1] = ["", *quoted.split("\n"), ""]
+    return body + split + "\n".join(lines)
 
 
 def resolve_citations(draft: str, sources: Mapping[str, Source]) -> ResolvedReport:

@@ -115,6 +115,7 @@ class ResearchWriter:
                 parallel_writing=research.deep_research_parallel_writing,
                 pinned_provider=bool(provider_id),
                 preferred_sources=preferred,
+                report_quotes=self.settings.report.quotes,
                 max_verified_claims=research.deep_research_verification_max_claims,
                 gate_retries=research.deep_research_gate_retries,
                 enable_reflection=research.deep_research_enable_reflection,

@@ -91,6 +91,7 @@ class ResearchOptions(_Model):
     parallel_writing: bool = True  # write the report's sections at once (workflow/report_parts)
     pinned_provider: bool = False  # the caller named provider_id: it runs every LLM call
     preferred_sources: list[str] = Field(default_factory=list)  # domains or address prefixes
+    report_quotes: bool = False  # [report] quotes: the backing passages under each source
     max_verified_claims: int = 60
     gate_retries: int = 1
     enable_reflection: bool = True

@@ -6,7 +6,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from foundry_mcp.research.citations import resolve_citations
+from foundry_mcp.research.citations import quote_sources, resolve_citations
 from foundry_mcp.research.models import (
     ReportMetadata,
     ResearchState,
@@ -137,6 +137,8 @@ async def synthesize(
         by_id.update({s.id: s for s in sources if s.id in appendix_ids})
         draft = draft.rstrip() + "\n\n" + writing.appendix.strip() + "\n"
     resolved = resolve_citations(draft, by_id)
+    if state.options.report_quotes:
+        resolved.markdown = quote_sources(resolved.markdown, resolved.cited, state.claim_checks)
     confidence = Counter(f.confidence.value for f in state.findings)
     confidence_summary = {level: confidence.get(level, 0) for level in ("high", "medium", "low")}
     section = evidence_quality_section(
