@@ -125,6 +125,7 @@ COMMANDS: dict[str, str] = {
     "cancel": "cancel_research",
     "restore": "restore_source",
     "delete": "delete_research",
+    "export": "export_research",
     "doctor": "doctor",
 }
 
@@ -151,6 +152,11 @@ def _parser() -> argparse.ArgumentParser:
         "--mode",
         choices=["auto", "simple", "hierarchical", "hypotheses"],
         help="how the question is researched (default: [research] mode, auto)",
+    )
+    research.add_argument(
+        "--effort",
+        choices=["quick", "standard", "deep"],
+        help="how thorough: quick, standard (the configuration) or deep",
     )
     research.add_argument(
         "--source-types",
@@ -201,6 +207,15 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument("--limit", type=int, default=20)
     listing.add_argument("--completed-only", action="store_true")
     listing.add_argument("--status", help="only these statuses, comma-separated")
+    export = commands.add_parser(
+        "export", help="export a research: the report, its state as JSON, or its sources"
+    )
+    export.add_argument("research_id")
+    export.add_argument(
+        "--format", choices=["markdown", "json", "bibtex", "ris"], default="markdown"
+    )
+    export.add_argument("--out", help="write to this file in the current directory (not stdout)")
+    export.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     commands.add_parser(
         "doctor", help="check configuration, provider keys, and that each provider answers"
     )

@@ -48,6 +48,7 @@ async def run_research(service: ResearchService, args: argparse.Namespace) -> in
         model=args.model,
         system_prompt=args.context,
         mode=args.mode,
+        effort=args.effort,
         source_types=args.source_types,
         preferred_sources=args.prefer,
         **limits,
@@ -179,6 +180,22 @@ async def print_report(service: ResearchService, args: argparse.Namespace) -> in
         print_json({**payload, "warnings": warnings})
     else:
         print(service.full_report(args.research_id))
+    return 0
+
+
+async def export_research(service: ResearchService, args: argparse.Namespace) -> int:
+    """The export on stdout, or written to ``--out`` inside the current directory."""
+    done = service.export(
+        args.research_id,
+        format=args.format,
+        path=args.out,
+        overwrite=args.overwrite,
+        max_inline_chars=None,  # stdout takes any length
+    )
+    if args.out is None:
+        sys.stdout.write(done["content"])
+    else:
+        print(f"wrote {done['chars']:,} characters to {done['path']}", file=sys.stderr)
     return 0
 
 

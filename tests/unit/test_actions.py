@@ -26,6 +26,8 @@ SAMPLES: dict[str, Any] = {
     "provider_id": "sample-provider",
     "model": "sample-model",
     "mode": "hierarchical",
+    "effort": "deep",
+    "max_time_s": 30.0,
     "source_types": ["academic", "news"],
     "preferred_sources": ["docs.python.org"],
     "max_iterations": 2,
@@ -44,6 +46,9 @@ SAMPLES: dict[str, Any] = {
     "cursor": "sample-cursor",
     "completed_only": True,
     "status": "running",
+    "format": "json",
+    "path": "sample.json",
+    "overwrite": True,
 }
 
 

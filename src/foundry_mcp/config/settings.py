@@ -171,6 +171,7 @@ class ResearchSettings(_Section):
     exploration_mode: Literal["sequential", "parallel"] = "sequential"
     min_confidence_threshold: int = Field(0, ge=0, le=100)
     max_cost_usd: float | None = Field(None, gt=0)
+    max_time_s: float | None = Field(None, ge=5, le=86400)
 
     # Token management (fitting content into each model's context window).
     token_management_enabled: bool = True

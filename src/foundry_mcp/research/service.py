@@ -13,6 +13,7 @@ whose process died) and ``service_inputs`` (the checks on a caller's input).
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 from foundry_mcp.config import LIMIT_BOUNDS, MAX_QUERY_CHARS, MAX_WAIT_SECONDS, Settings
@@ -20,6 +21,7 @@ from foundry_mcp.context.runtime import ContextServices
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.providers.health import check_providers
 from foundry_mcp.providers.registry import ProviderRegistry
+from foundry_mcp.research.export_files import MAX_INLINE_CHARS, export_research
 from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.models import Status
 from foundry_mcp.research.runner import ResearchRunner
@@ -27,7 +29,7 @@ from foundry_mcp.research.service_inputs import check_range
 from foundry_mcp.research.service_ownership import OwnershipWatch
 from foundry_mcp.research.service_reads import ProgressCallback, ResearchReader
 from foundry_mcp.research.service_writes import ResearchWriter
-from foundry_mcp.research.store import Owner, ResearchStore
+from foundry_mcp.research.store import Owner, ResearchStore, validate_research_id
 from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 
 __all__ = [
@@ -102,6 +104,8 @@ class ResearchService:
         mode: str | None = None,
         source_types: Any = None,
         preferred_sources: Any = None,
+        effort: Any = None,
+        max_time_s: float | None = None,
     ) -> dict[str, Any]:
         """Validate, save a queued research and start it in the background.
 
@@ -122,6 +126,8 @@ class ResearchService:
             mode=mode,
             source_types=source_types,
             preferred_sources=preferred_sources,
+            effort=effort,
+            max_time_s=max_time_s,
         )
 
     def resume(
@@ -234,6 +240,18 @@ class ResearchService:
         """The whole markdown report (the MCP resource)."""
         return self.reader.full_report(research_id)
 
+    def sources(self, research_id: Any) -> str:
+        """Every source the research gathered, cited or not, as JSON (the MCP resource)."""
+        return self.reader.sources(research_id)
+
+    def all_events(self, research_id: Any) -> str:
+        """The whole audit trail, oldest first, as JSON (the MCP resource)."""
+        return self.reader.all_events(research_id)
+
+    def recent_reports(self, limit: int, query_chars: int) -> list[tuple[str, str]]:
+        """``(research_id, query cut to query_chars)`` of the newest completed research."""
+        return self.reader.recent_reports(limit, query_chars)
+
     def list(
         self,
         *,
@@ -252,6 +270,28 @@ class ResearchService:
     ) -> dict[str, Any]:
         """A page of the research's audit trail, oldest first."""
         return self.reader.events(research_id, cursor=cursor, limit=limit)
+
+    def export(
+        self,
+        research_id: Any,
+        *,
+        format: str,
+        path: str | None = None,
+        overwrite: bool = False,
+        workspace: Path | None = None,
+        max_inline_chars: int | None = MAX_INLINE_CHARS,
+    ) -> dict[str, Any]:
+        """The research as markdown, json, bibtex or ris: in the payload (bounded), or written
+        to ``path`` inside ``workspace`` (default: the working directory)."""
+        state = self.watch.load_checked(validate_research_id(research_id))
+        return export_research(
+            state,
+            format,
+            path=path,
+            overwrite=overwrite,
+            workspace=workspace or Path.cwd(),
+            max_inline_chars=max_inline_chars,
+        )
 
     async def health(self) -> dict[str, Any]:
         """Every known or configured provider: key present, a cheap live call, and the fix."""

@@ -7,6 +7,7 @@ whose process died is reported ``interrupted``, never ``running``.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -23,6 +24,7 @@ from foundry_mcp.research.service_inputs import check_range, parse_statuses
 from foundry_mcp.research.service_ownership import OwnershipWatch
 from foundry_mcp.research.store import ResearchStore, validate_research_id
 from foundry_mcp.research.views import (
+    all_sources,
     cited_sources,
     decision_log,
     shorten,
@@ -31,6 +33,7 @@ from foundry_mcp.research.views import (
 )
 
 WAIT_POLL_SECONDS = 0.1
+EVENTS_PAGE = 500  # the most deep-research-events returns at once
 
 ProgressCallback = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -133,6 +136,11 @@ class ResearchReader:
             raise _not_ready(state)
         return all_claims(state)
 
+    def sources(self, research_id: Any) -> str:
+        """Every source the research gathered, cited or not, as JSON (the MCP resource)."""
+        state = self.watch.load_checked(validate_research_id(research_id))
+        return _to_json(all_sources(state))
+
     def full_report(self, research_id: Any) -> str:
         """The whole markdown report (the MCP resource)."""
         state = self.watch.load_checked(validate_research_id(research_id))
@@ -168,6 +176,11 @@ class ResearchReader:
             "next_cursor": next_cursor,
         }
 
+    def recent_reports(self, limit: int, query_chars: int) -> list[tuple[str, str]]:
+        """``(research_id, query cut to query_chars)`` of the newest completed research."""
+        items, _ = self.store.list_page(limit, completed_only=True)
+        return [(item.research_id, shorten(item.query, query_chars)) for item in items]
+
     def events(
         self, research_id: Any, *, cursor: str | None = None, limit: int | None = None
     ) -> dict[str, Any]:
@@ -190,6 +203,19 @@ class ResearchReader:
             "events": [{"seq": e.seq, "at": e.at, "kind": e.kind, "data": e.data} for e in events],
             "next_cursor": str(events[-1].seq) if len(events) == limit else None,
         }
+
+    def all_events(self, research_id: Any) -> str:
+        """The whole audit trail, oldest first, as JSON (the MCP resource)."""
+        page = self.events(research_id, limit=EVENTS_PAGE)
+        events = page["events"]
+        while page["next_cursor"] is not None:
+            page = self.events(research_id, cursor=page["next_cursor"], limit=EVENTS_PAGE)
+            events += page["events"]
+        return _to_json({"research_id": page["research_id"], "events": events})
+
+
+def _to_json(payload: dict[str, Any]) -> str:
+    return json.dumps(payload, ensure_ascii=False, indent=1)
 
 
 def _not_ready(state: ResearchState) -> ReportNotReadyError:

@@ -16,6 +16,7 @@ from foundry_mcp.context.runtime import ContextServices
 from foundry_mcp.context.runtime import prepare as prepare_context
 from foundry_mcp.errors import InputError, InvalidStateError
 from foundry_mcp.providers.registry import ProviderRegistry
+from foundry_mcp.research.effort import PRESETS, Effort, check_effort
 from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.models import (
     AgentDecision,
@@ -33,6 +34,7 @@ from foundry_mcp.research.service_inputs import (
     check_can_continue,
     check_preferred_sources,
     check_query,
+    check_range,
     check_source_types,
     research_limits,
     resolve_mode,
@@ -85,20 +87,32 @@ class ResearchWriter:
         mode: str | None = None,
         source_types: Any = None,
         preferred_sources: Any = None,
+        effort: Any = None,
+        max_time_s: float | None = None,
     ) -> dict[str, Any]:
-        """Validate, save a queued research and start it in the background."""
+        """Validate, save a queued research and start it in the background.
+
+        ``effort`` (quick, standard, deep) sets the limits, mode and checks the caller did not
+        give (see :mod:`foundry_mcp.research.effort`).
+        """
         query = check_query(query)
         kinds = check_source_types(source_types)
         preferred = check_preferred_sources(preferred_sources)
-        mode_options = resolve_mode(self.settings.research, mode)
+        chosen = check_effort(effort)
+        if max_time_s is not None:
+            check_range("max_time_s", max_time_s, 5, 86400, integer=False)
+        preset = PRESETS[chosen or Effort.STANDARD]
+        mode_options = resolve_mode(self.settings.research, mode or preset.mode)
         limits = research_limits(
             self.settings.research,
             None,
-            max_iterations=max_iterations,
-            max_sub_queries=max_sub_queries,
-            max_sources_per_query=max_sources_per_query,
-            max_concurrent=max_concurrent,
-            task_timeout=task_timeout,
+            **preset.limits(
+                max_iterations=max_iterations,
+                max_sub_queries=max_sub_queries,
+                max_sources_per_query=max_sources_per_query,
+                max_concurrent=max_concurrent,
+                task_timeout=task_timeout,
+            ),
         )
         llm_name, llm_model = self.providers.resolve_llm(provider_id, model)
         # A provider named by the caller runs every phase; otherwise the per-phase lists apply
@@ -116,9 +130,14 @@ class ResearchWriter:
                 pinned_provider=bool(provider_id),
                 preferred_sources=preferred,
                 report_quotes=self.settings.report.quotes,
-                max_verified_claims=research.deep_research_verification_max_claims,
+                max_verified_claims=preset.max_verified_claims
+                or research.deep_research_verification_max_claims,
                 gate_retries=research.deep_research_gate_retries,
-                enable_reflection=research.deep_research_enable_reflection,
+                enable_reflection=research.deep_research_enable_reflection
+                if preset.reflection is None
+                else preset.reflection,
+                effort=(chosen or Effort.STANDARD).value,
+                max_time_s=float(max_time_s) if max_time_s is not None else research.max_time_s,
                 phase_timeouts=research.phase_timeouts(),
                 mode=mode_options,
                 search=SearchOptions(
@@ -146,6 +165,7 @@ class ResearchWriter:
             ),
             "limits": limits.model_dump(),
             "mode": mode_options.requested.value,
+            "effort": (chosen or Effort.STANDARD).value,
             "provider": f"{llm_name}:{llm_model}",
             "phase_providers": {
                 group: [f"{name}:{chosen}" for name, chosen in pairs]

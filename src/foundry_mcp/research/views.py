@@ -1,4 +1,4 @@
-"""The payloads the service returns about a research: status, decision log, cited sources."""
+"""The payloads the service returns about a research: status, decision log, sources."""
 
 from __future__ import annotations
 
@@ -206,13 +206,45 @@ def decision_log(state: ResearchState) -> dict[str, Any]:
 
 def cited_sources(state: ResearchState) -> list[dict[str, Any]]:
     """The report's numbered sources, in order."""
-    cited_ids = state.report_metadata.cited_source_ids if state.report_metadata else []
     by_id = state.source_by_id()
     return [
         {"number": n, "id": sid, "title": by_id[sid].title, "url": by_id[sid].url}
-        for n, sid in enumerate(cited_ids, start=1)
+        for sid, n in citation_numbers(state).items()
         if sid in by_id
     ]
+
+
+def citation_numbers(state: ResearchState) -> dict[str, int]:
+    """Each cited source's number in the report's Sources list, in that order."""
+    cited_ids = state.report_metadata.cited_source_ids if state.report_metadata else []
+    numbers: dict[str, int] = {}
+    for n, sid in enumerate(cited_ids, start=1):
+        numbers.setdefault(sid, n)
+    return numbers
+
+
+def all_sources(state: ResearchState) -> dict[str, Any]:
+    """Every source the research gathered: the cited ones by number, then the rest as found."""
+    numbers = citation_numbers(state)
+    ordered = sorted(state.sources, key=lambda s: (s.id not in numbers, numbers.get(s.id, 0)))
+    return {
+        "research_id": state.id,
+        "status": state.status.value,
+        "total": len(ordered),
+        "cited": sum(1 for s in ordered if s.id in numbers),
+        "sources": [
+            {
+                "number": numbers.get(s.id),
+                "id": s.id,
+                "title": s.title,
+                "url": s.url,
+                "provider": s.provider,
+                "quality": s.quality.value,
+                "cited": s.id in numbers,
+            }
+            for s in ordered
+        ],
+    }
 
 
 def token_budget_payload(state: ResearchState) -> dict[str, Any]:

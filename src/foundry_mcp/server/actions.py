@@ -98,6 +98,8 @@ async def _deep_research(
         provider_id=_text(use, "provider_id"),
         model=_text(use, "model"),
         mode=use.get("mode"),
+        effort=use.get("effort"),
+        max_time_s=use.get("max_time_s"),
         source_types=use.get("source_types"),
         preferred_sources=use.get("preferred_sources"),
         **_limits(use),
@@ -173,6 +175,18 @@ async def _restore(
     return service.restore_content(use.get("research_id"), use.get("item_id")), []
 
 
+async def _export(
+    service: ResearchService, use: dict[str, Any], _: ProgressCallback | None
+) -> Payload:
+    payload = service.export(
+        use.get("research_id"),
+        format=use.get("format", "markdown"),
+        path=use.get("path"),
+        overwrite=bool(use.get("overwrite", False)),
+    )
+    return payload, []
+
+
 async def _health(
     service: ResearchService, use: dict[str, Any], _: ProgressCallback | None
 ) -> Payload:
@@ -189,5 +203,6 @@ HANDLERS: dict[str, Handler] = {
     "deep-research-resume": _resume,
     "deep-research-delete": _delete,
     "deep-research-restore": _restore,
+    "deep-research-export": _export,
     "health": _health,
 }

@@ -1,4 +1,4 @@
-"""The MCP server: one ``research`` tool and the report resource, over stdio."""
+"""The MCP server: one ``research`` tool, its resources and prompts, over stdio."""
 
 from __future__ import annotations
 
@@ -9,9 +9,15 @@ from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Annotated, Any
 
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import (
+    CallToolResult,
+    ListResourcesResult,
+    PaginatedRequestParams,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import WithJsonSchema
 
 from foundry_mcp import __version__
@@ -21,6 +27,9 @@ from foundry_mcp.server.actions import dispatch, tool_description
 from foundry_mcp.server.arguments import ResearchArguments, input_schema, parse_arguments
 from foundry_mcp.server.envelope import Envelope, failure, ok
 from foundry_mcp.server.host import ServiceHost, hosted_service
+from foundry_mcp.server.prompts import register_prompts
+from foundry_mcp.server.resources import recent_reports, register_resources
+from foundry_mcp.server.session import session_host
 
 if TYPE_CHECKING:  # the research code is imported in the background (see server.host)
     from foundry_mcp.research.service import ProgressCallback
@@ -60,6 +69,15 @@ class ResearchServer(MCPServer[Any]):
             return await super().call_tool(name, {"action": parsed.action}, context)
         finally:
             _validated.reset(token)
+
+    async def _handle_list_resources(
+        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+    ) -> ListResourcesResult:
+        # The SDK's public list_resources() gets no request context, so it cannot reach the
+        # session's research store; this handler does, and adds the recent reports.
+        listed = await super()._handle_list_resources(ctx, params)
+        listed.resources += await recent_reports(ctx.lifespan_context)
+        return listed
 
 
 TOOL_NAME = "research"
@@ -127,7 +145,7 @@ def create_server(
             )
             await ctx.report_progress(snapshot["elapsed_s"], None, message)
 
-        return _result(await _handle(_host(ctx), arguments, progress))
+        return _result(await _handle(session_host(ctx), arguments, progress))
 
     research.__signature__ = _published_signature()  # type: ignore[attr-defined]
     server.add_tool(
@@ -139,35 +157,8 @@ def create_server(
         ),
     )
 
-    @server.resource(
-        "research://{research_id}/report",
-        name="research-report",
-        description="The full markdown report of a research, with its numbered sources.",
-        mime_type="text/markdown",
-    )
-    async def report_resource(research_id: str, ctx: Context) -> str:
-        try:
-            service = await _host(ctx).service()
-            return service.full_report(research_id)
-        except FoundryError as exc:
-            raise ResourceError(f"{exc.message} {exc.remediation}") from None
-
-    @server.resource(
-        "research://{research_id}/claims",
-        name="research-claims",
-        description=(
-            "Every cited sentence of a research's report with its verdict, its numbered sources "
-            "and the quotes the fact-checker saw (spans of the sources' stored text), as JSON."
-        ),
-        mime_type="application/json",
-    )
-    async def claims_resource(research_id: str, ctx: Context) -> str:
-        try:
-            service = await _host(ctx).service()
-            return service.claims(research_id)
-        except FoundryError as exc:
-            raise ResourceError(f"{exc.message} {exc.remediation}") from None
-
+    register_resources(server)
+    register_prompts(server)
     return server
 
 
@@ -177,12 +168,6 @@ def _result(envelope: Envelope) -> CallToolResult:
         structured_content=envelope.model_dump(mode="json"),
         is_error=not envelope.success,
     )
-
-
-def _host(ctx: Context) -> ServiceHost:
-    host = ctx.request_context.lifespan_context
-    assert isinstance(host, ServiceHost)
-    return host
 
 
 async def _handle(

@@ -16,6 +16,7 @@ from pydantic_core import ErrorDetails
 from foundry_mcp.config import LIMIT_BOUNDS, MAX_QUERY_CHARS, MAX_WAIT_SECONDS
 from foundry_mcp.errors import InputError, UnknownActionError
 from foundry_mcp.providers.search.base import SourceType
+from foundry_mcp.research.export import ExportFormat
 
 LIMIT_PARAMS = tuple(LIMIT_BOUNDS)
 
@@ -28,6 +29,8 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
         "provider_id",
         "model",
         "mode",
+        "effort",
+        "max_time_s",
         "source_types",
         "preferred_sources",
         *LIMIT_PARAMS,
@@ -42,6 +45,7 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
     "deep-research-resume": ("research_id", *LIMIT_PARAMS),
     "deep-research-delete": ("research_id",),
     "deep-research-restore": ("research_id", "item_id"),
+    "deep-research-export": ("research_id", "format", "path", "overwrite"),
     "health": (),
 }
 
@@ -55,6 +59,10 @@ ACTION_SUMMARIES: dict[str, str] = {
     "deep-research-resume": "continue a cancelled/failed/timed-out/interrupted research",
     "deep-research-delete": "delete a research (cancels it first if running)",
     "deep-research-restore": "bring an archived (dropped) source back into a stopped research",
+    "deep-research-export": (
+        "the report as markdown, the research as json, or its cited sources as bibtex/ris; "
+        "returned, or written to path in the workspace"
+    ),
     "health": "check every provider: key present, a cheap live call, and the fix for each problem",
 }
 
@@ -70,6 +78,7 @@ Action = Literal[
     "deep-research-resume",
     "deep-research-delete",
     "deep-research-restore",
+    "deep-research-export",
     "health",
 ]
 
@@ -150,6 +159,21 @@ class ResearchArguments(BaseModel):
             "deep-research: how the question is researched. auto (default) chooses; simple: one "
             "pass; hierarchical: 2-5 sub-questions researched in parallel, then integrated; "
             "hypotheses: competing explanations explored and weighed."
+        ),
+    )
+    effort: Literal["quick", "standard", "deep"] | None = Field(
+        None,
+        description=(
+            "deep-research: how thorough, in one word: quick (one short round, 2 sub-queries, "
+            "simple mode), standard (the configuration) or deep (4 rounds, 6 sub-queries, 8 "
+            "sources each). Limits given explicitly win."
+        ),
+    )
+    max_time_s: Annotated[float, Field(ge=5, le=86400), _NOT_BOOL] | None = Field(
+        None,
+        description=(
+            "deep-research: time ceiling in seconds (5-86400): near it, the research stops "
+            "searching and writes its report from what it has, within the ceiling."
         ),
     )
     source_types: SourceTypes | None = Field(
@@ -239,6 +263,24 @@ class ResearchArguments(BaseModel):
         description=(
             "deep-research-list: only these statuses, comma-separated, e.g. 'running,interrupted'."
         ),
+    )
+    format: ExportFormat | None = Field(
+        None,
+        description=(
+            "deep-research-export: markdown (the report), json (question, status, report, "
+            "sources, findings, claim checks with quotes, usage), bibtex or ris (the cited "
+            "sources, in report order). Default markdown."
+        ),
+    )
+    path: str | None = Field(
+        None,
+        description=(
+            "deep-research-export: write to this file inside the server's working directory "
+            "(relative or absolute; its directory must exist) instead of returning the text."
+        ),
+    )
+    overwrite: bool | None = Field(
+        None, description="deep-research-export: replace an existing file at path."
     )
 
     def given(self) -> dict[str, Any]:

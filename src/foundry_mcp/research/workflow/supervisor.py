@@ -27,10 +27,12 @@ from foundry_mcp.research.models import (
     ReflectionDecision,
     ResearchState,
     ValidationResult,
+    utcnow,
 )
 from foundry_mcp.research.workflow.calls import ResearchLLM
 from foundry_mcp.research.workflow.dispatch import dispatch_inputs
 from foundry_mcp.research.workflow.reflection import reflect
+from foundry_mcp.research.workflow.time_ceiling import TimeCeiling
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +117,10 @@ class Playbook(Protocol):
         ...
 
 
+class _OutOfTime(Exception):
+    """A phase ran into the time kept for the report."""
+
+
 class Supervisor:
     """Runs one research (or one researcher of it) from its current phase until it completes."""
 
@@ -133,12 +139,33 @@ class Supervisor:
         self._hooks = hooks or SupervisorHooks()
         self._guidance: str | None = None
         self._complete_early = False
+        # A new research counts from the call that started it, a resumed one from now.
+        fresh = state.iteration == 1 and state.phase is Phase.PLANNING
+        spent = (utcnow() - state.created_at).total_seconds() if fresh else 0.0
+        self._ceiling = TimeCeiling.start(state.options.max_time_s, max(0.0, spent))
 
     async def run(self) -> None:
-        """Advance phase by phase; returns when the research is complete."""
+        """Advance phase by phase; returns when the research is complete.
+
+        With a time ceiling (``max_time_s``), a phase before the report that would run into
+        the time kept for the report is stopped, and the report is written from what was found
+        (see :class:`TimeCeiling`).
+        """
         while True:
             phase = self.state.phase
-            await self._run_phase(phase)
+            if phase is not Phase.SYNTHESIS and self._ceiling.reached():
+                if self.state.report is not None and phase in (Phase.REFINEMENT, Phase.GATHERING):
+                    self._stop_at_ceiling(phase)  # nothing new to write: the report stands
+                    return
+                await self._write_now(phase)
+                continue
+            try:
+                await self._run_phase(phase)
+            except _OutOfTime:
+                await self._write_now(phase)
+                continue
+            if phase is Phase.SYNTHESIS and self._ceiling.ended_it:
+                return
             following = self._playbook.next_phase(phase, self._complete_early)
             if following is None:
                 return
@@ -195,22 +222,58 @@ class Supervisor:
         await self._think_pause(phase, reflection, given_guidance)
 
     async def _execute(self, phase: Phase) -> dict[str, Any]:
-        """Run the phase's work within the phase's timeout, if one is configured."""
+        """Run the phase's work within the phase's timeout, if one is configured, and before
+        the report's share of the time ceiling, if there is one."""
         seconds = self._playbook.timeout(phase)
-        if not seconds:
+        left = None if phase is Phase.SYNTHESIS else self._ceiling.left_before_report()
+        if not seconds and left is None:
             return await self._playbook.execute(phase, self._guidance)
-        with anyio.move_on_after(seconds) as scope:
+        limit = min(s for s in (seconds, left) if s is not None)
+        with anyio.move_on_after(max(0.0, limit)) as scope:
             return await self._playbook.execute(phase, self._guidance)
         assert scope.cancelled_caught
-        raise PhaseTimeoutError(phase, seconds)
+        if left is not None and left <= (seconds or left):
+            raise _OutOfTime
+        raise PhaseTimeoutError(phase, seconds or limit)
+
+    async def _write_now(self, stopped: Phase) -> None:
+        """The time ceiling is near: record it and go straight to the report."""
+        self._stop_at_ceiling(stopped, write=True)
+        self.state.phase = Phase.SYNTHESIS
+        await self._checkpoint()
+
+    def _stop_at_ceiling(self, stopped: Phase, *, write: bool = False) -> None:
+        """Record that the time ceiling ended the research at ``stopped``."""
+        state = self.state
+        self._ceiling.ended_it = True
+        limit = state.options.max_time_s or 0.0
+        then = (
+            "the report is written from what was found so far"
+            if write
+            else ("the report already written stands")
+        )
+        self._record(
+            AgentRole.SUPERVISOR,
+            "time_ceiling",
+            f"The time ceiling (max_time_s = {limit:g}) is near: {stopped.value} was not run "
+            f"to its end, and {then}.",
+            {"phase": stopped.value, "iteration": state.iteration, "max_time_s": limit},
+            {"next_phase": Phase.SYNTHESIS.value if write else "COMPLETED"},
+        )
+        state.metadata["time_ceiling_reached"] = True
+        state.warn(
+            f"Time ceiling reached (max_time_s = {limit:g}): {stopped.value} of iteration "
+            f"{state.iteration} was not run to its end and no further round was run; the report "
+            "rests on what was found until then."
+        )
 
     async def _reflect(
         self, phase: Phase, gate: ValidationResult, outputs: dict[str, Any]
     ) -> ReflectionDecision | None:
         """The model's judgement of the phase, when reflection is enabled."""
         state = self.state
-        if not state.options.enable_reflection:
-            return None
+        if not state.options.enable_reflection or self._ceiling.reached():
+            return None  # no judgement when the time left is the report's
         decision = await reflect(
             self._llm, state, phase, self._playbook.describe(phase), gate, outputs
         )

@@ -25,6 +25,7 @@ from foundry_mcp.research.workflow.calls import ResearchLLM
 from foundry_mcp.research.workflow.fitting import Fitting
 from foundry_mcp.research.workflow.report_parts import (
     ReportSection,
+    merge_smallest,
     sections_by_sub_query,
     unwrap_fence,
     whole_report_builder,
@@ -81,10 +82,13 @@ async def synthesize(
     fitting = await Fitting.open(llm, state, "synthesis")
     max_tokens = fitting.output_tokens("synthesis", LEGACY_MAX_TOKENS)
     if writing.sections and state.options.parallel_writing:
+        sections = list(writing.sections)
+        if state.metadata.get("time_ceiling_reached"):  # one wave of calls: no time for two
+            sections = merge_smallest(sections, max(1, state.limits.max_concurrent - 1))
         written = await write_in_parts(
             fitting,
             state,
-            writing.sections,
+            sections,
             sources,
             guidance,
             frame_system=writing.frame_system,

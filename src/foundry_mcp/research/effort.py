@@ -1,0 +1,88 @@
+"""Effort presets: how thorough a research is, in one word instead of five numbers.
+
+| effort | mode | iterations | sub-queries | sources each | supervisor's judgement | claims checked |
+| --- | --- | --- | --- | --- | --- | --- |
+| quick | simple | 1 | 2 | 3 | off | 20 |
+| standard | the configuration's (`[research]`) | | | | | |
+| deep | auto (hierarchical when the question has parts) | 4 | 6 | 8 | on | 120 |
+
+Limits the caller gives explicitly (``max_iterations``, ``mode``...) win over the preset;
+``standard`` is the configuration as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from foundry_mcp.errors import InputError
+
+
+class Effort(StrEnum):
+    QUICK = "quick"
+    STANDARD = "standard"
+    DEEP = "deep"
+
+
+@dataclass(frozen=True)
+class EffortPreset:
+    """What an effort sets; None keeps the configuration's value."""
+
+    mode: str | None = None
+    max_iterations: int | None = None
+    max_sub_queries: int | None = None
+    max_sources_per_query: int | None = None
+    reflection: bool | None = None
+    max_verified_claims: int | None = None
+
+    def limits(self, **given: Any) -> dict[str, Any]:
+        """The research limits: the caller's where given, else the preset's (None: the
+        configuration's)."""
+        preset = {
+            "max_iterations": self.max_iterations,
+            "max_sub_queries": self.max_sub_queries,
+            "max_sources_per_query": self.max_sources_per_query,
+        }
+        names = [*given, *(name for name in preset if name not in given)]
+        return {
+            name: given[name] if given.get(name) is not None else preset.get(name) for name in names
+        }
+
+
+PRESETS: dict[Effort, EffortPreset] = {
+    Effort.QUICK: EffortPreset(
+        mode="simple",
+        max_iterations=1,
+        max_sub_queries=2,
+        max_sources_per_query=3,
+        reflection=False,
+        max_verified_claims=20,
+    ),
+    Effort.STANDARD: EffortPreset(),
+    Effort.DEEP: EffortPreset(
+        mode="auto",
+        max_iterations=4,
+        max_sub_queries=6,
+        max_sources_per_query=8,
+        reflection=True,
+        max_verified_claims=120,
+    ),
+}
+
+
+def check_effort(value: Any) -> Effort | None:
+    """The effort asked for (None when not given); ``InputError`` naming the three otherwise."""
+    if value is None:
+        return None
+    try:
+        return Effort(str(value).strip().lower())
+    except ValueError:
+        raise InputError(
+            f"effort must be quick, standard or deep (got {value!r}).",
+            remediation=(
+                "Pass effort='quick' for a fast answer, 'standard' (the configuration) or "
+                "'deep' for a thorough research; or leave it out."
+            ),
+            details={"field": "effort"},
+        ) from None

@@ -1,0 +1,277 @@
+"""A research written out for other tools: the markdown report, the state as JSON (one pydantic
+model is its shape and its published schema), and the cited sources as BibTeX or RIS.
+
+The JSON export is an allow-list: only the fields of ``ResearchExport`` leave the state, so
+nothing a future state field holds (headers, keys, free-form metadata) is exported by accident.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict
+
+from foundry_mcp.errors import InputError, ReportNotReadyError
+
+if TYPE_CHECKING:  # the server's argument model imports ExportFormat before the research code
+    from foundry_mcp.research.models import ResearchState, Source
+
+ExportFormat = Literal["markdown", "json", "bibtex", "ris"]
+EXPORT_FORMATS: tuple[str, ...] = get_args(ExportFormat)
+EXPORT_VERSION: Literal[1] = 1
+
+
+class _Export(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ExportedSource(_Export):
+    id: str
+    number: int | None  # its [n] in the report; None: gathered but not cited
+    title: str
+    url: str | None
+    doi: str | None
+    provider: str
+    quality: str
+    snippet: str
+
+
+class ExportedFinding(_Export):
+    id: str
+    content: str
+    confidence: str
+    category: str | None
+    source_ids: list[str]
+
+
+class ExportedQuote(_Export):
+    source_id: str
+    text: str
+    start: int
+    end: int
+    field: str
+
+
+class ExportedClaimCheck(_Export):
+    sentence: str
+    verdict: str
+    reason: str
+    source_ids: list[str]
+    quotes: list[ExportedQuote]
+    repaired_from: list[str]
+
+
+class ExportedUsage(_Export):
+    input_tokens: int
+    output_tokens: int
+    llm_calls: int
+    search_calls: int
+    cost_usd: float  # an estimate from list prices
+    unpriced_calls: int
+
+
+class ResearchExport(_Export):
+    """The ``json`` export of one research."""
+
+    model_config = ConfigDict(extra="forbid", title="foundry-mcp research export")
+
+    export_version: Literal[1] = EXPORT_VERSION
+    research_id: str
+    question: str
+    status: str
+    mode: str
+    llm: str  # provider:model
+    created_at: datetime
+    completed_at: datetime | None
+    exported_at: datetime
+    report: str | None
+    sources: list[ExportedSource]
+    findings: list[ExportedFinding]
+    claim_checks: list[ExportedClaimCheck]
+    usage: ExportedUsage
+
+
+def schema() -> dict[str, Any]:
+    """The JSON schema of the ``json`` export."""
+    return ResearchExport.model_json_schema()
+
+
+def render(state: ResearchState, fmt: str, *, now: datetime) -> str:
+    """The research in ``fmt``; every format but ``json`` needs the report."""
+    if fmt not in EXPORT_FORMATS:
+        raise InputError(
+            f"format {fmt!r} is not one of {', '.join(EXPORT_FORMATS)}.",
+            remediation=f"Use format one of: {', '.join(EXPORT_FORMATS)}.",
+            details={"field": "format"},
+        )
+    if fmt == "json":
+        return to_model(state, now=now).model_dump_json(indent=2)
+    if state.report is None:
+        raise ReportNotReadyError(
+            f"Research {state.id} has no report yet; format {fmt!r} exports the report.",
+            remediation=(
+                "Wait for the research to complete (or resume it), or export format='json' for "
+                "the state so far."
+            ),
+        )
+    if fmt == "markdown":
+        return state.report
+    sources = cited(state)
+    if fmt == "bibtex":
+        return "\n".join(bibtex_entry(s, accessed=now.date()) for s in sources)
+    return "".join(ris_entry(s, accessed=now.date()) for s in sources)
+
+
+def cited(state: ResearchState) -> list[Source]:
+    """The report's cited sources in report order ([1], [2], ...)."""
+    ids = state.report_metadata.cited_source_ids if state.report_metadata else []
+    by_id = state.source_by_id()
+    return [by_id[sid] for sid in ids if sid in by_id]
+
+
+def to_model(state: ResearchState, *, now: datetime) -> ResearchExport:
+    numbers = {source.id: n for n, source in enumerate(cited(state), start=1)}
+    usage = state.llm_usage.total
+    return ResearchExport(
+        research_id=state.id,
+        question=state.query,
+        status=state.status.value,
+        mode=state.mode.value,
+        llm=f"{state.llm_provider}:{state.llm_model}",
+        created_at=state.created_at,
+        completed_at=state.completed_at,
+        exported_at=now,
+        report=state.report,
+        sources=[
+            ExportedSource(
+                id=s.id,
+                number=numbers.get(s.id),
+                title=s.title,
+                url=s.url,
+                doi=doi_of(s.url),
+                provider=s.provider,
+                quality=s.quality.value,
+                snippet=s.snippet,
+            )
+            for s in state.sources
+        ],
+        findings=[
+            ExportedFinding(
+                id=f.id,
+                content=f.content,
+                confidence=f.confidence.value,
+                category=f.category,
+                source_ids=list(f.source_ids),
+            )
+            for f in state.findings
+        ],
+        claim_checks=[
+            ExportedClaimCheck(
+                sentence=c.sentence,
+                verdict=c.verdict.value,
+                reason=c.reason,
+                source_ids=list(c.source_ids),
+                quotes=[ExportedQuote(**q.model_dump()) for q in c.quotes],
+                repaired_from=list(c.repaired_from),
+            )
+            for c in state.claim_checks
+        ],
+        usage=ExportedUsage(
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            llm_calls=usage.calls,
+            search_calls=state.search_calls,
+            cost_usd=round(usage.cost_usd, 6),
+            unpriced_calls=usage.unpriced_calls,
+        ),
+    )
+
+
+# ---------------------------------------------------------------------- citation metadata
+
+_DOI_URL = re.compile(r"^https?://(?:dx\.)?doi\.org/(10\.\d{4,9}/\S+)$", re.IGNORECASE)
+_ARXIV_URL = re.compile(r"^https?://arxiv\.org/abs/([\w./-]+?)(?:v\d+)?$", re.IGNORECASE)
+
+
+def doi_of(url: str | None) -> str | None:
+    """The DOI of a ``doi.org`` link (Semantic Scholar's sources use one when the paper has a
+    DOI; it stores no other bibliographic field on a source)."""
+    match = _DOI_URL.match(url or "")
+    return match.group(1) if match else None
+
+
+def _arxiv_of(url: str | None) -> str | None:
+    match = _ARXIV_URL.match(url or "")
+    return match.group(1) if match else None
+
+
+# ---------------------------------------------------------------------- BibTeX
+
+_BIBTEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "{": r"\{",
+    "}": r"\}",
+    "$": r"\$",
+    "&": r"\&",
+    "%": r"\%",
+    "#": r"\#",
+    "_": r"\_",
+    "^": r"\^{}",
+    "~": r"\~{}",
+}
+
+
+def bibtex_escape(text: str) -> str:
+    """``text`` as a BibTeX field value: LaTeX specials escaped, braces always balanced."""
+    return "".join(_BIBTEX_SPECIAL.get(char, char) for char in " ".join(text.split()))
+
+
+def _bibtex_url(url: str) -> str:
+    # A URL field is read verbatim by biblatex/url.sty: only what would unbalance the braces,
+    # end the field or break a line is percent-encoded.
+    return "".join(f"%{ord(c):02X}" if c in "{}\\ \n\r\t" else c for c in url)
+
+
+def bibtex_key(source: Source) -> str:
+    """A stable, unique key: the source id (``src-1a2b3c4d``), safe characters only."""
+    return re.sub(r"[^A-Za-z0-9_:-]", "_", source.id)
+
+
+def bibtex_entry(source: Source, *, accessed: date) -> str:
+    fields: list[tuple[str, str]] = [("title", "{" + bibtex_escape(source.title) + "}")]
+    if source.url:
+        fields.append(("url", _bibtex_url(source.url)))
+        fields.append(("urldate", accessed.isoformat()))
+        fields.append(("note", f"Accessed {accessed.isoformat()}"))
+    doi = doi_of(source.url)
+    if doi:
+        fields.append(("doi", _bibtex_url(doi)))
+    arxiv = _arxiv_of(source.url)
+    if arxiv:
+        fields += [("eprint", _bibtex_url(arxiv)), ("archiveprefix", "arXiv")]
+    body = ",\n".join(f"  {name} = {{{value}}}" for name, value in fields)
+    return f"@misc{{{bibtex_key(source)},\n{body}\n}}\n"
+
+
+# ---------------------------------------------------------------------- RIS
+
+
+def _ris_text(text: str) -> str:
+    return " ".join(text.split())  # RIS is line-based: one line per tag
+
+
+def ris_entry(source: Source, *, accessed: date) -> str:
+    doi = doi_of(source.url)
+    lines = [
+        ("TY", "JOUR" if doi else "ELEC"),
+        ("ID", source.id),
+        ("TI", _ris_text(source.title)),
+    ]
+    if source.url:
+        lines += [("UR", _ris_text(source.url)), ("Y2", accessed.strftime("%Y/%m/%d"))]
+    if doi:
+        lines.append(("DO", doi))
+    lines.append(("ER", ""))
+    return "".join(f"{tag}  - {value}\n" for tag, value in lines)

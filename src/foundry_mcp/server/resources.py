@@ -1,0 +1,100 @@
+"""The MCP resources: a research's report, claims, sources and events, and recent reports.
+
+The four templates read one research each; a failed read is a resource error carrying the
+same message as the tool's error for that id (``RESEARCH_NOT_FOUND``, ``REPORT_NOT_READY``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.types import Resource
+
+from foundry_mcp.errors import FoundryError
+from foundry_mcp.server.host import ServiceHost
+from foundry_mcp.server.session import session_host
+
+if TYPE_CHECKING:  # the research code is imported in the background (see server.host)
+    from foundry_mcp.research.service import ResearchService
+
+log = logging.getLogger(__name__)
+
+RECENT_REPORTS = 20
+NAME_CHARS = 80
+
+Reader = Callable[["ResearchService", str], str]
+
+TEMPLATES: list[tuple[str, str, str, Reader]] = [
+    (
+        "report",
+        "text/markdown",
+        "The full markdown report of a research, with its numbered sources.",
+        lambda service, rid: service.full_report(rid),
+    ),
+    (
+        "claims",
+        "application/json",
+        "Every cited sentence of a research's report with its verdict, its numbered sources "
+        "and the quotes the fact-checker saw (spans of the sources' stored text), as JSON.",
+        lambda service, rid: service.claims(rid),
+    ),
+    (
+        "sources",
+        "application/json",
+        "Every source a research gathered, as JSON: number in the report's Sources list (null "
+        "when not cited), id, title, url, provider, quality and whether the report cites it.",
+        lambda service, rid: service.sources(rid),
+    ),
+    (
+        "events",
+        "application/json",
+        "A research's whole audit trail, oldest first, as JSON (what deep-research-events "
+        "pages through).",
+        lambda service, rid: service.all_events(rid),
+    ),
+]
+
+
+def register_resources(server: MCPServer[Any]) -> None:
+    """Add the ``research://{research_id}/<part>`` templates to ``server``."""
+    for part, mime_type, description, read in TEMPLATES:
+        server.resource(
+            f"research://{{research_id}}/{part}",
+            name=f"research-{part}",
+            description=description,
+            mime_type=mime_type,
+        )(_template_reader(read))
+
+
+def _template_reader(read: Reader) -> Callable[..., Any]:
+    async def read_part(research_id: str, ctx: Context) -> str:
+        try:
+            service = await session_host(ctx).service()
+            return read(service, research_id)
+        except FoundryError as exc:
+            raise ResourceError(f"{exc.message} {exc.remediation}") from None
+
+    return read_part
+
+
+async def recent_reports(host: ServiceHost) -> list[Resource]:
+    """The reports of the newest completed research, so clients that browse can attach one."""
+    try:
+        service = await host.service()
+        recent = service.recent_reports(RECENT_REPORTS, NAME_CHARS)
+    except FoundryError as exc:  # no service, no list: the templates still say why on read
+        log.info("no recent reports to list: %s", exc.message)
+        return []
+    return [
+        Resource(
+            uri=f"research://{rid}/report",
+            name=query,
+            description=f"Report of research {rid}.",
+            mime_type="text/markdown",
+        )
+        for rid, query in recent
+    ]
