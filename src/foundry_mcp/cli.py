@@ -126,6 +126,7 @@ COMMANDS: dict[str, str] = {
     "restore": "restore_source",
     "delete": "delete_research",
     "export": "export_research",
+    "watch": "watch_research",
     "doctor": "doctor",
 }
 
@@ -137,9 +138,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"foundry-mcp {__version__}")
     commands = parser.add_subparsers(dest="command")
+    # Every command that prints for people takes --json: one JSON document on stdout instead.
+    as_json = argparse.ArgumentParser(add_help=False)
+    as_json.add_argument(
+        "--json", action="store_true", help="print one JSON document on stdout instead"
+    )
     commands.add_parser("serve", help="serve MCP over stdio (the default)")
 
-    research = commands.add_parser("research", help="run a research in the terminal")
+    research = commands.add_parser(
+        "research", parents=[as_json], help="run a research in the terminal"
+    )
     research.add_argument("query", help="the research question")
     research.add_argument("--provider", help="LLM as provider[:model], e.g. anthropic")
     research.add_argument("--model", help="LLM model name")
@@ -184,7 +192,9 @@ def _parser() -> argparse.ArgumentParser:
         help="how each question is researched (default: [research] mode, auto)",
     )
 
-    resume = commands.add_parser("resume", help="continue an unfinished research")
+    resume = commands.add_parser(
+        "resume", parents=[as_json], help="continue an unfinished research"
+    )
     resume.add_argument("research_id")
     resume.add_argument("--max-iterations", type=int)
 
@@ -193,22 +203,26 @@ def _parser() -> argparse.ArgumentParser:
         ("events", "print a research's audit trail"),
         ("cancel", "cancel a research running in another foundry-mcp process"),
         ("delete", "delete a research"),
+        ("watch", "follow a research another foundry-mcp process runs, until it ends"),
     ):
-        commands.add_parser(name, help=text).add_argument("research_id")
+        commands.add_parser(name, parents=[as_json], help=text).add_argument("research_id")
     restore = commands.add_parser(
-        "restore", help="bring an archived source back into a stopped research"
+        "restore", parents=[as_json], help="bring an archived source back into a stopped research"
     )
     restore.add_argument("research_id")
     restore.add_argument("item_id", help="the source id, e.g. src-1a2b3c4d")
-    report = commands.add_parser("report", help="print a research's report")
+    report = commands.add_parser(
+        "report", parents=[as_json], help="print a research's report (--json: summary, first page)"
+    )
     report.add_argument("research_id")
-    report.add_argument("--json", action="store_true", help="summary, first page and metadata")
-    listing = commands.add_parser("list", help="list researches, newest first")
+    listing = commands.add_parser("list", parents=[as_json], help="list researches, newest first")
     listing.add_argument("--limit", type=int, default=20)
     listing.add_argument("--completed-only", action="store_true")
     listing.add_argument("--status", help="only these statuses, comma-separated")
     export = commands.add_parser(
-        "export", help="export a research: the report, its state as JSON, or its sources"
+        "export",
+        parents=[as_json],
+        help="export a research: the report, its state as JSON, or its sources",
     )
     export.add_argument("research_id")
     export.add_argument(
@@ -217,7 +231,9 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--out", help="write to this file in the current directory (not stdout)")
     export.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     commands.add_parser(
-        "doctor", help="check configuration, provider keys, and that each provider answers"
+        "doctor",
+        parents=[as_json],
+        help="check configuration, provider keys, and that each provider answers",
     )
     trust = commands.add_parser(
         "trust",

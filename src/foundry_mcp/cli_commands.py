@@ -1,13 +1,15 @@
 """The bodies of the terminal commands: each takes the parsed arguments and returns an exit code.
 
 A research runs in the foreground with its progress on stderr and its report on stdout; the
-other commands print JSON (or the report) on stdout. Errors go to stderr with their fix.
+other commands print JSON (or the report) on stdout. With ``--json`` every command prints one
+JSON document on stdout. Errors go to stderr with their fix, phrased for a shell.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import signal
 import sys
 from pathlib import Path
@@ -16,23 +18,51 @@ from typing import Any
 import anyio
 
 from foundry_mcp import __version__
+from foundry_mcp.cli_progress import TERMINAL, follow_progress
 from foundry_mcp.config import PROJECT_CONFIG, Settings, protected_keys_in
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.providers.extract import extractor_problem
 from foundry_mcp.research.service import ResearchService
 from foundry_mcp.trust import TrustStore
 
-TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted"}
-
 
 def fail(exc: FoundryError) -> int:
-    print(f"error: {exc.message}", file=sys.stderr)
-    print(f"  fix: {exc.remediation}", file=sys.stderr)
+    print(f"error: {for_the_shell(exc.message)}", file=sys.stderr)
+    print(f"  fix: {for_the_shell(exc.remediation)}", file=sys.stderr)
     return 2
+
+
+_ENV_BLOCK = "in the MCP server's env block"
+_ENV_VARIABLE = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")
+
+
+def for_the_shell(text: str) -> str:
+    """Say where a setting goes for a terminal user: the remediations are written for an MCP
+    client's ``env`` block, which a shell does not have."""
+    parts = text.split(_ENV_BLOCK)
+    for i in range(1, len(parts)):
+        named = _ENV_VARIABLE.findall(parts[i - 1].rsplit(". ", 1)[-1]) or ["NAME"]
+        exports = " ".join(f"{variable}=..." for variable in dict.fromkeys(named))
+        place = f"in your shell environment (export {exports})"
+        if "~/.foundry-mcp.toml" not in parts[i].split(". ", 1)[0]:
+            place += " or in ~/.foundry-mcp.toml"
+        parts[i] = place + parts[i]
+    return "".join(parts)
 
 
 def print_json(payload: Any) -> None:
     print(json.dumps(payload, indent=2, ensure_ascii=False))
+
+
+def _for_the_shell_within(value: Any) -> Any:
+    """``for_the_shell`` applied to every string of a JSON-like value (doctor's fixes)."""
+    if isinstance(value, str):
+        return for_the_shell(value)
+    if isinstance(value, list):
+        return [_for_the_shell_within(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _for_the_shell_within(item) for key, item in value.items()}
+    return value
 
 
 async def run_research(service: ResearchService, args: argparse.Namespace) -> int:
@@ -53,17 +83,24 @@ async def run_research(service: ResearchService, args: argparse.Namespace) -> in
         preferred_sources=args.prefer,
         **limits,
     )
-    return await _follow(service, started["research_id"])
+    return await _follow(service, started["research_id"], as_json=args.json)
 
 
 async def resume_research(service: ResearchService, args: argparse.Namespace) -> int:
     started = service.resume(args.research_id, max_iterations=args.max_iterations)
-    return await _follow(service, started["research_id"])
+    return await _follow(service, started["research_id"], as_json=args.json)
 
 
-async def _follow(service: ResearchService, research_id: str) -> int:
-    """Show progress on stderr until the research ends, then print the report on stdout."""
-    print(f"research {research_id} started", file=sys.stderr)
+async def _follow(
+    service: ResearchService, research_id: str, *, as_json: bool, owned: bool = True
+) -> int:
+    """Show progress on stderr until the research ends, then print the report on stdout.
+
+    With ``owned`` the research runs in this process and Ctrl-C cancels it; without (``watch``)
+    Ctrl-C only stops watching. With ``as_json`` stdout gets one document: the final status and
+    the report.
+    """
+    print(f"research {research_id} {'started' if owned else 'watched'}", file=sys.stderr)
     interrupted = anyio.Event()
 
     def on_interrupt(*_: object) -> None:
@@ -71,69 +108,35 @@ async def _follow(service: ResearchService, research_id: str) -> int:
 
     previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
-        status = await _watch(service, research_id, interrupted)
+        status = await follow_progress(service, research_id, interrupted)
     finally:
         signal.signal(signal.SIGINT, previous)
     if interrupted.is_set() and status["status"] not in TERMINAL:
+        if not owned:
+            print(f"\nstopped watching {research_id}; it goes on.", file=sys.stderr)
+            return 130
         await service.cancel(research_id)
         print(
             f"\ncancelled; partial work is saved. Continue with: foundry-mcp resume {research_id}",
             file=sys.stderr,
         )
         return 130
-    if status["status"] != "completed":
+    completed = status["status"] == "completed"
+    if not completed:
         print(f"research ended {status['status']}: {status['error'] or ''}", file=sys.stderr)
         print(f"Continue with: foundry-mcp resume {research_id}", file=sys.stderr)
-        return 1
-    print(service.full_report(research_id))
-    return 0
+    report = service.full_report(research_id) if completed else None
+    if as_json:
+        print_json({**status, "report": report})
+    elif report is not None:
+        print(report)
+    return 0 if completed else 1
 
 
-async def _watch(
-    service: ResearchService, research_id: str, interrupted: anyio.Event
-) -> dict[str, Any]:
-    """Show progress until the research ends: a live bar on a terminal, else one line a change."""
-    live = sys.stderr.isatty()
-    last = ""
-    while True:
-        status = await service.status(research_id, wait=True, wait_timeout=0.5)
-        line = _progress_line(status)
-        if live:
-            print(f"\r{line[: _terminal_width() - 1]}\033[K", end="", file=sys.stderr, flush=True)
-        elif line.split("]", 1)[1] != last:
-            print(line, file=sys.stderr)
-        last = line.split("]", 1)[1]
-        if status["status"] in TERMINAL or interrupted.is_set():
-            if live:
-                print(file=sys.stderr)
-            return status
-
-
-def _progress_line(status: dict[str, Any]) -> str:
-    """``[  12.3s] [#####.........] analysis   iteration 1/3 ...`` for one status."""
-    progress = status["progress"]
-    iterations = max(1, status["max_iterations"])
-    done = (
-        status["iteration"] - 1 + (progress["phase_index"] - 1) / progress["phases"]
-    ) / iterations
-    if status["status"] == "completed":
-        done = 1.0
-    filled = round(min(1.0, done) * 20)
-    counts = status["counts"]
-    return (
-        f"[{status['elapsed_s']:6.1f}s] [{'#' * filled}{'.' * (20 - filled)}] "
-        f"{status['status']:<10} {status['phase']:<11} "
-        f"iteration {status['iteration']}/{status['max_iterations']}  "
-        f"sub-queries {counts['sub_queries_completed']}/{counts['sub_queries']}  "
-        f"sources {counts['sources']}  findings {counts['findings']}  "
-        f"tokens {status['tokens']['total']}"
-    )
-
-
-def _terminal_width() -> int:
-    import shutil
-
-    return shutil.get_terminal_size((120, 20)).columns
+async def watch_research(service: ResearchService, args: argparse.Namespace) -> int:
+    """Follow a research another process runs, without owning it: 0 completed, 1 otherwise."""
+    await service.status(args.research_id)  # an unknown id fails here, with exit code 2
+    return await _follow(service, args.research_id, as_json=args.json, owned=False)
 
 
 def trust_file(args: argparse.Namespace) -> int:
@@ -192,7 +195,9 @@ async def export_research(service: ResearchService, args: argparse.Namespace) ->
         overwrite=args.overwrite,
         max_inline_chars=None,  # stdout takes any length
     )
-    if args.out is None:
+    if args.json:
+        print_json(done)
+    elif args.out is None:
         sys.stdout.write(done["content"])
     else:
         print(f"wrote {done['chars']:,} characters to {done['path']}", file=sys.stderr)
@@ -208,13 +213,19 @@ async def list_researches(service: ResearchService, args: argparse.Namespace) ->
 
 async def print_events(service: ResearchService, args: argparse.Namespace) -> int:
     cursor: str | None = None
+    events: list[dict[str, Any]] = []
     while True:
         page = service.events(args.research_id, cursor=cursor, limit=500)
         for event in page["events"]:
+            if args.json:
+                events.append(event)
+                continue
             data = json.dumps(event["data"], ensure_ascii=False)
             print(f"{event['seq']:>5} {event['at']} {event['kind']:<16} {data}")
         cursor = page["next_cursor"]
         if cursor is None:
+            if args.json:
+                print_json({"research_id": args.research_id, "events": events})
             return 0
 
 
@@ -287,6 +298,6 @@ async def doctor(service: ResearchService, args: argparse.Namespace) -> int:
     )
     if extraction is not None:
         checks["warnings"].append(extraction)
-    print_json(checks)
+    print_json(_for_the_shell_within(checks))
     configured = all(not str(v).startswith("not usable") for v in checks.values())
     return 0 if configured and health["ok"] else 1

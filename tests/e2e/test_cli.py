@@ -138,3 +138,46 @@ def test_server_mode_writes_only_protocol_messages_to_stdout(research_env: dict[
     assert all(a.get("jsonrpc") == "2.0" for a in answers)
     result = next(a for a in answers if a.get("id") == 3)["result"]
     assert result["structuredContent"]["success"] is True
+
+
+def test_plain_progress_and_json_outputs(research_env: dict[str, str]) -> None:
+    done = _run(research_env, "research", "What is a B-tree?", "--max-iterations", "1", "--json")
+    assert done.returncode == 0, done.stderr
+    # stderr is a pipe: plain progress lines, one per change, no terminal control codes.
+    lines = [line for line in done.stderr.splitlines() if line.startswith("[")]
+    assert len(lines) >= 2 and "\x1b" not in done.stderr and "\r" not in done.stderr
+    assert all("sub-queries" in line and "cost" in line for line in lines)
+    assert len(set(lines)) == len(lines)
+    # --json: one document, the final status and the report.
+    payload = json.loads(done.stdout)
+    research_id = payload["research_id"]
+    assert payload["status"] == "completed" and payload["report"].lstrip().startswith("# ")
+
+    for args in (
+        ("status", research_id),
+        ("report", research_id),
+        ("list",),
+        ("events", research_id),
+        ("export", research_id),
+        ("doctor",),
+    ):
+        result = _run(research_env, *args, "--json")
+        assert result.returncode == 0, (args, result.stderr)
+        assert isinstance(json.loads(result.stdout), dict), args
+    events = json.loads(_run(research_env, "events", research_id, "--json").stdout)
+    assert events["events"] and events["research_id"] == research_id
+    exported = json.loads(_run(research_env, "export", research_id, "--json").stdout)
+    assert exported["content"].lstrip().startswith("# ")
+    deleted = json.loads(_run(research_env, "delete", research_id, "--json").stdout)
+    assert deleted == {"research_id": research_id, "deleted": True}
+
+
+def test_cli_errors_speak_of_the_shell_environment(research_env: dict[str, str]) -> None:
+    env = {k: v for k, v in research_env.items() if k != "TAVILY_API_KEY"}
+    result = _run(env, "research", "What is a monad?")
+    assert result.returncode == 2
+    assert "in your shell environment (export TAVILY_API_KEY=...)" in result.stderr
+    assert "env block" not in result.stderr
+    doctor = _run(env, "doctor", "--json")
+    assert doctor.returncode == 1
+    assert "export TAVILY_API_KEY=..." in doctor.stdout and "env block" not in doctor.stdout
