@@ -191,6 +191,7 @@ class BenchRun:
         self.service = service
         self.max_iterations: int | None = args.max_iterations
         self.mode: str | None = args.mode
+        self.effort: str | None = args.effort
         self.answers = answers
         self.log = log
         self.total = total
@@ -220,7 +221,10 @@ class BenchRun:
         record: dict[str, Any] = {"status": "failed", "research_id": None, **EMPTY_FIGURES}
         try:
             started = self.service.start(
-                task.prompt, max_iterations=self.max_iterations, mode=self.mode
+                task.prompt,
+                max_iterations=self.max_iterations,
+                mode=self.mode,
+                effort=self.effort,
             )
             record["research_id"] = started["research_id"]
             status = await self._wait(started["research_id"])

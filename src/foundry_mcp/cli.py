@@ -191,6 +191,11 @@ def _parser() -> argparse.ArgumentParser:
         choices=["auto", "simple", "hierarchical", "hypotheses"],
         help="how each question is researched (default: [research] mode, auto)",
     )
+    bench.add_argument(
+        "--effort",
+        choices=["quick", "standard", "deep"],
+        help="how thorough each research is (default: standard, the configuration)",
+    )
 
     resume = commands.add_parser(
         "resume", parents=[as_json], help="continue an unfinished research"

@@ -398,26 +398,10 @@ class ResearchBrain:
                 templates[i % 3].format(q=q, i=i + 1, c=cite(groups[i % len(groups)]))
                 for i in range(max(3, len(groups)) if groups else 0)
             ] or [f"The gathered material on {q} was thin and offers no citable finding."]
-        if self.unsupported_claim and groups:
-            findings.append(f"{self.unsupported_claim.rstrip('.')} {cite(groups[0][:1])}.")
-        if self.hallucinate_citation:
-            findings.append(f"A further claim rests on an ungathered source [{HALLUCINATED_ID}].")
-        parts = [
-            f"# Research Report: {q}",
-            "## Executive Summary",
-            f"This report summarises what the gathered sources say about {q}. "
-            "The evidence is broadly consistent, with some open questions.",
-            "## Key Findings",
-            "\n".join(f"- {line}" for line in findings),
-            "## Limitations",
-            "The fake corpus is small and synthetic, so coverage is limited.",
-            "## Conclusion",
-            f"Overall, the sources give a coherent picture of {q}.",
-        ]
-        if self.include_sources_section:
-            listed = [sid for g in groups for sid in g] or [HALLUCINATED_ID]
-            parts += ["## Sources", "\n".join(f"- [{sid}] model-written entry" for sid in listed)]
-        return "\n\n".join(parts) + "\n"
+        findings += self._planted_claims(groups, cite)
+        return self._report(
+            q, groups, [], ["## Key Findings", "\n".join(f"- {f}" for f in findings)]
+        )
 
     def _miscited(self, stated: list[tuple[str, list[str]]]) -> list[tuple[str, list[str]]]:
         """With ``miscite_every = n``, every n-th finding cites the next finding's sources
@@ -445,18 +429,35 @@ class ResearchBrain:
 
     def _frame(self, q: str, groups: list[list[str]], cite: Callable[[list[str]], str]) -> str:
         """The title, summary, limitations and conclusion of a report whose body is elsewhere."""
+        return self._report(q, groups, self._planted_claims(groups, cite), [])
+
+    def _planted_claims(
+        self, groups: list[list[str]], cite: Callable[[list[str]], str]
+    ) -> list[str]:
+        """The sentences the knobs ask the writer to add: one no source supports, one citing an
+        ungathered source."""
+        claims = []
+        if self.unsupported_claim and groups:
+            claims.append(f"{self.unsupported_claim.rstrip('.')} {cite(groups[0][:1])}.")
+        if self.hallucinate_citation:
+            claims.append(f"A further claim rests on an ungathered source [{HALLUCINATED_ID}].")
+        return claims
+
+    def _report(
+        self, q: str, groups: list[list[str]], summary_claims: list[str], body: list[str]
+    ) -> str:
+        """A report on ``q``: title, summary (with ``summary_claims``), ``body``, limitations,
+        conclusion and, with ``include_sources_section``, a model-written sources list."""
         summary = [
             f"This report summarises what the gathered sources say about {q}. "
-            "The evidence is broadly consistent, with some open questions."
+            "The evidence is broadly consistent, with some open questions.",
+            *summary_claims,
         ]
-        if self.unsupported_claim and groups:
-            summary.append(f"{self.unsupported_claim.rstrip('.')} {cite(groups[0][:1])}.")
-        if self.hallucinate_citation:
-            summary.append(f"A further claim rests on an ungathered source [{HALLUCINATED_ID}].")
         parts = [
             f"# Research Report: {q}",
             "## Executive Summary",
             " ".join(summary),
+            *body,
             "## Limitations",
             "The fake corpus is small and synthetic, so coverage is limited.",
             "## Conclusion",

@@ -44,10 +44,7 @@ class EffortPreset:
             "max_sub_queries": self.max_sub_queries,
             "max_sources_per_query": self.max_sources_per_query,
         }
-        names = [*given, *(name for name in preset if name not in given)]
-        return {
-            name: given[name] if given.get(name) is not None else preset.get(name) for name in names
-        }
+        return {**preset, **{name: value for name, value in given.items() if value is not None}}
 
 
 PRESETS: dict[Effort, EffortPreset] = {

@@ -4,15 +4,18 @@ the report, and the quotes the fact-checker saw (spans of the sources' stored te
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
-from foundry_mcp.research.models import ClaimCheck, ResearchState
+from foundry_mcp.research.models import ClaimCheck, ResearchState, Source
+from foundry_mcp.research.views import citation_numbers
 
 
-def claim_payload(state: ResearchState, check: ClaimCheck) -> dict[str, Any]:
-    """One checked sentence as ``deep-research-report`` with ``evidence=true`` returns it."""
-    numbers = source_numbers(state)
-    by_id = state.source_by_id()
+def claim_payload(
+    check: ClaimCheck, numbers: Mapping[str, int], by_id: Mapping[str, Source]
+) -> dict[str, Any]:
+    """One checked sentence as ``deep-research-report`` with ``evidence=true`` returns it;
+    ``numbers`` are the sources' numbers in the report, ``by_id`` the research's sources."""
 
     def cited(source_id: str) -> dict[str, Any]:
         source = by_id.get(source_id)
@@ -34,21 +37,16 @@ def claim_payload(state: ResearchState, check: ClaimCheck) -> dict[str, Any]:
     }
 
 
-def source_numbers(state: ResearchState) -> dict[str, int]:
-    """Each cited source's number in the report's Sources list."""
-    cited = state.report_metadata.cited_source_ids if state.report_metadata else []
-    return {source_id: number for number, source_id in enumerate(cited, start=1)}
-
-
 def evidence_page(state: ResearchState, offset: int, max_chars: int) -> dict[str, Any]:
     """The checked sentences from number ``offset`` on, as many as fit ``max_chars`` of JSON
     (at least one), and where the next page starts (None at the end)."""
     checks = state.claim_checks
+    numbers, by_id = citation_numbers(state), state.source_by_id()
     claims: list[dict[str, Any]] = []
     used = 0
     index = offset
     while index < len(checks):
-        claim = claim_payload(state, checks[index])
+        claim = claim_payload(checks[index], numbers, by_id)
         size = len(json.dumps(claim, ensure_ascii=False))
         if claims and used + size > max_chars:
             break
@@ -65,5 +63,6 @@ def evidence_page(state: ResearchState, offset: int, max_chars: int) -> dict[str
 
 def all_claims(state: ResearchState) -> str:
     """Every checked sentence with its quotes, as JSON (the ``claims`` resource)."""
-    claims = [claim_payload(state, check) for check in state.claim_checks]
+    numbers, by_id = citation_numbers(state), state.source_by_id()
+    claims = [claim_payload(check, numbers, by_id) for check in state.claim_checks]
     return json.dumps({"research_id": state.id, "claims": claims}, ensure_ascii=False, indent=1)

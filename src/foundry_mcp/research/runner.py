@@ -212,8 +212,8 @@ class ResearchRunner:
             log.exception("could not record %s event for %s", kind, research_id)
 
 
-class _Journal:
-    """The research's journal of LLM answers, for its ``ResearchLLM``."""
+class _OwnedRecords:
+    """What one running research writes to the store besides its state, as its owner."""
 
     def __init__(
         self, store: ResearchStore, owner: Owner, research_id: str, deleted: set[str]
@@ -221,7 +221,11 @@ class _Journal:
         self._store = store
         self._owner = owner
         self._research_id = research_id
-        self._deleted = deleted
+        self._deleted = deleted  # researches deleted while running: nothing more is written
+
+
+class _Journal(_OwnedRecords):
+    """The research's journal of LLM answers, for its ``ResearchLLM``."""
 
     def get(self, key: str) -> tuple[str, LLMCallRecord] | None:
         entry = self._store.journal.get(self._research_id, key)
@@ -236,16 +240,8 @@ class _Journal:
             )
 
 
-class _Branches:
+class _Branches(_OwnedRecords):
     """The saved researcher states of one research, for its playbook."""
-
-    def __init__(
-        self, store: ResearchStore, owner: Owner, research_id: str, deleted: set[str]
-    ) -> None:
-        self._store = store
-        self._owner = owner
-        self._research_id = research_id
-        self._deleted = deleted
 
     def save(self, branch: ResearchState) -> None:
         if self._research_id not in self._deleted:

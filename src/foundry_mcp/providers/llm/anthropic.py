@@ -56,11 +56,7 @@ class AnthropicProvider:
     @classmethod
     def warm_up(cls, model: str, base_url: str | None) -> None:
         """Do the SDK's first-call work now, answered in memory (see ``llm.warm``)."""
-        rehearse(
-            lambda client: cls("warm-up", "warm-up", base_url, 30.0, http_client=client),
-            model,
-            _WARM_ANSWER,
-        )
+        rehearse(cls, model, base_url, _WARM_ANSWER)
 
     async def complete(self, request: LLMRequest) -> LLMResponse:
         import anthropic

@@ -15,13 +15,15 @@ from typing import Any
 
 from foundry_mcp.providers.llm.base import LLMProvider, LLMRequest
 
-# Builds the adapter to rehearse with, given the in-memory HTTP client its SDK must use.
-AdapterFactory = Callable[[Any], LLMProvider]
+# An LLM adapter class, built as ``adapter(name, api_key, base_url, timeout, http_client=...)``.
+AdapterClass = Callable[..., LLMProvider]
 
 
-def rehearse(build: AdapterFactory, model: str, answer: dict[str, Any]) -> None:
-    """Complete one request with ``model`` through ``build(client)``; the client replies
-    ``answer`` (a 200 JSON body in the API's shape) to every request without any network.
+def rehearse(
+    adapter: AdapterClass, model: str, base_url: str | None, answer: dict[str, Any]
+) -> None:
+    """Complete one request with ``model`` through a throw-away ``adapter`` whose HTTP client
+    replies ``answer`` (a 200 JSON body in the API's shape) to every request, with no network.
 
     Run it in a worker thread with no event loop of its own; it raises whatever the call raised.
     """
@@ -32,15 +34,15 @@ def rehearse(build: AdapterFactory, model: str, answer: dict[str, Any]) -> None:
 
     async def once() -> None:
         client = httpx2.AsyncClient(transport=httpx2.MockTransport(reply))
-        adapter = build(client)
+        built = adapter("warm-up", "warm-up", base_url, 30.0, http_client=client)
         try:
-            await adapter.complete(
+            await built.complete(
                 LLMRequest(
                     system="warm-up", user="warm-up", model=model, max_tokens=16, json_mode=True
                 )
             )
         finally:
-            await adapter.aclose()
+            await built.aclose()
             await client.aclose()
 
     asyncio.run(once())

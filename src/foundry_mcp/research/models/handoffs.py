@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 from foundry_mcp.research.models.base import Confidence, Severity, SourceQuality, _Model
@@ -184,6 +187,18 @@ class GapAssessment(_Model):
     follow_up_queries: list[FollowUpQuery] = Field(default_factory=list)
 
 
+def _texts(value: object, from_object: Callable[[dict[str, Any]], object]) -> list[str]:
+    """The non-blank texts of a list, of one value alone, or of objects (read by
+    ``from_object``); anything else gives nothing."""
+    texts = []
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, dict):
+            item = from_object(item)
+        if isinstance(item, str) and item.strip():
+            texts.append(item.strip())
+    return texts
+
+
 class IterationRecommendation(_Model):
     should_iterate: bool = False
     rationale: str = ""
@@ -193,14 +208,7 @@ class IterationRecommendation(_Model):
     @classmethod
     def _lenient_gap_ids(cls, value: object) -> list[str]:
         """Gap ids as a list, one id alone, or objects carrying a ``gap_id`` (or ``id``)."""
-        items = value if isinstance(value, list) else [value]
-        ids = []
-        for item in items:
-            if isinstance(item, dict):
-                item = item.get("gap_id", item.get("id"))
-            if isinstance(item, str) and item.strip():
-                ids.append(item.strip())
-        return ids
+        return _texts(value, lambda item: item.get("gap_id", item.get("id")))
 
 
 class RefinerOutput(_Model):
@@ -220,14 +228,7 @@ class RefinerOutput(_Model):
     @classmethod
     def _lenient_improvements(cls, value: object) -> list[str]:
         """A list of texts; one text alone, or objects, give their text values; the rest none."""
-        items = value if isinstance(value, list) else [value]
-        texts = []
-        for item in items:
-            if isinstance(item, dict):
-                item = " ".join(v for v in item.values() if isinstance(v, str))
-            if isinstance(item, str) and item.strip():
-                texts.append(item.strip())
-        return texts
+        return _texts(value, lambda item: " ".join(v for v in item.values() if isinstance(v, str)))
 
 
 class QualityAssessment(_Model):

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from foundry_mcp.research.models import Finding, Source
 from foundry_mcp.research.prompts.fence import fence, one_line
-from foundry_mcp.research.prompts.synthesizer import render_finding
+from foundry_mcp.research.prompts.synthesizer import citable_sources, render_finding
 
 _CITATION_RULES = """\
 Citations:
@@ -105,9 +105,6 @@ def section_prompts(
 ) -> tuple[str, str]:
     """The (system, user) prompts for one body section of the report."""
     blocks = [render_finding(n, f) for n, f in enumerate(findings, start=1)]
-    source_lines = [
-        f"- {s.id}: {one_line(s.title)} ({one_line(s.url or 'no URL')})" for s in sources
-    ]
     user = SECTION_USER.format(
         query=query,
         brief=brief or "(none)",
@@ -115,7 +112,7 @@ def section_prompts(
         topic=one_line(topic),
         material=f"\n{material.strip()}\n" if material else "",
         findings="\n\n".join(blocks) or "(no findings)",
-        sources="\n".join(source_lines) or "- (none)",
+        sources=citable_sources(sources),
     )
     return SECTION_SYSTEM, user
 

@@ -101,6 +101,12 @@ def render_finding(number: int, finding: Finding, text: str | None = None) -> st
     )
 
 
+def citable_sources(sources: Sequence[Source]) -> str:
+    """The writer's list of the sources it may cite: id, title and address, one a line."""
+    lines = [f"- {s.id}: {one_line(s.title)} ({one_line(s.url or 'no URL')})" for s in sources]
+    return "\n".join(lines) or "- (none)"
+
+
 def synthesizer_prompts(
     query: str,
     brief: str | None,
@@ -127,9 +133,6 @@ def synthesizer_prompts(
         fence("contradiction", c.description, sources=", ".join(c.source_ids))
         for c in contradictions
     ] or ["- (none)"]
-    source_lines = [
-        f"- {s.id}: {one_line(s.title)} ({one_line(s.url or 'no URL')})" for s in sources
-    ]
     user = SYNTHESIZER_USER.format(
         query=query,
         brief=brief or "(none)",
@@ -138,7 +141,7 @@ def synthesizer_prompts(
         findings="\n\n".join(finding_blocks) or "(no findings)",
         gaps="\n".join(gap_lines),
         contradictions="\n".join(contradiction_blocks),
-        sources="\n".join(source_lines) or "- (none)",
+        sources=citable_sources(sources),
         iteration=iteration,
         max_iterations=max_iterations,
         source_count=len(sources),

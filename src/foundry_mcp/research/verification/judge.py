@@ -25,6 +25,7 @@ from foundry_mcp.research.models import (
     VerificationSummary,
 )
 from foundry_mcp.research.prompts.verifier import ClaimEvidence, verifier_prompts
+from foundry_mcp.research.verification.quotes import stored_text
 from foundry_mcp.research.workflow.calls import ResearchLLM
 from foundry_mcp.research.workflow.fanout import fan_out
 from foundry_mcp.research.workflow.jsonparse import parse_handoff
@@ -63,7 +64,7 @@ class ExcerptSelector:
         index = self._indexes.get(source_id)
         if index is None:
             source = self._sources.get(source_id)
-            text = (source.content or source.snippet or "") if source else ""
+            text = stored_text(source)[0] if source else ""  # where quotes are taken from
             index = self._indexes[source_id] = PassageIndex.build(text.strip())
         return index
 
