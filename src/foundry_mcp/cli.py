@@ -155,7 +155,14 @@ def _parser() -> argparse.ArgumentParser:
     research.add_argument("--max-iterations", type=int)
     research.add_argument("--max-sub-queries", type=int)
     research.add_argument("--max-sources", type=int, help="sources per sub-query")
-    research.add_argument("--timeout", type=float, help="overall timeout in seconds")
+    research.add_argument(
+        "--timeout", type=float, help="stop (status timed_out) after this many seconds"
+    )
+    research.add_argument(
+        "--max-time",
+        type=float,
+        help="finish with a report within this many seconds (gathering stops early)",
+    )
     research.add_argument(
         "--mode",
         choices=["auto", "simple", "hierarchical", "hypotheses"],

@@ -79,6 +79,7 @@ async def run_research(service: ResearchService, args: argparse.Namespace) -> in
         system_prompt=args.context,
         mode=args.mode,
         effort=args.effort,
+        max_time_s=args.max_time,
         source_types=args.source_types,
         preferred_sources=args.prefer,
         **limits,

@@ -124,3 +124,10 @@ class ProviderError(FoundryError):
         self.status_code = status_code
         self.kind = kind
         self.retry_after = retry_after
+
+
+class ResearchStoppedError(FoundryError):
+    """A research ended without completing (failed, timed out, interrupted); it can be resumed."""
+
+    error_code = "RESEARCH_STOPPED"
+    error_type = "conflict"

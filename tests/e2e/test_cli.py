@@ -141,7 +141,16 @@ def test_server_mode_writes_only_protocol_messages_to_stdout(research_env: dict[
 
 
 def test_plain_progress_and_json_outputs(research_env: dict[str, str]) -> None:
-    done = _run(research_env, "research", "What is a B-tree?", "--max-iterations", "1", "--json")
+    done = _run(
+        research_env,
+        "research",
+        "What is a B-tree?",
+        "--max-iterations",
+        "1",
+        "--max-time",
+        "60",
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     # stderr is a pipe: plain progress lines, one per change, no terminal control codes.
     lines = [line for line in done.stderr.splitlines() if line.startswith("[")]
@@ -170,6 +179,12 @@ def test_plain_progress_and_json_outputs(research_env: dict[str, str]) -> None:
     assert exported["content"].lstrip().startswith("# ")
     deleted = json.loads(_run(research_env, "delete", research_id, "--json").stdout)
     assert deleted == {"research_id": research_id, "deleted": True}
+
+
+def test_max_time_reaches_the_research(research_env: dict[str, str]) -> None:
+    refused = _run(research_env, "research", "What is a B-tree?", "--max-time", "1")
+    assert refused.returncode == 2
+    assert "max_time_s" in refused.stderr and "Traceback" not in refused.stderr
 
 
 def test_cli_errors_speak_of_the_shell_environment(research_env: dict[str, str]) -> None:

@@ -16,7 +16,6 @@ from mcp.types import (
     ListResourcesResult,
     PaginatedRequestParams,
     TextContent,
-    ToolAnnotations,
 )
 from pydantic import WithJsonSchema
 
@@ -25,11 +24,13 @@ from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.server.actions import dispatch, tool_description
 from foundry_mcp.server.arguments import ResearchArguments, input_schema, parse_arguments
-from foundry_mcp.server.envelope import Envelope, failure, ok
+from foundry_mcp.server.envelope import Envelope, compact_text, failure, ok
 from foundry_mcp.server.host import ServiceHost, hosted_service
 from foundry_mcp.server.prompts import register_prompts
 from foundry_mcp.server.resources import recent_reports, register_resources
+from foundry_mcp.server.results import tool_annotations, tool_meta
 from foundry_mcp.server.session import session_host
+from foundry_mcp.server.tasks import ResearchTasks
 
 if TYPE_CHECKING:  # the research code is imported in the background (see server.host)
     from foundry_mcp.research.service import ProgressCallback
@@ -124,11 +125,15 @@ def create_server(
             if on_stopped is not None:
                 on_stopped()
 
+    async def run_action(host: ServiceHost, arguments: dict[str, Any]) -> CallToolResult:
+        return _result(await _handle(host, parse_arguments(arguments)))
+
     server = ResearchServer(
         "foundry-mcp",
         version=__version__,
         instructions=SERVER_INSTRUCTIONS,
         lifespan=lifespan,
+        extensions=[ResearchTasks(TOOL_NAME, run_action, lambda error: _result(failure(error)))],
     )
 
     async def research(ctx: Context, **_: Any) -> CallToolResult:
@@ -152,9 +157,8 @@ def create_server(
         research,
         name=TOOL_NAME,
         description=tool_description(),
-        annotations=ToolAnnotations(
-            title="Deep research", read_only_hint=False, open_world_hint=True
-        ),
+        annotations=tool_annotations(),
+        meta=tool_meta(),  # per-action hints: MCP annotates whole tools only
     )
 
     register_resources(server)
@@ -163,9 +167,10 @@ def create_server(
 
 
 def _result(envelope: Envelope) -> CallToolResult:
+    structured = envelope.model_dump(mode="json")
     return CallToolResult(
-        content=[TextContent(type="text", text=envelope.model_dump_json())],
-        structured_content=envelope.model_dump(mode="json"),
+        content=[TextContent(type="text", text=compact_text(structured))],
+        structured_content=structured,
         is_error=not envelope.success,
     )
 

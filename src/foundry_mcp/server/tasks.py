@@ -1,0 +1,290 @@
+"""MCP Tasks (``io.modelcontextprotocol/tasks``, protocol 2026-07-28): a research as a task.
+
+A client that declares the extension on its ``tools/call`` gets, for a call that starts or
+resumes a research, a task handle (``resultType: "task"``) instead of the start envelope. It
+then polls ``tasks/get`` until the task is terminal; the completed task carries the report's
+first page as the tool result. ``tasks/cancel`` cancels the research (its work is kept) and
+``tasks/update`` is acknowledged (a research never asks for input). Every other client, and
+every other action, keeps the ordinary results.
+
+A task id is the research id with an HMAC of it under a key kept in ``research_dir``: it
+survives a restart of the server, and it cannot be guessed from the (shorter) research id.
+A research found ``interrupted`` (its server stopped) when its task is polled is resumed, so a
+client that keeps polling after a restart gets its report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import os
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.extension import Extension, MethodBinding
+from mcp.server.mcpserver.server import require_client_extension
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolRequestParams, CallToolResult, RequestParams
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import Field
+
+from foundry_mcp.errors import FoundryError, ResearchNotFoundError, ResearchStoppedError
+
+if TYPE_CHECKING:
+    from foundry_mcp.research.service import ResearchService
+    from foundry_mcp.server.host import ServiceHost
+
+log = logging.getLogger(__name__)
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+POLL_INTERVAL_MS = 2000
+KEY_FILE = "task-key"
+WORKING = {"queued", "running", "cancelling"}
+
+# Runs a research action by its arguments and returns the tool result a call would get.
+ActionRunner = Callable[["ServiceHost", dict[str, Any]], Awaitable[CallToolResult]]
+# The tool result of an error, as a refused call would get it.
+ErrorResult = Callable[[FoundryError], CallToolResult]
+
+
+class TaskIdParams(RequestParams):
+    """``tasks/get`` and ``tasks/cancel``: the task's id."""
+
+    task_id: str = Field(alias="taskId")
+
+
+class UpdateTaskParams(TaskIdParams):
+    """``tasks/update``: responses to input requests (a research never makes any)."""
+
+    input_responses: dict[str, Any] = Field(default_factory=dict, alias="inputResponses")
+
+
+class ResearchTasks(Extension):
+    """The tasks extension for the ``research`` tool."""
+
+    identifier = TASKS_EXTENSION
+
+    def __init__(self, tool_name: str, run_action: ActionRunner, error_result: ErrorResult) -> None:
+        self._tool_name = tool_name
+        self._run_action = run_action
+        self._error_result = error_result
+        self._ids: dict[Path, TaskIds] = {}
+
+    def methods(self) -> Sequence[MethodBinding]:
+        versions = frozenset(MODERN_PROTOCOL_VERSIONS)
+        return (
+            MethodBinding("tasks/get", TaskIdParams, self._get, protocol_versions=versions),
+            MethodBinding("tasks/update", UpdateTaskParams, self._update, versions),
+            MethodBinding("tasks/cancel", TaskIdParams, self._cancel, versions),
+        )
+
+    async def intercept_tool_call(
+        self,
+        params: CallToolRequestParams,
+        ctx: ServerRequestContext[Any, Any],
+        call_next: CallNext,
+    ) -> HandlerResult:
+        result = await call_next(ctx)
+        if not (self._starts_a_run(params) and _declared(ctx)):
+            return result
+        if not isinstance(result, CallToolResult) or result.is_error:
+            return result  # a refused start stays an ordinary tool error
+        data = (result.structured_content or {}).get("data") or {}
+        research_id = data.get("research_id")
+        if not isinstance(research_id, str):
+            return result
+        service = await _host(ctx).service()
+        payload = await service.status(research_id)  # saved before the start answered
+        task_id = self._task_ids(service).issue(research_id)
+        return {"resultType": "task", **_task(task_id, payload, "working")}
+
+    # ------------------------------------------------------------------ methods
+
+    async def _get(self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams) -> Any:
+        require_client_extension(ctx, TASKS_EXTENSION)
+        service, research_id = await self._research_of(ctx, params.task_id)
+        payload = await _status(service, research_id)
+        status = payload["status"]
+        if status == "interrupted":
+            payload = await self._resume(service, research_id, payload)
+            status = payload["status"]
+        if status in WORKING:
+            return _task(params.task_id, payload, "working")
+        if status == "cancelled":
+            return _task(params.task_id, payload, "cancelled")
+        task = _task(params.task_id, payload, "completed")
+        if status == "completed":
+            arguments = {"action": "deep-research-report", "research_id": research_id}
+            result = await self._run_action(_host(ctx), arguments)
+        else:  # failed, timed out, or interrupted and not resumable
+            result = self._error_result(_stopped(payload))
+        task["result"] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+        return task
+
+    async def _update(self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams) -> Any:
+        require_client_extension(ctx, TASKS_EXTENSION)
+        service, research_id = await self._research_of(ctx, params.task_id)
+        await _status(service, research_id)  # an unknown task is an error; input is ignored
+        return {}
+
+    async def _cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams) -> Any:
+        require_client_extension(ctx, TASKS_EXTENSION)
+        service, research_id = await self._research_of(ctx, params.task_id)
+        await _status(service, research_id)
+        try:
+            await service.cancel(research_id)
+        except FoundryError as exc:  # already ended: cancellation is only a request
+            log.info("task cancel for %s: %s", research_id, exc.message)
+        return {}
+
+    # ------------------------------------------------------------------ helpers
+
+    def _starts_a_run(self, params: CallToolRequestParams) -> bool:
+        if params.name != self._tool_name:
+            return False
+        arguments = params.arguments or {}
+        action = arguments.get("action")
+        if action == "deep-research-resume":
+            return True
+        return action == "deep-research" and arguments.get("deep_research_action") in (
+            None,
+            "start",
+            "continue",
+            "resume",
+        )
+
+    async def _research_of(
+        self, ctx: ServerRequestContext[Any, Any], task_id: str
+    ) -> tuple[ResearchService, str]:
+        service = await _host(ctx).service()
+        research_id = self._task_ids(service).research_of(task_id)
+        if research_id is None:
+            raise _not_found()
+        return service, research_id
+
+    async def _resume(
+        self, service: ResearchService, research_id: str, payload: dict[str, Any]
+    ) -> dict[str, Any]:
+        try:
+            service.resume(research_id)
+        except FoundryError as exc:
+            log.warning("task poll could not resume %s: %s", research_id, exc.message)
+            return payload
+        return await _status(service, research_id)
+
+    def _task_ids(self, service: ResearchService) -> TaskIds:
+        research_dir = service.store.research_dir
+        if research_dir not in self._ids:
+            self._ids[research_dir] = TaskIds(task_key(research_dir))
+        return self._ids[research_dir]
+
+
+def _stopped(payload: dict[str, Any]) -> ResearchStoppedError:
+    """The error a task's result carries when its research ended without completing."""
+    research_id = payload["research_id"]
+    return ResearchStoppedError(
+        f"Research {research_id} ended {payload['status']}"
+        + (f": {payload['error']}" if payload.get("error") else "."),
+        remediation=(
+            "Its work so far is kept. Resume it with research(action='deep-research-resume', "
+            f"research_id='{research_id}'), or read what it has with "
+            "action='deep-research-report'."
+        ),
+        details={
+            "research_id": research_id,
+            "status": payload["status"],
+            "cause": payload.get("error_code"),
+            "report_available": payload.get("report_available", False),
+        },
+    )
+
+
+def _declared(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether this request may get a task: a 2026-era request declaring the extension."""
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return False
+    try:
+        require_client_extension(ctx, TASKS_EXTENSION)
+    except MCPError:
+        return False
+    return True
+
+
+def _host(ctx: ServerRequestContext[Any, Any]) -> ServiceHost:
+    host: ServiceHost = ctx.lifespan_context
+    return host
+
+
+async def _status(service: ResearchService, research_id: str) -> dict[str, Any]:
+    try:
+        return await service.status(research_id)
+    except ResearchNotFoundError:
+        raise _not_found() from None
+
+
+def _not_found() -> MCPError:
+    return MCPError(code=INVALID_PARAMS, message="Failed to retrieve task: Task not found")
+
+
+def _task(task_id: str, payload: dict[str, Any], status: str) -> dict[str, Any]:
+    """The task fields of a research's status payload."""
+    counts = payload.get("counts") or {}
+    message = (
+        f"{payload['status']}: {payload.get('phase')}, iteration {payload.get('iteration')}/"
+        f"{payload.get('max_iterations')}, {counts.get('sources', 0)} sources, "
+        f"{counts.get('findings', 0)} findings"
+    )
+    return {
+        "taskId": task_id,
+        "status": status,
+        "statusMessage": message,
+        "createdAt": payload["created_at"],
+        "lastUpdatedAt": payload.get("last_activity_at") or payload["updated_at"],
+        "ttlMs": None,  # kept until deleted (or research.retention_days)
+        "pollIntervalMs": POLL_INTERVAL_MS,
+    }
+
+
+class TaskIds:
+    """Task ids that name a research and cannot be forged without the server's key."""
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+
+    def issue(self, research_id: str) -> str:
+        return f"{research_id}.{self._mac(research_id)}"
+
+    def research_of(self, task_id: str) -> str | None:
+        """The research a task id names, or None when the id is not one this server issued."""
+        research_id, _, mac = task_id.partition(".")
+        if not mac or not hmac.compare_digest(mac, self._mac(research_id)):
+            return None
+        return research_id
+
+    def _mac(self, research_id: str) -> str:
+        digest = hmac.new(self._key, research_id.encode(), hashlib.sha256).hexdigest()
+        return digest[:32]
+
+
+def task_key(research_dir: Path) -> bytes:
+    """The key of this research directory's task ids, made on first use (readable by its
+    owner only)."""
+    path = research_dir / KEY_FILE
+    if not path.exists():
+        # Written whole under a private name, then linked: a reader never sees half a key,
+        # and of two processes making one at once, the first link wins.
+        draft = research_dir / f".{KEY_FILE}-{secrets.token_hex(4)}"
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "w") as out:
+                out.write(secrets.token_hex(32))
+            os.link(draft, path)
+        except FileExistsError:
+            pass
+        finally:
+            draft.unlink(missing_ok=True)
+    return bytes.fromhex(path.read_text().strip())
