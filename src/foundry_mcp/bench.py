@@ -167,6 +167,17 @@ async def run_bench(service: ResearchService, args: argparse.Namespace) -> int:
         f"bench: {run.completed} completed, {run.failed} failed; "
         f"answers in {out}, figures in {summary}"
     )
+    if args.json:
+        outcome = {
+            "tasks": len(tasks),
+            "already_answered": len(tasks) - len(todo),
+            "ran": len(todo),
+            "completed": run.completed,
+            "failed": run.failed,
+            "answers": str(out),
+            "summary": str(summary),
+        }
+        print(json.dumps(outcome, indent=2))
     return 0
 
 

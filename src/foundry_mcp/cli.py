@@ -41,10 +41,11 @@ def main(argv: list[str] | None = None) -> int:
 
     if command == "trust":
         return cli_commands.trust_file(args)
+    as_json = bool(getattr(args, "json", False))
     try:
         settings = load_settings()
     except FoundryError as exc:
-        return cli_commands.fail(exc)
+        return cli_commands.fail(exc, as_json=as_json)
     _configure_logging(settings.logging.level)
     handler: Callable[[ResearchService, argparse.Namespace], Awaitable[int]]
     if command == "bench":
@@ -60,12 +61,12 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 return await handler(service, args)
             except FoundryError as exc:
-                return cli_commands.fail(exc)
+                return cli_commands.fail(exc, as_json=as_json)
 
     try:
         return anyio.run(run)
     except FoundryError as exc:
-        return cli_commands.fail(exc)
+        return cli_commands.fail(exc, as_json=as_json)
     except KeyboardInterrupt:
         return 130
 
@@ -184,6 +185,7 @@ def _parser() -> argparse.ArgumentParser:
 
     bench = commands.add_parser(
         "bench",
+        parents=[as_json],
         help="research every task of a JSONL file; answers in DeepResearch Bench's format",
     )
     bench.add_argument("tasks", nargs="?", help='JSONL file of {"id", "prompt"} lines')
@@ -249,6 +251,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     trust = commands.add_parser(
         "trust",
+        parents=[as_json],
         help="let a project's foundry-mcp.toml set protected keys (base_url, hooks, paths...)",
     )
     trust.add_argument("path", nargs="?", help="the file to trust (default: ./foundry-mcp.toml)")

@@ -26,9 +26,24 @@ from foundry_mcp.research.service import ResearchService
 from foundry_mcp.trust import TrustStore
 
 
-def fail(exc: FoundryError) -> int:
-    print(f"error: {for_the_shell(exc.message)}", file=sys.stderr)
-    print(f"  fix: {for_the_shell(exc.remediation)}", file=sys.stderr)
+def fail(exc: FoundryError, *, as_json: bool = False) -> int:
+    """Report an error: its message and fix on stderr, and with ``--json`` also as one JSON
+    document on stdout (``success: false``, the MCP envelope's error fields). Exit code 2."""
+    message, remediation = for_the_shell(exc.message), for_the_shell(exc.remediation)
+    print(f"error: {message}", file=sys.stderr)
+    print(f"  fix: {remediation}", file=sys.stderr)
+    if as_json:
+        details = {k: v for k, v in exc.details.items() if v is not None}
+        print_json(
+            {
+                "success": False,
+                "error": message,
+                "error_code": exc.error_code,
+                "error_type": exc.error_type,
+                "remediation": remediation,
+                **({"details": details} if details else {}),
+            }
+        )
     return 2
 
 
@@ -149,7 +164,10 @@ def trust_file(args: argparse.Namespace) -> int:
             return 0
         path = Path(args.path or PROJECT_CONFIG).expanduser().resolve()
         if args.revoke:
-            if not store.revoke(path):
+            revoked = store.revoke(path)
+            if args.json:
+                print_json({"path": str(path), "trusted": False, "was_trusted": revoked})
+            if not revoked:
                 print(f"{path} was not trusted.", file=sys.stderr)
                 return 1
             print(f"{path} is no longer trusted; its protected keys are ignored.", file=sys.stderr)
@@ -163,7 +181,11 @@ def trust_file(args: argparse.Namespace) -> int:
         protected = protected_keys_in(path, data)
         digest = store.trust(path, data)
     except FoundryError as exc:
-        return fail(exc)
+        return fail(exc, as_json=args.json)
+    if args.json:
+        print_json(
+            {"path": str(path), "trusted": True, "digest": digest, "protected_keys": protected}
+        )
     print(f"trusted {path} ({digest[:19]}...)", file=sys.stderr)
     if protected:
         print("These keys of it now apply:", file=sys.stderr)

@@ -113,10 +113,14 @@ def test_bench_run_again_skips_answered_tasks_and_reruns_the_rest(
     assert len(listed["items"]) == 2
 
     # Only the failed task runs again.
-    again = _run(research_env, "bench", str(tasks), "--out", str(out))
+    again = _run(research_env, "bench", str(tasks), "--out", str(out), "--json")
     assert again.returncode == 0, again.stderr
     assert "3 already answered in" in again.stderr and "running 1," in again.stderr
     assert len(_lines(out)) == 3
+    outcome = json.loads(again.stdout)  # --json: one document of figures on stdout
+    assert outcome["tasks"] == 4 and outcome["already_answered"] == 3
+    assert (outcome["ran"], outcome["completed"], outcome["failed"]) == (1, 0, 1)
+    assert outcome["answers"] == str(out)
 
 
 def test_bench_rejects_a_malformed_tasks_file_naming_the_line(
@@ -137,6 +141,12 @@ def test_bench_rejects_a_malformed_tasks_file_naming_the_line(
         assert first.startswith(f"error: {tasks} {problem}")
         assert fix.startswith("  fix: ")
         assert not out.exists()
+    # With --json, a script also gets the error as one JSON document on stdout.
+    result = _run(research_env, "bench", str(tasks), "--out", str(out), "--json")
+    error = json.loads(result.stdout)
+    assert result.returncode == 2 and error["success"] is False
+    assert error["error_code"] == "VALIDATION_ERROR" and "repeats the id" in error["error"]
+    assert error["remediation"]
 
     neither = _run(research_env, "bench", "--out", str(out))
     assert neither.returncode == 2

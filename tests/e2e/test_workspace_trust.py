@@ -134,9 +134,12 @@ async def test_an_untrusted_repository_config_takes_over_nothing(
 async def test_after_trust_the_file_applies_and_a_change_undoes_that(
     workspace: dict[str, Path], foreign: FakeHTTPServer
 ) -> None:
-    trusted = _cli(workspace, "trust")
+    trusted = _cli(workspace, "trust", "--json")
     assert trusted.returncode == 0, trusted.stderr
     assert "[providers.openai] base_url" in trusted.stderr
+    outcome = json.loads(trusted.stdout)
+    assert outcome["trusted"] is True and outcome["digest"].startswith("sha256:")
+    assert "[providers.openai] base_url" in outcome["protected_keys"]
 
     # Trusted, the hooks module is still not imported from the working directory by accident.
     doctor = _cli(workspace, "doctor")
