@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import anyio
 from mcp import Client
+
+from foundry_mcp.server.envelope import compact_text
 
 TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted"}
 
@@ -17,7 +18,7 @@ async def call(client: Client, **arguments: Any) -> dict[str, Any]:
     envelope = result.structured_content
     assert envelope is not None, result
     text = result.content[0].text  # type: ignore[union-attr]
-    assert json.loads(text) == envelope
+    assert text == compact_text(envelope)  # the same JSON, compact: one line, no nulls
     assert result.is_error == (not envelope["success"])
     return envelope
 

@@ -156,6 +156,21 @@ async def _internal(settings: Settings, *_: Any) -> dict[str, Any]:
         service_module.ResearchService.list = original  # type: ignore[method-assign]
 
 
+async def _research_stopped(
+    settings: Settings, _: dict[str, str], __: Path, openai_server: FakeHTTPServer
+) -> dict[str, Any]:
+    from tests.e2e.test_tasks import MODERN, TasksClient
+
+    openai_server.fail_next(401, times=100)  # the research fails; its task completes with why
+    client = Client(create_server(lambda: settings), mode=MODERN, extensions=[TasksClient()])
+    async with client:
+        result = await client.call_tool(
+            "research", {"action": "deep-research", "query": "What is a rope?"}
+        )
+    assert result.structured_content is not None
+    return result.structured_content
+
+
 CASES: dict[str, Case] = {
     "VALIDATION_ERROR": _validation,
     "UNKNOWN_ACTION": _unknown_action,
@@ -167,6 +182,7 @@ CASES: dict[str, Case] = {
     "REPORT_NOT_READY": _report_not_ready,
     "CONTEXT_EXCEEDED": _context_exceeded,
     "ARCHIVE_NOT_FOUND": _archive_not_found,
+    "RESEARCH_STOPPED": _research_stopped,
     "INTERNAL_ERROR": _internal,
 }
 

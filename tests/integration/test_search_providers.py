@@ -1,4 +1,5 @@
-"""Google, Semantic Scholar, the registry's search side and the gatherer's fan-out and dedup.
+"""Google, Semantic Scholar, the registry's search side and the gatherer's fan-out and dedup,
+and the publication details (authors, year, venue, day) the search APIs give for citing a source.
 
 The adapters run against loopback fakes of the real APIs; the gatherer against in-process
 providers (timing and failures scripted) and a fake page server.
@@ -9,20 +10,24 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
+import bibtexparser
 import pytest
 
 from foundry_mcp.config import FetchSettings, load_settings
 from foundry_mcp.errors import ProviderError, ProviderNotConfiguredError
 from foundry_mcp.providers.fetch import PageFetcher
 from foundry_mcp.providers.registry import ProviderRegistry
-from foundry_mcp.providers.search.base import SearchResult
+from foundry_mcp.providers.search.base import Publication, SearchResult
 from foundry_mcp.providers.search.google import GoogleSearch
 from foundry_mcp.providers.search.local import LocalDocuments
 from foundry_mcp.providers.search.semantic_scholar import SemanticScholarSearch
+from foundry_mcp.research.export import cited as cited_sources
+from foundry_mcp.research.export import render
 from foundry_mcp.research.models import (
     ResearchLimits,
     ResearchOptions,
@@ -38,6 +43,7 @@ from tests.fakes import (
     fake_google,
     fake_pages,
     fake_semantic_scholar,
+    fake_tavily,
     html_page,
     paper,
 )
@@ -249,6 +255,17 @@ async def test_semantic_scholar_builds_content_and_prefers_doi_then_arxiv() -> N
     assert "2016 · Journal of Examples · Author 1, Author 2 · 10 citations" in first.content
     assert first.snippet == "Soil carbon matters, finding 1."
     assert first.provider == "semantic_scholar"
+    assert first.publication == Publication(
+        authors=["Author 1", "Author 2"],
+        year=2016,
+        venue="Journal of Examples",
+        doi="10.1234/example.1",
+    )
+    assert results[1].publication is not None
+    assert results[1].publication.arxiv_id == "2401.00002"
+    assert results[1].publication.doi is None and results[1].publication.year == 2017
+    assert results[2].publication is not None
+    assert results[2].publication.authors == ["Author 1", "Author 2", "Author 3", "Author 4"]
     (request,) = server.requests_to("/graph/v1/paper/search")
     assert request.query["limit"] == ["4"]
     assert "tldr" in request.query["fields"][0] and "externalIds" in request.query["fields"][0]
@@ -281,6 +298,41 @@ async def test_semantic_scholar_paper_without_abstract_has_no_content() -> None:
     assert results[1].content is not None
     assert "TL;DR" not in results[1].content
     assert "Author 6 et al." in results[1].content
+
+
+async def test_semantic_scholar_records_only_the_details_the_api_gave() -> None:
+    sparse = {**paper(1, "q"), "year": None, "venue": " ", "externalIds": {"CorpusId": 1}}
+    sparse["authors"] = [{"authorId": "1", "name": "  Jane   Doe "}, {"authorId": "2"}]
+    bare = {**sparse, "title": "A paper we know nothing about", "authors": []}
+    with fake_semantic_scholar({"q": [sparse, bare]}) as server:
+        provider = _scholar(server)
+        try:
+            first, second = await provider.search("q", 5)
+        finally:
+            await provider.aclose()
+    assert first.publication == Publication(authors=["Jane Doe"])
+    assert second.publication is None
+
+
+async def test_tavily_news_results_carry_the_day_they_were_published() -> None:
+    from foundry_mcp.providers.search.tavily import TavilySearch
+
+    dated = [
+        {"title": "Rates held", "url": "https://news.example/a", "published_date": when}
+        for when in ("Wed, 20 Nov 2024 02:37:41 GMT", "2024-11-21T08:00:00Z", "soon", None)
+    ]
+    with fake_tavily({"rates": dated}, api_key="tvly-key") as server:
+        provider = TavilySearch("tavily", "tvly-key", server.base_url, 5.0)
+        try:
+            results = await provider.search("rates", 4, "news")
+        finally:
+            await provider.aclose()
+    assert [r.publication for r in results] == [
+        Publication(year=2024, published=date(2024, 11, 20)),
+        Publication(year=2024, published=date(2024, 11, 21)),
+        None,
+        None,
+    ]
 
 
 async def test_semantic_scholar_keyless_429_suggests_a_key() -> None:
@@ -622,6 +674,28 @@ async def test_duplicate_with_text_fills_a_result_without_text() -> None:
     assert source.content == "full text"
 
 
+async def test_a_duplicate_gives_the_kept_copy_its_richer_publication_details() -> None:
+    web = _hit("a", "Soil carbon under cover crops: a trial", "https://doi.org/10.1/soil")
+    academic = _hit("b", "Soil carbon under cover crops: a trial", "https://doi.org/10.1/soil")
+    academic.publication = Publication(authors=["Ada Lovelace"], year=2020, venue="Soil")
+    thin = _hit("c", "Soil carbon under cover crops: a trial", "https://doi.org/10.1/soil")
+    thin.publication = Publication(year=2021)
+    state, _ = _state("soil")
+    output, _ = await _gather(
+        state, [ScriptedSearch(n, [h]) for n, h in zip("abc", [web, academic, thin], strict=True)]
+    )
+    (source,) = state.sources
+    assert source.provider == "a" and output.stats.duplicates_skipped == 2
+    assert source.publication == academic.publication  # the thinner record does not replace it
+
+    # Found again in a later round: the saved source keeps its text, gains the details.
+    state.sources[0].publication = None
+    state.sub_queries.append(SubQuery(query="again"))
+    await _gather(state, [ScriptedSearch("b", [academic])])
+    (source,) = state.sources
+    assert source.publication == academic.publication and source.content == "text"
+
+
 async def test_a_sub_query_fails_only_when_every_provider_failed() -> None:
     down = ProviderError("b is down (HTTP 503).", provider="b", retryable=True, kind="transient")
     a = ScriptedSearch("a", [_hit("a", "Alpha result page", "https://a.example/1")])
@@ -851,6 +925,20 @@ async def test_research_with_google_and_semantic_scholar_reads_the_pages(
     fetch_events = [e.data for e in events if e.kind == "fetch"]
     assert len(fetch_events) == len(set(page_requests)) == 3
     assert all(e["ok"] for e in fetch_events)
+    # The papers' details survived the store, and the BibTeX export cites them.
+    papers = [s for s in state.sources if s.provider == "semantic_scholar"]
+    assert papers and all(p.publication and p.publication.authors for p in papers)
+    cited = {s.provider for s in cited_sources(state)}
+    assert cited == {"google", "semantic_scholar"}, cited
+    library = bibtexparser.parse_string(render(state, "bibtex", now=datetime.now(UTC)))
+    assert library.failed_blocks == []
+    kinds = {entry.entry_type for entry in library.entries}
+    assert kinds == {"article", "misc"}
+    article = next(e for e in library.entries if e.fields_dict.get("doi"))
+    assert article.fields_dict["author"].value == "Author 1 and Author 2"
+    assert article.fields_dict["year"].value == "2016"
+    assert article.fields_dict["journal"].value == "Journal of Examples"
+    assert article.fields_dict["doi"].value == "10.1234/example.1"
 
 
 async def test_cancel_while_pages_are_read_leaves_the_sub_query_pending() -> None:

@@ -5,18 +5,17 @@ from __future__ import annotations
 import json
 import os
 import re
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
+import bibtexparser
 import pytest
+from bibtexparser.middlewares import SeparateCoAuthors, SplitNameParts
 
 from foundry_mcp.errors import InputError, ReportNotReadyError
-from foundry_mcp.research.export import (
-    ResearchExport,
-    bibtex_escape,
-    render,
-    schema,
-)
+from foundry_mcp.providers.search.base import Publication
+from foundry_mcp.research.export import ResearchExport, render, schema
+from foundry_mcp.research.export_citations import bibtex_escape
 from foundry_mcp.research.export_files import export_research, export_target
 from foundry_mcp.research.models import (
     ClaimCheck,
@@ -30,15 +29,24 @@ from foundry_mcp.research.models import (
 
 NOW = datetime(2026, 11, 5, 12, 0, tzinfo=UTC)
 TRICKY_TITLE = r"Costs & 100% of {R_&_D} #1: $x^2$ ~ C:\path"
+DOI = "10.1145/3290605.3300288"
+# As the Semantic Scholar adapter records a paper (see test_search_providers.py).
+PAPER = Publication(
+    authors=["Ada Lovelace", "Grace B. Hopper", "Martin Luther King Jr.", "R&D Group and Sons"],
+    year=2019,
+    venue="Proc. CHI & Friends",
+    doi=DOI,
+)
 
 
 def _state(*, report: bool = True) -> ResearchState:
     paper = Source(
         id="src-0000aaaa",
         title=TRICKY_TITLE,
-        url="https://doi.org/10.1145/3290605.3300288",
+        url=f"https://doi.org/{DOI}",
         provider="semantic_scholar",
         content="An abstract.",
+        publication=PAPER,
     )
     page = Source(id="src-0000bbbb", title="A web page", url="https://example.org/a?b=1%20c#d")
     unused = Source(id="src-0000cccc", title="Not cited", url="https://example.org/z")
@@ -80,7 +88,10 @@ def test_json_validates_against_the_published_schema_and_holds_no_secrets() -> N
     assert data["status"] == "completed" and data["report"].startswith("# CRDTs")
     numbers = {s["id"]: s["number"] for s in data["sources"]}
     assert numbers == {"src-0000aaaa": 1, "src-0000bbbb": 2, "src-0000cccc": None}
-    assert data["sources"][2]["doi"] == "10.1145/3290605.3300288"
+    paper = data["sources"][2]
+    assert paper["doi"] == DOI and paper["year"] == 2019 and paper["venue"] == PAPER.venue
+    assert paper["authors"] == PAPER.authors
+    assert data["sources"][1]["authors"] == [] and data["sources"][1]["year"] is None
     assert data["claim_checks"][0]["quotes"][0]["text"] == "An abstract"
     assert data["findings"][0]["content"] == "CRDTs merge."
     assert set(data["usage"]) >= {"input_tokens", "output_tokens", "cost_usd"}
@@ -106,8 +117,9 @@ def test_unknown_format_is_a_validation_error() -> None:
     assert caught.value.details["field"] == "format"
 
 
-# A strict reader of the BibTeX we write (no BibTeX parser is a dependency of the project):
-# entries of `name = {value}` fields whose braces balance and whose specials are escaped.
+# A strict reader of the layout and escaping of the BibTeX we write (bibtexparser, below, is
+# lenient about both): entries of `name = {value}` fields whose braces balance and whose
+# specials are escaped.
 _ENTRY = re.compile(r"@(\w+)\{([A-Za-z0-9_:-]+),\n((?:  \w+ = \{.*\},?\n)+)\}\n")
 _UNESCAPE = [
     (r"\textbackslash{}", "\\"),
@@ -136,7 +148,7 @@ def _parse_bibtex(text: str) -> list[tuple[str, str, dict[str, str]]]:
         for line in match.group(3).splitlines():
             name, value = re.fullmatch(r"  (\w+) = \{(.*)\},?", line).groups()  # type: ignore[union-attr]
             assert _balanced(value), line
-            if name not in ("url", "doi", "eprint"):
+            if name not in ("url", "doi", "eprint", "howpublished"):  # URLs: read verbatim
                 bare = re.sub(r"\\textbackslash\{\}|\\[{}$&%#_]|\\[\^~]\{\}", "", value)
                 assert not re.search(r"[$&%#_^~\\]", bare), line
             fields[name] = value
@@ -156,13 +168,75 @@ def test_bibtex_has_one_escaped_entry_per_cited_source_in_report_order() -> None
     text = render(_state(), "bibtex", now=NOW)
     entries = _parse_bibtex(text)
     assert [key for _, key, _ in entries] == ["src-0000aaaa", "src-0000bbbb"]
-    assert {kind for kind, _, _ in entries} == {"misc"}
+    assert [kind for kind, _, _ in entries] == ["article", "misc"]
     paper, page = entries[0][2], entries[1][2]
     assert _unescape(paper["title"]) == TRICKY_TITLE
-    assert paper["doi"] == "10.1145/3290605.3300288"
+    assert paper["doi"] == DOI and paper["year"] == "2019"
+    assert paper["journal"] == r"Proc. CHI \& Friends"
+    assert paper["author"] == (
+        r"Ada Lovelace and Grace B. Hopper and King, Jr., Martin Luther"
+        r" and {R\&D Group and Sons}"
+    )
+    assert "howpublished" not in paper
     assert page["url"] == "https://example.org/a?b=1%20c#d"
-    assert page["urldate"] == "2026-11-05" and "doi" not in page
+    assert page["howpublished"] == r"\url{https://example.org/a?b=1%20c#d}"
+    assert page["urldate"] == "2026-11-05" and page["note"] == "Accessed 2026-11-05"
+    assert not {"doi", "author", "year", "journal"} & set(page)
     assert render(_state(), "bibtex", now=NOW) == text  # stable
+
+
+def test_bibtex_parses_with_a_bibtex_library() -> None:
+    text = render(_state(), "bibtex", now=NOW)
+    library = bibtexparser.parse_string(
+        text, append_middleware=[SeparateCoAuthors(), SplitNameParts()]
+    )
+    assert library.failed_blocks == []
+    paper, page = library.entries
+    assert (paper.entry_type, paper.key) == ("article", "src-0000aaaa")
+    fields = {name: field.value for name, field in paper.fields_dict.items()}
+    names = [(n.first, n.von, n.last, n.jr) for n in fields["author"]]
+    assert names == [
+        (["Ada"], [], ["Lovelace"], []),
+        (["Grace", "B."], [], ["Hopper"], []),
+        (["Martin", "Luther"], [], ["King"], ["Jr."]),
+        ([], [], [r"{R\&D Group and Sons}"], []),
+    ]
+    assert fields["year"] == "2019"
+    assert _unescape(fields["journal"]) == "Proc. CHI & Friends"
+    assert fields["doi"] == DOI and fields["url"] == f"https://doi.org/{DOI}"
+    assert _unescape(fields["title"]) == TRICKY_TITLE
+    assert (page.entry_type, page.key) == ("misc", "src-0000bbbb")
+    fields = {name: field.value for name, field in page.fields_dict.items()}
+    assert fields["url"] == "https://example.org/a?b=1%20c#d"
+    assert fields["note"] == "Accessed 2026-11-05" and fields["title"] == "{A web page}"
+    assert not {"author", "year", "journal", "doi"} & set(fields)
+
+
+def test_a_source_saved_before_publication_details_exports_from_its_url() -> None:
+    data = json.loads(_state().model_dump_json())
+    for source in data["sources"]:
+        del source["publication"]  # as a state written by an earlier version has it
+    state = ResearchState.model_validate(data)
+    assert all(source.publication is None for source in state.sources)
+    entries = _parse_bibtex(render(state, "bibtex", now=NOW))
+    assert [kind for kind, _, _ in entries] == ["misc", "misc"]
+    assert entries[0][2]["doi"] == DOI and "author" not in entries[0][2]
+    assert "TY  - JOUR\nID  - src-0000aaaa\nTI  - " in render(state, "ris", now=NOW)
+
+
+def test_a_news_article_carries_the_day_it_was_published() -> None:
+    state = _state()
+    state.sources[1].publication = Publication(year=2024, published=date(2024, 11, 20))
+    page = _parse_bibtex(render(state, "bibtex", now=NOW))[1][2]
+    assert page["year"] == "2024" and page["date"] == "2024-11-20"
+    assert "PY  - 2024\nDA  - 2024/11/20\n" in render(state, "ris", now=NOW)
+
+
+def test_bibtex_names_that_would_split_stay_whole() -> None:
+    state = _state()
+    state.sources[2].publication = Publication(authors=["others", "Doe, Jane", " Plato "])
+    entries = _parse_bibtex(render(state, "bibtex", now=NOW))
+    assert entries[0][2]["author"] == "{others} and {Doe, Jane} and Plato"
 
 
 def test_bibtex_escape_balances_any_braces() -> None:
@@ -180,9 +254,18 @@ def test_ris_records_have_the_required_tags() -> None:
         assert all(re.fullmatch(r"[A-Z][A-Z0-9]  - .*", line) for line in lines)
         tags = {line[:2] for line in lines}
         assert {"TY", "TI", "UR", "ID"} <= tags
-    assert "TY  - JOUR\nID  - src-0000aaaa\n" in text
-    assert "DO  - 10.1145/3290605.3300288\n" in text
-    assert "TY  - ELEC\nID  - src-0000bbbb\n" in text and "Y2  - 2026/11/05\n" in text
+    paper, page = records[0].splitlines(), records[1].splitlines()
+    assert paper[:2] == ["TY  - JOUR", "ID  - src-0000aaaa"]
+    assert [line for line in paper if line.startswith("AU")] == [
+        "AU  - Lovelace, Ada",
+        "AU  - Hopper, Grace B.",
+        "AU  - King, Martin Luther, Jr.",
+        "AU  - R&D Group and Sons",
+    ]
+    assert {"PY  - 2019", "T2  - Proc. CHI & Friends", "JO  - Proc. CHI & Friends"} <= set(paper)
+    assert f"DO  - {DOI}" in paper and f"UR  - https://doi.org/{DOI}" in paper
+    assert page[:2] == ["TY  - ELEC", "ID  - src-0000bbbb"] and "Y2  - 2026/11/05" in page
+    assert not [line for line in page if line[:2] in ("AU", "PY", "T2", "JO", "DO")]
 
 
 # ---------------------------------------------------------------------- where files go

@@ -1,5 +1,6 @@
 """A research written out for other tools: the markdown report, the state as JSON (one pydantic
-model is its shape and its published schema), and the cited sources as BibTeX or RIS.
+model is its shape and its published schema), and the cited sources as BibTeX or RIS (written
+by :mod:`.export_citations`).
 
 The JSON export is an allow-list: only the fields of ``ResearchExport`` leave the state, so
 nothing a future state field holds (headers, keys, free-form metadata) is exported by accident.
@@ -7,13 +8,13 @@ nothing a future state field holds (headers, keys, free-form metadata) is export
 
 from __future__ import annotations
 
-import re
-from datetime import date, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from foundry_mcp.errors import InputError, ReportNotReadyError
+from foundry_mcp.research.export_citations import bibtex_entry, ris_entry, source_doi
 
 if TYPE_CHECKING:  # the server's argument model imports ExportFormat before the research code
     from foundry_mcp.research.models import ResearchState, Source
@@ -36,6 +37,10 @@ class ExportedSource(_Export):
     provider: str
     quality: str
     snippet: str
+    # What the search API said of it as a publication (a paper, a dated news article).
+    authors: list[str] = Field(default_factory=list)
+    year: int | None = None
+    venue: str | None = None
 
 
 class ExportedFinding(_Export):
@@ -150,10 +155,13 @@ def to_model(state: ResearchState, *, now: datetime) -> ResearchExport:
                 number=numbers.get(s.id),
                 title=s.title,
                 url=s.url,
-                doi=doi_of(s.url),
+                doi=source_doi(s),
                 provider=s.provider,
                 quality=s.quality.value,
                 snippet=s.snippet,
+                authors=list(s.publication.authors) if s.publication else [],
+                year=s.publication.year if s.publication else None,
+                venue=s.publication.venue if s.publication else None,
             )
             for s in state.sources
         ],
@@ -187,91 +195,3 @@ def to_model(state: ResearchState, *, now: datetime) -> ResearchExport:
             unpriced_calls=usage.unpriced_calls,
         ),
     )
-
-
-# ---------------------------------------------------------------------- citation metadata
-
-_DOI_URL = re.compile(r"^https?://(?:dx\.)?doi\.org/(10\.\d{4,9}/\S+)$", re.IGNORECASE)
-_ARXIV_URL = re.compile(r"^https?://arxiv\.org/abs/([\w./-]+?)(?:v\d+)?$", re.IGNORECASE)
-
-
-def doi_of(url: str | None) -> str | None:
-    """The DOI of a ``doi.org`` link (Semantic Scholar's sources use one when the paper has a
-    DOI; it stores no other bibliographic field on a source)."""
-    match = _DOI_URL.match(url or "")
-    return match.group(1) if match else None
-
-
-def _arxiv_of(url: str | None) -> str | None:
-    match = _ARXIV_URL.match(url or "")
-    return match.group(1) if match else None
-
-
-# ---------------------------------------------------------------------- BibTeX
-
-_BIBTEX_SPECIAL = {
-    "\\": r"\textbackslash{}",
-    "{": r"\{",
-    "}": r"\}",
-    "$": r"\$",
-    "&": r"\&",
-    "%": r"\%",
-    "#": r"\#",
-    "_": r"\_",
-    "^": r"\^{}",
-    "~": r"\~{}",
-}
-
-
-def bibtex_escape(text: str) -> str:
-    """``text`` as a BibTeX field value: LaTeX specials escaped, braces always balanced."""
-    return "".join(_BIBTEX_SPECIAL.get(char, char) for char in " ".join(text.split()))
-
-
-def _bibtex_url(url: str) -> str:
-    # A URL field is read verbatim by biblatex/url.sty: only what would unbalance the braces,
-    # end the field or break a line is percent-encoded.
-    return "".join(f"%{ord(c):02X}" if c in "{}\\ \n\r\t" else c for c in url)
-
-
-def bibtex_key(source: Source) -> str:
-    """A stable, unique key: the source id (``src-1a2b3c4d``), safe characters only."""
-    return re.sub(r"[^A-Za-z0-9_:-]", "_", source.id)
-
-
-def bibtex_entry(source: Source, *, accessed: date) -> str:
-    fields: list[tuple[str, str]] = [("title", "{" + bibtex_escape(source.title) + "}")]
-    if source.url:
-        fields.append(("url", _bibtex_url(source.url)))
-        fields.append(("urldate", accessed.isoformat()))
-        fields.append(("note", f"Accessed {accessed.isoformat()}"))
-    doi = doi_of(source.url)
-    if doi:
-        fields.append(("doi", _bibtex_url(doi)))
-    arxiv = _arxiv_of(source.url)
-    if arxiv:
-        fields += [("eprint", _bibtex_url(arxiv)), ("archiveprefix", "arXiv")]
-    body = ",\n".join(f"  {name} = {{{value}}}" for name, value in fields)
-    return f"@misc{{{bibtex_key(source)},\n{body}\n}}\n"
-
-
-# ---------------------------------------------------------------------- RIS
-
-
-def _ris_text(text: str) -> str:
-    return " ".join(text.split())  # RIS is line-based: one line per tag
-
-
-def ris_entry(source: Source, *, accessed: date) -> str:
-    doi = doi_of(source.url)
-    lines = [
-        ("TY", "JOUR" if doi else "ELEC"),
-        ("ID", source.id),
-        ("TI", _ris_text(source.title)),
-    ]
-    if source.url:
-        lines += [("UR", _ris_text(source.url)), ("Y2", accessed.strftime("%Y/%m/%d"))]
-    if doi:
-        lines.append(("DO", doi))
-    lines.append(("ER", ""))
-    return "".join(f"{tag}  - {value}\n" for tag, value in lines)

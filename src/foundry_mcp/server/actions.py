@@ -16,6 +16,7 @@ from foundry_mcp.server.arguments import (
     LIMIT_PARAMS,
     ResearchArguments,
 )
+from foundry_mcp.server.results import conform
 
 if TYPE_CHECKING:  # imported in the background once the server runs (see server.host)
     from foundry_mcp.research.service import ProgressCallback, ResearchService
@@ -52,7 +53,8 @@ async def dispatch(
     arguments: ResearchArguments,
     on_progress: ProgressCallback | None = None,
 ) -> Payload:
-    """Run one action; returns its payload and warnings for the envelope."""
+    """Run one action; returns its payload (checked against the action's published result
+    model) and warnings for the envelope."""
     handler = HANDLERS.get(arguments.action)
     if handler is None:  # the argument model admits an action the table lacks: a bug
         raise UnknownActionError(
@@ -69,7 +71,7 @@ async def dispatch(
     ]
     use = {name: given[name] for name in accepted if name in given}
     payload, more = await handler(service, use, on_progress)
-    return payload, warnings + more
+    return conform(arguments.action, use, payload), warnings + more
 
 
 def _limits(use: dict[str, Any]) -> dict[str, Any]:

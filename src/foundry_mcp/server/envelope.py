@@ -1,14 +1,33 @@
-"""The response envelope every ``research`` call returns."""
+"""The response envelope every ``research`` call returns.
+
+``data`` is published as the union of the action result models (``server.results``) while it
+stays the plain payload dict at runtime: dispatch checks it against its own action's model,
+which a union could not do.
+"""
 
 from __future__ import annotations
 
+import json
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, GetJsonSchemaHandler, TypeAdapter
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from foundry_mcp import __version__
 from foundry_mcp.errors import FoundryError
+from foundry_mcp.server.results import ActionResult
+
+
+class _PublishedAsActionResult:
+    """Publishes a field's schema as :data:`ActionResult`, leaving its validation alone."""
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, _: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return handler(TypeAdapter(ActionResult).core_schema)
 
 
 class Meta(BaseModel):
@@ -21,7 +40,13 @@ class Envelope(BaseModel):
     """``{success, data, error, meta}``; on failure ``data`` holds code, type and remediation."""
 
     success: bool
-    data: dict[str, Any] = Field(default_factory=dict)
+    data: Annotated[dict[str, Any], _PublishedAsActionResult] = Field(
+        default_factory=dict,
+        description=(
+            "The action's result, in the shape of that action; on failure, error_code, "
+            "error_type and remediation."
+        ),
+    )
     error: str | None = None
     meta: Meta = Field(default_factory=Meta)
 
@@ -45,3 +70,17 @@ def failure(error: FoundryError, warnings: list[str] | None = None) -> Envelope:
     return Envelope(
         success=False, data=data, error=error.message, meta=Meta(warnings=warnings or [])
     )
+
+
+def compact_text(structured: dict[str, Any]) -> str:
+    """The text content of a result: its structured content (the dumped envelope) as one line of
+    JSON without null fields, for models that read text."""
+    return json.dumps(_without_nulls(structured), ensure_ascii=False, separators=(",", ":"))
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):  # a null in a list keeps its place
+        return [_without_nulls(item) for item in value]
+    return value

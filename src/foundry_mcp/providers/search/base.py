@@ -1,15 +1,42 @@
-"""The protocol every search adapter implements, the results it returns, and the kinds of
-sources a search can be for."""
+"""The protocol every search adapter implements, the results it returns (with what is known of
+each as a publication), and the kinds of sources a search can be for."""
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Literal, Protocol, get_args
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 # The kinds of sources a research can ask for (the ``source_types`` of ``deep-research``).
 SourceType = Literal["web", "academic", "news", "local"]
 SOURCE_TYPES: tuple[SourceType, ...] = get_args(SourceType)
+
+
+class Publication(BaseModel):
+    """What a search API says of a hit as a publication, for citing it (BibTeX, RIS).
+
+    Only what the API returned is filled; a source carries None when it said nothing.
+    """
+
+    authors: list[str] = Field(default_factory=list)  # as written, "First Last", in order
+    year: int | None = None
+    venue: str | None = None  # the journal or conference
+    doi: str | None = None
+    arxiv_id: str | None = None
+    published: date | None = None  # the day of publication (news articles)
+
+    def known_fields(self) -> int:
+        """How many of the fields are filled: the richer of two records has more."""
+        fields = (self.authors, self.year, self.venue, self.doi, self.arxiv_id, self.published)
+        return sum(bool(value) for value in fields)
+
+
+def richer(kept: Publication | None, other: Publication | None) -> Publication | None:
+    """The record that says more about one publication (``kept`` on a tie)."""
+    if other is None or (kept is not None and kept.known_fields() >= other.known_fields()):
+        return kept
+    return other
 
 
 class SearchResult(BaseModel):
@@ -21,6 +48,7 @@ class SearchResult(BaseModel):
     content: str | None = None
     score: float | None = None
     provider: str = ""
+    publication: Publication | None = None
 
 
 class SearchProvider(Protocol):

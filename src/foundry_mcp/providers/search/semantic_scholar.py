@@ -3,6 +3,7 @@
 ``GET {base}/graph/v1/paper/search?query=...&limit=...&fields=...``. Each paper becomes a
 ``SearchResult`` whose content is its abstract, its TL;DR and a line with year, venue, authors
 and citation count; its URL is the DOI when known, else the arXiv page, else Semantic Scholar's.
+Its authors, year, venue, DOI and arXiv id also become its ``Publication`` (for citing it).
 An API key (header ``x-api-key``) is optional: without one, requests share a public rate limit.
 """
 
@@ -16,7 +17,7 @@ import httpx
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.http_errors import parse_retry_after, status_error
 from foundry_mcp.providers.search._http import get_json, new_client
-from foundry_mcp.providers.search.base import SearchResult, SourceType
+from foundry_mcp.providers.search.base import Publication, SearchResult, SourceType
 
 DEFAULT_BASE_URL = "https://api.semanticscholar.org"
 FIELDS = "title,abstract,tldr,url,externalIds,year,authors,venue,citationCount"
@@ -103,14 +104,12 @@ class SemanticScholarSearch:
 
 def paper_url(paper: dict[str, Any]) -> str | None:
     """The DOI link, else the arXiv page, else the Semantic Scholar page."""
-    ids = paper.get("externalIds")
-    if isinstance(ids, dict):
-        doi = ids.get("DOI")
-        if isinstance(doi, str) and doi.strip():
-            return f"https://doi.org/{doi.strip()}"
-        arxiv = ids.get("ArXiv")
-        if isinstance(arxiv, str) and arxiv.strip():
-            return f"https://arxiv.org/abs/{arxiv.strip()}"
+    doi = _external_id(paper, "DOI")
+    if doi:
+        return f"https://doi.org/{doi}"
+    arxiv = _external_id(paper, "ArXiv")
+    if arxiv:
+        return f"https://arxiv.org/abs/{arxiv}"
     url = paper.get("url")
     if isinstance(url, str) and url.startswith(("http://", "https://")):
         return url
@@ -120,20 +119,46 @@ def paper_url(paper: dict[str, Any]) -> str | None:
     return None
 
 
+def _external_id(paper: dict[str, Any], kind: str) -> str | None:
+    ids = paper.get("externalIds")
+    value = ids.get(kind) if isinstance(ids, dict) else None
+    return (value.strip() or None) if isinstance(value, str) else None
+
+
 def _clean(text: Any) -> str:
     return re.sub(r"\s+", " ", text).strip() if isinstance(text, str) else ""
 
 
+def _year(paper: dict[str, Any]) -> int | None:
+    year = paper.get("year")
+    return year if isinstance(year, int) and not isinstance(year, bool) else None
+
+
+def _authors(paper: dict[str, Any]) -> list[str]:
+    names = [_clean(a.get("name")) for a in paper.get("authors") or [] if isinstance(a, dict)]
+    return [name for name in names if name]
+
+
+def _publication(paper: dict[str, Any]) -> Publication | None:
+    publication = Publication(
+        authors=_authors(paper),
+        year=_year(paper),
+        venue=_clean(paper.get("venue")) or None,
+        doi=_external_id(paper, "DOI"),
+        arxiv_id=_external_id(paper, "ArXiv"),
+    )
+    return publication if publication.known_fields() else None
+
+
 def _byline(paper: dict[str, Any]) -> str:
     parts: list[str] = []
-    year = paper.get("year")
-    if isinstance(year, int):
+    year = _year(paper)
+    if year is not None:
         parts.append(str(year))
     venue = _clean(paper.get("venue"))
     if venue:
         parts.append(venue)
-    authors = [_clean(a.get("name")) for a in paper.get("authors") or [] if isinstance(a, dict)]
-    authors = [a for a in authors if a]
+    authors = _authors(paper)
     if authors:
         names = ", ".join(authors[:MAX_AUTHORS])
         parts.append(names + (" et al." if len(authors) > MAX_AUTHORS else ""))
@@ -167,4 +192,5 @@ def _result(provider: str, paper: dict[str, Any]) -> SearchResult | None:
         snippet=snippet,
         content=content,
         provider=provider,
+        publication=_publication(paper),
     )

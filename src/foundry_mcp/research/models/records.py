@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
+from foundry_mcp.providers.search.base import Publication
 from foundry_mcp.research.models.base import (
     AgentRole,
     Confidence,
@@ -55,6 +56,7 @@ class Source(_Model):
     iteration: int = 1
     analyzed: bool = False
     branches: list[str] = Field(default_factory=list)  # hierarchical: the sub-questions using it
+    publication: Publication | None = None  # authors, year, venue... as the search API gave them
 
 
 class Finding(_Model):

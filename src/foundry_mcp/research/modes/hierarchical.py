@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import anyio
 
+from foundry_mcp.providers.search.base import richer
 from foundry_mcp.research.models import (
     AgentDecision,
     AgentRole,
@@ -237,6 +238,7 @@ class HierarchicalPlaybook:
                     kept.branches.append(sub_question.id)
                 if not kept.content and source.content:
                     kept.content = source.content
+                kept.publication = richer(kept.publication, source.publication)
                 if _QUALITY_RANK[source.quality] > _QUALITY_RANK[kept.quality]:
                     kept.quality = source.quality
             findings += [
@@ -258,6 +260,10 @@ class HierarchicalPlaybook:
 
     async def _integrate(self, guidance: str | None) -> dict[str, object]:
         state = self.state
+        if state.metadata.get("time_ceiling_reached"):
+            # The ceiling may have stopped the researchers before the analysis phase gathered
+            # their work: what they found (answered or not) is gathered now.
+            self._consolidate()
         answered = [(sq, sq.synthesis) for sq in state.sub_questions if sq.synthesis is not None]
         answers = [(sq.question, synthesis) for sq, synthesis in answered]
         writing = Writing(

@@ -5,8 +5,9 @@ sources it asks for, each searched by the first usable provider in priority orde
 next one when that fails or finds nothing (``priority``, the default), or by all of them at once
 (``all``; ``[research] deep_research_search_strategy``). The answers are merged rank by rank
 (the first hit of each lane or provider, then the second, ...), de-duplicated against the whole
-research by normalised URL and by normalised title, and cut to ``max_sources_per_query``. A
-sub-query fails only when every provider it asked failed.
+research by normalised URL and by normalised title (the copy kept takes a duplicate's text when
+it has none, and its publication details when they say more), and cut to
+``max_sources_per_query``. A sub-query fails only when every provider it asked failed.
 
 Then the pages of the new sources that came without text are fetched (``[research.fetch]``;
 with ``follow_links`` every new source's page is fetched) and their text becomes the source's
@@ -30,7 +31,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.providers.search.base import SearchProvider, SearchResult, SourceType
+from foundry_mcp.providers.search.base import SearchProvider, SearchResult, SourceType, richer
 from foundry_mcp.research.models import (
     GathererOutput,
     ResearchState,
@@ -139,7 +140,7 @@ async def gather(
             )
             if duplicate:
                 output.stats.duplicates_skipped += 1
-                _merge_into(chosen, result, url_key, title_key)
+                _merge_into(chosen, state.sources, result, url_key, title_key)
                 continue
             if url_key is not None:
                 seen_urls.add(url_key)
@@ -184,17 +185,29 @@ async def gather(
 
 
 def _merge_into(
-    chosen: list[SearchResult], result: SearchResult, url_key: str | None, title_key: str | None
+    chosen: list[SearchResult],
+    known: list[Source],
+    result: SearchResult,
+    url_key: str | None,
+    title_key: str | None,
 ) -> None:
-    """Give a kept result the text a duplicate of it brought, if it had none."""
-    if not result.content:
-        return
-    for kept in chosen:
+    """Give the kept copy of a duplicate what it brought: its text, to a result kept without
+    any, and its publication details, when richer, to a kept result or an earlier source."""
+
+    def same(kept: SearchResult | Source) -> bool:
         same_url = url_key is not None and kept.url and normalise_url(kept.url) == url_key
         same_title = title_key is not None and _title_key(kept.title, kept.url) == title_key
-        if (same_url or same_title) and not kept.content:
-            kept.content = result.content
-            return
+        return bool(same_url or same_title)
+
+    matches = [kept for kept in chosen if same(kept)]
+    if result.content:
+        lacking = next((kept for kept in matches if not kept.content), None)
+        if lacking is not None:
+            lacking.content = result.content
+    # An earlier source keeps its text (quotes point into it); only its metadata may improve.
+    target = matches[0] if matches else next((s for s in known if same(s)), None)
+    if target is not None:
+        target.publication = richer(target.publication, result.publication)
 
 
 async def _ask(
@@ -287,4 +300,5 @@ def _source(result: SearchResult, sub_query: SubQuery, iteration: int) -> Source
         provider=result.provider,
         score=result.score,
         iteration=iteration,
+        publication=result.publication,
     )

@@ -99,20 +99,25 @@ def sections_by_sub_query(state: ResearchState) -> list[ReportSection]:
 def sections_by_sub_question(
     state: ResearchState, answers: Sequence[tuple[SubQuestion, SubQuestionSynthesis]]
 ) -> list[ReportSection]:
-    """One section per answered sub-question: its answer and the findings it found."""
-    if len(answers) < 2:
-        return []
+    """One section per sub-question with an answer or findings: its answer (if its researcher
+    wrote one before it stopped) and the findings it found."""
+    answer_of = {sub_question.id: answer for sub_question, answer in answers}
     sections = []
-    for sub_question, answer in answers:
+    for sub_question in state.sub_questions:
         ids = tuple(f.id for f in state.findings if f.sub_question_id == sub_question.id)
+        answer = answer_of.get(sub_question.id)
+        if answer is None and not ids:
+            continue
         sections.append(
             ReportSection(
                 sub_question.question,
                 ids,
-                material=render_sub_answers([(sub_question.question, answer)]),
-                citable=frozenset(answer.citations),
+                material=render_sub_answers([(sub_question.question, answer)]) if answer else None,
+                citable=frozenset(answer.citations) if answer else frozenset(),
             )
         )
+    if len(sections) < 2:
+        return []
     return merge_smallest(sections)
 
 
