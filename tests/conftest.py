@@ -95,6 +95,10 @@ def research_env(
         "TAVILY_API_KEY": "tvly-test-secret",
         "TAVILY_BASE_URL": tavily_server.base_url,
         NO_DOWNLOADS_ENV: "1",
+        # A server started with this environment has no network guard: any HTTPS request (the
+        # keyless web search's engines, say) goes to a closed port instead of the internet.
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "127.0.0.1,localhost",
     }
 
 

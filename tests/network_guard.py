@@ -3,6 +3,10 @@
 Tests talk to fake servers on 127.0.0.1; anything else (a real DNS lookup, a download, a
 connection to a public or private address) fails at once with an ``OSError`` naming the culprit,
 instead of hanging or passing by luck on a machine that happens to be online.
+
+``primp`` (the HTTP client of ``ddgs``, the keyless web search) opens its sockets in Rust, out
+of reach of the socket patches: its ``Client`` is replaced by one that refuses every URL whose
+host is not loopback.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from typing import Any
+from urllib.parse import urlsplit
 
 _LOCAL_NAMES = {"localhost", "localhost.localdomain", "ip6-localhost"}
 _original_connect = socket.socket.connect
@@ -66,8 +71,42 @@ def _getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
     return _original_getaddrinfo(host, *args, **kwargs)
 
 
+def _check_url(url: Any) -> None:
+    host = urlsplit(str(url)).hostname
+    if not _is_loopback(host):
+        raise OSError(f"the test suite may not fetch {url!r}: use a fake server on 127.0.0.1")
+
+
+def _guard_primp() -> None:
+    try:
+        import primp
+    except ImportError:
+        return
+    if getattr(primp.Client, "loopback_only", False):
+        return
+
+    class LoopbackOnlyClient(primp.Client):
+        loopback_only = True
+
+        def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+            _check_url(url)
+            return super().request(method, url, *args, **kwargs)
+
+    def verb(name: str) -> Any:
+        def call(self: Any, url: str, *args: Any, **kwargs: Any) -> Any:
+            _check_url(url)
+            return getattr(super(LoopbackOnlyClient, self), name)(url, *args, **kwargs)
+
+        return call
+
+    for name in ("get", "head", "options", "delete", "post", "put", "patch"):
+        setattr(LoopbackOnlyClient, name, verb(name))
+    primp.Client = LoopbackOnlyClient
+
+
 def forbid_network() -> None:
     """Install the guard in this process (idempotent)."""
     socket.socket.connect = _connect  # type: ignore[method-assign]
     socket.socket.connect_ex = _connect_ex  # type: ignore[method-assign]
     socket.getaddrinfo = _getaddrinfo
+    _guard_primp()

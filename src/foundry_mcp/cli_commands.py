@@ -282,6 +282,9 @@ async def doctor(service: ResearchService, args: argparse.Namespace) -> int:
             "ignored_keys": untrusted.ignored_keys,
             "fix": f"foundry-mcp trust {untrusted.path}",
         }
+    choice = service.providers.llm_choice
+    if choice is not None:
+        checks["llm_choice"] = choice.statement
     try:
         name, model = service.providers.resolve_llm(None, None)
         checks["llm"] = f"ok: {name}:{model}"

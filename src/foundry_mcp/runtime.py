@@ -14,6 +14,7 @@ from foundry_mcp.config import Settings
 from foundry_mcp.context.limits import model_limits
 from foundry_mcp.context.tokens import counter_for_model
 from foundry_mcp.errors import ConfigError
+from foundry_mcp.providers.detection import apply_choice, choose_llm
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.providers.warming import default_llms, quietly, warm_defaults, warm_others
 from foundry_mcp.research.jobs import JobRunner
@@ -34,8 +35,12 @@ async def research_runtime(
         log.warning("%s", warning)
     if hooks is None and settings.research.supervisor_hooks:
         hooks = load_hooks(settings.research.supervisor_hooks)
+    choice = choose_llm(settings)  # configuration wins; else what this machine has
+    if choice.detected:
+        log.info("%s", choice.statement)
+    settings = apply_choice(settings, choice)
     store = ResearchStore(settings.research.research_dir)
-    providers = ProviderRegistry(settings)
+    providers = ProviderRegistry(settings, choice)
     # Ready the first research's path in a thread now, so that it does not stall the loop.
     stop_warming = start_warm_up(providers) if warm else None
     try:

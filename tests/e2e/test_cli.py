@@ -189,6 +189,7 @@ def test_max_time_reaches_the_research(research_env: dict[str, str]) -> None:
 
 def test_cli_errors_speak_of_the_shell_environment(research_env: dict[str, str]) -> None:
     env = {k: v for k, v in research_env.items() if k != "TAVILY_API_KEY"}
+    env["FOUNDRY_MCP_SEARCH_PROVIDERS"] = "tavily"  # not the web search that needs no key
     result = _run(env, "research", "What is a monad?")
     assert result.returncode == 2
     assert "in your shell environment (export TAVILY_API_KEY=...)" in result.stderr

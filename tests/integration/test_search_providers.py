@@ -841,9 +841,12 @@ async def test_research_runs_on_local_documents_alone(
         "Limitations and risks: tide predictions fail during storm surges; criticisms of "
         "harmonic models note that shallow estuaries distort tides on Earth.\n"
     )
-    settings = _research_settings(
-        tmp_path, openai_server.base_url, f'[research.local]\npaths = ["{docs}"]\n'
+    # Listed by the user (else the web search with no key would take part too).
+    toml = (
+        '[research]\ndeep_research_providers = ["tavily", "local"]\n\n'
+        f'[research.local]\npaths = ["{docs}"]\n'
     )
+    settings = _research_settings(tmp_path, openai_server.base_url, toml)
     assert settings.providers.get("tavily") is None  # no Tavily key anywhere
     async with research_runtime(settings, warm=False) as service:
         started = service.start("How do tides form on Earth?", max_iterations=1)

@@ -37,8 +37,9 @@ def _settings(research_env: dict[str, str], tmp_path: Path, *, web: bool = True)
     config = Path(research_env["FOUNDRY_MCP_CONFIG"])
     config.write_text(config.read_text() + f'\n[research.local]\npaths = ["{notes}"]\n')
     env = dict(research_env)
-    if not web:
+    if not web:  # no key, and no web search with no key either
         env.pop("TAVILY_API_KEY")
+        env["FOUNDRY_MCP_SEARCH_PROVIDERS"] = "local"
     return load_settings(env=env, cwd=tmp_path, home=Path(env["HOME"]))
 
 

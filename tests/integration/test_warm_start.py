@@ -212,7 +212,7 @@ def test_answering_initialize_needs_no_research_code_and_no_sdk() -> None:
         "create_server()\n"
         "heavy = ['foundry_mcp.runtime', 'foundry_mcp.research.service',\n"
         "         'foundry_mcp.research.models', 'openai', 'anthropic', 'google.genai',\n"
-        "         'tavily', 'tiktoken']\n"
+        "         'tavily', 'tiktoken', 'ddgs', 'primp']\n"
         "print(json.dumps([name for name in heavy if name in sys.modules]))\n"
     )
     done = subprocess.run(

@@ -105,21 +105,22 @@ def test_a_listed_provider_takes_part_and_an_unusable_one_is_warned_about(
     assert "'google'" in warning and "GOOGLE_CSE_ID" in warning
 
 
-def test_with_no_outside_provider_the_skipped_ones_are_named(tmp_path: Path) -> None:
+def test_with_no_key_the_web_search_with_no_key_joins_the_documents(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     registry = _registry(tmp_path, {}, f'[research.local]\npaths = ["{docs}"]\n')
     usable, warnings = registry.search_providers()
-    assert usable == ["local"]
-    assert any("TAVILY_API_KEY" in w for w in warnings)
-    assert any("source_types=['academic']" in w for w in warnings)
+    assert usable == ["ddgs", "local"]
+    assert warnings == []  # an outside provider takes part: the skipped ones go unnamed
 
 
 def test_with_no_provider_at_all_the_start_says_every_way_to_get_one(tmp_path: Path) -> None:
+    toml = '[research]\ndeep_research_providers = ["tavily", "google"]\n'
     with pytest.raises(ProviderNotConfiguredError) as caught:
-        _registry(tmp_path, {}).search_providers()
+        _registry(tmp_path, {}, toml).search_providers()
     assert "TAVILY_API_KEY" in caught.value.message
     assert "Semantic Scholar" in caught.value.remediation
+    assert "web search with no key (ddgs)" in caught.value.remediation
 
 
 def test_only_providers_serving_a_requested_kind_take_part(tmp_path: Path) -> None:
@@ -136,8 +137,15 @@ def test_only_providers_serving_a_requested_kind_take_part(tmp_path: Path) -> No
 @pytest.mark.parametrize(
     ("env", "toml", "kind", "says", "fix"),
     [
-        ({}, "", "news", "'tavily' has no API key", "TAVILY_API_KEY"),
-        ({}, "", "web", "'google' has no", "GOOGLE_CSE_ID"),
+        # With a key anywhere, the web search with no key sits out (and says how to use it).
+        ({"SEMANTIC_SCHOLAR_API_KEY": "s"}, "", "news", "'tavily' has no API key", "list ddgs"),
+        (
+            {"SEMANTIC_SCHOLAR_API_KEY": "s"},
+            "",
+            "web",
+            "'ddgs' (web search with no key)",
+            "GOOGLE_CSE_ID",
+        ),
         (
             {"TAVILY_API_KEY": "t"},
             '[research]\ndeep_research_providers = ["tavily"]\n',

@@ -33,6 +33,10 @@ PROVIDER_ENV: dict[str, tuple[tuple[str, str], ...]] = {
         ("SEMANTIC_SCHOLAR_API_KEY", "api_key"),
         ("SEMANTIC_SCHOLAR_BASE_URL", "base_url"),
     ),
+    # Where an assistant's program is, when it is not on PATH as claude, codex or gemini.
+    "claude-cli": (("FOUNDRY_MCP_CLAUDE_CLI", "command"),),
+    "codex-cli": (("FOUNDRY_MCP_CODEX_CLI", "command"),),
+    "gemini-cli": (("FOUNDRY_MCP_GEMINI_CLI", "command"),),
 }
 
 # Environment variables read for [research] keys; list values are comma-separated.

@@ -33,7 +33,17 @@ MAX_QUERY_CHARS = 200_000
 MAX_WAIT_SECONDS = 60.0
 
 ProviderKind = Literal[
-    "openai", "anthropic", "gemini", "tavily", "google", "semantic_scholar", "local"
+    "openai",
+    "anthropic",
+    "gemini",
+    "tavily",
+    "google",
+    "semantic_scholar",
+    "local",
+    "ddgs",
+    "claude-cli",
+    "codex-cli",
+    "gemini-cli",
 ]
 
 # The API flavour of each provider name we know; other names must say `type = ...`.
@@ -45,7 +55,15 @@ KNOWN_PROVIDER_KINDS: dict[str, ProviderKind] = {
     "google": "google",
     "semantic_scholar": "semantic_scholar",
     "local": "local",
+    "ddgs": "ddgs",  # web search with no key ("web (no key)")
+    # Assistants' programs that answer on their user's subscription (providers/llm/cli_*.py).
+    "claude-cli": "claude-cli",
+    "codex-cli": "codex-cli",
+    "gemini-cli": "gemini-cli",
 }
+CLI_LLM_KINDS: frozenset[ProviderKind] = frozenset({"claude-cli", "codex-cli", "gemini-cli"})
+# The model of a program-backed provider when none is named: the program's own choice.
+CLI_DEFAULT_MODEL = "default"
 
 DEFAULT_MODELS: dict[str, str] = {
     "openai": "gpt-4.1-mini",
@@ -126,9 +144,10 @@ class ResearchSettings(_Section):
     )
     deep_research_timeout: float = Field(600.0, ge=_LOW["task_timeout"], le=_HIGH["task_timeout"])
     # The search providers in priority order (the specification's: Tavily, Google, Semantic
-    # Scholar); those of the default list take part once they have their keys.
+    # Scholar); those of the default list take part once they have their keys. The keyless web
+    # search (ddgs), last, takes part only while none of them has a key.
     deep_research_providers: list[str] = Field(
-        default_factory=lambda: ["tavily", "google", "semantic_scholar"]
+        default_factory=lambda: ["tavily", "google", "semantic_scholar", "ddgs"]
     )
     # "priority": a search goes to the first usable provider, the next one on failure;
     # "all": to every provider at once, their results merged.
@@ -253,6 +272,14 @@ class ProviderSettings(_Section):
     circuit_breaker_failures: int = Field(5, ge=1, le=100)
     circuit_breaker_reset_seconds: float = Field(30.0, gt=0, le=3600)
     hedge_requests: bool = True  # search providers only; may cost a credit on slow requests
+    # The program of a claude-cli, codex-cli or gemini-cli provider (None: found on PATH).
+    command: str | None = None
+    # The keyless web search (type "ddgs"): its region ("us-en", "de-de", "wt-wt" for none),
+    # safe search, and the ddgs backends asked in order (None: the adapter's defaults).
+    region: str | None = Field(None, pattern=r"^[A-Za-z]{2}-[A-Za-z]{2}$")
+    safesearch: Literal["on", "moderate", "off"] | None = None
+    backends: list[str] | None = None
+    news_backends: list[str] | None = None
 
     @field_validator("base_url")
     @classmethod

@@ -18,7 +18,7 @@ from foundry_mcp.config.settings import FetchSettings, ResearchSettings
 
 # Keys an untrusted project file may not set: where requests and keys go, what code runs, what
 # the server may read or write, and what the user pays.
-PROTECTED_PROVIDER_KEYS = ("type", "api_key", "base_url")
+PROTECTED_PROVIDER_KEYS = ("type", "api_key", "base_url", "command")
 PROTECTED_RESEARCH_KEYS = (
     "supervisor_hooks",
     "research_dir",

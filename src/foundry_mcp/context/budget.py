@@ -37,7 +37,14 @@ PHASE_OUTPUT_TOKENS: dict[str, int] = {
 # What a provider's runtime puts in the model's window before our prompt, by provider kind.
 # The provider APIs (OpenAI, Anthropic, Gemini, OpenAI-compatible servers) put nothing: absent
 # kinds count 0. A provider that runs the model inside a CLI adds its system prompt's size here.
-RUNTIME_OVERHEAD_BY_PROVIDER: dict[str, int] = {}
+RUNTIME_OVERHEAD_BY_PROVIDER: dict[str, int] = {
+    # Estimates: what each program adds with our system prompt in place of its own and its
+    # tools off (Claude Code and Gemini CLI: environment notes, the user's CLAUDE.md/GEMINI.md;
+    # Codex keeps its own instructions, which come before ours).
+    "claude-cli": 6_000,
+    "gemini-cli": 6_000,
+    "codex-cli": 12_000,
+}
 MIN_CLIENT_BUDGET = 1_000
 MIN_REPORT_TOKENS = 1_024
 

@@ -28,6 +28,8 @@ shared by every research the process runs. A call through the policy:
 Defaults when a provider's table does not set them: 120 requests per minute for LLMs, 60 for
 search providers, 8 calls in flight. Providers whose ``base_url`` is on this machine or the
 local network (Ollama, vLLM, test fakes) get no request-rate limit unless one is configured.
+The keyless web search, which scrapes public engines, defaults to 30 requests per minute, 2 in
+flight and no hedging (``resilience.SCRAPER_DEFAULTS``).
 
 The rate limiter and the backoff live in ``pacing``, the circuit breaker in ``breaker``;
 ``resilience`` puts one policy per provider in front of the adapters.

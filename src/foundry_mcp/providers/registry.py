@@ -6,8 +6,10 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from foundry_mcp.config import DEFAULT_MODELS, ProviderKind, Settings
+from foundry_mcp.config import DEFAULT_MODELS, KNOWN_PROVIDER_KINDS, ProviderKind, Settings
+from foundry_mcp.config.settings import CLI_DEFAULT_MODEL, CLI_LLM_KINDS
 from foundry_mcp.errors import ProviderNotConfiguredError
+from foundry_mcp.providers.detection import LLMChoice, zero_key_hint
 from foundry_mcp.providers.llm.base import LLMProvider
 from foundry_mcp.providers.resilience import ResilienceRegistry
 from foundry_mcp.providers.search.base import SearchProvider, SourceType
@@ -19,7 +21,9 @@ from foundry_mcp.providers.search_selection import (
 if TYPE_CHECKING:
     from foundry_mcp.providers.fetch import PageFetcher
 
-LLM_KINDS: frozenset[ProviderKind] = frozenset({"openai", "anthropic", "gemini"})
+LLM_KINDS: frozenset[ProviderKind] = CLI_LLM_KINDS | {"openai", "anthropic", "gemini"}
+# The LLM kinds that need an API key (an assistant's program answers on its own login).
+KEYED_LLM_KINDS: frozenset[ProviderKind] = frozenset({"openai", "anthropic", "gemini"})
 
 # The groups of LLM calls that can have their own provider lists, and the configuration keys
 # that hold them ("provider[:model]" specs, primary first).
@@ -42,8 +46,10 @@ def parse_provider_spec(spec: str) -> tuple[str, str | None]:
 class ProviderRegistry:
     """The provider adapters of one process, created on first use and reused."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, llm_choice: LLMChoice | None = None) -> None:
         self._settings = settings
+        # The default LLM and why (configured, or found on this machine: providers.detection).
+        self.llm_choice = llm_choice
         self._llms: dict[str, LLMProvider] = {}
         self._searches: dict[str, SearchProvider] = {}
         self._fetcher: PageFetcher | None = None
@@ -71,7 +77,7 @@ class ProviderRegistry:
         if kind not in LLM_KINDS:
             known = sorted(
                 n
-                for n in {*DEFAULT_MODELS, *self._settings.providers}
+                for n in {*KNOWN_PROVIDER_KINDS, *self._settings.providers}
                 if self._settings.provider_kind(n) in LLM_KINDS
             )
             raise ProviderNotConfiguredError(
@@ -85,12 +91,14 @@ class ProviderRegistry:
         settings = self._settings.provider(name)
         # A keyless OpenAI-compatible server (Ollama, vLLM) is fine once a base_url is set.
         keyless_ok = kind == "openai" and settings.base_url is not None and name != "openai"
-        if settings.key() is None and not keyless_ok:
+        if settings.key() is None and not keyless_ok and kind in KEYED_LLM_KINDS:
             raise ProviderNotConfiguredError(
                 f"No API key is configured for the LLM provider '{name}'.",
-                remediation=key_hint(name),
+                remediation=f"{key_hint(name)} {zero_key_hint()}",
             )
-        chosen = model or spec_model or settings.model or DEFAULT_MODELS.get(name)
+        # A program-backed provider (claude-cli...) lets its program choose when none is named.
+        default = CLI_DEFAULT_MODEL if kind in CLI_LLM_KINDS else DEFAULT_MODELS.get(name)
+        chosen = model or spec_model or settings.model or default
         if not chosen:
             raise ProviderNotConfiguredError(
                 f"No model is configured for the LLM provider '{name}'.",
@@ -158,6 +166,12 @@ class ProviderRegistry:
     def _llm_locked(self, name: str) -> LLMProvider:
         if name not in self._llms:
             settings = self._settings.provider(name)
+            kind = self._settings.provider_kind(name)
+            if kind in CLI_LLM_KINDS:
+                from foundry_mcp.providers.llm.cli_adapters import cli_adapter
+
+                self._llms[name] = cli_adapter(kind, name, settings)
+                return self._llms[name]
             # SDK retries stay off: the resilience policy is the only one that retries.
             args = (name, settings.key(), settings.base_url, settings.timeout_for("llm"), 0)
             self._llms[name] = self.llm_class(name)(*args)
@@ -166,6 +180,10 @@ class ProviderRegistry:
     def llm_class(self, name: str) -> type[LLMAdapter]:
         """The adapter class of an LLM provider (importing it imports nothing of its SDK)."""
         kind = self._settings.provider_kind(name)
+        if kind in CLI_LLM_KINDS:
+            from foundry_mcp.providers.llm.cli_adapters import CLI_ADAPTERS
+
+            return CLI_ADAPTERS[kind]
         if kind == "anthropic":
             from foundry_mcp.providers.llm.anthropic import AnthropicProvider
 
@@ -225,6 +243,10 @@ class ProviderRegistry:
             from foundry_mcp.providers.search.local import LocalDocuments
 
             return LocalDocuments
+        if kind == "ddgs":
+            from foundry_mcp.providers.search.keyless import KeylessSearch
+
+            return KeylessSearch
         from foundry_mcp.providers.search.tavily import TavilySearch
 
         return TavilySearch
@@ -253,6 +275,17 @@ class ProviderRegistry:
 
             research = self._settings.research
             return LocalDocuments(name, research.local, research.research_dir / INDEX_FILE)
+        if kind == "ddgs":
+            from foundry_mcp.providers.search.keyless import KeylessSearch
+
+            return KeylessSearch(
+                name,
+                settings.timeout_for("search"),
+                region=settings.region,
+                safesearch=settings.safesearch,
+                backends=settings.backends,
+                news_backends=settings.news_backends,
+            )
         from foundry_mcp.providers.search.tavily import TavilySearch
 
         return TavilySearch(

@@ -16,8 +16,10 @@ from typing import Any
 import anyio
 
 from foundry_mcp.config import Settings
+from foundry_mcp.config.settings import CLI_LLM_KINDS
 from foundry_mcp.providers.breaker import CircuitBreaker
 from foundry_mcp.providers.llm.base import LLMProvider, LLMRequest, LLMResponse
+from foundry_mcp.providers.llm.cli_runner import DEFAULT_MAX_IN_FLIGHT as CLI_MAX_IN_FLIGHT
 from foundry_mcp.providers.pacing import Clock, RateLimiter, Sleep, backoff_delay
 from foundry_mcp.providers.policy import (
     DEFAULT_MAX_IN_FLIGHT,
@@ -51,6 +53,18 @@ __all__ = [
     "resilient_search",
     "retry_observer",
 ]
+
+# Defaults of providers that scrape public pages (the keyless web search), for the keys their
+# table does not set: a hedge or a burst would only earn the address a rate limit.
+SCRAPER_DEFAULTS: dict[str, dict[str, Any]] = {
+    "ddgs": {"hedge_requests": False, "requests_per_minute": 30.0, "max_in_flight": 2},
+}
+# Defaults of the providers that run an assistant's program (claude-cli...): every call is a
+# whole program on the user's one subscription, so few run at once (llm/cli_runner.py).
+PROGRAM_DEFAULTS: dict[str, dict[str, Any]] = {
+    kind: {"max_in_flight": CLI_MAX_IN_FLIGHT} for kind in CLI_LLM_KINDS
+}
+KIND_DEFAULTS = {**SCRAPER_DEFAULTS, **PROGRAM_DEFAULTS}
 
 
 class ResilientLLM:
@@ -113,9 +127,12 @@ class ResilienceRegistry:
     def policy(self, name: str, role: Role) -> ProviderPolicy:
         """The policy of provider ``name`` (``role`` picks the defaults on first use)."""
         if name not in self._policies:
+            provider = self._settings.provider(name)
+            defaults = KIND_DEFAULTS.get(self._settings.provider_kind(name) or "", {})
+            unset = {k: v for k, v in defaults.items() if k not in provider.model_fields_set}
             self._policies[name] = ProviderPolicy(
                 name,
-                PolicySettings.for_provider(self._settings.provider(name), role),
+                PolicySettings.for_provider(provider.model_copy(update=unset), role),
                 clock=self._clock,
                 sleep=self._sleep,
                 rand=self._rand,

@@ -9,7 +9,11 @@ from foundry_mcp.config import PROVIDER_ENV, ProviderKind, Settings
 from foundry_mcp.errors import ProviderNotConfiguredError
 from foundry_mcp.providers.search.base import SourceType, served_types
 
-SEARCH_KINDS: frozenset[ProviderKind] = frozenset({"tavily", "google", "semantic_scholar", "local"})
+SEARCH_KINDS: frozenset[ProviderKind] = frozenset(
+    {"tavily", "google", "semantic_scholar", "local", "ddgs"}
+)
+# The kinds that need a key to run (Semantic Scholar only to leave the shared public rate limit).
+KEYED_KINDS: frozenset[ProviderKind] = frozenset({"tavily", "google", "semantic_scholar"})
 
 # How to get a usable provider for each kind of sources, for the error of a start that asks for
 # a kind no usable provider serves.
@@ -17,12 +21,14 @@ SOURCE_TYPE_FIXES: dict[str, str] = {
     "web": (
         "Web search needs Tavily (TAVILY_API_KEY) or Google (GOOGLE_API_KEY and GOOGLE_CSE_ID), "
         "set in the MCP server's env block or in [providers.<name>] of ~/.foundry-mcp.toml, and "
-        "listed in [research] deep_research_providers."
+        "listed in [research] deep_research_providers; or the web search with no key: list ddgs "
+        "there."
     ),
     "news": (
         "News comes from Tavily's news search: set TAVILY_API_KEY in the MCP server's env block "
         "(or api_key in [providers.tavily] of ~/.foundry-mcp.toml) and keep tavily in "
-        "[research] deep_research_providers."
+        "[research] deep_research_providers; or from the web search with no key: list ddgs "
+        "there."
     ),
     "academic": (
         "Academic papers come from Semantic Scholar, which needs no key: list semantic_scholar "
@@ -46,8 +52,8 @@ def key_hint(name: str) -> str:
 
 _NO_SEARCH_FIX = (
     f"{key_hint('tavily')} Or use Google (GOOGLE_API_KEY and GOOGLE_CSE_ID), Semantic Scholar "
-    "(no key needed), or your own documents ([research.local] paths). List the provider in "
-    "[research] deep_research_providers."
+    "(no key needed), the web search with no key (ddgs), or your own documents "
+    "([research.local] paths). List the provider in [research] deep_research_providers."
 )
 
 
@@ -64,10 +70,11 @@ class SearchSelection:
 
         The candidates are ``[research] deep_research_providers`` (see
         :meth:`usable`). From the default list, a provider that cannot run is
-        left out quietly (the specification's "skip unavailable providers"), and Semantic
+        left out quietly (the specification's "skip unavailable providers"); Semantic
         Scholar, which needs no key, takes part only with a key or when academic sources are
-        asked for: your questions go to no service you did not configure. Those skipped
-        providers are named in the warnings only when no outside provider is left. With
+        asked for; and the keyless web search (``ddgs``, last) only while no provider has a
+        key: once you configure one, your questions go to no service you did not choose. Those
+        skipped providers are named in the warnings only when no outside provider is left. With
         ``source_types``, only providers serving one of them take part, and a kind that none
         serves raises ``ProviderNotConfiguredError`` saying what is missing and how to get it.
         """
@@ -75,16 +82,13 @@ class SearchSelection:
         chosen_by_user = "deep_research_providers" in research.model_fields_set
         wanted = set(source_types)
         listed = self._listed(research.deep_research_providers)
+        keyed = any(self._keyed(name) for name in listed)
         usable: list[str] = []
         problems: dict[str, str] = {}
         for name in listed:
             problem = self.problem(name)
-            if problem is None and not chosen_by_user and self._keyless(name, wanted):
-                problem = (
-                    f"Search provider '{name}' (academic papers, no key needed) is used only "
-                    "when you list it in [research] deep_research_providers, set its api_key, "
-                    "or ask for source_types=['academic']; skipped."
-                )
+            if problem is None and not chosen_by_user:
+                problem = self._sits_out(name, wanted, keyed)
             if problem is None:
                 usable.append(name)
             else:
@@ -112,8 +116,8 @@ class SearchSelection:
         """The named search providers that can run, in order, and warnings for the rest.
 
         Tavily and Google need their keys (Google also a search engine id), Semantic Scholar
-        needs none, ``local`` needs ``[research.local] paths``. When local paths are set and no
-        local provider is listed, ``local`` is added at the end. Raises
+        and ddgs need none, ``local`` needs ``[research.local] paths``. When local paths are
+        set and no local provider is listed, ``local`` is added at the end. Raises
         ``ProviderNotConfiguredError`` when none is usable.
         """
         usable: list[str] = []
@@ -151,11 +155,31 @@ class SearchSelection:
             listed.append("local")
         return listed
 
-    def _keyless(self, name: str, wanted: set[str]) -> bool:
-        """Whether ``name`` is a Semantic Scholar without a key that nobody asked for."""
+    def _keyed(self, name: str) -> bool:
+        """Whether ``name`` is a search provider that can run and has its key."""
+        kind = self._settings.provider_kind(name)
+        has_key = self._settings.provider(name).key() is not None
+        return kind in KEYED_KINDS and has_key and self.problem(name) is None
+
+    def _sits_out(self, name: str, wanted: set[str], keyed: bool) -> str | None:
+        """Why a keyless provider of the default list sits this research out, or None: a
+        Semantic Scholar without a key that nobody asked for, or the keyless web search when
+        some provider (``keyed``) has a key."""
         kind = self._settings.provider_kind(name)
         no_key = self._settings.provider(name).key() is None
-        return kind == "semantic_scholar" and no_key and "academic" not in wanted
+        if kind == "semantic_scholar" and no_key and "academic" not in wanted:
+            return (
+                f"Search provider '{name}' (academic papers, no key needed) is used only "
+                "when you list it in [research] deep_research_providers, set its api_key, "
+                "or ask for source_types=['academic']; skipped."
+            )
+        if kind == "ddgs" and keyed:
+            return (
+                f"Search provider '{name}' (web search with no key) is used only while no "
+                "search provider has a key, or when you list it in [research] "
+                "deep_research_providers; skipped."
+            )
+        return None
 
     def _unserved(
         self, kind: str, skipped: list[str], problems: dict[str, str]
@@ -177,7 +201,7 @@ class SearchSelection:
         if kind not in SEARCH_KINDS:
             return (
                 f"Search provider '{name}' is not supported (use tavily, google, "
-                "semantic_scholar or local, or declare [providers."
+                "semantic_scholar, ddgs or local, or declare [providers."
                 f'{name}] with type = "tavily" / "google" / ...); skipped.'
             )
         if kind == "tavily" and settings.key() is None:

@@ -2,7 +2,9 @@
 
 Prices are US dollars per million tokens. ``[pricing."provider:model"]`` and then
 ``[pricing."model"]`` in the configuration win over the shipped ``data/prices.toml``; a model
-found nowhere has an unknown cost (``None``), which is counted but never guessed.
+found nowhere has an unknown cost (``None``), which is counted but never guessed. Calls through
+an assistant's program (claude-cli, codex-cli, gemini-cli) are paid by the user's subscription:
+they cost 0 unless the configuration prices them.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from foundry_mcp.config import Settings
+from foundry_mcp.config import KNOWN_PROVIDER_KINDS, Settings
+from foundry_mcp.config.settings import CLI_LLM_KINDS
 
 _DATED = re.compile(r"(-\d{4}-\d{2}-\d{2}|-\d{8}|-latest)$")
 
@@ -26,7 +29,7 @@ class Price:
 
     input_per_mtok: float
     output_per_mtok: float
-    source: str  # "config", "table" or "family"
+    source: str  # "config", "table", "family" or "subscription"
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
         return (
@@ -72,9 +75,11 @@ class PriceTable:
         self,
         overrides: dict[str, tuple[float, float]] | None = None,
         shipped: ShippedPrices | None = None,
+        subscriptions: frozenset[str] = frozenset(),
     ) -> None:
         self._overrides = {key.strip().lower(): value for key, value in (overrides or {}).items()}
         self._shipped = shipped or shipped_prices()
+        self._subscriptions = frozenset(name.strip().lower() for name in subscriptions)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PriceTable:
@@ -82,7 +87,12 @@ class PriceTable:
             {
                 key: (price.input_per_mtok, price.output_per_mtok)
                 for key, price in settings.pricing.items()
-            }
+            },
+            subscriptions=frozenset(
+                name
+                for name in {*KNOWN_PROVIDER_KINDS, *settings.providers}
+                if settings.provider_kind(name) in CLI_LLM_KINDS
+            ),
         )
 
     @property
@@ -108,9 +118,15 @@ class PriceTable:
     def _lookup(self, provider: str, model: str) -> Price | None:
         exact = model.strip().lower()
         short = normalise_model(model)
-        for key in (f"{provider}:{exact}", f"{provider}:{short}", exact, short):
+        subscription = provider in self._subscriptions
+        keys = [f"{provider}:{exact}", f"{provider}:{short}"]
+        if not subscription:  # a model's price by name is its API price
+            keys += [exact, short]
+        for key in keys:
             if key in self._overrides:
                 return Price(*self._overrides[key], source="config")
+        if subscription:
+            return Price(0.0, 0.0, source="subscription")
         for key in (exact, short):
             if key in self._shipped.models:
                 return Price(*self._shipped.models[key], source="table")

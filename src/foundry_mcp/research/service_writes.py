@@ -119,6 +119,16 @@ class ResearchWriter:
         # (resolved now, to fail here naming the key).
         routes = {} if provider_id else self.providers.resolve_routes()
         search, warnings = self.providers.search_providers(kinds)
+        choice = self.providers.llm_choice
+        # A provider found on this machine (no configuration named one) is said once, here.
+        stated = (
+            choice.statement
+            if choice is not None
+            and choice.detected
+            and not provider_id
+            and llm_name == choice.provider
+            else None
+        )
         research = self.settings.research
         state = ResearchState(
             query=query,
@@ -150,6 +160,8 @@ class ResearchWriter:
             search_providers=search,
             warnings=warnings,
         )
+        if stated is not None:
+            state.metadata["provider_choice"] = stated
         prepare_context(self.context, state)  # token budget options from [research]
         self.store.create(state, self.owner, LEASE_SECONDS)
         self.runner.event(state.id, "created", {"query": shorten(query, 300)})
@@ -167,6 +179,7 @@ class ResearchWriter:
             "mode": mode_options.requested.value,
             "effort": (chosen or Effort.STANDARD).value,
             "provider": f"{llm_name}:{llm_model}",
+            **({"provider_choice": stated} if stated else {}),
             "phase_providers": {
                 group: [f"{name}:{chosen}" for name, chosen in pairs]
                 for group, pairs in routes.items()

@@ -287,4 +287,6 @@ def usage_payload(state: ResearchState) -> dict[str, Any]:
         "by_provider": {name: totals(item) for name, item in usage.by_provider.items()},
         "by_model": {name: totals(item) for name, item in usage.by_model.items()},
         "models_by_phase": {phase: list(models) for phase, models in usage.models_by_phase.items()},
+        # Set when no configuration named the LLM and one was found on this machine.
+        "provider_choice": state.metadata.get("provider_choice"),
     }

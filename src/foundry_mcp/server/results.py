@@ -62,6 +62,9 @@ class StartResult(Result):
     mode: ModeName
     effort: Effort
     provider: str = Field(description="provider:model")
+    provider_choice: str | None = Field(
+        None, description="Present when the LLM was found on this machine: which and why."
+    )
     phase_providers: dict[str, list[str]] = Field(
         description="Per-phase provider:model lists, first choice first; empty when pinned."
     )

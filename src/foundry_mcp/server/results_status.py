@@ -120,6 +120,10 @@ class Usage(Result):
     by_provider: dict[str, UsageTotals]
     by_model: dict[str, UsageTotals] = Field(description="Keyed by provider:model.")
     models_by_phase: dict[str, list[str]] = Field(description="The models that ran each phase.")
+    provider_choice: str | None = Field(
+        description="Why this LLM, when no configuration named one and it was found on this "
+        "machine (an API key, an assistant's program, a local server); else null."
+    )
 
 
 class RecentDecision(Result):

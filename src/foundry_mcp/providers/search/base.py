@@ -3,7 +3,8 @@ each as a publication), and the kinds of sources a search can be for."""
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
+from email.utils import parsedate_to_datetime
 from typing import Literal, Protocol, get_args
 
 from pydantic import BaseModel, Field
@@ -30,6 +31,21 @@ class Publication(BaseModel):
         """How many of the fields are filled: the richer of two records has more."""
         fields = (self.authors, self.year, self.venue, self.doi, self.arxiv_id, self.published)
         return sum(bool(value) for value in fields)
+
+
+def published_on(value: object) -> Publication | None:
+    """The day in a publication date as search APIs write it (ISO 8601, or RFC 2822 as in
+    "Wed, 20 Nov 2024 02:37:41 GMT"), or None when there is none or it is not a date."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        day = datetime.fromisoformat(value.strip()).date()
+    except ValueError:
+        try:
+            day = parsedate_to_datetime(value.strip()).date()
+        except (TypeError, ValueError):
+            return None
+    return Publication(year=day.year, published=day)
 
 
 def richer(kept: Publication | None, other: Publication | None) -> Publication | None:

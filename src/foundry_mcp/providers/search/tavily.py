@@ -7,8 +7,6 @@ any other search its general web topic. The day a news result was published (its
 
 from __future__ import annotations
 
-from datetime import datetime
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -21,7 +19,7 @@ from foundry_mcp.providers.http_errors import (
     status_error,
     timeout_error,
 )
-from foundry_mcp.providers.search.base import Publication, SearchResult, SourceType
+from foundry_mcp.providers.search.base import SearchResult, SourceType, published_on
 
 if TYPE_CHECKING:
     from tavily import AsyncTavilyClient
@@ -142,20 +140,5 @@ def _result(provider: str, item: dict[str, Any]) -> SearchResult:
         content=raw[:MAX_CONTENT_CHARS] if isinstance(raw, str) else None,
         score=item.get("score"),
         provider=provider,
-        publication=_published(item.get("published_date")),
+        publication=published_on(item.get("published_date")),
     )
-
-
-def _published(value: Any) -> Publication | None:
-    """The day in a ``published_date`` (ISO 8601, or RFC 2822 as in "Wed, 20 Nov 2024 02:37:41
-    GMT"), or None when there is none or it is not a date."""
-    if not isinstance(value, str) or not value.strip():
-        return None
-    try:
-        day = datetime.fromisoformat(value.strip()).date()
-    except ValueError:
-        try:
-            day = parsedate_to_datetime(value.strip()).date()
-        except (TypeError, ValueError):
-            return None
-    return Publication(year=day.year, published=day)
