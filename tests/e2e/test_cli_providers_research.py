@@ -78,7 +78,9 @@ def zero_key_env(claude_only_env: dict[str, str], tmp_path: Path) -> dict[str, s
         config.read_text()
         + f'\n[research.local]\npaths = ["{notes}"]\n\n[providers.ddgs]\nmax_retries = 0\n'
     )
-    return {k: v for k, v in claude_only_env.items() if k not in ("TAVILY_API_KEY",)}
+    env = {k: v for k, v in claude_only_env.items() if k not in ("TAVILY_API_KEY",)}
+    # As when Claude Code itself started foundry-mcp: the nesting marker is inherited.
+    return {**env, "CLAUDECODE": "1", "CLAUDE_CODE_ENTRYPOINT": "cli"}
 
 
 def test_zero_keys_in_the_terminal_finds_claude_and_says_so(zero_key_env: dict[str, str]) -> None:

@@ -90,6 +90,14 @@ def read_calls(log_dir: Path) -> list[dict[str, Any]]:
 
 def main(program: str) -> int:
     argv = sys.argv[1:]
+    if program == "claude" and os.environ.get("CLAUDECODE"):  # Claude Code >= 2.1.39
+        print(
+            "Error: Claude Code cannot be launched inside another Claude Code session.\n"
+            "Nested sessions share runtime resources and will crash all active sessions.\n"
+            "To bypass this check, unset the CLAUDECODE environment variable.",
+            file=sys.stderr,
+        )
+        return 1
     options, positionals, unknown = _parse(program, argv)
     if unknown or _prompt_on_argv(program, positionals):
         return _refuse(program, unknown or positionals)

@@ -45,6 +45,7 @@ class CLICall:
     stdin: str
     files: dict[str, str] = field(default_factory=dict)  # name in the work dir -> content
     env: dict[str, str] = field(default_factory=dict)  # added to the inherited environment
+    unset_env: tuple[str, ...] = ()  # taken out of the inherited environment
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,9 @@ class CLIProvider(ABC):
             call = self.call_for(request, work_dir)
             for file_name, content in call.files.items():
                 (work_dir / file_name).write_text(content, encoding="utf-8")
-            output = await self._runner.run(call.args, call.stdin, cwd=work_dir, extra_env=call.env)
+            output = await self._runner.run(
+                call.args, call.stdin, cwd=work_dir, extra_env=call.env, unset_env=call.unset_env
+            )
         answer = self.read(output)
         text = strip_reasoning(answer.text)
         if request.json_mode:

@@ -65,6 +65,9 @@ OPTIONS = [
 ]
 
 
+NESTING_MARKERS = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT")
+
+
 class ClaudeCLI(CLIProvider):
     """Claude models through Claude Code (``claude``), on the user's subscription."""
 
@@ -82,7 +85,16 @@ class ClaudeCLI(CLIProvider):
         model = model_option(request.model)
         if model is not None:
             args += ["--model", model]
-        return CLICall(args=args, stdin=prompt_text(request), files={SYSTEM_FILE: request.system})
+        return CLICall(
+            args=args,
+            stdin=prompt_text(request),
+            files={SYSTEM_FILE: request.system},
+            # Claude Code marks the processes it starts (foundry-mcp among them, when it is the
+            # MCP client) with CLAUDECODE, and since 2.1.39 refuses to start where it is set:
+            # "cannot be launched inside another Claude Code session". A call here is a separate,
+            # non-interactive session, not a nested one.
+            unset_env=NESTING_MARKERS,
+        )
 
     def read(self, output: CLIOutput) -> CLIAnswer:
         result = _result_message(output.stdout)

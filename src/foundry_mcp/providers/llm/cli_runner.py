@@ -13,8 +13,8 @@ At most ``max_in_flight`` calls of one provider run at once (default 2): each ca
 program with its own start-up, and the user's subscription has one usage window for all of them.
 The timeout counts from the program's start, not from the wait for a slot.
 
-The environment is passed through unchanged (the programs need ``HOME``, ``PATH`` and their own
-login files), plus what an adapter adds. Neither the prompt nor the environment is ever logged.
+The environment is passed through (the programs need ``HOME``, ``PATH`` and their own login
+files), less what an adapter takes out and plus what it adds. Neither the prompt nor the environment is ever logged.
 """
 
 from __future__ import annotations
@@ -85,11 +85,13 @@ class CLIRunner:
         *,
         cwd: Path,
         extra_env: Mapping[str, str] | None = None,
+        unset_env: Sequence[str] = (),
     ) -> CLIOutput:
         """Run the program with ``args``, ``stdin`` as its input; raise ``ProviderError`` on
         a missing program, a timeout or an oversized output (an exit status is not checked)."""
         executable = self.executable()
-        env = {**os.environ, **(extra_env or {})}
+        inherited = {k: v for k, v in os.environ.items() if k not in unset_env}
+        env = {**inherited, **(extra_env or {})}
         async with self._slots:
             started = time.perf_counter()
             try:
