@@ -385,3 +385,22 @@ def _take_calls(calls_dir: Path) -> list[dict[str, Any]]:
     for path in calls_dir.glob("*.json"):
         path.unlink()
     return calls
+
+
+async def test_a_cancelled_research_leaves_no_program_behind(
+    calls_dir: Path, monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    """The whole path: cancelling a research whose planner call hangs in ``claude`` ends the
+    program and its child, and the research stops ``cancelled``."""
+    from foundry_mcp.runtime import research_runtime
+    from tests.support import TERMINAL, wait_until
+
+    monkeypatch.setenv(MODE_ENV, "hang")
+    async with research_runtime(settings, warm=False) as service:
+        started = service.start("How do heat pumps work?", provider_id="claude-cli")
+        call = await anyio.to_thread.run_sync(_wait_for_record, calls_dir, "grandchild_pid")
+        assert _alive(call["pid"]) and _alive(call["grandchild_pid"])
+        await service.cancel(started["research_id"])
+        status = await wait_until(service, started["research_id"], TERMINAL)
+    assert status["status"] == "cancelled"
+    assert _gone(call["pid"], call["grandchild_pid"])
