@@ -25,8 +25,9 @@ class LLMResponse(BaseModel):
     text: str
     model: str
     provider: str
-    input_tokens: int = 0
-    output_tokens: int = 0
+    # None: the provider did not say (the research's call layer then estimates it).
+    input_tokens: int | None = 0
+    output_tokens: int | None = 0
     latency_s: float = Field(default=0.0, ge=0)
 
 

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from foundry_mcp.config.settings import CLI_DEFAULT_MODEL
-from foundry_mcp.context.tokens import estimate_tokens
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
 from foundry_mcp.providers.llm.cli_errors import CLIProgram, failure, unreadable
@@ -104,8 +103,8 @@ class CLIProvider(ABC):
             text=text,
             model=answer.model or request.model,
             provider=self.name,
-            input_tokens=_or_estimate(answer.input_tokens, request.system + request.user),
-            output_tokens=_or_estimate(answer.output_tokens, answer.text),
+            input_tokens=answer.input_tokens,  # None when the program did not report it
+            output_tokens=answer.output_tokens,
             latency_s=time.perf_counter() - started,
         )
 
@@ -173,10 +172,6 @@ def int_or_none(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return max(0, int(value))
-
-
-def _or_estimate(reported: int | None, text: str) -> int:
-    return reported if reported is not None else estimate_tokens(text)
 
 
 @contextlib.contextmanager

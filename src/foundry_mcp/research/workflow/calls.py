@@ -39,6 +39,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from foundry_mcp.context.tokens import estimate_tokens
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.llm.base import LLMProvider, LLMRequest, LLMResponse
 from foundry_mcp.providers.resilience import RetryObserver, retry_observer
@@ -190,7 +191,7 @@ class ResearchLLM:
             finally:
                 retry_observer.reset(token)
                 self._calls.add("llm", started, time.perf_counter())
-            self._book(purpose, phase, route, response, key)
+            self._book(purpose, phase, route, response, token_counts(response, request), key)
             return response.text
         raise AssertionError("a route list is never empty")
 
@@ -239,23 +240,30 @@ class ResearchLLM:
         return answer
 
     def _book(
-        self, purpose: str, phase: str, route: LLMRoute, response: LLMResponse, key: str
+        self,
+        purpose: str,
+        phase: str,
+        route: LLMRoute,
+        response: LLMResponse,
+        tokens: tuple[int, int],
+        key: str,
     ) -> None:
+        input_tokens, output_tokens = tokens
         cost = None
         if self._prices is not None:
             cost = self._prices.cost(
                 route.provider.name,
                 (response.model, route.model),
-                response.input_tokens,
-                response.output_tokens,
+                input_tokens,
+                output_tokens,
             )
         record = LLMCallRecord(
             provider=route.provider.name,
             model=route.model,
             phase=phase,
             purpose=purpose,
-            input_tokens=response.input_tokens,
-            output_tokens=response.output_tokens,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
             latency_s=round(response.latency_s, 3),
             cost_usd=cost,
             key=key,
@@ -270,8 +278,8 @@ class ResearchLLM:
                 "phase": phase,
                 "provider": response.provider,
                 "model": response.model,
-                "input_tokens": response.input_tokens,
-                "output_tokens": response.output_tokens,
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
                 "latency_s": round(response.latency_s, 3),
                 "cost_usd": None if cost is None else round(cost, 6),
             },
@@ -281,8 +289,8 @@ class ResearchLLM:
             response.provider,
             response.model,
             purpose,
-            response.input_tokens,
-            response.output_tokens,
+            input_tokens,
+            output_tokens,
             response.latency_s,
         )
 
@@ -352,4 +360,14 @@ def _all_failed(purpose: str, tried: list[str], last: ProviderError) -> Provider
         kind=last.kind,
         retry_after=last.retry_after,
         remediation=last.remediation,
+    )
+
+
+def token_counts(response: LLMResponse, request: LLMRequest) -> tuple[int, int]:
+    """A call's input and output tokens: as its provider reported them, else estimated from the
+    text (an assistant's program may not report them)."""
+    reported_in, reported_out = response.input_tokens, response.output_tokens
+    return (
+        estimate_tokens(request.system + request.user) if reported_in is None else reported_in,
+        estimate_tokens(response.text) if reported_out is None else reported_out,
     )
