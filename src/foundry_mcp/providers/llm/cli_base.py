@@ -8,8 +8,8 @@ private empty directory (removed afterwards) through :class:`CLIRunner` and make
 the end of the prompt, and a code fence around the answer is removed.
 
 The model ``"default"`` (:data:`CLI_DEFAULT_MODEL`) leaves the choice to the program: no model
-option is passed. Token counts come from the program's JSON; where it reports none they are
-estimated from the text.
+option is passed. Token counts come from the program's JSON; a count it does not report is
+left None (the research's call layer estimates it from the text).
 """
 
 from __future__ import annotations
