@@ -137,10 +137,10 @@ class CLIProvider(ABC):
         return unreadable(self.name, self.program, what)
 
 
-def model_option(model: str) -> str | None:
-    """The model to pass to the program, or None to let it choose."""
+def model_options(model: str) -> list[str]:
+    """``--model`` and the model for the program, or nothing to let it choose."""
     chosen = model.strip()
-    return None if not chosen or chosen == CLI_DEFAULT_MODEL else chosen
+    return [] if not chosen or chosen == CLI_DEFAULT_MODEL else ["--model", chosen]
 
 
 def prompt_text(request: LLMRequest) -> str:

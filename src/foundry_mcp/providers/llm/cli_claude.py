@@ -45,7 +45,7 @@ from foundry_mcp.providers.llm.cli_base import (
     CLIProvider,
     int_or_none,
     json_documents,
-    model_option,
+    model_options,
     prompt_text,
 )
 from foundry_mcp.providers.llm.cli_errors import CLIProgram
@@ -81,10 +81,12 @@ class ClaudeCLI(CLIProvider):
     )
 
     def call_for(self, request: LLMRequest, work_dir: Path) -> CLICall:
-        args = [*OPTIONS, "--system-prompt-file", str(work_dir / SYSTEM_FILE)]
-        model = model_option(request.model)
-        if model is not None:
-            args += ["--model", model]
+        args = [
+            *OPTIONS,
+            "--system-prompt-file",
+            str(work_dir / SYSTEM_FILE),
+            *model_options(request.model),
+        ]
         return CLICall(
             args=args,
             stdin=prompt_text(request),

@@ -48,7 +48,7 @@ from foundry_mcp.providers.llm.cli_base import (
     CLIProvider,
     int_or_none,
     json_documents,
-    model_option,
+    model_options,
     prompt_text,
 )
 from foundry_mcp.providers.llm.cli_errors import CLIProgram
@@ -74,10 +74,7 @@ class CodexCLI(CLIProvider):
     )
 
     def call_for(self, request: LLMRequest, work_dir: Path) -> CLICall:
-        args = [*TOOLS_OFF, *_mcp_servers_off(), *EXEC_OPTIONS]
-        model = model_option(request.model)
-        if model is not None:
-            args += ["--model", model]
+        args = [*TOOLS_OFF, *_mcp_servers_off(), *EXEC_OPTIONS, *model_options(request.model)]
         args.append("-")  # the prompt is on stdin
         stdin = f"<instructions>\n{request.system}\n</instructions>\n\n{prompt_text(request)}"
         return CLICall(args=args, stdin=stdin)

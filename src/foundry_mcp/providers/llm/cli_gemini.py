@@ -41,7 +41,7 @@ from foundry_mcp.providers.llm.cli_base import (
     CLIProvider,
     int_or_none,
     json_documents,
-    model_option,
+    model_options,
     prompt_text,
 )
 from foundry_mcp.providers.llm.cli_errors import CLIProgram
@@ -82,10 +82,7 @@ class GeminiCLI(CLIProvider):
     )
 
     def call_for(self, request: LLMRequest, work_dir: Path) -> CLICall:
-        args = [*OPTIONS, "--policy", str(work_dir / POLICY_FILE)]
-        model = model_option(request.model)
-        if model is not None:
-            args += ["--model", model]
+        args = [*OPTIONS, "--policy", str(work_dir / POLICY_FILE), *model_options(request.model)]
         return CLICall(
             args=args,
             stdin=prompt_text(request),
