@@ -164,16 +164,7 @@ def _parser() -> argparse.ArgumentParser:
         type=float,
         help="finish with a report within this many seconds (gathering stops early)",
     )
-    research.add_argument(
-        "--mode",
-        choices=["auto", "simple", "hierarchical", "hypotheses"],
-        help="how the question is researched (default: [research] mode, auto)",
-    )
-    research.add_argument(
-        "--effort",
-        choices=["quick", "standard", "deep"],
-        help="how thorough: quick, standard (the configuration) or deep",
-    )
+    _add_mode_and_effort(research, "the question is")
     research.add_argument(
         "--source-types",
         help="kinds of sources, comma-separated: web, academic, news, local (default: all)",
@@ -195,16 +186,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--concurrency", type=int, default=2, help="researches at once (2)")
     bench.add_argument("--max-iterations", type=int)
-    bench.add_argument(
-        "--mode",
-        choices=["auto", "simple", "hierarchical", "hypotheses"],
-        help="how each question is researched (default: [research] mode, auto)",
-    )
-    bench.add_argument(
-        "--effort",
-        choices=["quick", "standard", "deep"],
-        help="how thorough each research is (default: standard, the configuration)",
-    )
+    _add_mode_and_effort(bench, "each question is")
 
     resume = commands.add_parser(
         "resume", parents=[as_json], help="continue an unfinished research"
@@ -258,6 +240,19 @@ def _parser() -> argparse.ArgumentParser:
     trust.add_argument("--revoke", action="store_true", help="stop trusting the file")
     trust.add_argument("--list", action="store_true", help="show the trusted files")
     return parser
+
+
+def _add_mode_and_effort(parser: argparse.ArgumentParser, researched: str) -> None:
+    parser.add_argument(
+        "--mode",
+        choices=["auto", "simple", "hierarchical", "hypotheses"],
+        help=f"how {researched} researched (default: [research] mode, auto)",
+    )
+    parser.add_argument(
+        "--effort",
+        choices=["quick", "standard", "deep"],
+        help="how thorough: quick, standard (the configuration) or deep",
+    )
 
 
 if __name__ == "__main__":
