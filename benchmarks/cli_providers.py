@@ -22,7 +22,6 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -30,24 +29,27 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.simulated import LLM_BASE_SECONDS, run_settings, simulate_latency
+from benchmarks.simulated import (
+    LLM_BASE_SECONDS,
+    research_to_end,
+    run_settings,
+    simulate_latency,
+)
 from foundry_mcp.config import Settings
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import fake_openai, fake_tavily
 from tests.fakes.cli_bins import DELAY_ENV, LOG_ENV, read_calls, write_cli_bins
-from tests.support import TERMINAL, wait_until
 
 QUERY = "How do heat pumps perform in cold climates?"
 
 
-async def _research(settings: Settings, effort: str, provider: str | None) -> dict[str, Any]:
+async def _research(settings: Settings, effort: str, provider: str) -> dict[str, Any]:
     """Run one research; its wall time and its LLM calls' latencies (from the audit trail)."""
-    async with research_runtime(settings, warm=False) as service:
-        began = time.perf_counter()
-        started = service.start(QUERY, effort=effort, provider_id=provider)
-        status = await wait_until(service, started["research_id"], TERMINAL, timeout=600)
-        wall = time.perf_counter() - began
-        events = service.store.events(started["research_id"], 0, 10_000)
+    async with research_runtime(settings) as service:
+        wall, status, state = await research_to_end(
+            service, QUERY, effort=effort, provider_id=provider
+        )
+        events = service.store.events(state.id, 0, 10_000)
     latencies = [e.data["latency_s"] for e in events if e.kind == "llm_call"]
     return {"status": status["status"], "wall": wall, "latencies": latencies}
 

@@ -20,7 +20,6 @@ import random
 import sys
 import tempfile
 import threading
-import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import tavily
 
-from benchmarks.simulated import SEARCH_SECONDS, llm_delay
+from benchmarks.simulated import SEARCH_SECONDS, llm_delay, research_to_end
 from foundry_mcp.config import load_settings
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeResponse, RecordedRequest, ResearchBrain, fake_openai, fake_tavily
@@ -147,15 +146,9 @@ async def run_once(args: argparse.Namespace, faulty: bool) -> Outcome:
         }
         settings = load_settings(env=env, cwd=Path(tmp), home=Path(tmp))
         async with research_runtime(settings) as service:
-            await anyio.to_thread.run_sync(service.providers.warmed.wait, 30)
-            began = time.perf_counter()
-            started = service.start(QUESTION, max_iterations=args.iterations)
-            job = service.jobs.get(started["research_id"])
-            assert job is not None
-            await job.done.wait()
-            wall = time.perf_counter() - began
-            status = await service.status(started["research_id"])
-            state = service.store.load(started["research_id"])
+            wall, status, state = await research_to_end(
+                service, QUESTION, max_iterations=args.iterations
+            )
             policies = service.providers.resilience.snapshot()
         tavily_policy = policies.get("tavily", {})
         return Outcome(

@@ -33,7 +33,6 @@ import argparse
 import logging
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,7 +41,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.simulated import search_delay, simulate_latency
+from benchmarks.simulated import research_to_end, search_delay, simulate_latency
 from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import (
@@ -194,15 +193,9 @@ async def research_once(label: str, strategy: str, iterations: int, tavily_spent
         servers = {"tavily": tavily, "google": google, "semantic_scholar": scholar}
         settings = settings_for(Path(tmp), strategy, llm, servers)
         async with research_runtime(settings) as service:
-            await anyio.to_thread.run_sync(service.providers.warmed.wait, 30)
-            began = time.perf_counter()
-            started = service.start(QUESTION, mode="simple", max_iterations=iterations)
-            job = service.jobs.get(started["research_id"])
-            assert job is not None
-            await job.done.wait()
-            wall = time.perf_counter() - began
-            status = await service.status(started["research_id"])
-            state = service.store.load(started["research_id"])
+            wall, status, state = await research_to_end(
+                service, QUESTION, mode="simple", max_iterations=iterations
+            )
         texts = " ".join(f"{s.snippet} {s.content or ''}" for s in state.sources)
         return Run(
             label=label,

@@ -6,10 +6,18 @@ search in 0.3 s. ``run_settings`` points foundry-mcp at a pair of fakes, with SD
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from foundry_mcp.config import Settings, load_settings
 from tests.fakes import FakeHTTPServer, FakeResponse, RecordedRequest
+
+if TYPE_CHECKING:
+    from foundry_mcp.research.models import ResearchState
+    from foundry_mcp.research.service import ResearchService
 
 LLM_BASE_SECONDS = 0.4
 LLM_SECONDS_PER_TOKEN = 0.005
@@ -46,3 +54,19 @@ def run_settings(tmp: Path, llm: FakeHTTPServer, search: FakeHTTPServer) -> Sett
         "TAVILY_BASE_URL": search.base_url,
     }
     return load_settings(env=env, cwd=tmp, home=tmp)
+
+
+async def research_to_end(
+    service: ResearchService, question: str, **options: Any
+) -> tuple[float, dict[str, Any], ResearchState]:
+    """Start one research once the providers are warm and wait for its end: its wall time from
+    the start call, its final status and its saved state."""
+    await anyio.to_thread.run_sync(service.providers.warmed.wait, 30)
+    began = time.perf_counter()
+    started = service.start(question, **options)
+    job = service.jobs.get(started["research_id"])
+    assert job is not None
+    await job.done.wait()
+    wall = time.perf_counter() - began
+    status = await service.status(started["research_id"])
+    return wall, status, service.store.load(started["research_id"])

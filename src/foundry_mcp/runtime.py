@@ -35,7 +35,9 @@ async def research_runtime(
         log.warning("%s", warning)
     if hooks is None and settings.research.supervisor_hooks:
         hooks = load_hooks(settings.research.supervisor_hooks)
-    choice = choose_llm(settings)  # configuration wins; else what this machine has
+    # Configuration wins; else what this machine has (PATH lookups, maybe a local port probe:
+    # off the event loop).
+    choice = await anyio.to_thread.run_sync(choose_llm, settings)
     if choice.detected:
         log.info("%s", choice.statement)
     settings = apply_choice(settings, choice)

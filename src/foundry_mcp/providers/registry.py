@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from foundry_mcp.providers.fetch import PageFetcher
 
 LLM_KINDS: frozenset[ProviderKind] = CLI_LLM_KINDS | {"openai", "anthropic", "gemini"}
-# The LLM kinds that need an API key (an assistant's program answers on its own login).
-KEYED_LLM_KINDS: frozenset[ProviderKind] = frozenset({"openai", "anthropic", "gemini"})
 
 # The groups of LLM calls that can have their own provider lists, and the configuration keys
 # that hold them ("provider[:model]" specs, primary first).
@@ -91,7 +89,8 @@ class ProviderRegistry:
         settings = self._settings.provider(name)
         # A keyless OpenAI-compatible server (Ollama, vLLM) is fine once a base_url is set.
         keyless_ok = kind == "openai" and settings.base_url is not None and name != "openai"
-        if settings.key() is None and not keyless_ok and kind in KEYED_LLM_KINDS:
+        # An assistant's program (claude-cli...) answers on its own login: no key.
+        if settings.key() is None and not keyless_ok and kind not in CLI_LLM_KINDS:
             raise ProviderNotConfiguredError(
                 f"No API key is configured for the LLM provider '{name}'.",
                 remediation=f"{key_hint(name)} {zero_key_hint()}",
