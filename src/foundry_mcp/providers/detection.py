@@ -132,6 +132,6 @@ def zero_key_hint() -> str:
     """What a machine without API keys can use, for the remediation of a missing key."""
     programs = ", ".join(f"{product} (`{program}`)" for _, program, product in ASSISTANT_CLIS)
     return (
-        f"Without an API key, log in to one of {programs} and foundry-mcp uses it, or run "
-        "Ollama or LM Studio locally."
+        f"Without an API key: log in to one of {programs}, or run Ollama or LM Studio, and "
+        "foundry-mcp uses it when [research] default_provider is not set."
     )
