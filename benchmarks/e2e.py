@@ -203,13 +203,16 @@ def environment(
     search: FakeHTTPServer,
     budget: str,
     reflection: bool = True,
+    code: Path | None = None,
 ) -> dict[str, str]:
-    """The server's environment: a private home, store and config, the fakes' addresses."""
+    """The server's environment: a private home, store and config, the fakes' addresses, and
+    the ``src`` directory of the code to run when it is not this checkout's."""
     config = tmp / "foundry-mcp.toml"
     write_config(config, provider.name, budget, reflection)
     home = tmp / "home"
     home.mkdir(exist_ok=True)
     return {
+        **({"PYTHONPATH": str(code)} if code else {}),
         "HOME": str(home),
         "FOUNDRY_MCP_CONFIG": str(config),
         "FOUNDRY_MCP_RESEARCH_DIR": str(tmp / "research"),
@@ -492,18 +495,24 @@ class Closer:
 
 
 def research_once(
-    number: int, question: Question, budget: str, args: argparse.Namespace, closer: Closer
+    number: int,
+    question: Question,
+    budget: str,
+    args: argparse.Namespace,
+    closer: Closer,
+    code: Path | None = None,
 ) -> Run:
-    """Research one question in a fresh server; measure it (see the module)."""
+    """Research one question in a fresh server running ``code`` (default: this checkout's
+    ``src``); measure it (see the module)."""
     run = Run(number, question, budget)
-    corpus = LongPageCorpus(question, pages_per_item=args.pages, seed=args.seed)
+    corpus = corpus_of(question, args)
     run.depths = corpus.depths
     recorder = Recorder(ResearchBrain())
     provider = PROVIDERS[args.provider]
     tmp = tempfile.mkdtemp(prefix="e2e-")
     with provider.start(recorder.brain) as llm, fake_tavily(corpus) as search:
         llm.delay, search.delay = llm_delay, search_delay
-        env = environment(Path(tmp), provider, llm, search, budget, not args.no_reflection)
+        env = environment(Path(tmp), provider, llm, search, budget, not args.no_reflection, code)
         began = ended = time.time()
         report = ""
         server: RawServer | None = None
@@ -821,11 +830,9 @@ def show_acceptance(by_budget: dict[str, Totals]) -> None:
 def show_setup(args: argparse.Namespace, questions: Sequence[Question], budgets: list[str]) -> None:
     model = DEFAULT_MODELS[args.provider]
     window = context_window(args.provider)
-    corpora = [
-        LongPageCorpus(question, pages_per_item=args.pages, seed=args.seed)
-        for question in questions
-    ]
+    corpora = [corpus_of(question, args) for question in questions]
     words = [page["words"] for corpus in corpora for page in corpus.all_pages()]
+    shares = [page["on_topic_share"] for corpus in corpora for page in corpus.all_pages()]
     pages = len(corpora[0].pages[questions[0].items[0]])
     facts = sum(len(corpus.facts) for corpus in corpora)
     print(
@@ -839,9 +846,13 @@ def show_setup(args: argparse.Namespace, questions: Sequence[Question], budgets:
     )
     print(
         f"corpus: {len(questions)} questions, {pages} pages per item of "
-        f"{min(words):,}-{max(words):,} words, {facts} facts at ~10/50/90% depth; boilerplate "
-        "on every page, syndicated paragraphs on two pages each"
+        f"{min(words):,}-{max(words):,} words, {min(shares):.0%}-{max(shares):.0%} of each "
+        f"on the question's topic (mean {statistics.mean(shares):.0%}; the rest on other uses "
+        f"of the item), {facts} facts at ~10/50/90% depth in on-topic sections; boilerplate on "
+        "every page, syndicated paragraphs on two pages each"
     )
+    if args.compare:
+        print(f"compared with the code in {args.compare} (budget full, same corpus and fakes)")
     for budget in budgets:
         if budget == "10":
             print(
@@ -850,6 +861,27 @@ def show_setup(args: argparse.Namespace, questions: Sequence[Question], budgets:
             )
         else:
             print("budget full: the default window, allow_content_dropping = false (default)")
+
+
+def corpus_of(question: Question, args: argparse.Namespace) -> LongPageCorpus:
+    return LongPageCorpus(
+        question, pages_per_item=args.pages, seed=args.seed, on_topic_share=args.on_topic
+    )
+
+
+def show_comparison(current: Totals, other: Totals, code: Path) -> None:
+    """Prompt tokens and recall of this checkout against ``code`` on the same questions."""
+    print(f"== this checkout against {code} (budget full)")
+    ours = statistics.mean(r.prompt_tokens for r in current.runs)
+    theirs = statistics.mean(r.prompt_tokens for r in other.runs)
+    for name, totals, mean in (("this checkout", current, ours), (str(code), other, theirs)):
+        print(
+            f"  {name:<42} prompt tokens {mean:>9,.0f} a research; searched facts in the "
+            f"analysis prompts {_percent(totals.recall('analysis prompts'))}, in the report "
+            f"{_percent(totals.recall('report'))}; "
+            f"{sum(r.status == 'completed' for r in totals.runs)} of {len(totals.runs)} completed"
+        )
+    print(f"  prompt tokens, this checkout / compared   {ours / theirs:.2f}   target <= 0.50")
 
 
 # --------------------------------------------------------------------------- main
@@ -863,6 +895,22 @@ def main() -> None:
     parser.add_argument("--mode", choices=("auto", "simple", "hierarchical"), default="auto")
     parser.add_argument("--pages", type=int, default=3, help="pages per item (facts: 3 each)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the corpus")
+    parser.add_argument(
+        "--on-topic",
+        type=float,
+        default=None,
+        metavar="SHARE",
+        help="share of every page on the question's topic (default: 20-50%% drawn per page; "
+        "1.0: pages about nothing else)",
+    )
+    parser.add_argument(
+        "--compare",
+        type=Path,
+        default=None,
+        metavar="SRC",
+        help="also run the full budget with the foundry-mcp package in SRC (e.g. the src of a "
+        "baseline worktree) and print both prompt-token and recall figures",
+    )
     parser.add_argument(
         "--no-reflection",
         action="store_true",
@@ -881,10 +929,20 @@ def main() -> None:
             show_run(run)
             runs.append(run)
         by_budget[budget] = Totals(runs)
+    compared = None
+    if args.compare:
+        compared = Totals(
+            [
+                research_once(number, question, "full", args, closer, args.compare.resolve())
+                for number, question in enumerate(questions, start=1)
+            ]
+        )
     closer.join()
     for budget, totals in by_budget.items():
         show_totals(budget, totals)
     show_acceptance(by_budget)
+    if compared is not None and "full" in by_budget:
+        show_comparison(by_budget["full"], compared, args.compare)
 
 
 if __name__ == "__main__":

@@ -2,13 +2,18 @@
 
 Eight comparison questions ("Compare A, B, C and D for X", three or four items each; the fake
 planner decomposes them into one sub-question per item). Each item has a few long pages
-(three by default, of 2,500-6,000 words) of deterministic, varied prose about the item and the
-topic, built from sentence templates with the item, another item of the question, the topic and
-its aspects filled in, so every paragraph looks relevant to a query about the item.
+(three by default, of 2,500-6,000 words) of deterministic, varied prose built from sentence
+templates. Like most long pages on the web, a page is broad: it is about its item, and only some
+of its sections are about the question's topic (20-50% of its words, drawn per page; the rest are
+about other uses of the item, such as Redis for job queues on a page found for Redis session
+caching). On-topic sections fill the templates with the item, another item of the question, the
+topic and its aspects; off-topic sections with the item, another use, and alternatives outside
+the question. ``on_topic_share=1.0`` builds pages about nothing but the topic.
 
 Each page plants three distinctive fact sentences, tagged ``FACT-<item>-<n>`` and naming their
-item and topic (as :mod:`tests.fakes.planted` does), at about 10%, 50% and 90% of its words.
-Pages are realistic in two more ways a product must cope with:
+item and topic (as :mod:`tests.fakes.planted` does), at about 10%, 50% and 90% of its words, each
+in an on-topic section (a section spanning one of those depths is always on the topic). Pages
+are realistic in two more ways a product must cope with:
 
 * boilerplate: the same navigation bar, cookie notice, newsletter footer and related-reading
   block open and close every page (no fact in them);
@@ -55,11 +60,13 @@ FACT_DEPTHS = (0.10, 0.50, 0.90)
 
 @dataclass(frozen=True)
 class Question:
-    """A comparison question: its items, its topic and the topic's aspects (for filler)."""
+    """A comparison question: its items, its topic and the topic's aspects (for filler), and
+    the other uses of the same items that broad pages also cover (off-topic sections)."""
 
     items: tuple[str, ...]
     topic: str
     aspects: tuple[str, ...]
+    other_uses: tuple[str, ...] = ()
 
     @property
     def text(self) -> str:
@@ -81,6 +88,7 @@ QUESTIONS: tuple[Question, ...] = (
             "client libraries",
             "key expiry",
         ),
+        ("job queues", "real-time leaderboards", "pub/sub messaging", "geospatial lookups"),
     ),
     Question(
         ("PostgreSQL", "MySQL", "SQLite"),
@@ -95,6 +103,7 @@ QUESTIONS: tuple[Question, ...] = (
             "aggregate performance",
             "schema migrations",
         ),
+        ("web application backends", "mobile app storage", "full-text indexing", "geographic data"),
     ),
     Question(
         ("Kafka", "RabbitMQ", "NATS", "Pulsar"),
@@ -109,6 +118,7 @@ QUESTIONS: tuple[Question, ...] = (
             "back pressure",
             "multi-tenancy",
         ),
+        ("task queues", "IoT device messaging", "request-reply RPC", "log shipping"),
     ),
     Question(
         ("Nginx", "Envoy", "HAProxy"),
@@ -122,6 +132,12 @@ QUESTIONS: tuple[Question, ...] = (
             "observability hooks",
             "HTTP/2 support",
             "retry budgets",
+        ),
+        (
+            "static file serving",
+            "service mesh sidecars",
+            "API gateway plugins",
+            "web application firewalls",
         ),
     ),
     Question(
@@ -137,6 +153,7 @@ QUESTIONS: tuple[Question, ...] = (
             "disk usage",
             "alert evaluation",
         ),
+        ("IoT sensor logging", "financial tick data", "log analytics", "capacity forecasting"),
     ),
     Question(
         ("Kubernetes", "Nomad", "Docker Swarm"),
@@ -151,6 +168,7 @@ QUESTIONS: tuple[Question, ...] = (
             "control plane upkeep",
             "multi-region setups",
         ),
+        ("batch job scheduling", "device fleets", "developer laptops", "CI runners"),
     ),
     Question(
         ("Terraform", "Pulumi", "Ansible", "Chef"),
@@ -165,6 +183,7 @@ QUESTIONS: tuple[Question, ...] = (
             "idempotence",
             "team workflows",
         ),
+        ("application deployment", "compliance reporting", "laptop setup", "network automation"),
     ),
     Question(
         ("Elasticsearch", "OpenSearch", "Meilisearch"),
@@ -179,6 +198,7 @@ QUESTIONS: tuple[Question, ...] = (
             "query latency",
             "synonym handling",
         ),
+        ("log analytics", "security analytics", "document archives", "geospatial queries"),
     ),
 )
 
@@ -380,9 +400,42 @@ HEADER = (NAVIGATION, COOKIE_NOTICE)
 FOOTER = (NEWSLETTER, RELATED)
 SHARED_PER_QUESTION = 3  # syndicated paragraphs, each on two pages of two different items
 
+# How much of a page is about the question's topic: drawn per page from this range, unless the
+# corpus is built with a fixed share (1.0: every section on the topic).
+ON_TOPIC_SHARE = (0.2, 0.5)
+_PARAGRAPH_WORDS = 100  # a filler paragraph's usual length, to foresee a section's span
+
+# Off-topic sections: another use of the item, with aspects any product has, compared with
+# alternatives outside the question.
+_OFF_TOPIC_FILLER = (
+    *(t for t in _FILLER if "{other}" not in t),
+    "Compared with {other}, {item} asks more of its operators up front for {topic}.",
+    "Teams moving from {other} to {item} for {topic} usually cite {aspect} as the reason.",
+)
+_OFF_TOPIC_ASPECTS = (
+    "pricing tiers",
+    "release cadence",
+    "vendor support",
+    "documentation quality",
+    "training courses",
+    "hosting options",
+    "community plugins",
+    "upgrade tooling",
+)
+_ALTERNATIVES = (
+    "a home-grown tool",
+    "the previous system",
+    "a managed cloud service",
+    "an older open-source project",
+)
+
 
 class LongPageCorpus(ItemCorpus):
-    """A callable Tavily corpus for one :class:`Question`: ``query -> results`` (see module)."""
+    """A callable Tavily corpus for one :class:`Question`: ``query -> results`` (see module).
+
+    ``on_topic_share`` fixes the share of every page that is about the question's topic
+    (``None``: drawn per page from ``ON_TOPIC_SHARE``; ``1.0``: pages about nothing else).
+    """
 
     def __init__(
         self,
@@ -392,10 +445,12 @@ class LongPageCorpus(ItemCorpus):
         min_words: int = 2500,
         max_words: int = 6000,
         seed: int = 0,
+        on_topic_share: float | None = None,
     ) -> None:
         super().__init__(question.items)
         self.question = question
         self.seed = seed
+        self.on_topic_share = on_topic_share
         self.shared = [self._shared_paragraph(k) for k in range(SHARED_PER_QUESTION)]
         self.pages = {
             item: [self._page(item, n, min_words, max_words) for n in range(1, pages_per_item + 1)]
@@ -422,59 +477,100 @@ class LongPageCorpus(ItemCorpus):
 
     def _page(self, item: str, number: int, min_words: int, max_words: int) -> dict[str, Any]:
         rng = random.Random(f"{self.seed}|{self.question.text}|{item}|{number}")
-        body, shared_at = self._body(rng, item, number, rng.randint(min_words, max_words))
+        words = rng.randint(min_words, max_words)
+        share = self.on_topic_share
+        if share is None:
+            share = rng.uniform(*ON_TOPIC_SHARE)
+        body, kinds = self._body(rng, item, words, share)
+        self._insert_shared(body, kinds, item, number)
         facts = [
             self._fact(item, (number - 1) * len(FACT_DEPTHS) + k + 1)
             for k in range(len(FACT_DEPTHS))
         ]
         header_words = sum(len(p.split()) for p in HEADER)
-        _plant(body, [sentence for _, sentence in facts], header_words, shared_at)
+        _plant(body, kinds, [sentence for _, sentence in facts], header_words)
         text = "\n\n".join([*HEADER, *(" ".join(p) for p in body), *FOOTER])
         site = _SITES[_digest(item + str(number)) % len(_SITES)]
+        body_words = [len(" ".join(p).split()) for p in body]
+        on_words = sum(n for n, kind in zip(body_words, kinds, strict=True) if kind != "off")
+        subject = f"{item} for {self.question.topic}" if share >= 0.5 else item
         return {
-            "title": f"{item} for {self.question.topic}: {_TITLES[(number - 1) % len(_TITLES)]}",
+            "title": f"{subject}: {_TITLES[(number - 1) % len(_TITLES)]}",
             "url": f"https://{site}/{slugify(item)}/{slugify(self.question.topic)}-{number}",
             "content": " ".join([s for s in body[0] if not FACT_RE.search(s)][:2]),
             "raw_content": text,
             "facts": [tag for tag, _ in facts],
             "depths": [round(text.index(sentence) / len(text), 3) for _, sentence in facts],
             "words": len(text.split()),
+            "on_topic_share": round(on_words / max(1, sum(body_words)), 3),
         }
 
     def _body(
-        self, rng: random.Random, item: str, number: int, words: int
-    ) -> tuple[list[list[str]], set[int]]:
-        """Filler paragraphs (as sentences) for a page of about ``words`` words, with the
-        shared paragraphs this page carries; and the indexes of those."""
+        self, rng: random.Random, item: str, words: int, share: float
+    ) -> tuple[list[list[str]], list[str]]:
+        """Paragraphs (as sentences) of about ``words`` words, in sections of two to four, and
+        each paragraph's kind: ``on`` (the question's topic), ``off`` (another use of the item)
+        or ``shared`` (a syndicated paragraph).
+
+        About ``share`` of the words are on the topic; a section that spans one of the fact
+        depths is always on it, so each fact sits in on-topic prose near its nominal depth.
+        """
+        frame = sum(len(p.split()) for p in HEADER + FOOTER)
         body: list[list[str]] = []
+        kinds: list[str] = []
         used: set[str] = set()
-        count = sum(len(p.split()) for p in HEADER + FOOTER)
-        while count < words:
-            body.append(self._paragraph(rng, item, used))
-            count += sum(len(s.split()) for s in body[-1])
-        shared_at: set[int] = set()
+        count = on_words = 0
+        header = sum(len(p.split()) for p in HEADER)
+        pending = list(FACT_DEPTHS)  # depths no on-topic section has reached yet
+        while frame + count < words:
+            paragraphs = rng.randint(2, 4)
+            reach = (header + count + paragraphs * _PARAGRAPH_WORDS) / words
+            on = any(depth < reach for depth in pending) or on_words < share * count
+            use = rng.choice(self.question.other_uses) if self.question.other_uses else None
+            on = on or use is None
+            for _ in range(paragraphs):
+                body.append(self._paragraph(rng, item, used, use=None if on else use))
+                kinds.append("on" if on else "off")
+                words_added = sum(len(s.split()) for s in body[-1])
+                count += words_added
+                on_words += words_added if on else 0
+            if on:
+                pending = [d for d in pending if d >= (header + count) / words]
+        return body, kinds
+
+    def _insert_shared(
+        self, body: list[list[str]], kinds: list[str], item: str, number: int
+    ) -> None:
+        """Put the syndicated paragraphs this page carries into its first on-topic third."""
         for k, paragraph in enumerate(self.shared):
             if number == self._shared_page(k, item):
                 at = len(body) // 3 + k
-                shared_at = {i + 1 if i >= at else i for i in shared_at} | {at}
                 body.insert(at, [paragraph])
-        return body, shared_at
+                kinds.insert(at, "shared")
 
-    def _paragraph(self, rng: random.Random, item: str, used: set[str]) -> list[str]:
-        """Four to seven filler sentences, none already used on the page."""
+    def _paragraph(
+        self, rng: random.Random, item: str, used: set[str], use: str | None = None
+    ) -> list[str]:
+        """Four to seven filler sentences, none already used on the page: about the question's
+        topic, or about ``use`` (another use of the item) when given."""
+        templates = _FILLER if use is None else _OFF_TOPIC_FILLER
         sentences = []
-        for template in rng.sample(_FILLER, rng.randint(4, 7)):
+        for template in rng.sample(templates, rng.randint(4, 7)):
             for _ in range(4):
-                sentence = self._sentence(rng, item, template)
+                sentence = self._sentence(rng, item, template, use)
                 if sentence not in used:
                     used.add(sentence)
                     sentences.append(sentence)
                     break
         return sentences
 
-    def _sentence(self, rng: random.Random, item: str, template: str) -> str:
+    def _sentence(
+        self, rng: random.Random, item: str, template: str, use: str | None = None
+    ) -> str:
         others = [i for i in self.question.items if i != item]
-        aspect, aspect2 = rng.sample(self.question.aspects, 2)
+        aspect, aspect2 = rng.sample(
+            self.question.aspects if use is None else _OFF_TOPIC_ASPECTS, 2
+        )
         opening = "" if template.startswith(_CONNECTIVES) else rng.choice(_OPENINGS)
         if opening and not template.startswith("{"):
             template = opening + template[0].lower() + template[1:]
@@ -482,8 +578,8 @@ class LongPageCorpus(ItemCorpus):
             template = opening + template
         return template.format(
             item=item,
-            other=rng.choice(others),
-            topic=self.question.topic,
+            other=rng.choice(others if use is None else _ALTERNATIVES),
+            topic=self.question.topic if use is None else use,
             aspect=aspect,
             aspect2=aspect2,
             role=rng.choice(_ROLES),
@@ -531,26 +627,26 @@ class LongPageCorpus(ItemCorpus):
         )
 
 
-def _plant(body: list[list[str]], facts: list[str], header_words: int, shared_at: set[int]) -> None:
-    """Insert each fact after the first sentence at or past its depth (``FACT_DEPTHS``).
+def _plant(body: list[list[str]], kinds: list[str], facts: list[str], header_words: int) -> None:
+    """Insert each fact after the on-topic sentence nearest to its depth (``FACT_DEPTHS``).
 
     Facts never open a paragraph (a fact follows a sentence of its paragraph), so sentence
-    splitting always finds them whole; shared paragraphs (``shared_at``) are left as they are.
+    splitting always finds them whole; off-topic and shared paragraphs are left as they are.
     """
     total = header_words + sum(len(s.split()) for p in body for s in p)
     for depth, fact in zip(FACT_DEPTHS, facts, strict=True):
         target = depth * total
         seen = header_words
-        placed = False
+        spots: list[tuple[float, int, int]] = []  # (distance to the target, paragraph, sentence)
         for number, paragraph in enumerate(body):
             for index, sentence in enumerate(paragraph):
                 seen += len(sentence.split())
-                if seen >= target and not placed and number not in shared_at:
-                    paragraph.insert(index + 1, fact)
-                    placed = True
-                    break
-            if placed:
-                break
+                if kinds[number] == "on":
+                    spots.append((abs(seen - target), number, index))
+        if not spots:
+            raise ValueError("a page needs an on-topic paragraph for its facts")
+        _, number, index = min(spots)
+        body[number].insert(index + 1, fact)
 
 
 def _digest(text: str) -> int:

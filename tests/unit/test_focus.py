@@ -62,6 +62,56 @@ def test_a_text_that_never_mentions_the_question_is_not_guessed_at() -> None:
     assert focus(text, TERMS, COUNTER, source_id="src-a").text == text
 
 
+def broad_page(product: str, sections: str) -> str:
+    """A long page about ``product``: ``sections`` says, paragraph by paragraph, whether it is
+    on the question's topic (``q``) or about another use of the product (``o``)."""
+    paragraphs = []
+    for n, kind in enumerate(sections):
+        if kind == "q":
+            text = (
+                f"Measurement {n}: {product} served container orchestration for a retail "
+                f"platform, where the scheduler placed {n + 3} replicas per service and kept "
+                "rollouts within the agreed window."
+            )
+        else:
+            text = (
+                f"Note {n}: {product} also runs on developer laptops, where the release "
+                "cadence, the vendor support and the pricing tiers matter more than anything "
+                "else to the people who install it."
+            )
+        again = text.split(": ", 1)[1]
+        paragraphs.append(f"{text} {again} {again}")  # 400-600 characters: one passage each
+    return page(paragraphs)
+
+
+def test_a_broad_page_keeps_the_sections_on_the_question_not_those_naming_only_its_subject() -> (
+    None
+):
+    terms = focus_terms("Compare Docker Swarm and Nomad for container orchestration")
+    sections = "oqqq" + "oooooo" + "qqoq" + "oooooooo" + "qqq" + "oooo"
+    text = broad_page("Docker Swarm", sections)
+    assert COUNTER.count(text) > FOCUS_MIN_TOKENS
+
+    focused = focus(text, terms, COUNTER, source_id="src-a")
+
+    kept = [f"Measurement {n}:" in focused.text for n, kind in enumerate(sections) if kind == "q"]
+    assert all(kept)
+    assert "Note 0:" in focused.text  # the opening says what the page is
+    assert "Note 12:" in focused.text  # one passage between two kept ones: the thread goes on
+    dropped = [n for n, kind in enumerate(sections) if kind == "o" and n not in (0, 12)]
+    assert not any(f"Note {n}:" in focused.text for n in dropped)
+    assert focused.passages_kept == sections.count("q") + 2
+
+
+def test_a_page_about_the_question_throughout_is_read_whole() -> None:
+    terms = focus_terms("Compare Docker Swarm and Nomad for container orchestration")
+    text = broad_page("Docker Swarm", "q" * 40)
+
+    focused = focus(text, terms, COUNTER, source_id="src-a")
+
+    assert focused.text == text and not focused.narrowed
+
+
 def test_a_passage_read_from_one_source_is_not_read_again_from_another() -> None:
     ledger = RepeatLedger()
     first = focus(page([BOILERPLATE, on_topic(1)]), TERMS, COUNTER, source_id="a", ledger=ledger)

@@ -157,10 +157,20 @@ def test_excerpts_pick_the_passages_that_share_most_with_the_claim() -> None:
     also = "The layered graph of HNSW is navigated greedily from the top layer."
     content = "\n\n".join([FILLER, relevant + " " + FILLER[:200], FILLER, also, FILLER])
     selector = ExcerptSelector({A: _source(A, content)})
-    excerpts = selector.excerpts("HNSW builds a layered graph", [A])
+    excerpts = selector.excerpts("HNSW builds a layered graph navigated greedily", [A])
     assert len(excerpts) == 2  # at most two passages a source
-    assert excerpts[0][0] == A and relevant in excerpts[0][1]
-    assert also in excerpts[1][1]
+    assert {sid for sid, _ in excerpts} == {A}
+    assert also in excerpts[0][1] and relevant in excerpts[1][1]  # the best first
+
+
+def test_a_second_passage_is_shown_only_when_it_holds_words_of_the_claim_the_first_lacks() -> None:
+    relevant = "HNSW builds a layered graph of neighbours for approximate search."
+    also = "The layered graph of HNSW is navigated greedily from the top layer."
+    content = "\n\n".join([FILLER, relevant + " " + FILLER[:200], FILLER, also, FILLER])
+    selector = ExcerptSelector({A: _source(A, content)})
+    excerpts = selector.excerpts("HNSW builds a layered graph", [A])
+    assert [sid for sid, _ in excerpts] == [A]  # the second says nothing the first does not
+    assert relevant in excerpts[0][1]
 
 
 def test_excerpts_are_capped_and_every_source_gets_its_best_passage() -> None:

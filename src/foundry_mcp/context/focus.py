@@ -9,10 +9,14 @@ Before a source is fitted into an analysis call its text is cut into passages
   treated as repeats, so a common phrase cannot hide a source's own content, unless every long
   sentence of their paragraph was a repeat (the rest of a cookie notice goes with it).
 * **Off-topic passages of a long text**: a text longer than ``FOCUS_MIN_TOKENS`` keeps the
-  passages that share at least one content word with the question or the sub-query, plus its
-  opening passage (it says what the document is about). A relevance score would rank the
-  rest, but a cut by score loses facts: a passage about one item of a comparison scores low
-  against a question naming four. A short text is read whole.
+  passages that share content words with the question or the sub-query, plus its opening
+  passage (it says what the document is about). Words found in more than half of the text's
+  passages are its subject (Redis on a page about Redis) and do not count alone: on a broad
+  page, the sections about other uses of Redis name Redis but nothing else of a question about
+  Redis for session caching, and are set aside (:func:`bearing`). A single passage between two
+  kept ones is kept too. A relevance score would rank the rest, but a cut by score loses
+  facts: a passage about one item of a comparison scores low against a question naming four.
+  A short text is read whole.
 
 What is kept stays in order, every omitted run marked ``[…]``. Focusing never depends on a
 budget: fitting a batch into a call (the degradation ladder) happens afterwards, only when the
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from foundry_mcp.context.passages import (
@@ -144,15 +149,34 @@ def _kept_sentences(sentences: list[str], allowed: list[bool]) -> str:
 
 
 def _on_topic(passages: list[str], query_terms: list[str]) -> list[int]:
-    """The passages that share a content word with the question, and the opening one."""
+    """The passages that bear on the question (see :func:`bearing`), the opening one, and any
+    single passage between two kept ones (a section's thread is not cut)."""
     terms = set(query_terms)
     candidates = [i for i, p in enumerate(passages) if p != ELISION]
     if not terms or not candidates:
         return list(range(len(passages)))
-    kept = [i for i in candidates if terms.intersection(content_words(passages[i]))]
-    if not kept:
-        return list(range(len(passages)))  # nothing matches the question at all: do not guess
-    return sorted({candidates[0], *kept})
+    kept = bearing([terms.intersection(content_words(passages[i])) for i in candidates])
+    if not any(kept):
+        return list(range(len(passages)))  # nothing stands out from the page: do not guess
+    for k in range(1, len(candidates) - 1):
+        if kept[k - 1] and kept[k + 1]:
+            kept[k] = True
+    return sorted({candidates[0], *(i for i, ok in zip(candidates, kept, strict=True) if ok)})
+
+
+def bearing(shared: list[set[str]]) -> list[bool]:
+    """Which passages bear on the question, given the question words each shares.
+
+    A word in more than half of a text's passages is its subject (a product's name on its own
+    page); a passage whose question words are only such words, and no more of them than the
+    least related passage that shares any, is the page talking about its subject in general.
+    Every other passage that shares a question word bears on the question: it has a word the
+    page does not repeat everywhere, or more of the question than the page's baseline.
+    """
+    frequency = Counter(term for words in shared for term in words)
+    pervasive = {term for term, n in frequency.items() if 2 * n > len(shared)}
+    baseline = min((len(words) for words in shared if words), default=0)
+    return [bool(words) and (len(words) > baseline or bool(words - pervasive)) for words in shared]
 
 
 def focus_terms(*queries: str | None) -> list[str]:

@@ -77,10 +77,15 @@ class ExcerptSelector:
         """``(source id, excerpt)`` pairs for ``claim``, at most ``max_chars`` characters in all.
 
         Every cited source first gets its best passage (cut to an equal share of the budget),
-        then the remaining budget goes to each source's second-best passage.
+        then the remaining budget goes to each source's next passages, each only when it holds
+        words of the claim that the source's better passages lack (a claim drawn from two
+        places of a page); a passage that adds nothing to the check is not shown.
         """
         query = content_words(claim)
-        ranked = [(sid, self._index(sid).best(query, self._per_source)) for sid in source_ids]
+        ranked = [
+            (sid, _adding(self._index(sid).best(query, self._per_source), query))
+            for sid in source_ids
+        ]
         ranked = [(sid, passages) for sid, passages in ranked if passages]
         if not ranked:
             return []
@@ -100,6 +105,19 @@ class ExcerptSelector:
                 chosen[sid].append(text)
                 used += len(text)
         return [(sid, text) for sid, _ in ranked for text in chosen[sid]]
+
+
+def _adding(passages: list[str], claim_words: list[str]) -> list[str]:
+    """``passages`` (best first) without those that share no claim word the ones before lack."""
+    wanted = set(claim_words)
+    seen: set[str] = set()
+    kept = []
+    for number, passage in enumerate(passages):
+        words = wanted.intersection(content_words(passage))
+        if number == 0 or words - seen:
+            kept.append(passage)
+            seen |= words
+    return kept
 
 
 def _truncate(text: str, limit: int) -> str:
