@@ -30,6 +30,8 @@ from tests.fakes import (  # noqa: E402
 )
 from tests.network_guard import forbid_network  # noqa: E402
 
+pytest_plugins = ["tests.postgres"]  # a throwaway PostgreSQL server: postgres_url
+
 hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 hypothesis_settings.register_profile("dev")
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))

@@ -1,4 +1,5 @@
-"""Command line: ``foundry-mcp`` serves MCP over stdio; sub-commands use the same service.
+"""Command line: ``foundry-mcp`` serves MCP over stdio (``serve --http``: over streamable HTTP,
+for a team); sub-commands use the same service.
 
 In server mode nothing but protocol bytes is written to stdout; logs go to stderr. This module
 parses the command line and runs a command; the commands' bodies are in ``cli_commands``.
@@ -8,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable
@@ -20,6 +20,7 @@ import anyio
 from foundry_mcp import __version__
 from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.errors import FoundryError
+from foundry_mcp.logs import LOG_FORMATS, LogFormat, configure_logging
 
 if TYPE_CHECKING:
     from foundry_mcp.research.service import ResearchService
@@ -31,10 +32,15 @@ RESEARCH_COMMANDS = frozenset({"research", "resume", "bench"})
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``foundry-mcp`` console script."""
     _drop_implicit_working_directory()
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     command = args.command or "serve"
+    if command == "serve" and getattr(args, "http", False):
+        return _serve_http(args)
+    if getattr(args, "host", None) or getattr(args, "port", None) is not None:
+        parser.error("--host and --port apply to the HTTP server: add --http")
     if command == "serve":
-        return _serve()
+        return _serve(getattr(args, "log_format", "text"))
     # The research code is imported only here: serving answers `initialize` without it.
     from foundry_mcp import cli_commands
     from foundry_mcp.runtime import research_runtime
@@ -91,7 +97,7 @@ def _drop_implicit_working_directory() -> None:
         del sys.path[0]
 
 
-def _serve() -> int:
+def _serve(log_format: LogFormat) -> int:
     from foundry_mcp.server import create_server
     from foundry_mcp.server.stdio import serve_stdio
 
@@ -104,14 +110,34 @@ def _serve() -> int:
         # the files again, meets the same error and reports it on every call.
         return settings if settings is not None else load_settings()
 
-    _configure_logging(settings.logging.level if settings is not None else "WARNING")
+    _configure_logging(settings.logging.level if settings is not None else "WARNING", log_format)
     return anyio.run(serve_stdio, lambda on_stopped: create_server(loader, on_stopped))
 
 
-def _configure_logging(level: str) -> None:
-    logging.basicConfig(
-        stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+def _serve_http(args: argparse.Namespace) -> int:
+    """The team server. Unlike stdio, a bad configuration stops it at once: it decides who
+    may connect."""
+    from foundry_mcp.cli_commands import fail
+
+    try:
+        settings = load_settings()
+    except FoundryError as exc:
+        return fail(exc)
+    _configure_logging(settings.logging.level, args.log_format)
+    from foundry_mcp.server.http import serve_http
+
+    host = args.host or settings.server.host
+    port = settings.server.port if args.port is None else args.port
+    try:
+        return anyio.run(serve_http, settings, host, port)
+    except FoundryError as exc:
+        return fail(exc)
+    except KeyboardInterrupt:  # uvicorn re-raises SIGINT once everything is saved
+        return 130
+
+
+def _configure_logging(level: str, log_format: LogFormat = "text") -> None:
+    configure_logging(level, log_format)
 
 
 # Each command and its function in ``cli_commands`` (imported when a command runs); ``trust``
@@ -144,7 +170,24 @@ def _parser() -> argparse.ArgumentParser:
     as_json.add_argument(
         "--json", action="store_true", help="print one JSON document on stdout instead"
     )
-    commands.add_parser("serve", help="serve MCP over stdio (the default)")
+    serve = commands.add_parser(
+        "serve", help="serve MCP over stdio (the default), or over HTTP with --http"
+    )
+    serve.add_argument(
+        "--http",
+        action="store_true",
+        help="serve MCP over streamable HTTP at /mcp, for a team (see docs/team-server.md)",
+    )
+    serve.add_argument("--host", help="with --http: the address to listen on ([server] host)")
+    serve.add_argument(
+        "--port", type=_port, help="with --http: the port to listen on ([server] port, 8765)"
+    )
+    serve.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="text",
+        help="log lines on stderr as text, or as one JSON object per line",
+    )
 
     research = commands.add_parser(
         "research", parents=[as_json], help="run a research in the terminal"
@@ -240,6 +283,12 @@ def _parser() -> argparse.ArgumentParser:
     trust.add_argument("--revoke", action="store_true", help="stop trusting the file")
     trust.add_argument("--list", action="store_true", help="show the trusted files")
     return parser
+
+
+def _port(value: str) -> int:
+    if not value.isdigit() or int(value) > 65535:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port number (0 to 65535)")
+    return int(value)
 
 
 def _add_mode_and_effort(parser: argparse.ArgumentParser, researched: str) -> None:

@@ -274,6 +274,10 @@ async def doctor(service: ResearchService, args: argparse.Namespace) -> int:
         "config_files": settings.sources,
         "research_dir": str(settings.research.research_dir),
     }
+    try:  # where research is kept: the SQLite file, or the shared PostgreSQL database
+        checks["store"] = service.store.describe().as_dict()
+    except FoundryError as exc:
+        checks["store"] = f"not usable: {exc.message} {exc.remediation}"
     untrusted = settings.untrusted
     if untrusted is not None:
         checks["untrusted_config"] = {

@@ -66,6 +66,17 @@ class ConfigError(FoundryError):
     default_remediation = "Fix the named key in the named file (see docs/configuration.md)."
 
 
+class StoreUnavailableError(FoundryError):
+    """The shared research store (a PostgreSQL server) cannot be reached or refused us."""
+
+    error_code = "STORE_UNAVAILABLE"
+    error_type = "unavailable"
+    default_remediation = (
+        "Check that the PostgreSQL server named by [research] store_url is running and "
+        "reachable from this host, then try again."
+    )
+
+
 class ProviderNotConfiguredError(FoundryError):
     """No usable provider: unknown name, or no API key."""
 
@@ -131,3 +142,14 @@ class ResearchStoppedError(FoundryError):
 
     error_code = "RESEARCH_STOPPED"
     error_type = "conflict"
+
+
+class QuotaExceededError(FoundryError):
+    """A team server's principal is at one of the limits set for it ([server] tokens)."""
+
+    error_code = "QUOTA_EXCEEDED"
+    error_type = "quota"
+    default_remediation = (
+        "Wait for one of your running researches to end (or cancel one), or ask the server's "
+        "administrator to raise your limit in the [server] section of its configuration."
+    )

@@ -171,6 +171,39 @@ async def _research_stopped(
     return result.structured_content
 
 
+async def _quota_exceeded(
+    _: Settings, research_env: dict[str, str], __: Path, openai_server: FakeHTTPServer
+) -> dict[str, Any]:
+    from tests.e2e.teamserver import TeamServer, add_to_config, mcp_client
+
+    token = "quota-token-0123456789abcdef"
+    add_to_config(
+        research_env,
+        f'[[server.tokens]]\nname = "alice"\ntoken = "{token}"\nmax_concurrent_researches = 1\n',
+    )
+    openai_server.latency = 1.0  # the first research still runs when the second starts
+    with TeamServer(research_env) as server:
+        async with mcp_client(server.url, token) as client:
+            first = await call(client, action="deep-research", query="What is a rope?")
+            assert first["success"], first
+            return await call(client, action="deep-research", query="What is a trie?")
+
+
+async def _store_unavailable(
+    settings: Settings, env: dict[str, str], tmp_path: Path, _: FakeHTTPServer
+) -> dict[str, Any]:
+    unreachable = _reload(
+        settings,
+        env,
+        tmp_path,
+        FOUNDRY_MCP_STORE_URL="postgresql://alice:pw-never-shown@127.0.0.1:1/x?connect_timeout=3",
+    )
+    async with _client(unreachable) as client:
+        envelope = await call(client, action="deep-research-list")
+    assert "pw-never-shown" not in str(envelope) and "alice:***@" in envelope["error"]
+    return envelope
+
+
 CASES: dict[str, Case] = {
     "VALIDATION_ERROR": _validation,
     "UNKNOWN_ACTION": _unknown_action,
@@ -183,6 +216,8 @@ CASES: dict[str, Case] = {
     "CONTEXT_EXCEEDED": _context_exceeded,
     "ARCHIVE_NOT_FOUND": _archive_not_found,
     "RESEARCH_STOPPED": _research_stopped,
+    "QUOTA_EXCEEDED": _quota_exceeded,
+    "STORE_UNAVAILABLE": _store_unavailable,
     "INTERNAL_ERROR": _internal,
 }
 

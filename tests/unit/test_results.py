@@ -96,7 +96,7 @@ def check(calls: list[Call]) -> set[str]:
 
 async def run(service: ResearchService, action: str, **given: Any) -> Call:
     """One action through its dispatch handler; the payload before any checking."""
-    payload, _ = await HANDLERS[action](service, given, None)
+    payload, _ = await HANDLERS[action](service, given, None, None)
     return action, given, payload
 
 

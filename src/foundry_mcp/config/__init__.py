@@ -20,6 +20,7 @@ from foundry_mcp.config.loading import (
     PROJECT_CONFIG,
     PROVIDER_ENV,
     RESEARCH_ENV,
+    TOKENS_ENV,
     load_settings,
 )
 from foundry_mcp.config.settings import (
@@ -35,6 +36,8 @@ from foundry_mcp.config.settings import (
     ProviderKind,
     ProviderSettings,
     ResearchSettings,
+    ServerSettings,
+    ServerTokenSettings,
     Settings,
 )
 from foundry_mcp.config.untrusted import UntrustedProjectConfig, protected_keys_in
@@ -49,6 +52,7 @@ __all__ = [
     "PROJECT_CONFIG",
     "PROVIDER_ENV",
     "RESEARCH_ENV",
+    "TOKENS_ENV",
     "FetchSettings",
     "LocalDocumentsSettings",
     "LoggingSettings",
@@ -56,6 +60,8 @@ __all__ = [
     "ProviderKind",
     "ProviderSettings",
     "ResearchSettings",
+    "ServerSettings",
+    "ServerTokenSettings",
     "Settings",
     "UntrustedProjectConfig",
     "load_settings",

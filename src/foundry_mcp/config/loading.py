@@ -45,7 +45,12 @@ RESEARCH_ENV: dict[str, str] = {
     "FOUNDRY_MCP_DEFAULT_PROVIDER": "default_provider",
     "FOUNDRY_MCP_SEARCH_PROVIDERS": "deep_research_providers",
     "FOUNDRY_MCP_MODE": "mode",
+    "FOUNDRY_MCP_STORE_URL": "store_url",
 }
+
+# The team server's bearer tokens, "name:token" entries separated by commas; it replaces
+# [server] tokens as a whole.
+TOKENS_ENV = "FOUNDRY_MCP_TOKENS"
 
 
 def load_settings(
@@ -148,6 +153,10 @@ def _environment_layer(
         origin[("research", "fetch", "allow_private_networks")] = (
             "environment variable FOUNDRY_MCP_FETCH_ALLOW_PRIVATE"
         )
+    tokens = env.get(TOKENS_ENV, "").strip()
+    if tokens:
+        layer.setdefault("server", {})["tokens"] = _token_entries(tokens)
+        origin[("server", "tokens")] = f"environment variable {TOKENS_ENV}"
     for provider, pairs in PROVIDER_ENV.items():
         for variable, key in pairs:
             raw = env.get(variable, "").strip()
@@ -155,6 +164,25 @@ def _environment_layer(
                 layer.setdefault("providers", {}).setdefault(provider, {})[key] = raw
                 origin[("providers", provider, key)] = f"environment variable {variable}"
     return layer, origin
+
+
+def _token_entries(raw: str) -> list[dict[str, str]]:
+    """``name:token,name:token`` as ``[server] tokens`` entries; the error never quotes a token."""
+    entries = []
+    items = [item.strip() for item in raw.split(",") if item.strip()]
+    for number, item in enumerate(items, start=1):
+        name, colon, token = item.partition(":")
+        if not (colon and name.strip() and token.strip()):
+            raise ConfigError(
+                f"Invalid configuration: environment variable {TOKENS_ENV}: entry {number} is "
+                "not of the form name:token.",
+                remediation=(
+                    f"Set {TOKENS_ENV} to comma-separated name:token pairs, e.g. "
+                    "alice:<token>,bob:<token> (see docs/team-server.md)."
+                ),
+            )
+        entries.append({"name": name.strip(), "token": token.strip()})
+    return entries
 
 
 def _config_error(exc: ValidationError, origin: dict[tuple[str, ...], str]) -> ConfigError:

@@ -153,6 +153,9 @@ class ResearchSettings(_Section):
     # "all": to every provider at once, their results merged.
     deep_research_search_strategy: Literal["priority", "all"] = "priority"
     research_dir: Path = Path("~/.foundry-mcp/research")
+    # Keep research in a PostgreSQL database shared by a team's servers, instead of SQLite in
+    # research_dir: "postgresql://user:password@host:5432/database". Its password is a secret.
+    store_url: SecretStr | None = None
     deep_research_verify_citations: bool = True
     deep_research_parallel_writing: bool = True
     deep_research_verification_max_claims: int = Field(60, ge=1, le=500)
@@ -166,6 +169,11 @@ class ResearchSettings(_Section):
     deep_research_refinement_timeout: float = Field(180.0, ge=1, le=86400)
     retention_days: float | None = Field(None, gt=0)
     auto_resume: bool = False
+    # Workers sharing a store resume research whose worker died (research/service_takeover.py).
+    # None: on with a PostgreSQL store_url, off with SQLite.
+    take_over_orphans: bool | None = None
+    take_over_interval: float = Field(5.0, ge=0.1, le=3600)  # seconds between scans, jittered
+    take_over_max_running: int | None = Field(None, ge=1, le=1000)  # this worker's cap
 
     # Per-phase LLM provider and its fallbacks, as "provider[:model]" specs.
     deep_research_planning_provider: str | None = None
@@ -241,6 +249,21 @@ class ResearchSettings(_Section):
     def _expand(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None
 
+    @field_validator("store_url")
+    @classmethod
+    def _postgresql_url(cls, value: SecretStr | None) -> SecretStr | None:
+        # The messages never quote the URL: it may hold a password.
+        if value is None or not value.get_secret_value().strip():
+            return None
+        scheme, separator, _ = value.get_secret_value().strip().partition("://")
+        if not separator or scheme.lower() not in ("postgresql", "postgres"):
+            shown = f"a {scheme.lower()!r} URL" if separator and scheme.isalnum() else "no URL"
+            raise ValueError(
+                f"must be a PostgreSQL URL, postgresql://user:password@host:5432/database "
+                f"(this is {shown})"
+            )
+        return SecretStr(value.get_secret_value().strip())
+
     @field_validator("model_context_overrides")
     @classmethod
     def _positive_windows(cls, value: dict[str, int]) -> dict[str, int]:
@@ -311,6 +334,84 @@ class PriceSettings(_Section):
     output_per_mtok: float = Field(ge=0)
 
 
+PRINCIPAL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$"
+MIN_TOKEN_CHARS = 16
+TOKEN_RECIPE = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+
+
+class ServerTokenSettings(_Section):
+    """One ``[[server.tokens]]`` entry: a bearer token and the principal (``name``) it stands
+    for, with that principal's optional limits."""
+
+    name: str = Field(pattern=PRINCIPAL_NAME_PATTERN)
+    token: SecretStr
+    max_concurrent_researches: int | None = Field(None, ge=1, le=1000)
+    max_cost_usd_per_day: float | None = Field(None, gt=0)
+
+    @field_validator("token")
+    @classmethod
+    def _strong_enough(cls, value: SecretStr) -> SecretStr:
+        # The messages never quote the token.
+        secret = value.get_secret_value()
+        if len(secret) < MIN_TOKEN_CHARS:
+            raise ValueError(
+                f"must be at least {MIN_TOKEN_CHARS} characters long; make one with: {TOKEN_RECIPE}"
+            )
+        if not secret.isascii() or any(not c.isprintable() or c.isspace() for c in secret):
+            raise ValueError("must be printable ASCII without spaces")
+        if "," in secret:
+            raise ValueError(
+                "must not contain a comma (FOUNDRY_MCP_TOKENS separates entries by it)"
+            )
+        return value
+
+
+class ServerSettings(_Section):
+    """The ``[server]`` table: the team server, ``foundry-mcp serve --http``."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=0, le=65535)  # 0: any free port (the start-up log names it)
+    tokens: list[ServerTokenSettings] = Field(default_factory=list)
+    # Host and Origin header values accepted besides the loopback ones (DNS-rebinding guard).
+    allowed_hosts: list[str] = Field(default_factory=list)
+    allowed_origins: list[str] = Field(default_factory=list)
+    # Limits of every principal whose token entry sets none.
+    max_concurrent_researches: int | None = Field(None, ge=1, le=1000)
+    max_cost_usd_per_day: float | None = Field(None, gt=0)
+
+    @field_validator("host")
+    @classmethod
+    def _host_named(cls, value: str) -> str:
+        value = value.strip().removeprefix("[").removesuffix("]")
+        if not value:
+            raise ValueError("must name an address to listen on, e.g. '127.0.0.1'")
+        return value
+
+    @model_validator(mode="after")
+    def _distinct_tokens(self) -> ServerSettings:
+        seen: dict[str, str] = {}
+        for entry in self.tokens:
+            secret = entry.token.get_secret_value()
+            if secret in seen:
+                raise ValueError(
+                    f"the tokens of {seen[secret]!r} and {entry.name!r} are the same; give "
+                    "every entry its own token"
+                )
+            seen[secret] = entry.name
+        return self
+
+    def limits_for(self, name: str) -> tuple[int | None, float | None]:
+        """``(max_concurrent_researches, max_cost_usd_per_day)`` of a principal: the strictest
+        its token entries set, else the table's own."""
+        entries = [entry for entry in self.tokens if entry.name == name]
+        concurrent = [e.max_concurrent_researches for e in entries if e.max_concurrent_researches]
+        cost = [e.max_cost_usd_per_day for e in entries if e.max_cost_usd_per_day]
+        return (
+            min(concurrent) if concurrent else self.max_concurrent_researches,
+            min(cost) if cost else self.max_cost_usd_per_day,
+        )
+
+
 class LoggingSettings(_Section):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
 
@@ -327,6 +428,7 @@ class Settings(_Section):
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
     pricing: dict[str, PriceSettings] = Field(default_factory=dict)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
     _sources: list[str] = PrivateAttr(default_factory=list)
     _untrusted: UntrustedProjectConfig | None = PrivateAttr(default=None)
 

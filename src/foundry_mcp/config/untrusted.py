@@ -23,10 +23,12 @@ PROTECTED_RESEARCH_KEYS = (
     "supervisor_hooks",
     "research_dir",
     "research_archive_dir",
+    "store_url",
     "max_cost_usd",
 )
 PROTECTED_FETCH_KEYS = ("allow_private_networks",)
-PROTECTED_TABLES = ("pricing",)
+# [server]: who may use the team server (its tokens) and where it listens.
+PROTECTED_TABLES = ("pricing", "server")
 
 
 class UntrustedProjectConfig(BaseModel):

@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 
 from foundry_mcp.errors import FoundryError, ProviderError
+from foundry_mcp.logs import research_context
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.providers.search.local import LocalDocuments
 from foundry_mcp.research.jobs import Job
@@ -50,13 +51,15 @@ class ResearchRunner:
     async def run(self, job: Job) -> None:
         state = self.store.load(job.research_id)
         state.attach(lambda kind, data: self.event(state.id, kind, data))
-        try:
-            await self._run(job, state)
-        except LeaseLostError:
-            log.warning("research %s is now owned by another process; this run stops", state.id)
-        finally:
-            state.attach(None)
-            self.store.release(state.id, self.owner)
+        # Every line the run logs, down to the providers, names the research and its principal.
+        with research_context(state.id, state.principal):
+            try:
+                await self._run(job, state)
+            except LeaseLostError:
+                log.warning("research %s is now owned by another process; this run stops", state.id)
+            finally:
+                state.attach(None)
+                self.store.release(state.id, self.owner)
 
     async def _run(self, job: Job, state: ResearchState) -> None:
         if job.cancel_requested:  # cancelled before it started: nothing to stop
@@ -74,6 +77,9 @@ class ResearchRunner:
             state.id,
             "run_started",
             {"phase": state.phase.value, "iteration": state.iteration, "pid": self.owner.pid},
+        )
+        log.info(
+            "research %s started: %s, iteration %d", state.id, state.phase.value, state.iteration
         )
 
         async def checkpoint() -> None:
@@ -196,6 +202,7 @@ class ResearchRunner:
     def _finish(self, state: ResearchState) -> None:
         self._save(state)
         self.event(state.id, "run_ended", {"status": state.status.value, "error": state.error})
+        log.info("research %s ended %s", state.id, state.status.value)
 
     def _save(self, state: ResearchState) -> None:
         """Save a run's state (fenced), unless the research was deleted while it ran."""

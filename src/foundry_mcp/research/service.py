@@ -24,12 +24,19 @@ from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.research.export_files import MAX_INLINE_CHARS, export_research
 from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.models import Status
+from foundry_mcp.research.principal import Principal, name_of
 from foundry_mcp.research.runner import ResearchRunner
 from foundry_mcp.research.service_inputs import check_range
 from foundry_mcp.research.service_ownership import OwnershipWatch
+from foundry_mcp.research.service_quota import check_running, check_spending
 from foundry_mcp.research.service_reads import ProgressCallback, ResearchReader
 from foundry_mcp.research.service_writes import ResearchWriter
-from foundry_mcp.research.store import Owner, ResearchStore, validate_research_id
+from foundry_mcp.research.store import (
+    Owner,
+    ResearchStore,
+    research_not_found,
+    validate_research_id,
+)
 from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 
 __all__ = [
@@ -47,7 +54,13 @@ AUTO_RESUME_LIMIT = 20  # newest interrupted research resumed at start-up with a
 
 
 class ResearchService:
-    """Deep research for one process: starts background runs and answers about any research."""
+    """Deep research for one process: starts background runs and answers about any research.
+
+    Every use case takes an optional ``principal``, the team server's caller: a research then
+    belongs to the principal that started it, and to any other principal it does not exist
+    (``RESEARCH_NOT_FOUND``, exactly as for an unknown id). Without one (stdio, the CLI) every
+    research is visible, as it always was.
+    """
 
     def __init__(
         self,
@@ -106,13 +119,17 @@ class ResearchService:
         preferred_sources: Any = None,
         effort: Any = None,
         max_time_s: float | None = None,
+        principal: Principal | None = None,
     ) -> dict[str, Any]:
         """Validate, save a queued research and start it in the background.
 
         ``source_types`` (web, academic, news, local) limits the search to those kinds of
         sources; none: every configured provider. Sources from ``preferred_sources`` (domains
         or address prefixes) get the user's priority boost and are never cut below a headline.
+        The research belongs to ``principal``, whose ``max_concurrent_researches`` it must fit.
         """
+        if principal is not None:
+            check_running(self.watch, principal)
         return self.writer.start(
             query,
             system_prompt=system_prompt,
@@ -128,7 +145,14 @@ class ResearchService:
             preferred_sources=preferred_sources,
             effort=effort,
             max_time_s=max_time_s,
+            principal=name_of(principal),
         )
+
+    async def check_spending(self, principal: Principal | None) -> None:
+        """``QUOTA_EXCEEDED`` when ``principal`` has spent its daily cost limit; call it before
+        starting or resuming one of its research."""
+        if principal is not None:
+            await check_spending(self.store, principal)
 
     def resume(
         self,
@@ -139,12 +163,16 @@ class ResearchService:
         max_sources_per_query: int | None = None,
         max_concurrent: int | None = None,
         task_timeout: float | None = None,
+        principal: Principal | None = None,
     ) -> dict[str, Any]:
         """Continue an unfinished research from its saved phase, without redoing work.
 
         A completed research given a larger ``max_iterations`` continues with a refinement
         round, if gaps are still open.
         """
+        self._reveal(research_id, principal)
+        if principal is not None:
+            check_running(self.watch, principal)
         return self.writer.resume(
             research_id,
             max_iterations=max_iterations,
@@ -154,17 +182,31 @@ class ResearchService:
             task_timeout=task_timeout,
         )
 
-    async def cancel(self, research_id: Any) -> dict[str, Any]:
+    async def cancel(self, research_id: Any, principal: Principal | None = None) -> dict[str, Any]:
         """Stop a running research; its partial results stay and it can be resumed."""
+        self._reveal(research_id, principal)
         return await self.writer.cancel(research_id)
 
-    def restore_content(self, research_id: Any, item_id: Any) -> dict[str, Any]:
+    def restore_content(
+        self, research_id: Any, item_id: Any, principal: Principal | None = None
+    ) -> dict[str, Any]:
         """Bring a dropped (archived) source back into a stopped research; resume it next."""
+        self._reveal(research_id, principal)
         return self.writer.restore_content(research_id, item_id)
 
-    async def delete(self, research_id: Any) -> dict[str, Any]:
+    async def delete(self, research_id: Any, principal: Principal | None = None) -> dict[str, Any]:
         """Delete a research, cancelling it first if it runs here or elsewhere."""
+        self._reveal(research_id, principal)
         return await self.writer.delete(research_id)
+
+    def _reveal(self, research_id: Any, principal: Principal | None) -> None:
+        """Nothing for the principal's own research (or without a principal); otherwise the
+        very error an unknown id gets, so that another principal's ids cannot be probed."""
+        if principal is None:
+            return
+        research_id = validate_research_id(research_id)
+        if self.store.principal_of(research_id) != principal.name:
+            raise research_not_found(research_id)
 
     # ------------------------------------------------------------------ ownership and chores
 
@@ -209,11 +251,13 @@ class ResearchService:
         wait: bool = False,
         wait_timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        principal: Principal | None = None,
     ) -> dict[str, Any]:
         """The research's status; with ``wait``, first block until it moves (long poll).
 
         While waiting, ``on_progress`` receives the status every second.
         """
+        self._reveal(research_id, principal)
         return await self.reader.status(
             research_id, wait=wait, wait_timeout=wait_timeout, on_progress=on_progress
         )
@@ -225,32 +269,41 @@ class ResearchService:
         offset: int | None = None,
         max_chars: int | None = None,
         evidence: bool = False,
+        principal: Principal | None = None,
     ) -> tuple[dict[str, Any], list[str]]:
         """A page of the report, its summary and sources (with ``evidence``: a page of its
         checked sentences and their quotes); and warnings for the envelope."""
+        self._reveal(research_id, principal)
         return self.reader.report(
             research_id, offset=offset, max_chars=max_chars, evidence=evidence
         )
 
-    def claims(self, research_id: Any) -> str:
+    def claims(self, research_id: Any, principal: Principal | None = None) -> str:
         """Every checked sentence with its quotes, as JSON (the MCP resource)."""
+        self._reveal(research_id, principal)
         return self.reader.claims(research_id)
 
-    def full_report(self, research_id: Any) -> str:
+    def full_report(self, research_id: Any, principal: Principal | None = None) -> str:
         """The whole markdown report (the MCP resource)."""
+        self._reveal(research_id, principal)
         return self.reader.full_report(research_id)
 
-    def sources(self, research_id: Any) -> str:
+    def sources(self, research_id: Any, principal: Principal | None = None) -> str:
         """Every source the research gathered, cited or not, as JSON (the MCP resource)."""
+        self._reveal(research_id, principal)
         return self.reader.sources(research_id)
 
-    def all_events(self, research_id: Any) -> str:
+    def all_events(self, research_id: Any, principal: Principal | None = None) -> str:
         """The whole audit trail, oldest first, as JSON (the MCP resource)."""
+        self._reveal(research_id, principal)
         return self.reader.all_events(research_id)
 
-    def recent_reports(self, limit: int, query_chars: int) -> list[tuple[str, str]]:
-        """``(research_id, query cut to query_chars)`` of the newest completed research."""
-        return self.reader.recent_reports(limit, query_chars)
+    def recent_reports(
+        self, limit: int, query_chars: int, principal: Principal | None = None
+    ) -> list[tuple[str, str]]:
+        """``(research_id, query cut to query_chars)`` of the newest completed research (of
+        ``principal`` only, when given)."""
+        return self.reader.recent_reports(limit, query_chars, name_of(principal))
 
     def list(
         self,
@@ -259,16 +312,28 @@ class ResearchService:
         cursor: str | None = None,
         completed_only: bool = False,
         status: str | None = None,
+        principal: Principal | None = None,
     ) -> dict[str, Any]:
-        """Research newest first, optionally of some statuses only."""
+        """Research newest first, optionally of some statuses only (of ``principal`` only,
+        when given)."""
         return self.reader.listing(
-            limit=limit, cursor=cursor, completed_only=completed_only, status=status
+            limit=limit,
+            cursor=cursor,
+            completed_only=completed_only,
+            status=status,
+            principal=name_of(principal),
         )
 
     def events(
-        self, research_id: Any, *, cursor: str | None = None, limit: int | None = None
+        self,
+        research_id: Any,
+        *,
+        cursor: str | None = None,
+        limit: int | None = None,
+        principal: Principal | None = None,
     ) -> dict[str, Any]:
         """A page of the research's audit trail, oldest first."""
+        self._reveal(research_id, principal)
         return self.reader.events(research_id, cursor=cursor, limit=limit)
 
     def export(
@@ -280,9 +345,11 @@ class ResearchService:
         overwrite: bool = False,
         workspace: Path | None = None,
         max_inline_chars: int | None = MAX_INLINE_CHARS,
+        principal: Principal | None = None,
     ) -> dict[str, Any]:
         """The research as markdown, json, bibtex or ris: in the payload (bounded), or written
         to ``path`` inside ``workspace`` (default: the working directory)."""
+        self._reveal(research_id, principal)
         state = self.watch.load_checked(validate_research_id(research_id))
         return export_research(
             state,

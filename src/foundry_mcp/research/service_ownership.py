@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 LEASE_SECONDS = 20.0
 HEARTBEAT_SECONDS = 0.25  # how often cancel requests from other processes are noticed
 RENEW_EVERY_SECONDS = 5.0
+OWNER_STOPPED = "The process running this research stopped before it finished."
 
 
 class OwnershipWatch:
@@ -37,15 +38,17 @@ class OwnershipWatch:
         self.jobs = jobs
         self.runner = runner
         self.owner = owner
+        self.lease_seconds = LEASE_SECONDS  # of every lease this process takes (tests shorten it)
 
     async def heartbeat(self) -> None:
         """Keep this process's leases alive and obey cancel requests from other processes."""
         last_renewal = 0.0
         while True:
             running = self.jobs.running_ids()
+            renew_every = min(RENEW_EVERY_SECONDS, self.lease_seconds / 4)
             try:
-                if time.monotonic() - last_renewal >= RENEW_EVERY_SECONDS:
-                    cancel = self.store.renew(self.owner, running, LEASE_SECONDS)
+                if time.monotonic() - last_renewal >= renew_every:
+                    cancel = self.store.renew(self.owner, running, self.lease_seconds)
                     last_renewal = time.monotonic()
                 else:
                     cancel = self.store.cancel_requests(self.owner, running)
@@ -71,7 +74,7 @@ class OwnershipWatch:
             state = self.store.load(research_id)
             if state.status.is_active:
                 abort(state, Status.INTERRUPTED, "interrupted")
-                state.error = "The process running this research stopped before it finished."
+                state.error = OWNER_STOPPED
                 self.store.save(state)
                 self.runner.event(research_id, "interrupted", {"previous_owner_pid": ownership.pid})
         return self.store.load(research_id)

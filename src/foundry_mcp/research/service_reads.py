@@ -12,8 +12,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio
-
 from foundry_mcp.config import MAX_WAIT_SECONDS
 from foundry_mcp.context.fidelity import report_fidelity_block
 from foundry_mcp.errors import InputError, ReportNotReadyError
@@ -72,17 +70,22 @@ class ResearchReader:
         check_range("wait_timeout", timeout, 0, MAX_WAIT_SECONDS, integer=False)
         state = self.watch.load_checked(research_id)
         if wait and state.status.is_active:
-            before = self.store.fingerprint(research_id)
+            # The store wakes the wait on every save (PostgreSQL: NOTIFY; SQLite: polling);
+            # the poll ends when the status, phase or iteration moved.
+            before = last = self.store.fingerprint(research_id)
             deadline = time.monotonic() + timeout
             next_report = time.monotonic()
-            while time.monotonic() < deadline:
+            while (left := deadline - time.monotonic()) > 0:
                 if on_progress is not None and time.monotonic() >= next_report:
                     await on_progress(status_of(self.store, self.watch.load_checked(research_id)))
                     next_report = time.monotonic() + 1.0
-                await anyio.sleep(min(WAIT_POLL_SECONDS, max(0.0, deadline - time.monotonic())))
+                if on_progress is not None:
+                    left = min(left, max(WAIT_POLL_SECONDS, next_report - time.monotonic()))
+                await self.store.wait_for_change(research_id, left, since=last)
                 now = self.store.fingerprint(research_id)
                 if now is None or before is None or now[:3] != before[:3]:
                     break
+                last = now
             state = self.watch.load_checked(research_id)
         return status_of(self.store, state)
 
@@ -155,11 +158,15 @@ class ResearchReader:
         cursor: str | None = None,
         completed_only: bool = False,
         status: str | None = None,
+        principal: str | None = None,
     ) -> dict[str, Any]:
-        """Research newest first, optionally of some statuses only."""
+        """Research newest first, optionally of some statuses only (with ``principal``: only
+        that principal's)."""
         limit = 20 if limit is None else check_range("limit", limit, 1, 100)
         statuses = parse_statuses(status)
-        items, next_cursor = self.store.list_page(limit, cursor, bool(completed_only), statuses)
+        items, next_cursor = self.store.list_page(
+            limit, cursor, bool(completed_only), statuses, principal=principal
+        )
         return {
             "items": [
                 {
@@ -176,9 +183,12 @@ class ResearchReader:
             "next_cursor": next_cursor,
         }
 
-    def recent_reports(self, limit: int, query_chars: int) -> list[tuple[str, str]]:
-        """``(research_id, query cut to query_chars)`` of the newest completed research."""
-        items, _ = self.store.list_page(limit, completed_only=True)
+    def recent_reports(
+        self, limit: int, query_chars: int, principal: str | None = None
+    ) -> list[tuple[str, str]]:
+        """``(research_id, query cut to query_chars)`` of the newest completed research (with
+        ``principal``: only that principal's)."""
+        items, _ = self.store.list_page(limit, completed_only=True, principal=principal)
         return [(item.research_id, shorten(item.query, query_chars)) for item in items]
 
     def events(

@@ -39,7 +39,7 @@ from foundry_mcp.research.service_inputs import (
     research_limits,
     resolve_mode,
 )
-from foundry_mcp.research.service_ownership import LEASE_SECONDS, OwnershipWatch
+from foundry_mcp.research.service_ownership import OwnershipWatch
 from foundry_mcp.research.service_reads import WAIT_POLL_SECONDS, status_of
 from foundry_mcp.research.store import Owner, ResearchStore, validate_research_id
 from foundry_mcp.research.views import shorten
@@ -89,11 +89,13 @@ class ResearchWriter:
         preferred_sources: Any = None,
         effort: Any = None,
         max_time_s: float | None = None,
+        principal: str | None = None,
     ) -> dict[str, Any]:
         """Validate, save a queued research and start it in the background.
 
         ``effort`` (quick, standard, deep) sets the limits, mode and checks the caller did not
-        give (see :mod:`foundry_mcp.research.effort`).
+        give (see :mod:`foundry_mcp.research.effort`). The research belongs to ``principal``
+        (None: the local user).
         """
         query = check_query(query)
         kinds = check_source_types(source_types)
@@ -131,6 +133,7 @@ class ResearchWriter:
         )
         research = self.settings.research
         state = ResearchState(
+            principal=principal,
             query=query,
             system_prompt=(system_prompt or None),
             limits=limits,
@@ -163,8 +166,11 @@ class ResearchWriter:
         if stated is not None:
             state.metadata["provider_choice"] = stated
         prepare_context(self.context, state)  # token budget options from [research]
-        self.store.create(state, self.owner, LEASE_SECONDS)
-        self.runner.event(state.id, "created", {"query": shorten(query, 300)})
+        self.store.create(state, self.owner, self.watch.lease_seconds)
+        created: dict[str, Any] = {"query": shorten(query, 300)}
+        if principal is not None:
+            created["principal"] = principal
+        self.runner.event(state.id, "created", created)
         self.jobs.start(state.id, self.runner.run)
         return {
             "research_id": state.id,
@@ -256,7 +262,7 @@ class ResearchWriter:
         self.providers.usable_search_providers(state.search_providers)
         ownership = self.store.ownership(research_id)
         expected = ownership.token if ownership else None
-        if not self.store.claim(research_id, self.owner, LEASE_SECONDS, expected):
+        if not self.store.claim(research_id, self.owner, self.watch.lease_seconds, expected):
             raise InvalidStateError(
                 f"Research {research_id} was just resumed by another process.",
                 remediation="Follow it with action='deep-research-status'.",

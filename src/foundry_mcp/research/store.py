@@ -38,6 +38,8 @@ from foundry_mcp.research.store_leases import (
     Ownership,
     lease_columns,
 )
+from foundry_mcp.research.store_protocol import Fingerprint, StoreInfo
+from foundry_mcp.research.store_waits import poll_for_cancel, poll_for_change
 
 __all__ = [
     "DB_NAME",
@@ -51,6 +53,7 @@ __all__ = [
     "ResearchSummary",
     "decode_cursor",
     "encode_cursor",
+    "research_not_found",
     "validate_research_id",
 ]
 
@@ -65,6 +68,11 @@ def validate_research_id(research_id: object) -> str:
         shown = research_id if len(research_id) <= 40 else research_id[:40] + "..."
         raise InvalidResearchIdError(f"research_id {shown!r} is not a valid research id.")
     return research_id
+
+
+def research_not_found(research_id: str) -> ResearchNotFoundError:
+    """The error for an id with no research, and for another principal's research alike."""
+    return ResearchNotFoundError(f"No research with id {research_id}.")
 
 
 @dataclass(frozen=True)
@@ -123,11 +131,11 @@ class ResearchStore:
                 return
             self._db.execute(
                 "INSERT INTO research (id, status, phase, iteration, updated_at, state, query, "
-                "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "created_at, principal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT(id) DO UPDATE SET status=excluded.status, phase=excluded.phase, "
                 "iteration=excluded.iteration, updated_at=excluded.updated_at, "
                 "state=excluded.state",
-                (state.id, *values, state.query, state.created_at.isoformat()),
+                (state.id, *values, state.query, state.created_at.isoformat(), state.principal),
             )
 
     def save_branch(self, branch: ResearchState, owner: Owner) -> None:
@@ -179,6 +187,7 @@ class ResearchStore:
                 "created_at": state.created_at.isoformat(),
                 "updated_at": state.updated_at.isoformat(),
                 "state": state.model_dump_json(),
+                "principal": state.principal,
                 **lease_columns(owner, lease_seconds),
             }
             self._db.execute(
@@ -194,7 +203,7 @@ class ResearchStore:
                 "SELECT state FROM research WHERE id = ?", (research_id,)
             ).fetchone()
         if found is None:
-            raise ResearchNotFoundError(f"No research with id {research_id}.")
+            raise research_not_found(research_id)
         try:
             return ResearchState.model_validate(migrate_state(json.loads(found[0])))
         except (ValidationError, ValueError):
@@ -212,6 +221,18 @@ class ResearchStore:
             ).fetchone()
         return None if found is None else (found[0], found[1], found[2], found[3])
 
+    def principal_of(self, research_id: str) -> str | None:
+        """Whose research it is (None: the local user's); ``ResearchNotFoundError`` if none."""
+        validate_research_id(research_id)
+        with self._lock:
+            found = self._db.execute(
+                "SELECT principal FROM research WHERE id = ?", (research_id,)
+            ).fetchone()
+        if found is None:
+            raise research_not_found(research_id)
+        principal: str | None = found[0]
+        return principal
+
     def delete(self, research_id: str) -> bool:
         validate_research_id(research_id)
         with self._lock, transaction(self._db):
@@ -227,10 +248,17 @@ class ResearchStore:
         cursor: str | None = None,
         completed_only: bool = False,
         statuses: Iterable[Status] = (),
+        principal: str | None = None,
     ) -> tuple[list[ResearchSummary], str | None]:
-        """Newest first, ``limit`` at a time; the second value is the next page's cursor."""
+        """Newest first, ``limit`` at a time; the second value is the next page's cursor.
+
+        With ``principal``, only that principal's research; without, everyone's.
+        """
         clauses: list[str] = []
         params: list[Any] = []
+        if principal is not None:
+            clauses.append("principal = ?")
+            params.append(principal)
         if cursor:
             created_at, research_id = decode_cursor(cursor)
             clauses.append("(created_at < ? OR (created_at = ? AND id < ?))")
@@ -328,6 +356,23 @@ class ResearchStore:
 
     def last_event_at(self, research_id: str) -> str | None:
         return self._events.last_at(research_id)
+
+    # ------------------------------------------------------------------ waiting (store_waits)
+
+    async def wait_for_change(
+        self, research_id: str, timeout: float, since: Fingerprint | None = None
+    ) -> bool:
+        """Wait until the research is saved or deleted (by polling), at most ``timeout`` s."""
+        return await poll_for_change(self, research_id, timeout, since)
+
+    async def wait_for_cancel(
+        self, owner: Owner, research_ids: Iterable[str], timeout: float
+    ) -> set[str]:
+        """Wait until someone asks to cancel one of these research; their ids, or empty."""
+        return await poll_for_cancel(self, owner, research_ids, timeout)
+
+    def describe(self) -> StoreInfo:
+        return StoreInfo("sqlite", str(self.research_dir / DB_NAME), DB_VERSION)
 
 
 def encode_cursor(created_at: str, research_id: str) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 from foundry_mcp.errors import ConfigError
 
 DB_NAME = "research.db"
-DB_VERSION = 4
+DB_VERSION = 5
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS research (
@@ -64,10 +64,14 @@ _V2_COLUMNS = {
     "cancel_requested": "INTEGER NOT NULL DEFAULT 0",
     # Version 4: the owner's process start time, so that a reused pid is not taken for it.
     "owner_started": "REAL",
+    # Version 5: whose research it is on a team server (NULL: the local user's).
+    "principal": "TEXT",
 }
 _V2_INDEXES = (
     "CREATE INDEX IF NOT EXISTS research_by_status ON research (status, created_at DESC, id DESC)",
     "CREATE INDEX IF NOT EXISTS research_by_owner ON research (owner_token)",
+    "CREATE INDEX IF NOT EXISTS research_by_principal "
+    "ON research (principal, created_at DESC, id DESC)",
 )
 
 

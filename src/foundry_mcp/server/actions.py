@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from foundry_mcp.errors import UnknownActionError
+from foundry_mcp.errors import InputError, UnknownActionError
 from foundry_mcp.server.arguments import (
     ACTION_PARAMS,
     ACTION_SUMMARIES,
@@ -19,11 +19,15 @@ from foundry_mcp.server.arguments import (
 from foundry_mcp.server.results import conform
 
 if TYPE_CHECKING:  # imported in the background once the server runs (see server.host)
+    from foundry_mcp.research.principal import Principal
     from foundry_mcp.research.service import ProgressCallback, ResearchService
 
 Payload = tuple[dict[str, Any], list[str]]
+# A handler gets the service, the parameters its action reads, the progress callback and the
+# caller's principal (None: the local user).
 Handler = Callable[
-    ["ResearchService", dict[str, Any], "ProgressCallback | None"], Awaitable[Payload]
+    ["ResearchService", dict[str, Any], "ProgressCallback | None", "Principal | None"],
+    Awaitable[Payload],
 ]
 
 
@@ -52,9 +56,10 @@ async def dispatch(
     service: ResearchService,
     arguments: ResearchArguments,
     on_progress: ProgressCallback | None = None,
+    principal: Principal | None = None,
 ) -> Payload:
-    """Run one action; returns its payload (checked against the action's published result
-    model) and warnings for the envelope."""
+    """Run one action for ``principal``; returns its payload (checked against the action's
+    published result model) and warnings for the envelope."""
     handler = HANDLERS.get(arguments.action)
     if handler is None:  # the argument model admits an action the table lacks: a bug
         raise UnknownActionError(
@@ -70,7 +75,7 @@ async def dispatch(
         if name not in accepted
     ]
     use = {name: given[name] for name in accepted if name in given}
-    payload, more = await handler(service, use, on_progress)
+    payload, more = await handler(service, use, on_progress, principal)
     return conform(arguments.action, use, payload), warnings + more
 
 
@@ -84,16 +89,20 @@ def _text(use: dict[str, Any], name: str) -> str | None:
 
 
 async def _deep_research(
-    service: ResearchService, use: dict[str, Any], _: ProgressCallback | None
+    service: ResearchService,
+    use: dict[str, Any],
+    _: ProgressCallback | None,
+    principal: Principal | None,
 ) -> Payload:
     sub_action = use.get("deep_research_action", "start")
     if sub_action in ("continue", "resume"):
-        return service.resume(use.get("research_id"), **_limits(use)), []
+        return await _resume(service, use, None, principal)
     if sub_action == "cancel":
-        return await service.cancel(use.get("research_id")), []
+        return await service.cancel(use.get("research_id"), principal), []
     warnings = service.start_warnings()
     if "research_id" in use:
         warnings.append("research_id is ignored when starting a new research.")
+    await service.check_spending(principal)
     payload = service.start(
         use.get("query"),
         system_prompt=_text(use, "system_prompt"),
@@ -104,93 +113,140 @@ async def _deep_research(
         max_time_s=use.get("max_time_s"),
         source_types=use.get("source_types"),
         preferred_sources=use.get("preferred_sources"),
+        principal=principal,
         **_limits(use),
     )
     return payload, warnings
 
 
 async def _status(
-    service: ResearchService, use: dict[str, Any], on_progress: ProgressCallback | None
+    service: ResearchService,
+    use: dict[str, Any],
+    on_progress: ProgressCallback | None,
+    principal: Principal | None,
 ) -> Payload:
     payload = await service.status(
         use.get("research_id"),
         wait=bool(use.get("wait", False)),
         wait_timeout=use.get("wait_timeout"),
         on_progress=on_progress,
+        principal=principal,
     )
     return payload, []
 
 
 async def _report(
-    service: ResearchService, use: dict[str, Any], _: ProgressCallback | None
+    service: ResearchService,
+    use: dict[str, Any],
+    _: ProgressCallback | None,
+    principal: Principal | None,
 ) -> Payload:
     return service.report(
         use.get("research_id"),
         offset=use.get("offset"),
         max_chars=use.get("max_chars"),
         evidence=bool(use.get("evidence")),
+        principal=principal,
     )
 
 
 async def _list(
-    service: ResearchService, use: dict[str, Any], _: ProgressCallback | None
+    service: ResearchService,
+    use: dict[str, Any],
+    _: ProgressCallback | None,
+    principal: Principal | None,
 ) -> Payload:
     payload = service.list(
         limit=use.get("limit"),
         cursor=_text(use, "cursor"),
         completed_only=bool(use.get("completed_only", False)),
         status=_text(use, "status"),
+        principal=principal,
     )
     return payload, []
 
 
 async def _events(
-    service: ResearchService, use: dict[str, Any], _: ProgressCallback | None
+    service: ResearchService,
+    use: dict[str, Any],
+    _: ProgressCallback | None,
+    principal: Principal | None,
 ) -> Payload:
     payload = service.events(
-        use.get("research_id"), cursor=_text(use, "cursor"), limit=use.get("limit")
+        use.get("research_id"),
+        cursor=_text(use, "cursor"),
+        limit=use.get("limit"),
+        principal=principal,
     )
     return payload, []
 
 
 async def _cancel(
-    service: ResearchService, use: dict[str, Any], _: ProgressCallback | None
+    service: ResearchService,
+    use: dict[str, Any],
+    _: ProgressCallback | None,
+    principal: Principal | None,
 ) -> Payload:
-    return await service.cancel(use.get("research_id")), []
+    return await service.cancel(use.get("research_id"), principal), []
 
 
 async def _resume(
-    service: ResearchService, use: dict[str, Any], _: ProgressCallback | None
+    service: ResearchService,
+    use: dict[str, Any],
+    _: ProgressCallback | None,
+    principal: Principal | None,
 ) -> Payload:
-    return service.resume(use.get("research_id"), **_limits(use)), []
+    await service.check_spending(principal)
+    return service.resume(use.get("research_id"), principal=principal, **_limits(use)), []
 
 
 async def _delete(
-    service: ResearchService, use: dict[str, Any], _: ProgressCallback | None
+    service: ResearchService,
+    use: dict[str, Any],
+    _: ProgressCallback | None,
+    principal: Principal | None,
 ) -> Payload:
-    return await service.delete(use.get("research_id")), []
+    return await service.delete(use.get("research_id"), principal), []
 
 
 async def _restore(
-    service: ResearchService, use: dict[str, Any], _: ProgressCallback | None
+    service: ResearchService,
+    use: dict[str, Any],
+    _: ProgressCallback | None,
+    principal: Principal | None,
 ) -> Payload:
-    return service.restore_content(use.get("research_id"), use.get("item_id")), []
+    return service.restore_content(use.get("research_id"), use.get("item_id"), principal), []
 
 
 async def _export(
-    service: ResearchService, use: dict[str, Any], _: ProgressCallback | None
+    service: ResearchService,
+    use: dict[str, Any],
+    _: ProgressCallback | None,
+    principal: Principal | None,
 ) -> Payload:
+    if principal is not None and use.get("path") is not None:
+        # A team server's caller is elsewhere: the server's disk is neither theirs to write
+        # nor a place they could read the file from.
+        raise InputError(
+            "Exporting to a file (path) is not available on a team server.",
+            remediation="Omit path: the export comes back in the response's content.",
+            details={"field": "path", "reason": "team_server"},
+        )
     payload = service.export(
         use.get("research_id"),
         format=use.get("format", "markdown"),
         path=use.get("path"),
         overwrite=bool(use.get("overwrite", False)),
+        principal=principal,
     )
     return payload, []
 
 
 async def _health(
-    service: ResearchService, use: dict[str, Any], _: ProgressCallback | None
+    service: ResearchService,
+    use: dict[str, Any],
+    _: ProgressCallback | None,
+    principal: Principal | None,
 ) -> Payload:
     return await service.health(), []
 

@@ -1,4 +1,5 @@
-"""The MCP server: one ``research`` tool, its resources and prompts, over stdio."""
+"""The MCP server: one ``research`` tool, its resources and prompts (over stdio, or streamable
+HTTP for a team: see ``server.http``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Annotated, Any
 
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import (
@@ -22,8 +25,10 @@ from pydantic import WithJsonSchema
 from foundry_mcp import __version__
 from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.errors import FoundryError
+from foundry_mcp.logs import about
 from foundry_mcp.server.actions import dispatch, tool_description
 from foundry_mcp.server.arguments import ResearchArguments, input_schema, parse_arguments
+from foundry_mcp.server.auth import request_principal
 from foundry_mcp.server.envelope import Envelope, compact_text, failure, ok
 from foundry_mcp.server.host import ServiceHost, hosted_service
 from foundry_mcp.server.prompts import register_prompts
@@ -33,6 +38,7 @@ from foundry_mcp.server.session import session_host
 from foundry_mcp.server.tasks import ResearchTasks
 
 if TYPE_CHECKING:  # the research code is imported in the background (see server.host)
+    from foundry_mcp.research.principal import Principal
     from foundry_mcp.research.service import ProgressCallback
 
 log = logging.getLogger(__name__)
@@ -77,7 +83,7 @@ class ResearchServer(MCPServer[Any]):
         # The SDK's public list_resources() gets no request context, so it cannot reach the
         # session's research store; this handler does, and adds the recent reports.
         listed = await super()._handle_list_resources(ctx, params)
-        listed.resources += await recent_reports(ctx.lifespan_context)
+        listed.resources += await recent_reports(ctx.lifespan_context, request_principal())
         return listed
 
 
@@ -108,25 +114,35 @@ def _published_signature() -> inspect.Signature:
 def create_server(
     settings_loader: Callable[[], Settings] = load_settings,
     on_stopped: Callable[[], None] | None = None,
+    *,
+    on_started: Callable[[ServiceHost], None] | None = None,
+    token_verifier: TokenVerifier | None = None,
+    auth: AuthSettings | None = None,
 ) -> MCPServer[Any]:
-    """Build the MCP server; settings are read when a session starts.
+    """Build the MCP server; settings are read when its lifespan starts.
 
-    The session's research service opens in the background (see ``server.host``), so
-    ``initialize`` is answered without waiting for it. ``on_stopped`` is called when a
-    session's runtime has closed: every run it had is saved.
+    The research service opens in the background (see ``server.host``), so ``initialize`` is
+    answered without waiting for it. ``on_started`` receives the lifespan's ``ServiceHost``;
+    ``on_stopped`` is called once the runtime has closed: every run it had is saved. Over stdio
+    the lifespan is the session's; over streamable HTTP it is the whole app's, shared by every
+    session. ``token_verifier`` and ``auth`` (both or neither) make HTTP callers authenticate.
     """
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[Any]) -> AsyncIterator[ServiceHost]:
         try:
             async with hosted_service(settings_loader) as host:
+                if on_started is not None:
+                    on_started(host)
                 yield host
         finally:
             if on_stopped is not None:
                 on_stopped()
 
-    async def run_action(host: ServiceHost, arguments: dict[str, Any]) -> CallToolResult:
-        return _result(await _handle(host, parse_arguments(arguments)))
+    async def run_action(
+        host: ServiceHost, arguments: dict[str, Any], principal: Principal | None
+    ) -> CallToolResult:
+        return _result(await _handle(host, parse_arguments(arguments), principal=principal))
 
     server = ResearchServer(
         "foundry-mcp",
@@ -134,6 +150,8 @@ def create_server(
         instructions=SERVER_INSTRUCTIONS,
         lifespan=lifespan,
         extensions=[ResearchTasks(TOOL_NAME, run_action, lambda error: _result(failure(error)))],
+        token_verifier=token_verifier,
+        auth=auth,
     )
 
     async def research(ctx: Context, **_: Any) -> CallToolResult:
@@ -150,7 +168,8 @@ def create_server(
             )
             await ctx.report_progress(snapshot["elapsed_s"], None, message)
 
-        return _result(await _handle(session_host(ctx), arguments, progress))
+        principal = request_principal()  # the bearer token's holder; None without tokens
+        return _result(await _handle(session_host(ctx), arguments, progress, principal))
 
     research.__signature__ = _published_signature()  # type: ignore[attr-defined]
     server.add_tool(
@@ -179,13 +198,22 @@ async def _handle(
     host: ServiceHost,
     arguments: ResearchArguments,
     on_progress: ProgressCallback | None = None,
+    principal: Principal | None = None,
 ) -> Envelope:
     try:
         service = await host.service()
-        payload, warnings = await dispatch(service, arguments, on_progress)
+        payload, warnings = await dispatch(service, arguments, on_progress, principal)
         return ok(payload, warnings)
     except FoundryError as exc:
         return failure(exc)
     except Exception:
-        log.exception("research action %s failed", arguments.action)
+        research_id = arguments.given().get("research_id")
+        log.exception(
+            "research action %s failed",
+            arguments.action,
+            extra=about(
+                research_id if isinstance(research_id, str) else None,
+                principal.name if principal is not None else None,
+            ),
+        )
         return failure(FoundryError("An internal error occurred while handling the request."))

@@ -1,4 +1,5 @@
-"""The research service of one MCP session, opened beside the handshake instead of before it.
+"""The research service of the server's lifespan (a stdio session's; over HTTP, the whole
+app's, shared by every session), opened beside the handshake instead of before it.
 
 Answering ``initialize`` needs none of the research code, while importing it (pydantic models,
 agents, store) takes a few hundred milliseconds. So the session's lifespan hands the SDK a
@@ -13,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 
@@ -38,6 +39,13 @@ class ServiceHost:
         self._error: FoundryError | None = None
         self._settled = anyio.Event()
         self._closing = anyio.Event()
+
+    @property
+    def readiness(self) -> Literal["starting", "ready", "failed"]:
+        """Whether the service is still opening, open, or could not open."""
+        if not self._settled.is_set():
+            return "starting"
+        return "ready" if self._service is not None else "failed"
 
     async def service(self) -> ResearchService:
         """The service, waiting for it to open; raises the ``FoundryError`` that stopped it."""

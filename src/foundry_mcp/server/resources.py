@@ -2,6 +2,7 @@
 
 The four templates read one research each; a failed read is a resource error carrying the
 same message as the tool's error for that id (``RESEARCH_NOT_FOUND``, ``REPORT_NOT_READY``).
+On a team server both the templates and the list serve the caller's own research only.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ from mcp.server.mcpserver.exceptions import ResourceError
 from mcp.types import Resource
 
 from foundry_mcp.errors import FoundryError
+from foundry_mcp.server.auth import request_principal
 from foundry_mcp.server.host import ServiceHost
 from foundry_mcp.server.session import session_host
 
 if TYPE_CHECKING:  # the research code is imported in the background (see server.host)
+    from foundry_mcp.research.principal import Principal
     from foundry_mcp.research.service import ResearchService
 
 log = logging.getLogger(__name__)
@@ -26,35 +29,35 @@ log = logging.getLogger(__name__)
 RECENT_REPORTS = 20
 NAME_CHARS = 80
 
-Reader = Callable[["ResearchService", str], str]
+Reader = Callable[["ResearchService", str, "Principal | None"], str]
 
 TEMPLATES: list[tuple[str, str, str, Reader]] = [
     (
         "report",
         "text/markdown",
         "The full markdown report of a research, with its numbered sources.",
-        lambda service, rid: service.full_report(rid),
+        lambda service, rid, principal: service.full_report(rid, principal),
     ),
     (
         "claims",
         "application/json",
         "Every cited sentence of a research's report with its verdict, its numbered sources "
         "and the quotes the fact-checker saw (spans of the sources' stored text), as JSON.",
-        lambda service, rid: service.claims(rid),
+        lambda service, rid, principal: service.claims(rid, principal),
     ),
     (
         "sources",
         "application/json",
         "Every source a research gathered, as JSON: number in the report's Sources list (null "
         "when not cited), id, title, url, provider, quality and whether the report cites it.",
-        lambda service, rid: service.sources(rid),
+        lambda service, rid, principal: service.sources(rid, principal),
     ),
     (
         "events",
         "application/json",
         "A research's whole audit trail, oldest first, as JSON (what deep-research-events "
         "pages through).",
-        lambda service, rid: service.all_events(rid),
+        lambda service, rid, principal: service.all_events(rid, principal),
     ),
 ]
 
@@ -74,18 +77,19 @@ def _template_reader(read: Reader) -> Callable[..., Any]:
     async def read_part(research_id: str, ctx: Context) -> str:
         try:
             service = await session_host(ctx).service()
-            return read(service, research_id)
+            return read(service, research_id, request_principal())
         except FoundryError as exc:
             raise ResourceError(f"{exc.message} {exc.remediation}") from None
 
     return read_part
 
 
-async def recent_reports(host: ServiceHost) -> list[Resource]:
-    """The reports of the newest completed research, so clients that browse can attach one."""
+async def recent_reports(host: ServiceHost, principal: Principal | None) -> list[Resource]:
+    """The reports of the newest completed research (of ``principal`` only, when given), so
+    clients that browse can attach one."""
     try:
         service = await host.service()
-        recent = service.recent_reports(RECENT_REPORTS, NAME_CHARS)
+        recent = service.recent_reports(RECENT_REPORTS, NAME_CHARS, principal)
     except FoundryError as exc:  # no service, no list: the templates still say why on read
         log.info("no recent reports to list: %s", exc.message)
         return []

@@ -7,8 +7,10 @@ first page as the tool result. ``tasks/cancel`` cancels the research (its work i
 ``tasks/update`` is acknowledged (a research never asks for input). Every other client, and
 every other action, keeps the ordinary results.
 
-A task id is the research id with an HMAC of it under a key kept in ``research_dir``: it
-survives a restart of the server, and it cannot be guessed from the (shorter) research id.
+A task id is the research id with an HMAC of it (and, on a team server, of the principal that
+started it) under a key kept in ``research_dir``: it survives a restart of the server, it
+cannot be guessed from the (shorter) research id, and another principal's task id is refused
+as unknown.
 A research found ``interrupted`` (its server stopped) when its task is polled is resumed, so a
 client that keeps polling after a restart gets its report.
 """
@@ -33,8 +35,11 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import Field
 
 from foundry_mcp.errors import FoundryError, ResearchNotFoundError, ResearchStoppedError
+from foundry_mcp.logs import about
+from foundry_mcp.server.auth import request_principal
 
 if TYPE_CHECKING:
+    from foundry_mcp.research.principal import Principal
     from foundry_mcp.research.service import ResearchService
     from foundry_mcp.server.host import ServiceHost
 
@@ -45,8 +50,11 @@ POLL_INTERVAL_MS = 2000
 KEY_FILE = "task-key"
 WORKING = {"queued", "running", "cancelling"}
 
-# Runs a research action by its arguments and returns the tool result a call would get.
-ActionRunner = Callable[["ServiceHost", dict[str, Any]], Awaitable[CallToolResult]]
+# Runs a research action by its arguments, for a principal, and returns the tool result a call
+# would get.
+ActionRunner = Callable[
+    ["ServiceHost", dict[str, Any], "Principal | None"], Awaitable[CallToolResult]
+]
 # The tool result of an error, as a refused call would get it.
 ErrorResult = Callable[[FoundryError], CallToolResult]
 
@@ -97,20 +105,23 @@ class ResearchTasks(Extension):
         research_id = data.get("research_id")
         if not isinstance(research_id, str):
             return result
+        principal = request_principal()
         service = await _host(ctx).service()
-        payload = await service.status(research_id)  # saved before the start answered
-        task_id = self._task_ids(service).issue(research_id)
+        # Saved before the start answered.
+        payload = await service.status(research_id, principal=principal)
+        task_id = self._task_ids(service).issue(research_id, _name(principal))
         return {"resultType": "task", **_task(task_id, payload, "working")}
 
     # ------------------------------------------------------------------ methods
 
     async def _get(self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams) -> Any:
         require_client_extension(ctx, TASKS_EXTENSION)
-        service, research_id = await self._research_of(ctx, params.task_id)
-        payload = await _status(service, research_id)
+        principal = request_principal()
+        service, research_id = await self._research_of(ctx, params.task_id, principal)
+        payload = await _status(service, research_id, principal)
         status = payload["status"]
         if status == "interrupted":
-            payload = await self._resume(service, research_id, payload)
+            payload = await self._resume(service, research_id, payload, principal)
             status = payload["status"]
         if status in WORKING:
             return _task(params.task_id, payload, "working")
@@ -119,7 +130,7 @@ class ResearchTasks(Extension):
         task = _task(params.task_id, payload, "completed")
         if status == "completed":
             arguments = {"action": "deep-research-report", "research_id": research_id}
-            result = await self._run_action(_host(ctx), arguments)
+            result = await self._run_action(_host(ctx), arguments, principal)
         else:  # failed, timed out, or interrupted and not resumable
             result = self._error_result(_stopped(payload))
         task["result"] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
@@ -127,18 +138,26 @@ class ResearchTasks(Extension):
 
     async def _update(self, ctx: ServerRequestContext[Any, Any], params: UpdateTaskParams) -> Any:
         require_client_extension(ctx, TASKS_EXTENSION)
-        service, research_id = await self._research_of(ctx, params.task_id)
-        await _status(service, research_id)  # an unknown task is an error; input is ignored
+        principal = request_principal()
+        service, research_id = await self._research_of(ctx, params.task_id, principal)
+        # An unknown task is an error; input is ignored.
+        await _status(service, research_id, principal)
         return {}
 
     async def _cancel(self, ctx: ServerRequestContext[Any, Any], params: TaskIdParams) -> Any:
         require_client_extension(ctx, TASKS_EXTENSION)
-        service, research_id = await self._research_of(ctx, params.task_id)
-        await _status(service, research_id)
+        principal = request_principal()
+        service, research_id = await self._research_of(ctx, params.task_id, principal)
+        await _status(service, research_id, principal)
         try:
-            await service.cancel(research_id)
+            await service.cancel(research_id, principal)
         except FoundryError as exc:  # already ended: cancellation is only a request
-            log.info("task cancel for %s: %s", research_id, exc.message)
+            log.info(
+                "task cancel for %s: %s",
+                research_id,
+                exc.message,
+                extra=about(research_id, _name(principal)),
+            )
         return {}
 
     # ------------------------------------------------------------------ helpers
@@ -158,23 +177,33 @@ class ResearchTasks(Extension):
         )
 
     async def _research_of(
-        self, ctx: ServerRequestContext[Any, Any], task_id: str
+        self, ctx: ServerRequestContext[Any, Any], task_id: str, principal: Principal | None
     ) -> tuple[ResearchService, str]:
         service = await _host(ctx).service()
-        research_id = self._task_ids(service).research_of(task_id)
+        research_id = self._task_ids(service).research_of(task_id, _name(principal))
         if research_id is None:
             raise _not_found()
         return service, research_id
 
     async def _resume(
-        self, service: ResearchService, research_id: str, payload: dict[str, Any]
+        self,
+        service: ResearchService,
+        research_id: str,
+        payload: dict[str, Any],
+        principal: Principal | None,
     ) -> dict[str, Any]:
         try:
-            service.resume(research_id)
+            await service.check_spending(principal)
+            service.resume(research_id, principal=principal)
         except FoundryError as exc:
-            log.warning("task poll could not resume %s: %s", research_id, exc.message)
+            log.warning(
+                "task poll could not resume %s: %s",
+                research_id,
+                exc.message,
+                extra=about(research_id, _name(principal)),
+            )
             return payload
-        return await _status(service, research_id)
+        return await _status(service, research_id, principal)
 
     def _task_ids(self, service: ResearchService) -> TaskIds:
         research_dir = service.store.research_dir
@@ -219,11 +248,17 @@ def _host(ctx: ServerRequestContext[Any, Any]) -> ServiceHost:
     return host
 
 
-async def _status(service: ResearchService, research_id: str) -> dict[str, Any]:
+async def _status(
+    service: ResearchService, research_id: str, principal: Principal | None
+) -> dict[str, Any]:
     try:
-        return await service.status(research_id)
+        return await service.status(research_id, principal=principal)
     except ResearchNotFoundError:
         raise _not_found() from None
+
+
+def _name(principal: Principal | None) -> str | None:
+    return principal.name if principal is not None else None
 
 
 def _not_found() -> MCPError:
@@ -250,23 +285,29 @@ def _task(task_id: str, payload: dict[str, Any], status: str) -> dict[str, Any]:
 
 
 class TaskIds:
-    """Task ids that name a research and cannot be forged without the server's key."""
+    """Task ids that name a research for one principal and cannot be forged without the
+    server's key."""
 
     def __init__(self, key: bytes) -> None:
         self._key = key
 
-    def issue(self, research_id: str) -> str:
-        return f"{research_id}.{self._mac(research_id)}"
+    def issue(self, research_id: str, principal: str | None = None) -> str:
+        return f"{research_id}.{self._mac(research_id, principal)}"
 
-    def research_of(self, task_id: str) -> str | None:
-        """The research a task id names, or None when the id is not one this server issued."""
+    def research_of(self, task_id: str, principal: str | None = None) -> str | None:
+        """The research a task id names, or None when this server did not issue the id to
+        ``principal``."""
         research_id, _, mac = task_id.partition(".")
-        if not mac or not hmac.compare_digest(mac, self._mac(research_id)):
+        if not mac or not hmac.compare_digest(mac, self._mac(research_id, principal)):
             return None
         return research_id
 
-    def _mac(self, research_id: str) -> str:
-        digest = hmac.new(self._key, research_id.encode(), hashlib.sha256).hexdigest()
+    def _mac(self, research_id: str, principal: str | None) -> str:
+        # Without a principal the message is the research id alone, as before principals
+        # existed, so task ids issued then still answer. Neither a research id nor a principal
+        # name contains a newline, so the two forms cannot stand for each other.
+        message = research_id if principal is None else f"{principal}\n{research_id}"
+        digest = hmac.new(self._key, message.encode(), hashlib.sha256).hexdigest()
         return digest[:32]
 
 

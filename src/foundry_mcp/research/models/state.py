@@ -47,6 +47,9 @@ class ResearchState(_Model):
 
     schema_version: int = STATE_SCHEMA_VERSION
     id: str = Field(default_factory=new_research_id)
+    # Whose it is on a team server (the name of the token that started it); None: the local
+    # user's. Older states have none and need no migration.
+    principal: str | None = None
     query: str
     system_prompt: str | None = None
     status: Status = Status.QUEUED

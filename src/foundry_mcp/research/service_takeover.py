@@ -1,0 +1,187 @@
+"""Several workers sharing one store: research whose worker died is resumed by another.
+
+When server processes share a PostgreSQL store, each research is run by exactly one of them,
+the holder of its lease. A worker that dies without a clean stop (SIGKILL, a lost machine)
+stops renewing its leases; once a lease has run out (:meth:`Ownership.is_alive`: across
+hosts the lease decides; on the owner's host a dead pid is dead at once), every other
+worker's takeover loop sees an orphan. Each one then tries a compare-and-swap claim from the
+dead owner's token to its own: exactly one wins and resumes the research, exactly as
+``resume`` does (journaled LLM answers and finished searches are replayed, not bought again);
+the losers change nothing.
+
+An orphan is an active research (queued, running, cancelling) whose owner is not alive, or a
+research already recorded ``interrupted`` because its owner stopped (a status read on any
+worker records that, see ``OwnershipWatch.load_checked``) within ``ORPHAN_WINDOW``. Research
+interrupted by a clean stop of its server, cancelled or failed is left alone.
+
+Enabled by ``[research] take_over_orphans`` (default: on with a PostgreSQL store, off with
+SQLite, where ``auto_resume`` covers a restart of the one server).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+import anyio
+
+from foundry_mcp.config.settings import ResearchSettings
+from foundry_mcp.errors import FoundryError
+from foundry_mcp.research.models import Status, utcnow
+from foundry_mcp.research.runner import abort
+from foundry_mcp.research.service_ownership import OWNER_STOPPED
+from foundry_mcp.research.store_leases import Ownership
+
+if TYPE_CHECKING:
+    from foundry_mcp.research.service import ResearchService
+
+log = logging.getLogger(__name__)
+
+ORPHAN_WINDOW = timedelta(hours=1)  # older interrupted research is resumed by a person only
+INTERRUPTED_SCAN = 50  # newest interrupted research looked at per scan
+
+
+def takeover_enabled(research: ResearchSettings) -> bool:
+    """Whether this worker takes over orphans: the setting, else on for a shared store."""
+    if research.take_over_orphans is not None:
+        return research.take_over_orphans
+    return research.store_url is not None
+
+
+@dataclass(frozen=True)
+class Orphan:
+    """A research some worker should resume, and its ownership as seen by the scan."""
+
+    research_id: str
+    ownership: Ownership
+
+
+class Takeover:
+    """This worker's side of the takeover: find orphans, claim them, resume them."""
+
+    def __init__(
+        self,
+        service: ResearchService,
+        *,
+        interval: float | None = None,
+        max_running: int | None = None,
+    ) -> None:
+        research = service.settings.research
+        self.service = service
+        self.interval = research.take_over_interval if interval is None else interval
+        self.max_running = research.take_over_max_running if max_running is None else max_running
+
+    async def loop(self) -> None:
+        """Every ``interval`` seconds (jittered, so workers do not scan in step), take over."""
+        log.info(
+            "takeover of orphaned research is on: every %.1f s, owner %s",
+            self.interval,
+            self.service.owner.token[:8],
+        )
+        while True:
+            await anyio.sleep(self.interval * random.uniform(0.5, 1.5))
+            try:
+                self.scan()
+            except Exception:  # a store that is briefly unreachable must not end the loop
+                log.exception("takeover scan could not reach the store")
+
+    def scan(self) -> list[str]:
+        """One pass: the ids of the research this worker took over."""
+        taken = []
+        for orphan in self.orphans():
+            if self.full():
+                log.info("takeover paused: this worker runs %d research", self.running())
+                break
+            if self.take_over(orphan):
+                taken.append(orphan.research_id)
+        return taken
+
+    def running(self) -> int:
+        return len(self.service.jobs.running_ids())
+
+    def full(self) -> bool:
+        return self.max_running is not None and self.running() >= self.max_running
+
+    def orphans(self) -> list[Orphan]:
+        """Research whose owner is not alive and that should run: active, or just interrupted
+        by its owner's death."""
+        store = self.service.store
+        found = []
+        interrupted, _ = store.list_page(INTERRUPTED_SCAN, statuses=[Status.INTERRUPTED])
+        ids = dict.fromkeys([*store.active_ids(), *(i.research_id for i in interrupted)])
+        for research_id in ids:
+            try:
+                ownership = store.ownership(research_id)
+                if ownership is None or self._alive(research_id, ownership):
+                    continue
+                if ownership.cancel_requested:  # stopping, not to be resumed: left to reads
+                    continue
+                if self._should_run(research_id):
+                    found.append(Orphan(research_id, ownership))
+            except FoundryError:  # deleted meanwhile
+                continue
+        return found
+
+    def take_over(self, orphan: Orphan) -> bool:
+        """Claim ``orphan`` from its dead owner and resume it here; False if another worker
+        was first (or it no longer needs to run)."""
+        service, research_id = self.service, orphan.research_id
+        previous = orphan.ownership
+        # Compare and swap from the token the scan saw: of several workers, one wins.
+        if not service.store.claim(
+            research_id, service.owner, service.watch.lease_seconds, previous.token
+        ):
+            log.debug("research %s was taken over by another worker", research_id)
+            return False
+        try:
+            state = service.store.load(research_id)
+            if state.status.is_active:  # as ``load_checked`` records a dead owner's research
+                abort(state, Status.INTERRUPTED, "interrupted")
+                state.error = OWNER_STOPPED
+                service.store.save(state, service.owner)
+                service.runner.event(
+                    research_id, "interrupted", {"previous_owner_pid": previous.pid}
+                )
+            elif not self._should_run(research_id):
+                service.store.release(research_id, service.owner)
+                return False
+            service.runner.event(
+                research_id,
+                "taken_over",
+                {
+                    "pid": service.owner.pid,
+                    "host": service.owner.host,
+                    "previous_owner_pid": previous.pid,
+                    "previous_owner_host": previous.host,
+                },
+            )
+            resumed = service.writer.resume(research_id)
+        except FoundryError as exc:
+            service.store.release(research_id, service.owner)
+            log.warning("takeover of research %s failed: %s", research_id, exc.message)
+            return False
+        log.warning(
+            "took over research %s from a stopped worker (host %s, pid %s): resumed at %s",
+            research_id,
+            previous.host,
+            previous.pid,
+            resumed["phase"],
+        )
+        return True
+
+    def _alive(self, research_id: str, ownership: Ownership) -> bool:
+        running_here = self.service.jobs.is_running(research_id)
+        return ownership.is_alive(self.service.owner, running_here)
+
+    def _should_run(self, research_id: str) -> bool:
+        """Active, or interrupted by its owner's death within ``ORPHAN_WINDOW``."""
+        state = self.service.store.load(research_id)
+        if state.status.is_active:
+            return True
+        if state.status is not Status.INTERRUPTED or state.error != OWNER_STOPPED:
+            return False
+        ended = state.completed_at
+        return ended is not None and utcnow() - ended <= ORPHAN_WINDOW

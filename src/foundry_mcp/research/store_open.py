@@ -1,0 +1,33 @@
+"""Opening the research store the configuration names: SQLite under ``research_dir`` (the
+default), or the PostgreSQL database of ``[research] store_url`` shared by a team's servers."""
+
+from __future__ import annotations
+
+from foundry_mcp.config.settings import ResearchSettings
+from foundry_mcp.errors import ConfigError
+from foundry_mcp.research.store import ResearchStore
+from foundry_mcp.research.store_protocol import Store
+
+
+def open_store(research: ResearchSettings) -> Store:
+    """The store of ``research`` settings, opened (and migrated); ``FoundryError`` if it cannot be."""
+    if research.store_url is None:
+        return ResearchStore(research.research_dir)
+    try:  # an optional dependency: imported only by the servers that use it
+        from foundry_mcp.research.store_pg import PostgresStore
+    except ImportError:
+        raise ConfigError(
+            "[research] store_url names a PostgreSQL database, but the PostgreSQL driver is "
+            "not installed.",
+            remediation="Install foundry-mcp with its postgres extra: "
+            "pip install 'foundry-mcp[postgres]'.",
+        ) from None
+    try:
+        research.research_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise ConfigError(
+            f"Cannot create research_dir {research.research_dir}: {exc.strerror}.",
+            remediation="Set [research] research_dir or FOUNDRY_MCP_RESEARCH_DIR to a "
+            "writable local folder (it keeps this server's caches beside the shared store).",
+        ) from None
+    return PostgresStore(research.store_url.get_secret_value(), research.research_dir)

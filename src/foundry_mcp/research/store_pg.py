@@ -1,0 +1,372 @@
+"""A research store in PostgreSQL, shared by the foundry-mcp servers of a team.
+
+The same interface as the SQLite store (:class:`foundry_mcp.research.store_protocol.Store`),
+over a pool of connections (``psycopg_pool``). Each call is one statement, so one round trip
+(plus the pool's liveness check) and atomic on its own: a fenced save is one conditional UPDATE
+and a deletion one statement over all four tables. Several servers on several hosts may use one
+database at once; leases are measured on the database's clock (``store_pg_leases``). A save or
+a cancel request is announced by NOTIFY, so waits end at once (``store_pg_notify``).
+
+Use it through :func:`foundry_mcp.research.store_open.open_store` with ``[research] store_url``.
+Its parts live beside it: ``store_pg_db`` (connecting, tables, migrations, errors),
+``store_pg_leases`` (ownership), ``store_pg_events`` (audit trail and LLM journal).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from foundry_mcp.errors import InputError, ResearchNotFoundError
+from foundry_mcp.research.migrations import migrate_state
+from foundry_mcp.research.models import ResearchState, Status, utcnow
+from foundry_mcp.research.store import (
+    ResearchSummary,
+    decode_cursor,
+    encode_cursor,
+    research_not_found,
+    validate_research_id,
+)
+from foundry_mcp.research.store_events import Event
+from foundry_mcp.research.store_leases import LeaseLostError, Owner, Ownership
+from foundry_mcp.research.store_pg_db import (
+    CANCEL_CHANNEL,
+    CHANGED_CHANNEL,
+    Database,
+    iso,
+    open_database,
+    schema_version,
+)
+from foundry_mcp.research.store_pg_events import PgEventLog, PgJournal
+from foundry_mcp.research.store_pg_leases import PgLeases, lease_columns
+from foundry_mcp.research.store_pg_notify import Listener
+from foundry_mcp.research.store_protocol import Fingerprint, StoreInfo
+from foundry_mcp.research.store_waits import poll_for_cancel, poll_for_change
+
+log = logging.getLogger(__name__)
+
+_ACTIVE = [status.value for status in Status if status.is_active]
+_OTHER_TABLES = ("events", "branches", "llm_journal")  # deleted with their research
+
+
+class PostgresStore:
+    """Sessions of research in a PostgreSQL database, readable and writable from any host."""
+
+    def __init__(self, url: str, research_dir: Path) -> None:
+        self.research_dir = research_dir  # this server's side files: caches, archive, keys
+        self._db: Database = open_database(url)
+        self._leases = PgLeases(self._db)
+        self._events = PgEventLog(self._db)
+        self.journal = PgJournal(self._db)
+        self._listener = Listener(self._db.connect)
+
+    def close(self) -> None:
+        self._listener.close()
+        self._db.close()
+
+    def describe(self) -> StoreInfo:
+        with self._db.connection() as conn:
+            version = schema_version(conn)
+            row = conn.execute("SHOW server_version").fetchone()
+        return StoreInfo(
+            "postgresql", self._db.shown, version, str(row[0]).split()[0] if row else None
+        )
+
+    # ------------------------------------------------------------------ states
+
+    def save(self, state: ResearchState, owner: Owner | None = None) -> None:
+        """Write the whole state in one statement (insert or replace).
+
+        With ``owner`` the write is fenced: it raises ``LeaseLostError`` unless ``owner`` still
+        holds the research.
+        """
+        state.updated_at = utcnow()
+        values = (
+            state.status.value,
+            state.phase.value,
+            state.iteration,
+            state.updated_at,
+            state.model_dump_json(),
+        )
+        with self._db.connection() as conn:
+            if owner is not None:
+                cursor = conn.execute(
+                    "UPDATE research SET status=%s, phase=%s, iteration=%s, updated_at=%s, "
+                    "state=%s WHERE id=%s AND owner_token=%s",
+                    (*values, state.id, owner.token),
+                )
+                if cursor.rowcount == 0:
+                    raise LeaseLostError(state.id)
+                return
+            conn.execute(
+                "INSERT INTO research (status, phase, iteration, updated_at, state, id, query, "
+                "created_at, principal) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                "ON CONFLICT (id) DO UPDATE SET status=excluded.status, phase=excluded.phase, "
+                "iteration=excluded.iteration, updated_at=excluded.updated_at, "
+                "state=excluded.state",
+                (*values, state.id, state.query, state.created_at, state.principal),
+            )
+
+    def save_branch(self, branch: ResearchState, owner: Owner) -> None:
+        """Write the state of one researcher of a research (a sub-question's), fenced."""
+        if branch.branch is None:
+            raise ValueError("a branch state needs its branch id")
+        branch.updated_at = utcnow()
+        with self._db.connection() as conn:
+            cursor = conn.execute(
+                "WITH held AS (SELECT id FROM research WHERE id=%s AND owner_token=%s "
+                "FOR SHARE) "
+                "INSERT INTO branches (research_id, branch_id, updated_at, state) "
+                "SELECT id, %s, %s, %s FROM held ON CONFLICT (research_id, branch_id) "
+                "DO UPDATE SET updated_at=excluded.updated_at, state=excluded.state",
+                (
+                    branch.id,
+                    owner.token,
+                    branch.branch,
+                    branch.updated_at,
+                    branch.model_dump_json(),
+                ),
+            )
+            if cursor.rowcount == 0:
+                raise LeaseLostError(branch.id)
+
+    def load_branches(self, research_id: str) -> dict[str, ResearchState]:
+        """The saved researcher states of a research, by branch id (unreadable ones left out)."""
+        validate_research_id(research_id)
+        with self._db.connection() as conn:
+            rows = conn.execute(
+                "SELECT branch_id, state FROM branches WHERE research_id = %s", (research_id,)
+            ).fetchall()
+        branches: dict[str, ResearchState] = {}
+        for branch_id, text in rows:
+            try:
+                branches[branch_id] = ResearchState.model_validate(migrate_state(json.loads(text)))
+            except (ValidationError, ValueError):
+                log.warning("the saved state of %s/%s cannot be read", research_id, branch_id)
+        return branches
+
+    def create(self, state: ResearchState, owner: Owner, lease_seconds: float) -> None:
+        """Insert a new research, already leased to ``owner``."""
+        state.updated_at = utcnow()
+        row: list[tuple[str, str, object]] = [
+            ("id", "%s", state.id),
+            ("status", "%s", state.status.value),
+            ("phase", "%s", state.phase.value),
+            ("iteration", "%s", state.iteration),
+            ("query", "%s", state.query),
+            ("created_at", "%s", state.created_at),
+            ("updated_at", "%s", state.updated_at),
+            ("state", "%s", state.model_dump_json()),
+            ("principal", "%s", state.principal),
+            *lease_columns(owner, lease_seconds),
+        ]
+        columns = ", ".join(column for column, _, _ in row)
+        values = ", ".join(value for _, value, _ in row)
+        with self._db.connection() as conn:
+            conn.execute(
+                f"INSERT INTO research ({columns}) VALUES ({values})",
+                tuple(parameter for _, _, parameter in row),
+            )
+
+    def load(self, research_id: str) -> ResearchState:
+        """The saved state; ``ResearchNotFoundError`` if there is none."""
+        validate_research_id(research_id)
+        with self._db.connection() as conn:
+            found = conn.execute(
+                "SELECT state FROM research WHERE id = %s", (research_id,)
+            ).fetchone()
+        if found is None:
+            raise research_not_found(research_id)
+        try:
+            return ResearchState.model_validate(migrate_state(json.loads(found[0])))
+        except (ValidationError, ValueError):
+            raise ResearchNotFoundError(
+                f"The stored state of {research_id} cannot be read.",
+                remediation="Delete it with action='deep-research-delete' and start again.",
+            ) from None
+
+    def fingerprint(self, research_id: str) -> Fingerprint | None:
+        """(status, phase, iteration, updated_at) without loading the whole state."""
+        with self._db.connection() as conn:
+            found = conn.execute(
+                "SELECT status, phase, iteration, updated_at FROM research WHERE id = %s",
+                (research_id,),
+            ).fetchone()
+        return None if found is None else (found[0], found[1], found[2], iso(found[3]))
+
+    def principal_of(self, research_id: str) -> str | None:
+        """Whose research it is (None: the local user's); ``ResearchNotFoundError`` if none."""
+        validate_research_id(research_id)
+        with self._db.connection() as conn:
+            found = conn.execute(
+                "SELECT principal FROM research WHERE id = %s", (research_id,)
+            ).fetchone()
+        if found is None:
+            raise research_not_found(research_id)
+        principal: str | None = found[0]
+        return principal
+
+    def delete(self, research_id: str) -> bool:
+        validate_research_id(research_id)
+        others = " ".join(
+            f", {table} AS (DELETE FROM {table} WHERE research_id = %(id)s)"
+            for table in _OTHER_TABLES
+        )
+        with self._db.connection() as conn:
+            row = conn.execute(
+                f"WITH gone AS (DELETE FROM research WHERE id = %(id)s RETURNING id){others} "
+                "SELECT count(*) FROM gone",
+                {"id": research_id},
+            ).fetchone()
+        return bool(row and row[0])
+
+    def list_page(
+        self,
+        limit: int,
+        cursor: str | None = None,
+        completed_only: bool = False,
+        statuses: Iterable[Status] = (),
+        principal: str | None = None,
+    ) -> tuple[list[ResearchSummary], str | None]:
+        """Newest first, ``limit`` at a time; the second value is the next page's cursor.
+
+        With ``principal``, only that principal's research; without, everyone's.
+        """
+        clauses: list[str] = []
+        params: list[Any] = []
+        if principal is not None:
+            clauses.append("principal = %s")
+            params.append(principal)
+        if cursor:
+            created_at, research_id = decode_cursor(cursor)
+            clauses.append("(created_at, id) < (%s, %s)")
+            params += [_cursor_time(created_at), research_id]
+        wanted = {Status.COMPLETED} if completed_only else set(statuses)
+        if wanted:
+            clauses.append("status = ANY(%s)")
+            params.append(sorted(s.value for s in wanted))
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        with self._db.connection() as conn:
+            rows = conn.execute(
+                "SELECT id, left(query, 400), status, phase, iteration, created_at, updated_at "
+                f"FROM research {where} ORDER BY created_at DESC, id DESC LIMIT %s",
+                (*params, limit + 1),
+            ).fetchall()
+        items = [
+            ResearchSummary(
+                row[0], row[1], Status(row[2]), row[3], row[4], iso(row[5]), iso(row[6])
+            )
+            for row in rows[:limit]
+        ]
+        next_cursor = None
+        if len(rows) > limit:
+            last = items[-1]
+            next_cursor = encode_cursor(last.created_at, last.research_id)
+        return items, next_cursor
+
+    def active_ids(self) -> list[str]:
+        """Ids of researches whose stored status says someone is working on them."""
+        with self._db.connection() as conn:
+            rows = conn.execute(
+                "SELECT id FROM research WHERE status = ANY(%s)", (_ACTIVE,)
+            ).fetchall()
+        return [row[0] for row in rows]
+
+    def delete_older_than(self, days: float) -> int:
+        """Delete research not active and untouched for ``days``; returns how many."""
+        others = " ".join(
+            f", {table} AS (DELETE FROM {table} WHERE research_id IN (SELECT id FROM gone))"
+            for table in _OTHER_TABLES
+        )
+        with self._db.connection() as conn:
+            row = conn.execute(
+                "WITH gone AS (DELETE FROM research WHERE updated_at < "
+                "now() - make_interval(secs => %s::float8) AND status <> ALL(%s) RETURNING id)"
+                f"{others} SELECT count(*) FROM gone",
+                (days * 86400.0, _ACTIVE),
+            ).fetchone()
+        return int(row[0]) if row else 0
+
+    # ------------------------------------------------------------------ ownership
+
+    def ownership(self, research_id: str) -> Ownership | None:
+        return self._leases.ownership(research_id)
+
+    def claim(
+        self, research_id: str, owner: Owner, lease_seconds: float, expected_token: str | None
+    ) -> bool:
+        """Take the research if its owner token is still ``expected_token`` (compare and swap)."""
+        return self._leases.claim(research_id, owner, lease_seconds, expected_token)
+
+    def release(self, research_id: str, owner: Owner) -> None:
+        self._leases.release(research_id, owner)
+
+    def renew(self, owner: Owner, research_ids: Iterable[str], lease_seconds: float) -> set[str]:
+        """Extend this owner's leases; returns the ids another process asked to cancel."""
+        return self._leases.renew(owner, research_ids, lease_seconds)
+
+    def cancel_requests(self, owner: Owner, research_ids: Iterable[str]) -> set[str]:
+        return self._leases.cancel_requests(owner, research_ids)
+
+    def request_cancel(self, research_id: str) -> None:
+        self._leases.request_cancel(research_id)
+
+    def disown(self, research_id: str, expected_token: str | None) -> bool:
+        return self._leases.disown(research_id, expected_token)
+
+    # ------------------------------------------------------------------ events
+
+    def append_event(self, research_id: str, kind: str, data: dict[str, Any]) -> int:
+        return self._events.append(research_id, kind, data)
+
+    def events(self, research_id: str, after: int, limit: int) -> list[Event]:
+        return self._events.page(research_id, after, limit)
+
+    def last_event_at(self, research_id: str) -> str | None:
+        return self._events.last_at(research_id)
+
+    # ------------------------------------------------------------------ waiting for others
+
+    async def wait_for_change(
+        self, research_id: str, timeout: float, since: Fingerprint | None = None
+    ) -> bool:
+        """Wait until the research is saved or deleted (NOTIFY), at most ``timeout`` seconds."""
+        if not await self._listener.ready():
+            return await poll_for_change(self, research_id, timeout, since)
+        with self._listener.watch(CHANGED_CHANNEL, [research_id]) as waiter:
+            if since is not None and self.fingerprint(research_id) != since:
+                return True
+            return await waiter.wait(timeout)
+
+    async def wait_for_cancel(
+        self, owner: Owner, research_ids: Iterable[str], timeout: float
+    ) -> set[str]:
+        """Wait until someone asks to cancel one of these research (NOTIFY); returns their
+        ids, empty at the timeout."""
+        ids = list(research_ids)
+        if not await self._listener.ready():
+            return await poll_for_cancel(self, owner, ids, timeout)
+        with self._listener.watch(CANCEL_CHANNEL, ids) as waiter:
+            asked = self.cancel_requests(owner, ids)  # a request made before we listened
+            if asked:
+                return asked
+            if not await waiter.wait(timeout):
+                return set()
+        return self.cancel_requests(owner, ids)
+
+
+def _cursor_time(created_at: str) -> datetime:
+    try:
+        return datetime.fromisoformat(created_at)
+    except ValueError:
+        raise InputError(
+            "cursor is not a cursor returned by deep-research-list.",
+            remediation="Pass next_cursor from the previous page unchanged, or omit cursor.",
+            details={"field": "cursor"},
+        ) from None

@@ -1,0 +1,250 @@
+"""The PostgreSQL database of a shared store: connecting (a pool), the tables and their
+migrations, and the driver's failures turned into errors a user can act on.
+
+Migrations are ordered and numbered; the numbers applied are rows of ``foundry_schema``. At open
+a store reads the highest one and, when it is behind, applies the rest in one transaction under
+an advisory lock, so that of two servers starting at once one migrates and the other waits and
+finds nothing left to do. A role that may not create tables can use a database migrated before.
+
+A research row changing (saved, created, deleted) and a cancel request are announced with
+NOTIFY by triggers, whatever statement made them (:mod:`foundry_mcp.research.store_pg_notify`).
+Every time is ``timestamptz``; leases are measured on the database's clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+from psycopg_pool import ConnectionPool
+
+from foundry_mcp.errors import ConfigError, StoreUnavailableError
+from foundry_mcp.research.store_url import redact_url, scrub
+
+SCHEMA_VERSION = 1
+CHANGED_CHANNEL = "foundry_research_changed"  # payload: the research id
+CANCEL_CHANNEL = "foundry_cancel_requested"  # payload: the research id
+MIGRATION_LOCK = 0x666F756E647279  # "foundry": the advisory lock key of migrations
+
+POOL_MAX_SIZE = 8
+POOL_TIMEOUT_SECONDS = 10.0  # longest wait for a free or new connection
+CONNECT_TIMEOUT_SECONDS = 10
+
+_VERSION_1 = f"""
+CREATE TABLE research (
+    id                text PRIMARY KEY,
+    status            text NOT NULL,
+    phase             text NOT NULL,
+    iteration         integer NOT NULL,
+    query             text NOT NULL,
+    principal         text,
+    created_at        timestamptz NOT NULL,
+    updated_at        timestamptz NOT NULL,
+    state             text NOT NULL,
+    owner_token       text,
+    owner_pid         integer,
+    owner_host        text,
+    owner_started     double precision,
+    lease_until       timestamptz,
+    cancel_requested  boolean NOT NULL DEFAULT false
+);
+CREATE INDEX research_by_created ON research (created_at DESC, id DESC);
+CREATE INDEX research_by_status ON research (status, created_at DESC, id DESC);
+CREATE INDEX research_by_owner ON research (owner_token);
+CREATE INDEX research_by_principal ON research (principal, created_at DESC, id DESC);
+CREATE TABLE branches (
+    research_id       text NOT NULL,
+    branch_id         text NOT NULL,
+    updated_at        timestamptz NOT NULL,
+    state             text NOT NULL,
+    PRIMARY KEY (research_id, branch_id)
+);
+CREATE TABLE llm_journal (
+    research_id       text NOT NULL,
+    key               text NOT NULL,
+    at                timestamptz NOT NULL,
+    answer            text NOT NULL,
+    record            jsonb NOT NULL,
+    PRIMARY KEY (research_id, key)
+);
+CREATE TABLE events (
+    research_id       text NOT NULL,
+    seq               integer NOT NULL,
+    at                timestamptz NOT NULL,
+    kind              text NOT NULL,
+    data              jsonb NOT NULL,
+    PRIMARY KEY (research_id, seq)
+);
+CREATE FUNCTION foundry_notify_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        PERFORM pg_notify('{CHANGED_CHANNEL}', OLD.id);
+    ELSE
+        PERFORM pg_notify('{CHANGED_CHANNEL}', NEW.id);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE FUNCTION foundry_notify_cancel() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('{CANCEL_CHANNEL}', NEW.id);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER research_changed AFTER INSERT OR DELETE OR UPDATE OF updated_at ON research
+    FOR EACH ROW EXECUTE FUNCTION foundry_notify_changed();
+CREATE TRIGGER research_cancel_requested AFTER UPDATE OF cancel_requested ON research
+    FOR EACH ROW WHEN (NEW.cancel_requested) EXECUTE FUNCTION foundry_notify_cancel();
+"""
+
+# (version, statements), oldest first. Never edit a released one: add the next.
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _VERSION_1),)
+
+
+@dataclass(frozen=True)
+class Database:
+    """The pool of connections to one PostgreSQL database, and how to name it in errors."""
+
+    url: str
+    pool: ConnectionPool
+
+    @property
+    def shown(self) -> str:
+        return redact_url(self.url)
+
+    @contextmanager
+    def connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection of the pool (autocommit); a lost server is ``StoreUnavailableError``."""
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except psycopg.OperationalError as exc:  # includes the pool's timeout
+            raise unavailable(exc, self.url) from None
+
+    def connect(self) -> psycopg.Connection[Any]:
+        """A connection of its own, outside the pool (the listener's)."""
+        return psycopg.connect(self.url, **connection_options(self.url))
+
+    def close(self) -> None:
+        self.pool.close(timeout=5.0)
+
+
+def open_database(url: str) -> Database:
+    """Connect, migrate the schema, and open the pool; clear errors when any of it fails."""
+    try:
+        with psycopg.connect(url, **connection_options(url)) as conn:
+            migrate(conn, url)
+    except psycopg.OperationalError as exc:
+        raise unavailable(exc, url) from None
+    except psycopg.Error as exc:
+        raise ConfigError(
+            f"The research store {redact_url(url)} cannot be used: {scrub(str(exc), url)}.",
+            remediation="Give store_url's user the right to create tables in its database "
+            "(or migrate it once as its owner: docs/team-server.md), then start again.",
+        ) from None
+    pool: ConnectionPool = ConnectionPool(
+        url,
+        kwargs=connection_options(url),
+        min_size=1,
+        max_size=POOL_MAX_SIZE,
+        timeout=POOL_TIMEOUT_SECONDS,
+        check=ConnectionPool.check_connection,  # a connection the server dropped is replaced
+        name="foundry-mcp-store",
+        open=True,
+    )
+    return Database(url, pool)
+
+
+def connection_options(url: str) -> dict[str, Any]:
+    """What every connection adds to the URL: autocommit, and defaults the URL may override."""
+    try:
+        given = conninfo_to_dict(url)
+    except psycopg.Error as exc:
+        raise ConfigError(
+            f"[research] store_url is not a valid PostgreSQL URL: {scrub(str(exc), url)}.",
+            remediation="Write it as postgresql://user:password@host:5432/database "
+            "(see docs/team-server.md).",
+        ) from None
+    options: dict[str, Any] = {"autocommit": True}
+    defaults = {
+        "connect_timeout": CONNECT_TIMEOUT_SECONDS,
+        "application_name": "foundry-mcp",
+        "keepalives_idle": 30,  # a listener behind a dead link notices it
+    }
+    options.update({key: value for key, value in defaults.items() if key not in given})
+    return options
+
+
+def schema_version(conn: psycopg.Connection[Any]) -> int:
+    """The highest migration applied to the database (0: none)."""
+    found = conn.execute("SELECT to_regclass('foundry_schema') IS NOT NULL").fetchone()
+    if not found or not found[0]:
+        return 0
+    row = conn.execute("SELECT COALESCE(max(version), 0) FROM foundry_schema").fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(conn: psycopg.Connection[Any], url: str) -> None:
+    """Apply the migrations the database lacks, one server at a time (an advisory lock)."""
+    current = schema_version(conn)
+    if current == SCHEMA_VERSION:
+        return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS foundry_schema (version integer PRIMARY KEY, "
+            "applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        current = schema_version(conn)  # another server may have migrated meanwhile
+        if current > SCHEMA_VERSION:
+            raise ConfigError(
+                f"The research store {redact_url(url)} has schema version {current}, newer "
+                f"than this foundry-mcp's ({SCHEMA_VERSION}).",
+                remediation="Upgrade foundry-mcp on this host to the version the other "
+                "servers of the team run.",
+            )
+        for version, statements in MIGRATIONS:
+            if version > current:
+                conn.execute(statements)  # no parameters: the statements run as one script
+                conn.execute("INSERT INTO foundry_schema (version) VALUES (%s)", (version,))
+
+
+_REFUSED_LOGIN = (
+    "password authentication failed",
+    "no pg_hba.conf entry",
+    "authentication failed",
+    "password is required",
+    "role ",  # role "x" does not exist
+)
+
+
+def unavailable(exc: psycopg.Error, url: str) -> StoreUnavailableError:
+    """The error of a connection that failed, with the fix for its cause and no password."""
+    reason = scrub(str(exc).strip().rstrip("."), url) or type(exc).__name__
+    shown = redact_url(url)
+    # A refused login carries no SQLSTATE in psycopg; the server's (English) words say why.
+    state = getattr(exc, "sqlstate", None) or ""
+    said = reason.lower()
+    if state.startswith("28") or any(words in said for words in _REFUSED_LOGIN):
+        fix = (
+            "Check the user and password in [research] store_url (or FOUNDRY_MCP_STORE_URL), "
+            "and that the server's pg_hba.conf lets this host log in as that user."
+        )
+    elif state == "3D000" or ("database" in said and "does not exist" in said):
+        fix = "Create the database (createdb -O <user> <database>, see docs/team-server.md)."
+    else:
+        fix = (
+            f"Start PostgreSQL or correct the host and port of {shown}; `pg_isready -d "
+            "<store_url>` tells whether it answers. Then try again."
+        )
+    return StoreUnavailableError(
+        f"The research store {shown} cannot be reached: {reason}.", remediation=fix
+    )
+
+
+def iso(moment: datetime) -> str:
+    """A stored time as the SQLite store writes it: ISO 8601 in UTC."""
+    return moment.astimezone(UTC).isoformat()

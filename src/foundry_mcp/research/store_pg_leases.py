@@ -1,0 +1,116 @@
+"""Who runs a research, in a shared PostgreSQL store: the lease columns and their operations.
+
+The same contract as :class:`foundry_mcp.research.store_leases.Leases`, with one difference
+that matters across hosts: ``lease_until`` is set and compared on the database's clock
+(``now()``), so hosts whose clocks disagree still agree on whose lease ran out. A claim is one
+conditional UPDATE (compare and swap on the owner token): of two servers claiming at once, the
+second waits for the first's row lock, sees the new token and changes nothing.
+:attr:`Ownership.lease_until` is handed back on this host's clock (now plus what the database
+says is left), for :meth:`Ownership.is_alive`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from foundry_mcp.research.store_leases import Owner, Ownership
+from foundry_mcp.research.store_pg_db import Database
+
+_LEASE_UNTIL = "now() + make_interval(secs => %s::float8)"
+
+
+def lease_columns(owner: Owner, lease_seconds: float) -> list[tuple[str, str, object]]:
+    """(column, SQL value, parameter) of each column recording ``owner`` holding a research."""
+    return [
+        ("owner_token", "%s", owner.token),
+        ("owner_pid", "%s", owner.pid),
+        ("owner_host", "%s", owner.host),
+        ("owner_started", "%s", owner.started),
+        ("lease_until", _LEASE_UNTIL, lease_seconds),
+    ]
+
+
+class PgLeases:
+    """The lease columns of the research table, on the store's connection pool."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def ownership(self, research_id: str) -> Ownership | None:
+        with self._db.connection() as conn:
+            row = conn.execute(
+                "SELECT owner_token, owner_pid, owner_host, "
+                "extract(epoch FROM lease_until - now())::float8, cancel_requested, "
+                "owner_started FROM research WHERE id = %s",
+                (research_id,),
+            ).fetchone()
+        if row is None:
+            return None
+        token, pid, host, left, cancel_requested, started = row
+        lease_until = None if left is None else time.time() + left
+        return Ownership(token, pid, host, lease_until, bool(cancel_requested), started)
+
+    def claim(
+        self, research_id: str, owner: Owner, lease_seconds: float, expected_token: str | None
+    ) -> bool:
+        """Take the research if its owner token is still ``expected_token`` (compare and swap)."""
+        lease = lease_columns(owner, lease_seconds)
+        assignments = ", ".join(f"{column}={value}" for column, value, _ in lease)
+        with self._db.connection() as conn:
+            cursor = conn.execute(
+                f"UPDATE research SET {assignments}, cancel_requested=false "
+                "WHERE id=%s AND owner_token IS NOT DISTINCT FROM %s",
+                (*(parameter for _, _, parameter in lease), research_id, expected_token),
+            )
+            return cursor.rowcount == 1
+
+    def release(self, research_id: str, owner: Owner) -> None:
+        """Give up the lease (the run ended)."""
+        with self._db.connection() as conn:
+            conn.execute(
+                "UPDATE research SET owner_token=NULL, lease_until=NULL "
+                "WHERE id=%s AND owner_token=%s",
+                (research_id, owner.token),
+            )
+
+    def renew(self, owner: Owner, research_ids: Iterable[str], lease_seconds: float) -> set[str]:
+        """Extend this owner's leases; returns the ids another process asked to cancel."""
+        ids = list(research_ids)
+        if not ids:
+            return set()
+        with self._db.connection() as conn:
+            rows = conn.execute(
+                f"UPDATE research SET lease_until={_LEASE_UNTIL} "
+                "WHERE owner_token=%s AND id = ANY(%s) RETURNING id, cancel_requested",
+                (lease_seconds, owner.token, ids),
+            ).fetchall()
+        return {row[0] for row in rows if row[1]}
+
+    def cancel_requests(self, owner: Owner, research_ids: Iterable[str]) -> set[str]:
+        """The ids among ``research_ids`` (owned by ``owner``) that someone asked to cancel."""
+        ids = list(research_ids)
+        if not ids:
+            return set()
+        with self._db.connection() as conn:
+            rows = conn.execute(
+                "SELECT id FROM research WHERE owner_token=%s AND cancel_requested "
+                "AND id = ANY(%s)",
+                (owner.token, ids),
+            ).fetchall()
+        return {row[0] for row in rows}
+
+    def request_cancel(self, research_id: str) -> None:
+        """Ask the owner to stop; a trigger NOTIFYs its listening heartbeat."""
+        with self._db.connection() as conn:
+            conn.execute("UPDATE research SET cancel_requested=true WHERE id=%s", (research_id,))
+
+    def disown(self, research_id: str, expected_token: str | None) -> bool:
+        """Clear a dead owner's lease so that a late write by it is refused."""
+        with self._db.connection() as conn:
+            cursor = conn.execute(
+                "UPDATE research SET owner_token=NULL, lease_until=NULL "
+                "WHERE id=%s AND owner_token IS NOT DISTINCT FROM %s",
+                (research_id, expected_token),
+            )
+            return cursor.rowcount == 1

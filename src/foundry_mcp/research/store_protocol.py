@@ -1,0 +1,166 @@
+"""What every research store offers: the one interface the service, the runner and the CLI use.
+
+Two implementations satisfy it: :class:`foundry_mcp.research.store.ResearchStore` (one SQLite
+database under ``research_dir``, the default) and
+:class:`foundry_mcp.research.store_pg.PostgresStore` (a PostgreSQL database shared by the
+servers of a team). :func:`foundry_mcp.research.store_open.open_store` picks one from the
+configuration.
+
+The interface is synchronous: a SQLite call takes microseconds and a PostgreSQL one a network
+round trip, short enough to make from async code. The two waits are async, as they last up to
+their timeout: a long poll and the owner's heartbeat await them without holding a thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:  # the stores import StoreInfo from here
+    from foundry_mcp.research.models import ResearchState, Status
+    from foundry_mcp.research.store import ResearchSummary
+    from foundry_mcp.research.store_events import Event
+    from foundry_mcp.research.store_journal import JournalEntry
+    from foundry_mcp.research.store_leases import Owner, Ownership
+
+# (status, phase, iteration, updated_at) of a research, read without loading its state.
+Fingerprint = tuple[str, str, int, str]
+
+
+@dataclass(frozen=True)
+class StoreInfo:
+    """Where a store keeps research and which schema it holds (``foundry-mcp doctor``)."""
+
+    backend: str  # "sqlite" or "postgresql"
+    location: str  # the database file, or the URL with its password hidden
+    schema_version: int
+    server_version: str | None = None  # PostgreSQL's, e.g. "15.8"
+
+    def as_dict(self) -> dict[str, Any]:
+        shown = {
+            "backend": self.backend,
+            "location": self.location,
+            "schema_version": self.schema_version,
+        }
+        if self.server_version is not None:
+            shown["server_version"] = self.server_version
+        return shown
+
+
+class Journal(Protocol):
+    """The journal of LLM answers a research paid for, replayed when it resumes."""
+
+    def get(self, research_id: str, key: str) -> JournalEntry | None: ...
+
+    def put(
+        self, research_id: str, key: str, answer: str, record: dict[str, Any], owner: Owner
+    ) -> None:
+        """Save an answer, fenced: ``LeaseLostError`` unless ``owner`` still holds the research."""
+        ...
+
+    def count(self, research_id: str) -> int: ...
+
+
+class Store(Protocol):
+    """Sessions of research, saved atomically and readable from any process."""
+
+    @property
+    def research_dir(self) -> Path:
+        """The local folder of this server's side files (caches, archive, task-id key)."""
+        ...
+
+    @property
+    def journal(self) -> Journal: ...
+
+    def close(self) -> None: ...
+
+    def describe(self) -> StoreInfo:
+        """Where the research is kept; a store that cannot be reached raises a ``FoundryError``."""
+        ...
+
+    # ------------------------------------------------------------------ states
+
+    def save(self, state: ResearchState, owner: Owner | None = None) -> None:
+        """Write the whole state at once; with ``owner``, fenced (``LeaseLostError``)."""
+        ...
+
+    def save_branch(self, branch: ResearchState, owner: Owner) -> None: ...
+
+    def load_branches(self, research_id: str) -> dict[str, ResearchState]: ...
+
+    def create(self, state: ResearchState, owner: Owner, lease_seconds: float) -> None: ...
+
+    def load(self, research_id: str) -> ResearchState: ...
+
+    def fingerprint(self, research_id: str) -> Fingerprint | None: ...
+
+    def principal_of(self, research_id: str) -> str | None:
+        """Whose research it is (None: the local user's); ``ResearchNotFoundError`` if none."""
+        ...
+
+    def delete(self, research_id: str) -> bool: ...
+
+    def list_page(
+        self,
+        limit: int,
+        cursor: str | None = None,
+        completed_only: bool = False,
+        statuses: Iterable[Status] = (),
+        principal: str | None = None,
+    ) -> tuple[list[ResearchSummary], str | None]:
+        """Newest first; with ``principal``, only that principal's research."""
+        ...
+
+    def active_ids(self) -> list[str]: ...
+
+    def delete_older_than(self, days: float) -> int: ...
+
+    # ------------------------------------------------------------------ ownership
+
+    def ownership(self, research_id: str) -> Ownership | None: ...
+
+    def claim(
+        self, research_id: str, owner: Owner, lease_seconds: float, expected_token: str | None
+    ) -> bool: ...
+
+    def release(self, research_id: str, owner: Owner) -> None: ...
+
+    def renew(
+        self, owner: Owner, research_ids: Iterable[str], lease_seconds: float
+    ) -> set[str]: ...
+
+    def cancel_requests(self, owner: Owner, research_ids: Iterable[str]) -> set[str]: ...
+
+    def request_cancel(self, research_id: str) -> None: ...
+
+    def disown(self, research_id: str, expected_token: str | None) -> bool: ...
+
+    # ------------------------------------------------------------------ events
+
+    def append_event(self, research_id: str, kind: str, data: dict[str, Any]) -> int: ...
+
+    def events(self, research_id: str, after: int, limit: int) -> list[Event]: ...
+
+    def last_event_at(self, research_id: str) -> str | None: ...
+
+    # ------------------------------------------------------------------ waiting for others
+
+    async def wait_for_change(
+        self, research_id: str, timeout: float, since: Fingerprint | None = None
+    ) -> bool:
+        """Wait until the research is saved or deleted, at most ``timeout`` seconds.
+
+        True when it changed (or may have: callers read it again), False at the timeout. With
+        ``since`` (a fingerprint read before), True at once if the research no longer has it,
+        so that a save between that read and this call is not missed.
+        """
+        ...
+
+    async def wait_for_cancel(
+        self, owner: Owner, research_ids: Iterable[str], timeout: float
+    ) -> set[str]:
+        """Wait until someone asks to cancel one of ``owner``'s ``research_ids``; returns the
+        ids asked to cancel (empty at the timeout)."""
+        ...

@@ -1,0 +1,233 @@
+"""The team server: the same MCP server over streamable HTTP (``foundry-mcp serve --http``).
+
+Built from the SDK's own parts: ``MCPServer.streamable_http_app`` (the transport at ``/mcp``, its
+session manager, its bearer middleware fed by :class:`~foundry_mcp.server.auth.ConfiguredTokens`
+and its Host/Origin checks), served by uvicorn.
+
+- **One research service for the whole app.** The SDK's session manager enters the server's
+  lifespan once, when the app starts, and every HTTP session is served with that lifespan's
+  ``ServiceHost``: one store, one job runner, one heartbeat, however many clients connect.
+- **Stopping.** On SIGTERM, SIGINT or SIGHUP uvicorn stops accepting connections, gives open
+  requests ``STOP_GRACE_SECONDS`` (an SSE stream never ends by itself), then ends the app's
+  lifespan, which closes the research runtime: every running research is saved
+  ``interrupted`` and its lease released, so the next server resumes it.
+- **Who may connect.** Bound to anything but loopback, the server refuses to start without
+  tokens. With tokens, every request to ``/mcp`` needs one, loopback or not; without them
+  (loopback only) every client is one anonymous principal that sees every research.
+- **DNS rebinding.** The Host and Origin headers must name this server: a loopback name, the
+  address it listens on (when that is neither loopback nor a wildcard), or a name of
+  ``[server] allowed_hosts`` / ``allowed_origins`` (a reverse proxy's, say).
+- ``GET /health`` answers without a token, for load balancers: whether the research service is
+  ready, nothing about tokens or research.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import signal
+import socket
+import sys
+from collections.abc import Callable
+
+import anyio
+import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from foundry_mcp import __version__
+from foundry_mcp.config import TOKENS_ENV, ServerSettings, Settings
+from foundry_mcp.errors import ConfigError
+from foundry_mcp.server.app import create_server
+from foundry_mcp.server.auth import ConfiguredTokens, auth_settings, word_refusals
+from foundry_mcp.server.host import ServiceHost
+
+log = logging.getLogger(__name__)
+
+MCP_PATH = "/mcp"
+HEALTH_PATH = "/health"
+STOP_GRACE_SECONDS = 3
+LISTEN_BACKLOG = 2048
+LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+HANGUP = (signal.SIGHUP,) if sys.platform != "win32" else ()
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (127.0.0.0/8, ::1) or ``localhost``."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_binding(server: ServerSettings, host: str) -> None:
+    """``ConfigError`` for a server reachable from other machines that takes no tokens."""
+    if server.tokens or is_loopback(host):
+        return
+    raise ConfigError(
+        f"Refusing to listen on {host} without tokens: anyone who can reach it could run "
+        "research on your API keys and read every report.",
+        remediation=(
+            f"Give each user a token: set {TOKENS_ENV}=alice:<token>,bob:<token> or add "
+            "[[server.tokens]] entries (name, token) to the configuration (see "
+            "docs/team-server.md); or listen on 127.0.0.1 only."
+        ),
+    )
+
+
+def transport_security(server: ServerSettings, host: str, port: int) -> TransportSecuritySettings:
+    """The Host and Origin values a request may carry: loopback names, the address listened
+    on (unless it is a wildcard or loopback) and ``[server] allowed_hosts``/``allowed_origins``."""
+    hosts, origins = list(LOOPBACK_HOSTS), list(LOOPBACK_ORIGINS)
+    if not is_loopback(host) and not _is_wildcard(host):
+        name = f"[{host}]" if ":" in host else host
+        hosts.append(f"{name}:{port}")
+        origins += [f"http://{name}:{port}", f"https://{name}:{port}"]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts + server.allowed_hosts,
+        allowed_origins=origins + server.allowed_origins,
+    )
+
+
+class HealthProbe:
+    """``GET /health``: the process answers, and whether its research service is ready."""
+
+    def __init__(self) -> None:
+        self._host: ServiceHost | None = None
+
+    def attach(self, host: ServiceHost) -> None:
+        self._host = host
+
+    async def answer(self, _: Request) -> JSONResponse:
+        readiness = self._host.readiness if self._host is not None else "starting"
+        failed = readiness == "failed"
+        body = {
+            "status": "unavailable" if failed else "ok",
+            "research_service": readiness,
+            "version": __version__,
+        }
+        return JSONResponse(body, status_code=503 if failed else 200)
+
+
+def build_app(
+    settings: Settings, host: str, port: int, on_stopped: Callable[[], None] | None = None
+) -> Starlette:
+    """The ASGI app of the team server listening on ``host:port``."""
+    server_settings = settings.server
+    verifier = ConfiguredTokens(server_settings) if server_settings.tokens else None
+    probe = HealthProbe()
+    server = create_server(
+        lambda: settings,
+        on_stopped,
+        on_started=probe.attach,
+        token_verifier=verifier,
+        auth=auth_settings(base_url(host, port)) if verifier else None,
+    )
+    server.custom_route(HEALTH_PATH, methods=["GET"], name="health")(probe.answer)
+    app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        transport_security=transport_security(server_settings, host, port),
+        host=host,
+    )
+    if verifier is not None and not word_refusals(app.router.routes, MCP_PATH):
+        log.debug("the SDK's app has a new shape; its own 401 message is used")
+    return app
+
+
+async def serve_http(settings: Settings, host: str, port: int) -> int:
+    """Serve until a stop signal. Once everything is saved, uvicorn re-raises SIGTERM or SIGINT
+    (the process ends by it); after SIGHUP this returns ``128 + SIGHUP``."""
+    check_binding(settings.server, host)
+    if log.getEffectiveLevel() > logging.INFO:  # where it listens, and its stop, always show
+        log.setLevel(logging.INFO)
+    listener = _listen(host, port)
+    port = listener.getsockname()[1]  # the one chosen, when port 0 was asked for
+    app = build_app(settings, host, port, lambda: log.info("stopped; running research saved"))
+    _log_start(settings.server, host, port)
+    config = uvicorn.Config(
+        app,
+        log_config=None,  # our handlers and format (text or JSON) for uvicorn's lines too
+        timeout_graceful_shutdown=STOP_GRACE_SECONDS,
+        lifespan="on",
+    )
+    server = uvicorn.Server(config)
+    hung_up = anyio.Event()
+    async with anyio.create_task_group() as task_group:
+        if HANGUP:  # uvicorn itself stops on SIGINT and SIGTERM
+            task_group.start_soon(_stop_on_hangup, server, hung_up)
+        await server.serve(sockets=[listener])
+        task_group.cancel_scope.cancel()
+    return 128 + signal.SIGHUP if hung_up.is_set() else 0
+
+
+def base_url(host: str, port: int) -> str:
+    """``http://host:port``, with an IPv6 address in brackets."""
+    name = f"[{host}]" if ":" in host else host
+    return f"http://{name}:{port}"
+
+
+def _is_wildcard(host: str) -> bool:
+    return host in ("0.0.0.0", "::")
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket, or a ``ConfigError`` saying why there is none."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+        listener.listen(LISTEN_BACKLOG)
+    except OSError as exc:
+        listener.close()
+        raise ConfigError(
+            f"Cannot listen on {base_url(host, port)}: {exc.strerror or exc}.",
+            remediation=(
+                "Choose a free port with --port (or [server] port), or stop the program that "
+                "uses this one; --host (or [server] host) must be an address of this machine."
+            ),
+        ) from None
+    return listener
+
+
+def _log_start(server: ServerSettings, host: str, port: int) -> None:
+    log.info(
+        "foundry-mcp %s serving MCP over streamable HTTP at %s%s (health: %s)",
+        __version__,
+        base_url(host, port),
+        MCP_PATH,
+        HEALTH_PATH,
+    )
+    principals = ConfiguredTokens(server).principals
+    if principals:
+        log.info(
+            "bearer tokens required; %d principal(s): %s", len(principals), ", ".join(principals)
+        )
+    else:
+        log.warning(
+            "no tokens configured: every client that reaches %s is one anonymous principal "
+            "and sees every research; set %s or [server] tokens to require tokens",
+            host,
+            TOKENS_ENV,
+        )
+    if _is_wildcard(host) and not server.allowed_hosts:
+        log.warning(
+            "listening on every interface, but only loopback names are accepted in the Host "
+            "header: add the names clients use (e.g. 'research.example.com:%d') to [server] "
+            "allowed_hosts",
+            port,
+        )
+
+
+async def _stop_on_hangup(server: uvicorn.Server, hung_up: anyio.Event) -> None:
+    with anyio.open_signal_receiver(*HANGUP) as signals:
+        async for _ in signals:
+            log.warning("SIGHUP received: saving running research, then stopping")
+            hung_up.set()
+            server.should_exit = True

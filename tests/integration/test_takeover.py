@@ -1,0 +1,195 @@
+"""Workers sharing one PostgreSQL store: a research whose worker was SIGKILLed is taken over by
+exactly one other worker once the dead worker's lease runs out, and repeats no search.
+
+Worker A runs in a subprocess under another host name (so only its lease tells whether it is
+alive, as between machines) with a 3 s lease, and is killed with SIGKILL mid-gathering."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+
+from foundry_mcp.config import Settings, load_settings
+from foundry_mcp.research.models import ResearchState, Status
+from foundry_mcp.research.service import ResearchService
+from foundry_mcp.research.service_takeover import Takeover, takeover_enabled
+from foundry_mcp.research.store import Owner
+from foundry_mcp.runtime import research_runtime
+from tests.fakes import FakeHTTPServer, ResearchBrain
+from tests.support import TERMINAL, wait_until
+
+pytestmark = pytest.mark.anyio
+
+LEASE = 3.0
+WORKER_A = """
+import os, socket, sys, time
+socket.gethostname = lambda: "worker-a"  # before foundry_mcp reads it: another machine
+import anyio
+from pathlib import Path
+from foundry_mcp.config import load_settings
+from foundry_mcp.runtime import research_runtime
+
+async def main():
+    settings = load_settings(env=dict(os.environ), cwd=Path.cwd(), home=Path(os.environ["HOME"]))
+    settings.research.deep_research_max_concurrent = 1  # one search at a time: some finish
+    async with research_runtime(settings, warm=False) as service:
+        service.watch.lease_seconds = float(sys.argv[1])
+        rid = service.start("How do hash joins spill to disk?", max_iterations=1)["research_id"]
+        print(rid, flush=True)
+        while len(service.store.load(rid).completed_sub_queries()) < 1:
+            await anyio.sleep(0.02)
+        print("gathering", flush=True)
+        await anyio.sleep(3600)
+
+anyio.run(main)
+"""
+
+
+def _settings(env: dict[str, str], tmp_path: Path, url: str, **research: object) -> Settings:
+    settings = load_settings(
+        env={**env, "FOUNDRY_MCP_STORE_URL": url}, cwd=tmp_path, home=Path(env["HOME"])
+    )
+    for name, value in {"take_over_interval": 0.2, **research}.items():
+        setattr(settings.research, name, value)
+    return settings
+
+
+def _searched(tavily: FakeHTTPServer) -> list[str]:
+    return [r.json["query"] for r in tavily.requests_to("/search") if r.json]
+
+
+def _events(service: ResearchService, research_id: str) -> list[str]:
+    return [e["kind"] for e in service.events(research_id, limit=500)["events"]]
+
+
+@pytest.fixture
+def worker_a(
+    research_env: dict[str, str], postgres_url: str, tmp_path: Path
+) -> Iterator[subprocess.Popen[str]]:
+    env = {**os.environ, **research_env, "FOUNDRY_MCP_STORE_URL": postgres_url}
+    process = subprocess.Popen(
+        [sys.executable, "-c", WORKER_A, str(LEASE)],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    yield process
+    if process.poll() is None:
+        process.kill()
+    process.wait(timeout=10)
+
+
+@asynccontextmanager
+async def _worker(settings: Settings) -> AsyncIterator[ResearchService]:
+    async with research_runtime(settings, warm=False) as service:
+        yield service
+
+
+async def test_a_killed_workers_research_is_taken_over_after_its_lease(
+    research_env: dict[str, str],
+    postgres_url: str,
+    tmp_path: Path,
+    worker_a: subprocess.Popen[str],
+    tavily_server: FakeHTTPServer,
+    brain: ResearchBrain,
+) -> None:
+    tavily_server.latency = 0.5  # gathering lasts long enough to be killed in the middle
+    assert worker_a.stdout is not None
+    research_id = await anyio.to_thread.run_sync(worker_a.stdout.readline)
+    research_id = research_id.strip()
+    assert research_id, "worker A did not start a research"
+    settings = _settings(research_env, tmp_path, postgres_url)
+    async with _worker(settings) as b:
+        # While A runs (its lease renewed), B's scans leave the research alone.
+        assert (await anyio.to_thread.run_sync(worker_a.stdout.readline)).strip() == "gathering"
+        await anyio.sleep(0.5)
+        assert not b.jobs.is_running(research_id)
+        os.kill(worker_a.pid, signal.SIGKILL)
+        worker_a.wait(timeout=10)
+        killed_at = time.monotonic()
+        planner_calls = brain.calls["planner"]
+        done_before = {q.query for q in b.store.load(research_id).completed_sub_queries()}
+        searches_before = len(_searched(tavily_server))
+        assert done_before
+        ownership = b.store.ownership(research_id)
+        assert ownership is not None and ownership.host == "worker-a"
+        # Its lease has not run out yet: no takeover (nor "interrupted" for a reader).
+        await anyio.sleep(LEASE / 3)
+        assert not b.jobs.is_running(research_id)
+        assert (await b.status(research_id))["status"] == "running"
+        tavily_server.latency = 0
+        with anyio.fail_after(LEASE + 5):
+            while not b.jobs.is_running(research_id):
+                await anyio.sleep(0.05)
+        assert time.monotonic() - killed_at >= LEASE * 0.8, "taken over before the lease ran out"
+        final = await wait_until(b, research_id, TERMINAL)
+        assert final["status"] == "completed", final
+        events = _events(b, research_id)
+        assert events.count("taken_over") == 1
+        assert events.index("interrupted") < events.index("taken_over") < events.index("resumed")
+    repeated = [q for q in _searched(tavily_server)[searches_before:] if q in done_before]
+    assert repeated == []
+    assert brain.calls["planner"] == planner_calls  # the plan is replayed, not bought again
+
+
+def _orphan(service: ResearchService) -> ResearchState:
+    """A running research whose worker, on another machine, stopped renewing its lease."""
+    provider, model = service.providers.resolve_llm(None, None)
+    search, _ = service.providers.search_providers()
+    state = ResearchState(
+        query="What is a B-link tree?",
+        llm_provider=provider,
+        llm_model=model,
+        search_providers=search,
+    )
+    state.status = Status.RUNNING
+    service.store.create(state, Owner(host="dead-machine", pid=1), lease_seconds=-1)
+    return state
+
+
+async def test_two_workers_racing_for_an_orphan_run_it_once(
+    research_env: dict[str, str], postgres_url: str, tmp_path: Path
+) -> None:
+    settings = _settings(research_env, tmp_path, postgres_url, take_over_orphans=False)
+    async with _worker(settings) as b, _worker(settings) as c:
+        state = _orphan(b)
+        takers = [Takeover(b), Takeover(c)]
+        seen = [taker.orphans() for taker in takers]  # both see it before either claims
+        assert [[o.research_id for o in found] for found in seen] == [[state.id], [state.id]]
+        won = [taker.take_over(found[0]) for taker, found in zip(takers, seen, strict=True)]
+        assert won == [True, False]
+        assert b.jobs.is_running(state.id) and not c.jobs.is_running(state.id)
+        assert Takeover(c).scan() == []  # B is alive: nothing left to take
+        final = await wait_until(c, state.id, TERMINAL)
+        assert final["status"] == "completed", final
+        assert _events(b, state.id).count("taken_over") == 1
+
+
+async def test_workers_scanning_at_once_take_an_orphan_over_once(
+    research_env: dict[str, str], postgres_url: str, tmp_path: Path
+) -> None:
+    settings = _settings(research_env, tmp_path, postgres_url, take_over_interval=0.1)
+    async with _worker(settings) as b, _worker(settings) as c:
+        state = _orphan(b)
+        with anyio.fail_after(30):  # (a status read of a stopped research returns at once)
+            while b.store.load(state.id).status is not Status.COMPLETED:
+                await anyio.sleep(0.05)
+        events = _events(b, state.id)
+        assert events.count("taken_over") == 1 and events.count("run_started") == 1
+        assert b.jobs.is_running(state.id) is False and c.jobs.is_running(state.id) is False
+
+
+def test_takeover_is_on_for_a_shared_store_only(settings: Settings) -> None:
+    assert takeover_enabled(settings.research) is False  # SQLite: auto_resume's job
+    settings.research.take_over_orphans = True
+    assert takeover_enabled(settings.research) is True

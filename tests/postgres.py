@@ -1,0 +1,220 @@
+"""A throwaway PostgreSQL server for the tests: started once per session, one schema per test.
+
+``postgres_server`` runs ``initdb`` into a temporary folder and starts ``postgres`` on a unix
+socket in that folder only (no TCP port; the folder is private), with fsync off. Run as root,
+the server runs as the unprivileged ``postgres`` user (PostgreSQL refuses root). It is a child
+of the test process that dies with it (``setpriv --pdeathsig``), and it is stopped and its
+folder removed at the end of the session, failed or not.
+
+``postgres_url`` gives each test a fresh, empty schema, named in the URL's ``search_path``: a
+store opened on it migrates its own tables there. Creating a schema takes milliseconds.
+
+Without PostgreSQL installed (no ``initdb`` on PATH nor under ``/usr/lib/postgresql/*/bin``) or
+without the driver (``psycopg``), the tests that need it are skipped; with
+``FOUNDRY_MCP_REQUIRE_POSTGRES=1`` (``.ci/run`` sets it) they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+REQUIRE_ENV = "FOUNDRY_MCP_REQUIRE_POSTGRES"
+SUPERUSER = "foundry"
+DATABASE = "foundry_test"
+PORT = 5432  # only names the socket file: the server listens on no TCP port
+START_TIMEOUT_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class PostgresServer:
+    """A running test server, reachable through its socket folder."""
+
+    socket_dir: Path
+    bin_dir: Path
+    started_in: float  # seconds from initdb to accepting connections
+
+    def url(self, *, schema: str | None = None, user: str = SUPERUSER, password: str = "") -> str:
+        """A libpq URL of the test database, optionally with a password and a search_path."""
+        login = quote(user) + (f":{quote(password, safe='')}" if password else "")
+        query = f"host={quote(str(self.socket_dir), safe='')}&port={PORT}"
+        if schema is not None:
+            query += "&options=" + quote(f"-c search_path={schema}", safe="")
+        return f"postgresql://{login}@/{DATABASE}?{query}"
+
+
+def find_bin_dir() -> Path | None:
+    """Where initdb and postgres are: on PATH, else Debian's newest /usr/lib/postgresql/N/bin."""
+    on_path = shutil.which("initdb")
+    if on_path:
+        return Path(on_path).resolve().parent
+    candidates = [
+        path.parent
+        for path in Path("/usr/lib/postgresql").glob("*/bin/initdb")
+        if path.parent.parent.name.isdigit()
+    ]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda bin_dir: int(bin_dir.parent.name))
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get(REQUIRE_ENV) == "1":
+        pytest.fail(f"{reason}, and {REQUIRE_ENV}=1 requires the PostgreSQL tests to run")
+    pytest.skip(f"{reason}; install Debian's postgresql package to run the PostgreSQL tests")
+
+
+def _server_user() -> pwd.struct_passwd | None:
+    """The unprivileged user PostgreSQL runs as when we are root (None: ourselves)."""
+    if os.geteuid() != 0:
+        return None
+    for name in ("postgres", "nobody"):
+        try:
+            return pwd.getpwnam(name)
+        except KeyError:
+            continue
+    _unavailable("running as root needs an unprivileged 'postgres' user to start PostgreSQL")
+    return None
+
+
+def _command(user: pwd.struct_passwd | None, program: list[str]) -> list[str]:
+    """``program`` run as ``user`` and dying with this process (SIGQUIT: immediate shutdown).
+
+    The death signal is set after the change of user, which clears it: a second setpriv, run
+    as that user, sets it and then becomes the program.
+    """
+    if not shutil.which("setpriv"):
+        if user is not None:
+            _unavailable("running as root needs setpriv (util-linux) to start PostgreSQL")
+        return program
+    dying = ["setpriv", "--pdeathsig", "SIGQUIT", "--", *program]
+    if user is None:
+        return dying
+    change_user = [f"--reuid={user.pw_uid}", f"--regid={user.pw_gid}", "--init-groups"]
+    return ["setpriv", *change_user, "--", *dying]
+
+
+def _start(bin_dir: Path, folder: Path) -> tuple[subprocess.Popen[bytes], PostgresServer]:
+    began = time.monotonic()
+    user = _server_user()
+    if user is not None:
+        os.chown(folder, user.pw_uid, user.pw_gid)
+    data = folder / "data"
+    initdb_args = ["-D", str(data), "-U", SUPERUSER, "-E", "UTF8", "--locale=C", "--no-sync"]
+    initdb = subprocess.run(
+        _command(user, [str(bin_dir / "initdb"), *initdb_args]),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if initdb.returncode != 0:
+        pytest.fail(f"initdb failed: {initdb.stderr.strip() or initdb.stdout.strip()}")
+    # Trust only the test superuser, and only on the private socket; other roles log in with
+    # a password (the tests of refused logins need that).
+    (data / "pg_hba.conf").write_text(
+        f"local all {SUPERUSER} trust\nlocal all all scram-sha-256\n", encoding="utf-8"
+    )
+    log = (folder / "server.log").open("wb")
+    server_settings = {
+        "listen_addresses": "",  # no TCP port: the private socket only
+        "unix_socket_directories": str(folder),
+        "unix_socket_permissions": "0700",
+        "fsync": "off",
+        "synchronous_commit": "off",
+        "full_page_writes": "off",
+        "max_connections": "200",
+    }
+    options = [f"-c{name}={value}" for name, value in server_settings.items()]
+    server = subprocess.Popen(
+        _command(user, [str(bin_dir / "postgres"), "-D", str(data), "-p", str(PORT), *options]),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
+    log.close()
+    try:
+        running = PostgresServer(folder, bin_dir, 0.0)
+        _wait_ready(server, running, folder / "server.log")
+        import psycopg
+
+        with psycopg.connect(_admin_url(running), autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {DATABASE}")
+    except BaseException:
+        _stop(server)
+        raise
+    return server, PostgresServer(folder, bin_dir, time.monotonic() - began)
+
+
+def _admin_url(server: PostgresServer) -> str:
+    return server.url().replace(f"/{DATABASE}?", "/postgres?")
+
+
+def _wait_ready(server: subprocess.Popen[bytes], running: PostgresServer, log: Path) -> None:
+    import psycopg
+
+    deadline = time.monotonic() + START_TIMEOUT_SECONDS
+    while True:
+        if server.poll() is not None:
+            pytest.fail(f"postgres exited at start: {log.read_text(errors='replace')[-2000:]}")
+        try:
+            psycopg.connect(_admin_url(running), connect_timeout=2).close()
+            return
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                pytest.fail(f"postgres did not start: {log.read_text(errors='replace')[-2000:]}")
+            time.sleep(0.05)
+
+
+def _stop(server: subprocess.Popen[bytes]) -> None:
+    if server.poll() is None:
+        server.send_signal(signal.SIGINT)  # fast shutdown: sessions end, no checkpoint wait
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=15)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server for the whole session (skipped when PostgreSQL is not installed)."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        _unavailable("the PostgreSQL driver psycopg is not installed (the 'test' extra has it)")
+    bin_dir = find_bin_dir()
+    if bin_dir is None:
+        _unavailable("PostgreSQL is not installed (no initdb on PATH or in /usr/lib/postgresql)")
+        raise AssertionError  # not reached: _unavailable skips or fails
+    folder = Path(tempfile.mkdtemp(prefix="foundry-pg-"))
+    server: subprocess.Popen[bytes] | None = None
+    try:
+        server, running = _start(bin_dir, folder)
+        yield running
+    finally:
+        if server is not None:
+            _stop(server)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """A URL of the test database whose search_path is a new, empty schema of this test's."""
+    import psycopg
+
+    schema = f"test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server.url(), autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    return postgres_server.url(schema=schema)
