@@ -7,7 +7,6 @@ import logging
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import cast
 
 import anyio
 
@@ -22,7 +21,6 @@ from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.pricing import shipped_prices
 from foundry_mcp.research.service import ResearchService
 from foundry_mcp.research.service_takeover import Takeover, takeover_enabled
-from foundry_mcp.research.store import ResearchStore
 from foundry_mcp.research.store_open import open_store
 from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 
@@ -44,9 +42,7 @@ async def research_runtime(
     if choice.detected:
         log.info("%s", choice.statement)
     settings = apply_choice(settings, choice)
-    # The service's hints still name the SQLite class; every store satisfies its interface
-    # (research.store_protocol.Store), so the cast goes once they name Store.
-    store = cast(ResearchStore, open_store(settings.research))
+    store = open_store(settings.research)
     providers = ProviderRegistry(settings, choice)
     # Ready the first research's path in a thread now, so that it does not stall the loop.
     stop_warming = start_warm_up(providers) if warm else None

@@ -15,7 +15,8 @@ from foundry_mcp.research.jobs import Job
 from foundry_mcp.research.models import LLMCallRecord, ResearchState, Status, utcnow
 from foundry_mcp.research.modes import ResearchKit, playbook_for
 from foundry_mcp.research.pricing import PriceTable
-from foundry_mcp.research.store import LeaseLostError, Owner, ResearchStore
+from foundry_mcp.research.store import LeaseLostError, Owner
+from foundry_mcp.research.store_protocol import Store
 from foundry_mcp.research.workflow.calls import CallLog, LLMRoute, ResearchLLM
 from foundry_mcp.research.workflow.supervisor import PhaseTimeoutError, Supervisor, SupervisorHooks
 
@@ -36,7 +37,7 @@ class ResearchRunner:
 
     def __init__(
         self,
-        store: ResearchStore,
+        store: Store,
         providers: ProviderRegistry,
         owner: Owner,
         hooks: SupervisorHooks | None,
@@ -222,9 +223,7 @@ class ResearchRunner:
 class _OwnedRecords:
     """What one running research writes to the store besides its state, as its owner."""
 
-    def __init__(
-        self, store: ResearchStore, owner: Owner, research_id: str, deleted: set[str]
-    ) -> None:
+    def __init__(self, store: Store, owner: Owner, research_id: str, deleted: set[str]) -> None:
         self._store = store
         self._owner = owner
         self._research_id = research_id

@@ -33,10 +33,10 @@ from foundry_mcp.research.service_reads import ProgressCallback, ResearchReader
 from foundry_mcp.research.service_writes import ResearchWriter
 from foundry_mcp.research.store import (
     Owner,
-    ResearchStore,
     research_not_found,
     validate_research_id,
 )
+from foundry_mcp.research.store_protocol import Store
 from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 
 __all__ = [
@@ -65,7 +65,7 @@ class ResearchService:
     def __init__(
         self,
         settings: Settings,
-        store: ResearchStore,
+        store: Store,
         providers: ProviderRegistry,
         jobs: JobRunner,
         hooks: SupervisorHooks | None = None,

@@ -18,7 +18,8 @@ from foundry_mcp.errors import FoundryError
 from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.models import ResearchState, Status
 from foundry_mcp.research.runner import ResearchRunner, abort
-from foundry_mcp.research.store import Owner, ResearchStore
+from foundry_mcp.research.store import Owner
+from foundry_mcp.research.store_protocol import Store
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +32,7 @@ OWNER_STOPPED = "The process running this research stopped before it finished."
 class OwnershipWatch:
     """Renews this process's leases, obeys cancel requests, and marks dead owners' research."""
 
-    def __init__(
-        self, store: ResearchStore, jobs: JobRunner, runner: ResearchRunner, owner: Owner
-    ) -> None:
+    def __init__(self, store: Store, jobs: JobRunner, runner: ResearchRunner, owner: Owner) -> None:
         self.store = store
         self.jobs = jobs
         self.runner = runner

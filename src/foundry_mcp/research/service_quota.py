@@ -13,7 +13,7 @@ from foundry_mcp.errors import FoundryError, QuotaExceededError
 from foundry_mcp.research.models import Status, utcnow
 from foundry_mcp.research.principal import Principal
 from foundry_mcp.research.service_ownership import OwnershipWatch
-from foundry_mcp.research.store import ResearchStore
+from foundry_mcp.research.store_protocol import Store
 
 ACTIVE = [status for status in Status if status.is_active]
 MOST_ACTIVE = 1000  # more active research than this per principal is beyond any limit allowed
@@ -40,7 +40,7 @@ def check_running(watch: OwnershipWatch, principal: Principal) -> None:
         )
 
 
-async def check_spending(store: ResearchStore, principal: Principal) -> None:
+async def check_spending(store: Store, principal: Principal) -> None:
     """``QuotaExceededError`` when the principal's research of the last 24 hours cost as much
     as its daily limit (estimates from list prices). Reads the states in a worker thread."""
     limit = principal.max_cost_usd_per_day
@@ -59,7 +59,7 @@ async def check_spending(store: ResearchStore, principal: Principal) -> None:
         )
 
 
-def spent_recently(store: ResearchStore, principal: str) -> float:
+def spent_recently(store: Store, principal: str) -> float:
     """The estimated cost of the principal's research started in the last 24 hours."""
     cutoff = (utcnow() - COST_WINDOW).isoformat()
     total = 0.0

@@ -20,7 +20,8 @@ from foundry_mcp.research.models import ResearchState, Status
 from foundry_mcp.research.report import report_page, report_summary
 from foundry_mcp.research.service_inputs import check_range, parse_statuses
 from foundry_mcp.research.service_ownership import OwnershipWatch
-from foundry_mcp.research.store import ResearchStore, validate_research_id
+from foundry_mcp.research.store import validate_research_id
+from foundry_mcp.research.store_protocol import Store
 from foundry_mcp.research.views import (
     all_sources,
     cited_sources,
@@ -36,7 +37,7 @@ EVENTS_PAGE = 500  # the most deep-research-events returns at once
 ProgressCallback = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-def status_of(store: ResearchStore, state: ResearchState) -> dict[str, Any]:
+def status_of(store: Store, state: ResearchState) -> dict[str, Any]:
     """The status payload of ``state``, with its cancel request and latest event from ``store``."""
     ownership = store.ownership(state.id)
     return status_payload(
@@ -49,7 +50,7 @@ def status_of(store: ResearchStore, state: ResearchState) -> dict[str, Any]:
 class ResearchReader:
     """Answers about any research on disk, whichever process runs it."""
 
-    def __init__(self, store: ResearchStore, watch: OwnershipWatch) -> None:
+    def __init__(self, store: Store, watch: OwnershipWatch) -> None:
         self.store = store
         self.watch = watch
 

@@ -41,7 +41,8 @@ from foundry_mcp.research.service_inputs import (
 )
 from foundry_mcp.research.service_ownership import OwnershipWatch
 from foundry_mcp.research.service_reads import WAIT_POLL_SECONDS, status_of
-from foundry_mcp.research.store import Owner, ResearchStore, validate_research_id
+from foundry_mcp.research.store import Owner, validate_research_id
+from foundry_mcp.research.store_protocol import Store
 from foundry_mcp.research.views import shorten
 
 CANCEL_WAIT_SECONDS = 2.0
@@ -55,7 +56,7 @@ class ResearchWriter:
         self,
         *,
         settings: Settings,
-        store: ResearchStore,
+        store: Store,
         providers: ProviderRegistry,
         jobs: JobRunner,
         runner: ResearchRunner,

@@ -29,6 +29,7 @@ from foundry_mcp.errors import InputError, InvalidResearchIdError, ResearchNotFo
 from foundry_mcp.research.migrations import migrate_state
 from foundry_mcp.research.models import RESEARCH_ID_PATTERN, ResearchState, Status, utcnow
 from foundry_mcp.research.store_db import DB_NAME, DB_VERSION, open_database, transaction
+from foundry_mcp.research.store_delegates import LeasesAndEvents
 from foundry_mcp.research.store_events import Event, EventLog
 from foundry_mcp.research.store_journal import JournalEntry, LLMJournal
 from foundry_mcp.research.store_leases import (
@@ -88,7 +89,7 @@ class ResearchSummary:
     updated_at: str
 
 
-class ResearchStore:
+class ResearchStore(LeasesAndEvents):
     """Sessions of research, saved atomically and readable from any process."""
 
     def __init__(self, research_dir: Path) -> None:
@@ -313,49 +314,6 @@ class ResearchStore:
                 self._db.execute("DELETE FROM branches WHERE research_id = ?", (research_id,))
                 self._db.execute("DELETE FROM llm_journal WHERE research_id = ?", (research_id,))
         return len(ids)
-
-    # ------------------------------------------------------------------ ownership (store_leases)
-
-    def ownership(self, research_id: str) -> Ownership | None:
-        return self._leases.ownership(research_id)
-
-    def claim(
-        self, research_id: str, owner: Owner, lease_seconds: float, expected_token: str | None
-    ) -> bool:
-        """Take the research if its owner token is still ``expected_token`` (compare and swap)."""
-        return self._leases.claim(research_id, owner, lease_seconds, expected_token)
-
-    def release(self, research_id: str, owner: Owner) -> None:
-        """Give up the lease (the run ended)."""
-        self._leases.release(research_id, owner)
-
-    def renew(self, owner: Owner, research_ids: Iterable[str], lease_seconds: float) -> set[str]:
-        """Extend this owner's leases; returns the ids another process asked to cancel."""
-        return self._leases.renew(owner, research_ids, lease_seconds)
-
-    def cancel_requests(self, owner: Owner, research_ids: Iterable[str]) -> set[str]:
-        """The ids among ``research_ids`` (owned by ``owner``) that someone asked to cancel."""
-        return self._leases.cancel_requests(owner, research_ids)
-
-    def request_cancel(self, research_id: str) -> None:
-        self._leases.request_cancel(research_id)
-
-    def disown(self, research_id: str, expected_token: str | None) -> bool:
-        """Clear a dead owner's lease so that a late write by it is refused."""
-        return self._leases.disown(research_id, expected_token)
-
-    # ------------------------------------------------------------------ events (store_events)
-
-    def append_event(self, research_id: str, kind: str, data: dict[str, Any]) -> int:
-        """Append to the research's audit trail; returns the event's sequence number."""
-        return self._events.append(research_id, kind, data)
-
-    def events(self, research_id: str, after: int, limit: int) -> list[Event]:
-        """Events with ``seq > after``, oldest first, at most ``limit``."""
-        return self._events.page(research_id, after, limit)
-
-    def last_event_at(self, research_id: str) -> str | None:
-        return self._events.last_at(research_id)
 
     # ------------------------------------------------------------------ waiting (store_waits)
 

@@ -33,8 +33,8 @@ from foundry_mcp.research.store import (
     research_not_found,
     validate_research_id,
 )
-from foundry_mcp.research.store_events import Event
-from foundry_mcp.research.store_leases import LeaseLostError, Owner, Ownership
+from foundry_mcp.research.store_delegates import LeasesAndEvents
+from foundry_mcp.research.store_leases import LeaseLostError, Owner
 from foundry_mcp.research.store_pg_db import (
     CANCEL_CHANNEL,
     CHANGED_CHANNEL,
@@ -55,7 +55,7 @@ _ACTIVE = [status.value for status in Status if status.is_active]
 _OTHER_TABLES = ("events", "branches", "llm_journal")  # deleted with their research
 
 
-class PostgresStore:
+class PostgresStore(LeasesAndEvents):
     """Sessions of research in a PostgreSQL database, readable and writable from any host."""
 
     def __init__(self, url: str, research_dir: Path) -> None:
@@ -292,44 +292,6 @@ class PostgresStore:
                 (days * 86400.0, _ACTIVE),
             ).fetchone()
         return int(row[0]) if row else 0
-
-    # ------------------------------------------------------------------ ownership
-
-    def ownership(self, research_id: str) -> Ownership | None:
-        return self._leases.ownership(research_id)
-
-    def claim(
-        self, research_id: str, owner: Owner, lease_seconds: float, expected_token: str | None
-    ) -> bool:
-        """Take the research if its owner token is still ``expected_token`` (compare and swap)."""
-        return self._leases.claim(research_id, owner, lease_seconds, expected_token)
-
-    def release(self, research_id: str, owner: Owner) -> None:
-        self._leases.release(research_id, owner)
-
-    def renew(self, owner: Owner, research_ids: Iterable[str], lease_seconds: float) -> set[str]:
-        """Extend this owner's leases; returns the ids another process asked to cancel."""
-        return self._leases.renew(owner, research_ids, lease_seconds)
-
-    def cancel_requests(self, owner: Owner, research_ids: Iterable[str]) -> set[str]:
-        return self._leases.cancel_requests(owner, research_ids)
-
-    def request_cancel(self, research_id: str) -> None:
-        self._leases.request_cancel(research_id)
-
-    def disown(self, research_id: str, expected_token: str | None) -> bool:
-        return self._leases.disown(research_id, expected_token)
-
-    # ------------------------------------------------------------------ events
-
-    def append_event(self, research_id: str, kind: str, data: dict[str, Any]) -> int:
-        return self._events.append(research_id, kind, data)
-
-    def events(self, research_id: str, after: int, limit: int) -> list[Event]:
-        return self._events.page(research_id, after, limit)
-
-    def last_event_at(self, research_id: str) -> str | None:
-        return self._events.last_at(research_id)
 
     # ------------------------------------------------------------------ waiting for others
 

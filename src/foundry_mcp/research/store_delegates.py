@@ -1,0 +1,84 @@
+"""The store methods both stores hand on unchanged to their leases and their event log.
+
+SQLite (:mod:`foundry_mcp.research.store`) and PostgreSQL (:mod:`foundry_mcp.research.store_pg`)
+each write their own lease and event SQL; what a store does with them is the same, and is
+written here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from foundry_mcp.research.store_events import Event
+from foundry_mcp.research.store_leases import Owner, Ownership
+
+
+class LeaseOperations(Protocol):
+    """What a store's lease table offers (see :mod:`foundry_mcp.research.store_leases`)."""
+
+    def ownership(self, research_id: str) -> Ownership | None: ...
+    def claim(
+        self, research_id: str, owner: Owner, lease_seconds: float, expected_token: str | None
+    ) -> bool: ...
+    def release(self, research_id: str, owner: Owner) -> None: ...
+    def renew(
+        self, owner: Owner, research_ids: Iterable[str], lease_seconds: float
+    ) -> set[str]: ...
+    def cancel_requests(self, owner: Owner, research_ids: Iterable[str]) -> set[str]: ...
+    def request_cancel(self, research_id: str) -> None: ...
+    def disown(self, research_id: str, expected_token: str | None) -> bool: ...
+
+
+class EventOperations(Protocol):
+    """What a store's audit trail offers (see :mod:`foundry_mcp.research.store_events`)."""
+
+    def append(self, research_id: str, kind: str, data: dict[str, Any]) -> int: ...
+    def page(self, research_id: str, after: int, limit: int) -> list[Event]: ...
+    def last_at(self, research_id: str) -> str | None: ...
+
+
+class LeasesAndEvents:
+    """Ownership and audit-trail methods of a store, handed on to ``_leases`` and ``_events``."""
+
+    _leases: LeaseOperations
+    _events: EventOperations
+
+    def ownership(self, research_id: str) -> Ownership | None:
+        return self._leases.ownership(research_id)
+
+    def claim(
+        self, research_id: str, owner: Owner, lease_seconds: float, expected_token: str | None
+    ) -> bool:
+        """Take the research if its owner token is still ``expected_token`` (compare and swap)."""
+        return self._leases.claim(research_id, owner, lease_seconds, expected_token)
+
+    def release(self, research_id: str, owner: Owner) -> None:
+        """Give up the lease (the run ended)."""
+        self._leases.release(research_id, owner)
+
+    def renew(self, owner: Owner, research_ids: Iterable[str], lease_seconds: float) -> set[str]:
+        """Extend this owner's leases; returns the ids another process asked to cancel."""
+        return self._leases.renew(owner, research_ids, lease_seconds)
+
+    def cancel_requests(self, owner: Owner, research_ids: Iterable[str]) -> set[str]:
+        """The ids among ``research_ids`` (owned by ``owner``) that someone asked to cancel."""
+        return self._leases.cancel_requests(owner, research_ids)
+
+    def request_cancel(self, research_id: str) -> None:
+        self._leases.request_cancel(research_id)
+
+    def disown(self, research_id: str, expected_token: str | None) -> bool:
+        """Clear a dead owner's lease so that a late write by it is refused."""
+        return self._leases.disown(research_id, expected_token)
+
+    def append_event(self, research_id: str, kind: str, data: dict[str, Any]) -> int:
+        """Append to the research's audit trail; returns the event's sequence number."""
+        return self._events.append(research_id, kind, data)
+
+    def events(self, research_id: str, after: int, limit: int) -> list[Event]:
+        """Events with ``seq > after``, oldest first, at most ``limit``."""
+        return self._events.page(research_id, after, limit)
+
+    def last_event_at(self, research_id: str) -> str | None:
+        return self._events.last_at(research_id)
