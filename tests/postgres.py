@@ -6,6 +6,12 @@ the server runs as the unprivileged ``postgres`` user (PostgreSQL refuses root).
 of the test process that dies with it (``setpriv --pdeathsig``), and it is stopped and its
 folder removed at the end of the session, failed or not.
 
+``running_postgres()`` does the same outside pytest (``benchmarks/team_load.py``): a context
+manager that yields the running server and stops it, and removes its folder, when the block
+ends. It raises ``PostgresUnavailable`` when PostgreSQL or the driver is missing and
+``PostgresStartError`` when the server does not start; the fixture turns the first into a skip
+and the second into a failure.
+
 ``postgres_url`` gives each test a fresh, empty schema, named in the URL's ``search_path``: a
 store opened on it migrates its own tables there. Creating a schema takes milliseconds.
 
@@ -25,6 +31,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -36,6 +43,14 @@ SUPERUSER = "foundry"
 DATABASE = "foundry_test"
 PORT = 5432  # only names the socket file: the server listens on no TCP port
 START_TIMEOUT_SECONDS = 60.0
+
+
+class PostgresUnavailable(Exception):
+    """PostgreSQL, its driver, or what starting it as root needs, is not installed here."""
+
+
+class PostgresStartError(RuntimeError):
+    """PostgreSQL is installed but could not be started."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +86,8 @@ def find_bin_dir() -> Path | None:
 
 
 def _unavailable(reason: str) -> None:
+    """Skip the test (fail it with ``FOUNDRY_MCP_REQUIRE_POSTGRES=1``): ``reason`` says what
+    is missing."""
     if os.environ.get(REQUIRE_ENV) == "1":
         pytest.fail(f"{reason}, and {REQUIRE_ENV}=1 requires the PostgreSQL tests to run")
     pytest.skip(f"{reason}; install Debian's postgresql package to run the PostgreSQL tests")
@@ -85,8 +102,9 @@ def _server_user() -> pwd.struct_passwd | None:
             return pwd.getpwnam(name)
         except KeyError:
             continue
-    _unavailable("running as root needs an unprivileged 'postgres' user to start PostgreSQL")
-    return None
+    raise PostgresUnavailable(
+        "running as root needs an unprivileged 'postgres' user to start PostgreSQL"
+    )
 
 
 def _command(user: pwd.struct_passwd | None, program: list[str]) -> list[str]:
@@ -97,7 +115,9 @@ def _command(user: pwd.struct_passwd | None, program: list[str]) -> list[str]:
     """
     if not shutil.which("setpriv"):
         if user is not None:
-            _unavailable("running as root needs setpriv (util-linux) to start PostgreSQL")
+            raise PostgresUnavailable(
+                "running as root needs setpriv (util-linux) to start PostgreSQL"
+            )
         return program
     dying = ["setpriv", "--pdeathsig", "SIGQUIT", "--", *program]
     if user is None:
@@ -120,7 +140,9 @@ def _start(bin_dir: Path, folder: Path) -> tuple[subprocess.Popen[bytes], Postgr
         check=False,
     )
     if initdb.returncode != 0:
-        pytest.fail(f"initdb failed: {initdb.stderr.strip() or initdb.stdout.strip()}")
+        raise PostgresStartError(
+            f"initdb failed: {initdb.stderr.strip() or initdb.stdout.strip()}"
+        )
     # Trust only the test superuser, and only on the private socket; other roles log in with
     # a password (the tests of refused logins need that).
     (data / "pg_hba.conf").write_text(
@@ -167,13 +189,17 @@ def _wait_ready(server: subprocess.Popen[bytes], running: PostgresServer, log: P
     deadline = time.monotonic() + START_TIMEOUT_SECONDS
     while True:
         if server.poll() is not None:
-            pytest.fail(f"postgres exited at start: {log.read_text(errors='replace')[-2000:]}")
+            raise PostgresStartError(
+                f"postgres exited at start: {log.read_text(errors='replace')[-2000:]}"
+            )
         try:
             psycopg.connect(_admin_url(running), connect_timeout=2).close()
             return
         except psycopg.OperationalError:
             if time.monotonic() > deadline:
-                pytest.fail(f"postgres did not start: {log.read_text(errors='replace')[-2000:]}")
+                raise PostgresStartError(
+                    f"postgres did not start: {log.read_text(errors='replace')[-2000:]}"
+                ) from None
             time.sleep(0.05)
 
 
@@ -187,17 +213,28 @@ def _stop(server: subprocess.Popen[bytes]) -> None:
             server.wait(timeout=15)
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """A PostgreSQL server for the whole session (skipped when PostgreSQL is not installed)."""
+@contextmanager
+def running_postgres() -> Iterator[PostgresServer]:
+    """A throwaway PostgreSQL server in a new temporary folder, for the ``with`` block.
+
+    When the block ends, however it ends, the server is stopped and its folder removed; the
+    server also dies with this process (SIGQUIT). The death signal follows the thread that
+    started the server: enter this in a thread that lives as long as the block (the main one).
+    Raises ``PostgresUnavailable`` when PostgreSQL or the driver is not installed (before any
+    folder is made) or the server cannot be started as root, ``PostgresStartError`` when
+    ``initdb`` or the server fails.
+    """
     try:
         import psycopg  # noqa: F401
     except ImportError:
-        _unavailable("the PostgreSQL driver psycopg is not installed (the 'test' extra has it)")
+        raise PostgresUnavailable(
+            "the PostgreSQL driver psycopg is not installed (the 'test' extra has it)"
+        ) from None
     bin_dir = find_bin_dir()
     if bin_dir is None:
-        _unavailable("PostgreSQL is not installed (no initdb on PATH or in /usr/lib/postgresql)")
-        raise AssertionError  # not reached: _unavailable skips or fails
+        raise PostgresUnavailable(
+            "PostgreSQL is not installed (no initdb on PATH or in /usr/lib/postgresql)"
+        )
     folder = Path(tempfile.mkdtemp(prefix="foundry-pg-"))
     server: subprocess.Popen[bytes] | None = None
     try:
@@ -207,6 +244,18 @@ def postgres_server() -> Iterator[PostgresServer]:
         if server is not None:
             _stop(server)
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server for the whole session (skipped when PostgreSQL is not installed)."""
+    try:
+        with running_postgres() as running:
+            yield running
+    except PostgresUnavailable as exc:
+        _unavailable(str(exc))
+    except PostgresStartError as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture

@@ -49,15 +49,23 @@ def server_env(env: dict[str, str]) -> dict[str, str]:
 
 
 class TeamServer:
-    """``foundry-mcp serve --http`` on a free loopback port, until stopped."""
+    """``foundry-mcp serve --http`` on a free loopback port, until stopped.
 
-    def __init__(self, env: dict[str, str], *args: str) -> None:
+    ``launcher`` is the program that runs foundry-mcp's command line, the arguments following
+    it (default: ``python -m foundry_mcp``); ``benchmarks/team_load.py`` gives one that changes
+    the host name first.
+    """
+
+    def __init__(
+        self, env: dict[str, str], *args: str, launcher: Sequence[str] | None = None
+    ) -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.url = f"{self.base_url}/mcp"
         self._lines: list[str] = []
+        serve = ["serve", "--http", "--port", str(self.port), *args]
         self.process = subprocess.Popen(
-            foundry_command("serve", "--http", "--port", str(self.port), *args),
+            [*launcher, *serve] if launcher is not None else foundry_command(*serve),
             env=server_env(env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

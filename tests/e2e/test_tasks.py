@@ -19,7 +19,7 @@ from pydantic import ConfigDict, Field, TypeAdapter
 
 from foundry_mcp.config import Settings
 from foundry_mcp.server import create_server
-from foundry_mcp.server.tasks import KEY_FILE, TASKS_EXTENSION
+from foundry_mcp.server.tasks import KEY_NAME, TASKS_EXTENSION
 from tests.e2e.conftest import call
 from tests.fakes import FakeHTTPServer
 
@@ -105,7 +105,7 @@ async def test_a_research_runs_as_a_task_to_its_report(settings: Settings) -> No
         again = await task_request(client.session, "tasks/get", handle.task_id)
         assert again["status"] == "completed" and again["pollIntervalMs"] > 0
     assert TASKS_EXTENSION in discovered["capabilities"]["extensions"]
-    key = settings.research.research_dir / KEY_FILE
+    key = settings.research.research_dir / f"{KEY_NAME}-key"
     assert key.stat().st_mode & 0o077 == 0
 
 

@@ -588,3 +588,48 @@ def _in_threads(targets: list[Callable[[], None]]) -> None:
         thread.join(timeout=30)
     if errors:
         raise errors[0]
+
+
+# --------------------------------------------------------------------------- shared by servers
+
+
+def test_a_shared_key_is_made_once_and_read_alike_by_every_server(stores: Stores) -> None:
+    first, second = stores.open(), stores.open()
+    made = first.shared_key("task")
+    assert len(made) == 32
+    assert second.shared_key("task") == made == first.shared_key("task")
+    reopened = stores.open()
+    assert reopened.shared_key("task") == made  # it outlives the server that made it
+    assert second.shared_key("other") not in (made, b"")
+
+
+def test_a_shared_key_made_by_two_servers_at_once_is_one_key(stores: Stores) -> None:
+    servers = [stores.open() for _ in range(4)]
+    keys: list[bytes] = []
+    _in_threads([lambda store=store: keys.append(store.shared_key("raced")) for store in servers])
+    assert len(keys) == 4 and len(set(keys)) == 1
+
+
+def test_admissions_of_a_principal_take_turns_across_servers(stores: Stores) -> None:
+    first, second = stores.open(), stores.open()
+    inside: list[str] = []
+    overlaps: list[str] = []
+    entered = threading.Event()
+
+    def admit(store: Store, name: str, hold: float) -> None:
+        with store.admitting("alice"):
+            if inside:
+                overlaps.append(f"{name} entered while {inside} held the lock")
+            inside.append(name)
+            entered.set()
+            time.sleep(hold)
+            inside.remove(name)
+
+    def later() -> None:
+        entered.wait(5)
+        admit(second, "second", 0.0)
+
+    _in_threads([lambda: admit(first, "first", 0.3), later])
+    assert overlaps == []
+    with first.admitting("alice"):  # released after each use: taken again at once
+        pass

@@ -19,8 +19,9 @@ import psycopg
 import pytest
 
 from foundry_mcp.config import load_settings
-from foundry_mcp.errors import ConfigError, StoreUnavailableError
+from foundry_mcp.errors import ConfigError, QuotaExceededError, StoreUnavailableError
 from foundry_mcp.research.models import ResearchState, Status
+from foundry_mcp.research.principal import Principal
 from foundry_mcp.research.store import Owner
 from foundry_mcp.research.store_pg import PostgresStore
 from foundry_mcp.research.store_pg_db import MIGRATIONS, SCHEMA_VERSION, open_database
@@ -253,7 +254,28 @@ async def test_two_servers_share_research_through_postgresql(
         cancelled = await second.cancel(running)  # reaches the owner through the database
         assert cancelled["status"] == "cancelled"
         events = [e["kind"] for e in first.events(running, limit=500)["events"]]
-        assert "cancel_received" in events
+        assert events.count("cancel_received") == 1  # obeyed once, not at every wait
+
+
+@pytest.mark.anyio
+async def test_a_principals_limit_holds_across_servers(
+    research_env: dict[str, str], postgres_url: str, tmp_path: Path, openai_server: FakeHTTPServer
+) -> None:
+    env = {**research_env, "FOUNDRY_MCP_STORE_URL": postgres_url}
+    settings = load_settings(env=env, cwd=tmp_path, home=Path(env["HOME"]))
+    openai_server.latency = 0.2
+    alice = Principal("alice", max_concurrent_researches=1)
+    async with (
+        research_runtime(settings, warm=False) as first,
+        research_runtime(settings, warm=False) as second,
+    ):
+        running = first.start("What is a B-tree?", effort="quick", principal=alice)
+        with pytest.raises(QuotaExceededError) as refused:  # counted on the other server
+            second.start("What is a skip list?", effort="quick", principal=alice)
+        assert refused.value.details["active"] == 1
+        await wait_until(first, running["research_id"], TERMINAL)
+        again = second.start("What is a skip list?", effort="quick", principal=alice)
+        await wait_until(second, again["research_id"], TERMINAL)
 
 
 # --------------------------------------------------------------------------- doctor

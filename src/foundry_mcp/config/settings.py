@@ -174,6 +174,9 @@ class ResearchSettings(_Section):
     take_over_orphans: bool | None = None
     take_over_interval: float = Field(5.0, ge=0.1, le=3600)  # seconds between scans, jittered
     take_over_max_running: int | None = Field(None, ge=1, le=1000)  # this worker's cap
+    # How long a running research's lease lasts without renewal: the longest another worker
+    # waits before taking over the research of a worker that died (renewed every quarter).
+    lease_seconds: float = Field(20.0, ge=2, le=600)
 
     # Per-phase LLM provider and its fallbacks, as "provider[:model]" specs.
     deep_research_planning_provider: str | None = None

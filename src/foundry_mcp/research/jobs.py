@@ -49,6 +49,10 @@ class JobRunner:
     def running_ids(self) -> list[str]:
         return list(self._jobs)
 
+    def uncancelled_ids(self) -> list[str]:
+        """The running research not yet asked to stop."""
+        return [research_id for research_id, job in self._jobs.items() if not job.cancel_requested]
+
     def cancel(self, research_id: str) -> bool:
         """Ask a run to stop; in-flight provider calls are cancelled too."""
         job = self._jobs.get(research_id)

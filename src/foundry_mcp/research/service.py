@@ -28,7 +28,7 @@ from foundry_mcp.research.principal import Principal, name_of
 from foundry_mcp.research.runner import ResearchRunner
 from foundry_mcp.research.service_inputs import check_range
 from foundry_mcp.research.service_ownership import OwnershipWatch
-from foundry_mcp.research.service_quota import check_running, check_spending
+from foundry_mcp.research.service_quota import admitted, check_spending
 from foundry_mcp.research.service_reads import ProgressCallback, ResearchReader
 from foundry_mcp.research.service_writes import ResearchWriter
 from foundry_mcp.research.store import (
@@ -79,6 +79,7 @@ class ResearchService:
         self.runner = ResearchRunner(store, providers, self.owner, hooks)
         self.context = ContextServices(settings, providers)  # token management
         self.watch = OwnershipWatch(store, jobs, self.runner, self.owner)
+        self.watch.lease_seconds = settings.research.lease_seconds
         self.reader = ResearchReader(store, self.watch)
         self.writer = ResearchWriter(
             settings=settings,
@@ -128,25 +129,24 @@ class ResearchService:
         or address prefixes) get the user's priority boost and are never cut below a headline.
         The research belongs to ``principal``, whose ``max_concurrent_researches`` it must fit.
         """
-        if principal is not None:
-            check_running(self.watch, principal)
-        return self.writer.start(
-            query,
-            system_prompt=system_prompt,
-            provider_id=provider_id,
-            model=model,
-            max_iterations=max_iterations,
-            max_sub_queries=max_sub_queries,
-            max_sources_per_query=max_sources_per_query,
-            max_concurrent=max_concurrent,
-            task_timeout=task_timeout,
-            mode=mode,
-            source_types=source_types,
-            preferred_sources=preferred_sources,
-            effort=effort,
-            max_time_s=max_time_s,
-            principal=name_of(principal),
-        )
+        with admitted(self.watch, principal):
+            return self.writer.start(
+                query,
+                system_prompt=system_prompt,
+                provider_id=provider_id,
+                model=model,
+                max_iterations=max_iterations,
+                max_sub_queries=max_sub_queries,
+                max_sources_per_query=max_sources_per_query,
+                max_concurrent=max_concurrent,
+                task_timeout=task_timeout,
+                mode=mode,
+                source_types=source_types,
+                preferred_sources=preferred_sources,
+                effort=effort,
+                max_time_s=max_time_s,
+                principal=name_of(principal),
+            )
 
     async def check_spending(self, principal: Principal | None) -> None:
         """``QUOTA_EXCEEDED`` when ``principal`` has spent its daily cost limit; call it before
@@ -171,16 +171,15 @@ class ResearchService:
         round, if gaps are still open.
         """
         self._reveal(research_id, principal)
-        if principal is not None:
-            check_running(self.watch, principal)
-        return self.writer.resume(
-            research_id,
-            max_iterations=max_iterations,
-            max_sub_queries=max_sub_queries,
-            max_sources_per_query=max_sources_per_query,
-            max_concurrent=max_concurrent,
-            task_timeout=task_timeout,
-        )
+        with admitted(self.watch, principal):
+            return self.writer.resume(
+                research_id,
+                max_iterations=max_iterations,
+                max_sub_queries=max_sub_queries,
+                max_sources_per_query=max_sources_per_query,
+                max_concurrent=max_concurrent,
+                task_timeout=task_timeout,
+            )
 
     async def cancel(self, research_id: Any, principal: Principal | None = None) -> dict[str, Any]:
         """Stop a running research; its partial results stay and it can be resumed."""

@@ -1,8 +1,10 @@
 """This process's side of research ownership: keeping its leases alive, and noticing research
 whose owner stopped.
 
-A run's lease lasts ``LEASE_SECONDS`` and the heartbeat renews it every ``RENEW_EVERY_SECONDS``;
-between renewals it looks for cancel requests from other processes every ``HEARTBEAT_SECONDS``.
+A run's lease lasts ``lease_seconds`` (``[research] lease_seconds``) and the heartbeat renews it
+every quarter of that, at most ``RENEW_EVERY_SECONDS``. Between renewals it waits on the store
+for a cancel request from another process (``Store.wait_for_cancel``: a NOTIFY on PostgreSQL,
+frequent reads on SQLite), so a cancel sent through any server of a team stops the run at once.
 An active research whose owner is gone (``Ownership.is_alive`` in ``store_leases``) is recorded
 ``interrupted`` the next time this process reads it.
 """
@@ -24,8 +26,10 @@ from foundry_mcp.research.store_protocol import Store
 log = logging.getLogger(__name__)
 
 LEASE_SECONDS = 20.0
-HEARTBEAT_SECONDS = 0.25  # how often cancel requests from other processes are noticed
 RENEW_EVERY_SECONDS = 5.0
+# Longest wait for a cancel request: a run started meanwhile is watched from the next wait on.
+CANCEL_WAIT_SECONDS = 1.0
+IDLE_SECONDS = 0.25  # between looks at the job list while nothing runs, or after a store error
 OWNER_STOPPED = "The process running this research stopped before it finished."
 
 
@@ -44,20 +48,26 @@ class OwnershipWatch:
         last_renewal = 0.0
         while True:
             running = self.jobs.running_ids()
+            watched = self.jobs.uncancelled_ids()  # a run winding down is not cancelled twice
             renew_every = min(RENEW_EVERY_SECONDS, self.lease_seconds / 4)
+            cancel: set[str] = set()
             try:
                 if time.monotonic() - last_renewal >= renew_every:
                     cancel = self.store.renew(self.owner, running, self.lease_seconds)
                     last_renewal = time.monotonic()
-                else:
-                    cancel = self.store.cancel_requests(self.owner, running)
-            except Exception:  # a busy or failing disk must not kill the heartbeat
+                cancel &= set(watched)
+                if not watched:
+                    await anyio.sleep(IDLE_SECONDS)
+                elif not cancel:
+                    until_renewal = last_renewal + renew_every - time.monotonic()
+                    window = max(0.0, min(CANCEL_WAIT_SECONDS, until_renewal))
+                    cancel = await self.store.wait_for_cancel(self.owner, watched, window)
+            except Exception:  # a busy or failing store must not kill the heartbeat
                 log.exception("heartbeat could not reach the store")
-                cancel = set()
+                await anyio.sleep(IDLE_SECONDS)
             for research_id in cancel:
                 self.runner.event(research_id, "cancel_received", {"pid": self.owner.pid})
                 self.jobs.cancel(research_id)
-            await anyio.sleep(HEARTBEAT_SECONDS)
 
     def load_checked(self, research_id: str) -> ResearchState:
         """Load a state; an active one whose owner is gone is recorded ``interrupted``."""

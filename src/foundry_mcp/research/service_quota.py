@@ -1,10 +1,16 @@
 """A team server principal's limits: how many of its researches may run at once, and what its
 researches may cost in a day. Both are checked when one of its researches starts or resumes;
 a run already going is bounded by ``[research] max_cost_usd`` alone.
+
+The count of running research and the save of the new one happen under the store's admission
+lock of the principal, so two starts at the same moment, on one server or on two servers of a
+team, cannot both pass the last free place.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 import anyio
@@ -21,12 +27,21 @@ COST_WINDOW = timedelta(hours=24)
 COST_PAGE = 100
 
 
-def check_running(watch: OwnershipWatch, principal: Principal) -> None:
-    """``QuotaExceededError`` when the principal's active research reach its limit.
+@contextmanager
+def admitted(watch: OwnershipWatch, principal: Principal | None) -> Iterator[None]:
+    """Save the principal's new (or resumed) research within: on entry its running research
+    were counted (``QuotaExceededError`` at its limit) under its admission lock, held until
+    the block ends."""
+    if principal is None or principal.max_concurrent_researches is None:
+        yield
+        return
+    with watch.store.admitting(principal.name):
+        check_running(watch, principal)
+        yield
 
-    Synchronous on purpose: called right before the new run is saved, with no await between,
-    so two starts at the same moment cannot both pass.
-    """
+
+def check_running(watch: OwnershipWatch, principal: Principal) -> None:
+    """``QuotaExceededError`` when the principal's active research reach its limit."""
     limit = principal.max_concurrent_researches
     if limit is None:
         return

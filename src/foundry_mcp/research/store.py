@@ -18,6 +18,7 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -31,6 +32,7 @@ from foundry_mcp.research.models import RESEARCH_ID_PATTERN, ResearchState, Stat
 from foundry_mcp.research.store_db import DB_NAME, DB_VERSION, open_database, transaction
 from foundry_mcp.research.store_delegates import LeasesAndEvents
 from foundry_mcp.research.store_events import Event, EventLog
+from foundry_mcp.research.store_files import file_key, file_lock
 from foundry_mcp.research.store_journal import JournalEntry, LLMJournal
 from foundry_mcp.research.store_leases import (
     LeaseLostError,
@@ -331,6 +333,14 @@ class ResearchStore(LeasesAndEvents):
 
     def describe(self) -> StoreInfo:
         return StoreInfo("sqlite", str(self.research_dir / DB_NAME), DB_VERSION)
+
+    def shared_key(self, name: str) -> bytes:
+        """The key ``name`` of this research directory (a private file beside the database)."""
+        return file_key(self.research_dir, name)
+
+    def admitting(self, principal: str) -> AbstractContextManager[None]:
+        """The admission lock of this research directory (a file lock: one for all)."""
+        return file_lock(self.research_dir)
 
 
 def encode_cursor(created_at: str, research_id: str) -> str:

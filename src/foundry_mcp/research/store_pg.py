@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ from foundry_mcp.research.store_pg_db import (
 from foundry_mcp.research.store_pg_events import PgEventLog, PgJournal
 from foundry_mcp.research.store_pg_leases import PgLeases, lease_columns
 from foundry_mcp.research.store_pg_notify import Listener
+from foundry_mcp.research.store_pg_shared import admission, shared_key
 from foundry_mcp.research.store_protocol import Fingerprint, StoreInfo
 from foundry_mcp.research.store_waits import poll_for_cancel, poll_for_change
 
@@ -65,6 +67,7 @@ class PostgresStore(LeasesAndEvents):
         self._events = PgEventLog(self._db)
         self.journal = PgJournal(self._db)
         self._listener = Listener(self._db.connect)
+        self._keys: dict[str, bytes] = {}
 
     def close(self) -> None:
         self._listener.close()
@@ -77,6 +80,16 @@ class PostgresStore(LeasesAndEvents):
         return StoreInfo(
             "postgresql", self._db.shown, version, str(row[0]).split()[0] if row else None
         )
+
+    def shared_key(self, name: str) -> bytes:
+        """The team's key ``name`` (a row of ``foundry_keys``), the same on every server."""
+        if name not in self._keys:
+            self._keys[name] = shared_key(self._db, name)
+        return self._keys[name]
+
+    def admitting(self, principal: str) -> AbstractContextManager[None]:
+        """The principal's admission lock on every server (an advisory lock)."""
+        return admission(self._db, principal)
 
     # ------------------------------------------------------------------ states
 

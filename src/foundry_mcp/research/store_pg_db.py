@@ -26,7 +26,7 @@ from psycopg_pool import ConnectionPool
 from foundry_mcp.errors import ConfigError, StoreUnavailableError
 from foundry_mcp.research.store_url import redact_url, scrub
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 CHANGED_CHANNEL = "foundry_research_changed"  # payload: the research id
 CANCEL_CHANNEL = "foundry_cancel_requested"  # payload: the research id
 MIGRATION_LOCK = 0x666F756E647279  # "foundry": the advisory lock key of migrations
@@ -100,8 +100,17 @@ CREATE TRIGGER research_cancel_requested AFTER UPDATE OF cancel_requested ON res
     FOR EACH ROW WHEN (NEW.cancel_requested) EXECUTE FUNCTION foundry_notify_cancel();
 """
 
+# Keys every server of the team shares (the one task ids are signed with), made on first use.
+_VERSION_2 = """
+CREATE TABLE foundry_keys (
+    name              text PRIMARY KEY,
+    value             bytea NOT NULL,
+    created_at        timestamptz NOT NULL DEFAULT now()
+);
+"""
+
 # (version, statements), oldest first. Never edit a released one: add the next.
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _VERSION_1),)
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _VERSION_1), (2, _VERSION_2))
 
 
 @dataclass(frozen=True)

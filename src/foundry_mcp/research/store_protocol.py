@@ -14,6 +14,7 @@ their timeout: a long poll and the owner's heartbeat await them without holding 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -78,6 +79,15 @@ class Store(Protocol):
 
     def describe(self) -> StoreInfo:
         """Where the research is kept; a store that cannot be reached raises a ``FoundryError``."""
+        ...
+
+    def shared_key(self, name: str) -> bytes:
+        """A random key that every server of this store reads alike, made on first use."""
+        ...
+
+    def admitting(self, principal: str) -> AbstractContextManager[None]:
+        """Held while a principal's running research is counted and a new one saved: one
+        admission of that principal at a time, across every server of this store."""
         ...
 
     # ------------------------------------------------------------------ states

@@ -8,9 +8,10 @@ first page as the tool result. ``tasks/cancel`` cancels the research (its work i
 every other action, keeps the ordinary results.
 
 A task id is the research id with an HMAC of it (and, on a team server, of the principal that
-started it) under a key kept in ``research_dir``: it survives a restart of the server, it
-cannot be guessed from the (shorter) research id, and another principal's task id is refused
-as unknown.
+started it) under the store's key (a private file beside the SQLite database, a row of a
+PostgreSQL store): it survives a restart of the server, every worker of a team honours the task
+ids any of them issued, it cannot be guessed from the (shorter) research id, and another
+principal's task id is refused as unknown.
 A research found ``interrupted`` (its server stopped) when its task is polled is resumed, so a
 client that keeps polling after a restart gets its report.
 """
@@ -20,10 +21,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import os
-import secrets
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -47,7 +45,7 @@ log = logging.getLogger(__name__)
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 POLL_INTERVAL_MS = 2000
-KEY_FILE = "task-key"
+KEY_NAME = "task"  # the store's shared key task ids are signed with
 WORKING = {"queued", "running", "cancelling"}
 
 # Runs a research action by its arguments, for a principal, and returns the tool result a call
@@ -80,7 +78,6 @@ class ResearchTasks(Extension):
         self._tool_name = tool_name
         self._run_action = run_action
         self._error_result = error_result
-        self._ids: dict[Path, TaskIds] = {}
 
     def methods(self) -> Sequence[MethodBinding]:
         versions = frozenset(MODERN_PROTOCOL_VERSIONS)
@@ -206,10 +203,7 @@ class ResearchTasks(Extension):
         return await _status(service, research_id, principal)
 
     def _task_ids(self, service: ResearchService) -> TaskIds:
-        research_dir = service.store.research_dir
-        if research_dir not in self._ids:
-            self._ids[research_dir] = TaskIds(task_key(research_dir))
-        return self._ids[research_dir]
+        return TaskIds(service.store.shared_key(KEY_NAME))
 
 
 def _stopped(payload: dict[str, Any]) -> ResearchStoppedError:
@@ -309,23 +303,3 @@ class TaskIds:
         message = research_id if principal is None else f"{principal}\n{research_id}"
         digest = hmac.new(self._key, message.encode(), hashlib.sha256).hexdigest()
         return digest[:32]
-
-
-def task_key(research_dir: Path) -> bytes:
-    """The key of this research directory's task ids, made on first use (readable by its
-    owner only)."""
-    path = research_dir / KEY_FILE
-    if not path.exists():
-        # Written whole under a private name, then linked: a reader never sees half a key,
-        # and of two processes making one at once, the first link wins.
-        draft = research_dir / f".{KEY_FILE}-{secrets.token_hex(4)}"
-        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(fd, "w") as out:
-                out.write(secrets.token_hex(32))
-            os.link(draft, path)
-        except FileExistsError:
-            pass
-        finally:
-            draft.unlink(missing_ok=True)
-    return bytes.fromhex(path.read_text().strip())
