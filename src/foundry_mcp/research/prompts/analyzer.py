@@ -76,12 +76,17 @@ def cut_text(text: str, max_chars: int) -> str:
 
 
 def render_source(source: Source, text: str, level: ContentLevel = ContentLevel.FULL) -> str:
-    """A source as a fenced block holding ``text`` (its content, possibly shortened)."""
+    """A source as a fenced block holding ``text`` (its content, possibly shortened).
+
+    The search engine's snippet is shown only when it says something the text shown does not
+    (a snippet is usually a sentence of the page, and a source without content is its snippet).
+    """
     note = _NOTES.get(level)
+    snippet = one_line(source.snippet)[:SNIPPET_CHARS]
     body = (
         f"Title: {one_line(source.title)}\n"
         f"URL: {one_line(source.url or 'n/a')}\n"
-        f"Snippet: {one_line(source.snippet)[:SNIPPET_CHARS]}\n"
+        + (f"Snippet: {snippet}\n" if snippet and snippet not in one_line(text) else "")
         + (f"Note: shortened to fit, {note}; […] marks omitted text.\n" if note else "")
         + f"Content: {text}"
     )
