@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     warm = command in RESEARCH_COMMANDS
 
     async def run() -> int:
-        async with research_runtime(settings, warm=warm) as service:
+        async with research_runtime(settings, warm=warm, serving=False) as service:
             try:
                 return await handler(service, args)
             except FoundryError as exc:

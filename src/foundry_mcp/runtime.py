@@ -29,9 +29,18 @@ log = logging.getLogger(__name__)
 
 @asynccontextmanager
 async def research_runtime(
-    settings: Settings, hooks: SupervisorHooks | None = None, *, warm: bool = True
+    settings: Settings,
+    hooks: SupervisorHooks | None = None,
+    *,
+    warm: bool = True,
+    serving: bool = True,
 ) -> AsyncIterator[ResearchService]:
-    """A ready ``ResearchService``; on exit running research is interrupted and saved."""
+    """A ready ``ResearchService``; on exit running research is interrupted and saved.
+
+    ``serving``: a server, which resumes research by itself (``auto_resume``) and takes over a
+    stopped worker's (``take_over_orphans``); a CLI command lives too briefly for either and
+    would leave what it took interrupted again.
+    """
     for warning in settings.trust_warnings():
         log.warning("%s", warning)
     if hooks is None and settings.research.supervisor_hooks:
@@ -49,7 +58,7 @@ async def research_runtime(
     try:
         async with anyio.create_task_group() as task_group:
             service = ResearchService(settings, store, providers, JobRunner(task_group), hooks)
-            chores = service.housekeeping()
+            chores = service.housekeeping(resume=serving)
             if any(chores.values()):
                 log.info(
                     "start-up: %d research interrupted by stopped processes, %d deleted by "
@@ -59,7 +68,7 @@ async def research_runtime(
                     len(chores["resumed"]),
                 )
             task_group.start_soon(service.heartbeat)
-            if takeover_enabled(settings.research):
+            if serving and takeover_enabled(settings.research):
                 task_group.start_soon(Takeover(service).loop)
             try:
                 yield service

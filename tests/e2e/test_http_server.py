@@ -223,6 +223,24 @@ def test_listening_beyond_loopback_without_tokens_is_refused(
         assert "FOUNDRY_MCP_TOKENS=alice:<token>" in refused.stderr
 
 
+def test_a_server_whose_store_cannot_be_reached_exits_for_a_restart(
+    research_env: dict[str, str],
+) -> None:
+    password = "pw-do-not-show"
+    unreachable = f"postgresql://foundry:{password}@127.0.0.1:{free_port()}/foundry"
+    stopped = subprocess.run(
+        foundry_command("serve", "--http", "--port", str(free_port())),
+        env=server_env({**research_env, "FOUNDRY_MCP_STORE_URL": unreachable}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert stopped.returncode == 1, stopped
+    assert "the research service could not start" in stopped.stderr
+    assert "cannot be reached" in stopped.stderr and "Start PostgreSQL" in stopped.stderr
+    assert password not in stopped.stderr and "Traceback" not in stopped.stderr
+
+
 async def test_without_tokens_a_loopback_server_is_one_anonymous_principal(
     research_env: dict[str, str],
 ) -> None:

@@ -193,3 +193,47 @@ def test_takeover_is_on_for_a_shared_store_only(settings: Settings) -> None:
     assert takeover_enabled(settings.research) is False  # SQLite: auto_resume's job
     settings.research.take_over_orphans = True
     assert takeover_enabled(settings.research) is True
+
+
+async def test_a_cleanly_stopped_workers_research_continues_on_another(
+    research_env: dict[str, str],
+    postgres_url: str,
+    tmp_path: Path,
+    tavily_server: FakeHTTPServer,
+    brain: ResearchBrain,
+) -> None:
+    """A rolling restart: worker A stops cleanly mid-research; B resumes it, repeating nothing."""
+    tavily_server.latency = 0.3
+    quiet = _settings(research_env, tmp_path, postgres_url, take_over_orphans=False)
+    async with _worker(_settings(research_env, tmp_path, postgres_url)) as b:
+        async with _worker(quiet) as a:
+            a.settings.research.deep_research_max_concurrent = 1
+            research_id = a.start("How do hash joins spill to disk?", max_iterations=1)[
+                "research_id"
+            ]
+            with anyio.fail_after(20):
+                while not a.store.load(research_id).completed_sub_queries():
+                    await anyio.sleep(0.02)
+        stopped = b.store.load(research_id)  # A's runtime has closed: saved, lease released
+        assert stopped.status is Status.INTERRUPTED
+        done_before = {q.query for q in stopped.completed_sub_queries()}
+        searches_before = len(_searched(tavily_server))
+        planner_calls = brain.calls["planner"]
+        tavily_server.latency = 0
+        final = await wait_until(b, research_id, TERMINAL - {"interrupted"})
+        assert final["status"] == "completed", final
+        assert _events(b, research_id).count("taken_over") == 1
+    assert [q for q in _searched(tavily_server)[searches_before:] if q in done_before] == []
+    assert brain.calls["planner"] == planner_calls
+
+
+async def test_a_cli_command_takes_nothing_over(
+    research_env: dict[str, str], postgres_url: str, tmp_path: Path
+) -> None:
+    settings = _settings(research_env, tmp_path, postgres_url, take_over_interval=0.1)
+    settings.research.auto_resume = True
+    async with research_runtime(settings, warm=False, serving=False) as cli:
+        state = _orphan(cli)
+        await anyio.sleep(0.6)  # several scan intervals of a server
+        assert not cli.jobs.is_running(state.id)
+        assert cli.store.load(state.id).status is Status.RUNNING  # left for the workers

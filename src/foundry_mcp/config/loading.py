@@ -48,6 +48,13 @@ RESEARCH_ENV: dict[str, str] = {
     "FOUNDRY_MCP_STORE_URL": "store_url",
 }
 
+# Environment variables read for [server] lists (comma-separated): the names a reverse proxy
+# forwards, for the DNS-rebinding check.
+SERVER_ENV: dict[str, str] = {
+    "FOUNDRY_MCP_ALLOWED_HOSTS": "allowed_hosts",
+    "FOUNDRY_MCP_ALLOWED_ORIGINS": "allowed_origins",
+}
+
 # The team server's bearer tokens, "name:token" entries separated by commas; it replaces
 # [server] tokens as a whole.
 TOKENS_ENV = "FOUNDRY_MCP_TOKENS"
@@ -153,6 +160,11 @@ def _environment_layer(
         origin[("research", "fetch", "allow_private_networks")] = (
             "environment variable FOUNDRY_MCP_FETCH_ALLOW_PRIVATE"
         )
+    for variable, key in SERVER_ENV.items():
+        raw = env.get(variable, "").strip()
+        if raw:
+            layer.setdefault("server", {})[key] = [p.strip() for p in raw.split(",") if p.strip()]
+            origin[("server", key)] = f"environment variable {variable}"
     tokens = env.get(TOKENS_ENV, "").strip()
     if tokens:
         layer.setdefault("server", {})["tokens"] = _token_entries(tokens)

@@ -22,6 +22,9 @@ from foundry_mcp.research.workflow.supervisor import PhaseTimeoutError, Supervis
 
 log = logging.getLogger(__name__)
 
+# Why a research is interrupted when its server stops cleanly (SIGTERM, the editor closing it).
+SERVER_STOPPED = "The server stopped while the research was running."
+
 
 def abort(state: ResearchState, status: Status, reason: str) -> None:
     """End ``state`` unfinished, recording where it stopped (partial results stay)."""
@@ -130,7 +133,7 @@ class ResearchRunner:
                 abort(state, Status.CANCELLED, "cancelled")
             else:
                 abort(state, Status.INTERRUPTED, "interrupted")
-                state.error = "The server stopped while the research was running."
+                state.error = SERVER_STOPPED
             self._finish(state)  # synchronous: runs fully even while cancelled
             raise
         except LeaseLostError:

@@ -217,15 +217,15 @@ class ResearchService:
         """Mark research left active by stopped processes as interrupted; returns their ids."""
         return self.watch.recover_orphans()
 
-    def housekeeping(self) -> dict[str, Any]:
-        """Start-up chores: orphans, retention, and (if configured) auto-resume."""
+    def housekeeping(self, resume: bool = True) -> dict[str, Any]:
+        """Start-up chores: orphans, retention, and (if configured and ``resume``) auto-resume."""
         research = self.settings.research
         recovered = self.recover_orphans()
         removed = 0
         if research.retention_days:
             removed = self.store.delete_older_than(research.retention_days)
         resumed = []
-        if research.auto_resume:
+        if research.auto_resume and resume:
             interrupted, _ = self.store.list_page(AUTO_RESUME_LIMIT, statuses=[Status.INTERRUPTED])
             for research_id in [item.research_id for item in interrupted]:
                 try:

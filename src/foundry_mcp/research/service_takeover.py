@@ -10,9 +10,10 @@ dead owner's token to its own: exactly one wins and resumes the research, exactl
 the losers change nothing.
 
 An orphan is an active research (queued, running, cancelling) whose owner is not alive, or a
-research already recorded ``interrupted`` because its owner stopped (a status read on any
-worker records that, see ``OwnershipWatch.load_checked``) within ``ORPHAN_WINDOW``. Research
-interrupted by a clean stop of its server, cancelled or failed is left alone.
+research recorded ``interrupted`` within ``ORPHAN_WINDOW`` because its server stopped: died (a
+status read on any worker records that, see ``OwnershipWatch.load_checked``) or stopped cleanly
+(a rolling restart: the research continues on another worker, not waiting for its user).
+Research cancelled, failed or timed out is left alone.
 
 Enabled by ``[research] take_over_orphans`` (default: on with a PostgreSQL store, off with
 SQLite, where ``auto_resume`` covers a restart of the one server).
@@ -31,7 +32,7 @@ import anyio
 from foundry_mcp.config.settings import ResearchSettings
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.research.models import Status, utcnow
-from foundry_mcp.research.runner import abort
+from foundry_mcp.research.runner import SERVER_STOPPED, abort
 from foundry_mcp.research.service_ownership import OWNER_STOPPED
 from foundry_mcp.research.store_leases import Ownership
 
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ORPHAN_WINDOW = timedelta(hours=1)  # older interrupted research is resumed by a person only
+STOPPED = (OWNER_STOPPED, SERVER_STOPPED)  # why research a worker takes over was interrupted
 INTERRUPTED_SCAN = 50  # newest interrupted research looked at per scan
 
 
@@ -107,7 +109,7 @@ class Takeover:
 
     def orphans(self) -> list[Orphan]:
         """Research whose owner is not alive and that should run: active, or just interrupted
-        by its owner's death."""
+        by its server's stop."""
         store = self.service.store
         found = []
         interrupted, _ = store.list_page(INTERRUPTED_SCAN, statuses=[Status.INTERRUPTED])
@@ -177,11 +179,11 @@ class Takeover:
         return ownership.is_alive(self.service.owner, running_here)
 
     def _should_run(self, research_id: str) -> bool:
-        """Active, or interrupted by its owner's death within ``ORPHAN_WINDOW``."""
+        """Active, or interrupted by its server's stop within ``ORPHAN_WINDOW``."""
         state = self.service.store.load(research_id)
         if state.status.is_active:
             return True
-        if state.status is not Status.INTERRUPTED or state.error != OWNER_STOPPED:
+        if state.status is not Status.INTERRUPTED or state.error not in STOPPED:
             return False
         ended = state.completed_at
         return ended is not None and utcnow() - ended <= ORPHAN_WINDOW

@@ -47,6 +47,11 @@ class ServiceHost:
             return "starting"
         return "ready" if self._service is not None else "failed"
 
+    async def settled(self) -> FoundryError | None:
+        """Wait until the service is open or could not open; the reason it could not."""
+        await self._settled.wait()
+        return self._error
+
     async def service(self) -> ResearchService:
         """The service, waiting for it to open; raises the ``FoundryError`` that stopped it."""
         await self._settled.wait()

@@ -19,6 +19,9 @@ and its Host/Origin checks), served by uvicorn.
   ``[server] allowed_hosts`` / ``allowed_origins`` (a reverse proxy's, say).
 - ``GET /health`` answers without a token, for load balancers: whether the research service is
   ready, nothing about tokens or research.
+- **A service that cannot start stops the server.** When the research service fails to open
+  (the store unreachable, say), the server logs why and exits with ``EXIT_SERVICE_FAILED``, so
+  that a service manager starts it again, instead of answering 503 forever.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from starlette.responses import JSONResponse
 
 from foundry_mcp import __version__
 from foundry_mcp.config import TOKENS_ENV, ServerSettings, Settings
-from foundry_mcp.errors import ConfigError
+from foundry_mcp.errors import ConfigError, FoundryError
 from foundry_mcp.server.app import create_server
 from foundry_mcp.server.auth import ConfiguredTokens, auth_settings, word_refusals
 from foundry_mcp.server.host import ServiceHost
@@ -49,6 +52,7 @@ log = logging.getLogger(__name__)
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/health"
 STOP_GRACE_SECONDS = 3
+EXIT_SERVICE_FAILED = 1
 LISTEN_BACKLOG = 2048
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
@@ -100,9 +104,17 @@ class HealthProbe:
 
     def __init__(self) -> None:
         self._host: ServiceHost | None = None
+        self._attached = anyio.Event()
 
     def attach(self, host: ServiceHost) -> None:
         self._host = host
+        self._attached.set()
+
+    async def failure(self) -> FoundryError | None:
+        """Wait until the research service is open or failed; why it failed."""
+        await self._attached.wait()
+        assert self._host is not None
+        return await self._host.settled()
 
     async def answer(self, _: Request) -> JSONResponse:
         readiness = self._host.readiness if self._host is not None else "starting"
@@ -116,12 +128,16 @@ class HealthProbe:
 
 
 def build_app(
-    settings: Settings, host: str, port: int, on_stopped: Callable[[], None] | None = None
+    settings: Settings,
+    host: str,
+    port: int,
+    on_stopped: Callable[[], None] | None = None,
+    probe: HealthProbe | None = None,
 ) -> Starlette:
     """The ASGI app of the team server listening on ``host:port``."""
     server_settings = settings.server
     verifier = ConfiguredTokens(server_settings) if server_settings.tokens else None
-    probe = HealthProbe()
+    probe = probe or HealthProbe()
     server = create_server(
         lambda: settings,
         on_stopped,
@@ -142,13 +158,17 @@ def build_app(
 
 async def serve_http(settings: Settings, host: str, port: int) -> int:
     """Serve until a stop signal. Once everything is saved, uvicorn re-raises SIGTERM or SIGINT
-    (the process ends by it); after SIGHUP this returns ``128 + SIGHUP``."""
+    (the process ends by it); after SIGHUP this returns ``128 + SIGHUP``, and
+    ``EXIT_SERVICE_FAILED`` when the research service could not start."""
     check_binding(settings.server, host)
     if log.getEffectiveLevel() > logging.INFO:  # where it listens, and its stop, always show
         log.setLevel(logging.INFO)
     listener = _listen(host, port)
     port = listener.getsockname()[1]  # the one chosen, when port 0 was asked for
-    app = build_app(settings, host, port, lambda: log.info("stopped; running research saved"))
+    probe = HealthProbe()
+    app = build_app(
+        settings, host, port, lambda: log.info("stopped; running research saved"), probe
+    )
     _log_start(settings.server, host, port)
     config = uvicorn.Config(
         app,
@@ -157,12 +177,15 @@ async def serve_http(settings: Settings, host: str, port: int) -> int:
         lifespan="on",
     )
     server = uvicorn.Server(config)
-    hung_up = anyio.Event()
+    hung_up, failed = anyio.Event(), anyio.Event()
     async with anyio.create_task_group() as task_group:
         if HANGUP:  # uvicorn itself stops on SIGINT and SIGTERM
             task_group.start_soon(_stop_on_hangup, server, hung_up)
+        task_group.start_soon(_stop_on_failure, server, probe, failed)
         await server.serve(sockets=[listener])
         task_group.cancel_scope.cancel()
+    if failed.is_set():
+        return EXIT_SERVICE_FAILED
     return 128 + signal.SIGHUP if hung_up.is_set() else 0
 
 
@@ -223,6 +246,18 @@ def _log_start(server: ServerSettings, host: str, port: int) -> None:
             "allowed_hosts",
             port,
         )
+
+
+async def _stop_on_failure(server: uvicorn.Server, probe: HealthProbe, failed: anyio.Event) -> None:
+    error = await probe.failure()
+    if error is not None:
+        log.error(
+            "the research service could not start: %s %s Stopping.",
+            error.message,
+            error.remediation or "",
+        )
+        failed.set()
+        server.should_exit = True
 
 
 async def _stop_on_hangup(server: uvicorn.Server, hung_up: anyio.Event) -> None:
