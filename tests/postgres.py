@@ -126,7 +126,9 @@ def _command(user: pwd.struct_passwd | None, program: list[str]) -> list[str]:
     return ["setpriv", *change_user, "--", *dying]
 
 
-def _start(bin_dir: Path, folder: Path) -> tuple[subprocess.Popen[bytes], PostgresServer]:
+def _start(
+    bin_dir: Path, folder: Path, *, own_process_group: bool = False
+) -> tuple[subprocess.Popen[bytes], PostgresServer]:
     began = time.monotonic()
     user = _server_user()
     if user is not None:
@@ -140,9 +142,7 @@ def _start(bin_dir: Path, folder: Path) -> tuple[subprocess.Popen[bytes], Postgr
         check=False,
     )
     if initdb.returncode != 0:
-        raise PostgresStartError(
-            f"initdb failed: {initdb.stderr.strip() or initdb.stdout.strip()}"
-        )
+        raise PostgresStartError(f"initdb failed: {initdb.stderr.strip() or initdb.stdout.strip()}")
     # Trust only the test superuser, and only on the private socket; other roles log in with
     # a password (the tests of refused logins need that).
     (data / "pg_hba.conf").write_text(
@@ -164,6 +164,7 @@ def _start(bin_dir: Path, folder: Path) -> tuple[subprocess.Popen[bytes], Postgr
         stdout=log,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,
+        process_group=0 if own_process_group else None,
     )
     log.close()
     try:
@@ -214,12 +215,14 @@ def _stop(server: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def running_postgres() -> Iterator[PostgresServer]:
+def running_postgres(*, own_process_group: bool = False) -> Iterator[PostgresServer]:
     """A throwaway PostgreSQL server in a new temporary folder, for the ``with`` block.
 
     When the block ends, however it ends, the server is stopped and its folder removed; the
     server also dies with this process (SIGQUIT). The death signal follows the thread that
     started the server: enter this in a thread that lives as long as the block (the main one).
+    With ``own_process_group`` the server is out of this process's group, so a Ctrl-C in the
+    terminal does not stop it before the programs that use it (they may need it to stop).
     Raises ``PostgresUnavailable`` when PostgreSQL or the driver is not installed (before any
     folder is made) or the server cannot be started as root, ``PostgresStartError`` when
     ``initdb`` or the server fails.
@@ -238,7 +241,7 @@ def running_postgres() -> Iterator[PostgresServer]:
     folder = Path(tempfile.mkdtemp(prefix="foundry-pg-"))
     server: subprocess.Popen[bytes] | None = None
     try:
-        server, running = _start(bin_dir, folder)
+        server, running = _start(bin_dir, folder, own_process_group=own_process_group)
         yield running
     finally:
         if server is not None:
