@@ -10,9 +10,12 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, cast
 
 import anyio
 import psycopg
@@ -20,11 +23,18 @@ import pytest
 
 from foundry_mcp.config import load_settings
 from foundry_mcp.errors import ConfigError, QuotaExceededError, StoreUnavailableError
+from foundry_mcp.research import store_pg_db
 from foundry_mcp.research.models import ResearchState, Status
 from foundry_mcp.research.principal import Principal
 from foundry_mcp.research.store import Owner
 from foundry_mcp.research.store_pg import PostgresStore
-from foundry_mcp.research.store_pg_db import MIGRATIONS, SCHEMA_VERSION, open_database
+from foundry_mcp.research.store_pg_db import (
+    MIGRATIONS,
+    OUTAGE_SECONDS,
+    SCHEMA_VERSION,
+    Database,
+    open_database,
+)
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer
 from tests.postgres import PostgresServer
@@ -315,3 +325,50 @@ def test_an_unreachable_store_fails_every_command_with_the_fix(
     assert "fix: Start PostgreSQL" in result.stderr
     assert PASSWORD not in result.stdout + result.stderr
     assert "Traceback" not in result.stderr
+
+
+# --------------------------------------------------------------------------- an outage
+
+
+class _FailingPool:
+    """A pool whose every connection fails with ``error``."""
+
+    def __init__(self, error: psycopg.Error) -> None:
+        self.error = error
+        self.asked = 0
+
+    @contextmanager
+    def connection(self) -> Iterator[Any]:
+        self.asked += 1
+        raise self.error
+        yield  # a generator, as the pool's context manager is
+
+
+def _fail(db: Database) -> StoreUnavailableError:
+    with pytest.raises(StoreUnavailableError) as failed, db.connection():
+        pass
+    return failed.value
+
+
+def test_a_lost_database_fails_calls_at_once_until_it_may_be_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Store calls run on the event loop: while the database is down, they must not each wait
+    for the pool, or a worker stops answering (status reads, its stop signal)."""
+    pool = _FailingPool(psycopg.OperationalError("connection refused"))
+    db = Database(f"postgresql://foundry:{PASSWORD}@db.example/foundry", cast(Any, pool))
+    errors = [_fail(db) for _ in range(3)]
+    assert pool.asked == 1  # the others failed at once, with the same message
+    assert all("cannot be reached" in e.message and PASSWORD not in e.message for e in errors)
+    later = time.monotonic() + OUTAGE_SECONDS + 0.1
+    monkeypatch.setattr(store_pg_db.time, "monotonic", lambda: later)
+    _fail(db)
+    assert pool.asked == 2  # after OUTAGE_SECONDS the database is tried again
+
+
+def test_a_refused_statement_is_no_outage() -> None:
+    pool = _FailingPool(psycopg.errors.LockNotAvailable("lock timeout"))
+    db = Database("postgresql://foundry@db.example/foundry", cast(Any, pool))
+    _fail(db)
+    _fail(db)
+    assert pool.asked == 2

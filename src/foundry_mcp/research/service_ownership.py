@@ -46,6 +46,7 @@ class OwnershipWatch:
     async def heartbeat(self) -> None:
         """Keep this process's leases alive and obey cancel requests from other processes."""
         last_renewal = 0.0
+        failing = False  # the store could not be reached: said once, until it can again
         while True:
             running = self.jobs.running_ids()
             watched = self.jobs.uncancelled_ids()  # a run winding down is not cancelled twice
@@ -62,8 +63,13 @@ class OwnershipWatch:
                     until_renewal = last_renewal + renew_every - time.monotonic()
                     window = max(0.0, min(CANCEL_WAIT_SECONDS, until_renewal))
                     cancel = await self.store.wait_for_cancel(self.owner, watched, window)
+                if failing:
+                    log.warning("heartbeat reached the store again")
+                    failing = False
             except Exception:  # a busy or failing store must not kill the heartbeat
-                log.exception("heartbeat could not reach the store")
+                if not failing:
+                    log.exception("heartbeat could not reach the store; retrying")
+                failing = True
                 await anyio.sleep(IDLE_SECONDS)
             for research_id in cancel:
                 self.runner.event(research_id, "cancel_received", {"pid": self.owner.pid})

@@ -13,6 +13,7 @@ Every time is ``timestamptz``; leases are measured on the database's clock.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from foundry_mcp.errors import ConfigError, StoreUnavailableError
 from foundry_mcp.research.store_url import redact_url, scrub
@@ -32,8 +33,12 @@ CANCEL_CHANNEL = "foundry_cancel_requested"  # payload: the research id
 MIGRATION_LOCK = 0x666F756E647279  # "foundry": the advisory lock key of migrations
 
 POOL_MAX_SIZE = 8
-POOL_TIMEOUT_SECONDS = 10.0  # longest wait for a free or new connection
+POOL_TIMEOUT_SECONDS = 5.0  # longest wait for a free or new connection
 CONNECT_TIMEOUT_SECONDS = 10
+# Once the database could not be reached, calls fail at once for this long instead of each
+# waiting for the pool: store calls are made on the event loop, which must stay responsive
+# (status reads, a stop signal) while the database is down.
+OUTAGE_SECONDS = 3.0
 
 _VERSION_1 = f"""
 CREATE TABLE research (
@@ -113,12 +118,14 @@ CREATE TABLE foundry_keys (
 MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _VERSION_1), (2, _VERSION_2))
 
 
-@dataclass(frozen=True)
+@dataclass
 class Database:
     """The pool of connections to one PostgreSQL database, and how to name it in errors."""
 
     url: str
     pool: ConnectionPool
+    _outage: StoreUnavailableError | None = None
+    _outage_until: float = 0.0
 
     @property
     def shown(self) -> str:
@@ -126,12 +133,19 @@ class Database:
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """A connection of the pool (autocommit); a lost server is ``StoreUnavailableError``."""
+        """A connection of the pool (autocommit); a lost server is ``StoreUnavailableError``,
+        raised at once for ``OUTAGE_SECONDS`` after one call found it lost."""
+        if self._outage is not None and time.monotonic() < self._outage_until:
+            raise StoreUnavailableError(self._outage.message, remediation=self._outage.remediation)
         try:
             with self.pool.connection() as conn:
                 yield conn
         except psycopg.OperationalError as exc:  # includes the pool's timeout
-            raise unavailable(exc, self.url) from None
+            error = unavailable(exc, self.url)
+            if _lost(exc):
+                self._outage, self._outage_until = error, time.monotonic() + OUTAGE_SECONDS
+            raise error from None
+        self._outage = None
 
     def connect(self) -> psycopg.Connection[Any]:
         """A connection of its own, outside the pool (the listener's)."""
@@ -139,6 +153,15 @@ class Database:
 
     def close(self) -> None:
         self.pool.close(timeout=5.0)
+
+
+def _lost(exc: psycopg.OperationalError) -> bool:
+    """Whether the database is out of reach (not a statement refused, e.g. by a lock timeout)."""
+    return (
+        isinstance(exc, PoolTimeout)
+        or getattr(exc, "sqlstate", None) is None
+        or str(getattr(exc, "sqlstate", "")).startswith(("08", "57P"))
+    )
 
 
 def open_database(url: str) -> Database:

@@ -123,12 +123,14 @@ class Listener:
 
     def _run(self) -> None:
         connected_before = False
+        warned = False  # of the current outage: a retry that fails alike is not logged again
         while not self._closing.is_set():
             try:
                 with self._connect() as conn:
                     conn.execute(f"LISTEN {CHANGED_CHANNEL}")
                     conn.execute(f"LISTEN {CANCEL_CHANNEL}")
                     self._listening.set()
+                    warned = False
                     if connected_before:  # notifications may have been sent meanwhile
                         self._wake_all()
                     connected_before = True
@@ -136,10 +138,11 @@ class Listener:
                         for note in conn.notifies(timeout=POLL_SECONDS):
                             self._wake(note.channel, note.payload)
             except psycopg.Error as exc:
-                log.warning(
+                (log.debug if warned else log.warning)(
                     "the store's listening connection failed (%s); connecting again",
                     type(exc).__name__,
                 )
+                warned = True
             except Exception:  # a bug: the waits still end, by polling or at their timeout
                 log.exception("the store's listening thread failed; connecting again")
             finally:
