@@ -277,15 +277,13 @@ class ResearchStore(LeasesAndEvents):
                 f"updated_at FROM research {where} ORDER BY created_at DESC, id DESC LIMIT ?",
                 (*params, limit + 1),
             ).fetchall()
-        items = [
-            ResearchSummary(row[0], row[1], Status(row[2]), row[3], row[4], row[5], row[6])
-            for row in rows[:limit]
-        ]
-        next_cursor = None
-        if len(rows) > limit:
-            last = items[-1]
-            next_cursor = encode_cursor(last.created_at, last.research_id)
-        return items, next_cursor
+        return page(
+            [
+                ResearchSummary(row[0], row[1], Status(row[2]), row[3], row[4], row[5], row[6])
+                for row in rows
+            ],
+            limit,
+        )
 
     def active_ids(self) -> list[str]:
         """Ids of researches whose stored status says someone is working on them."""
@@ -341,6 +339,15 @@ class ResearchStore(LeasesAndEvents):
     def admitting(self, principal: str) -> AbstractContextManager[None]:
         """The admission lock of this research directory (a file lock: one for all)."""
         return file_lock(self.research_dir)
+
+
+def page(items: list[ResearchSummary], limit: int) -> tuple[list[ResearchSummary], str | None]:
+    """The first ``limit`` of ``items`` (``limit + 1`` were read, newest first) and the next
+    page's cursor, when there is a next page."""
+    if len(items) <= limit:
+        return items, None
+    kept = items[:limit]
+    return kept, encode_cursor(kept[-1].created_at, kept[-1].research_id)
 
 
 def encode_cursor(created_at: str, research_id: str) -> str:

@@ -30,7 +30,7 @@ from foundry_mcp.research.models import ResearchState, Status, utcnow
 from foundry_mcp.research.store import (
     ResearchSummary,
     decode_cursor,
-    encode_cursor,
+    page,
     research_not_found,
     validate_research_id,
 )
@@ -67,7 +67,6 @@ class PostgresStore(LeasesAndEvents):
         self._events = PgEventLog(self._db)
         self.journal = PgJournal(self._db)
         self._listener = Listener(self._db.connect)
-        self._keys: dict[str, bytes] = {}
 
     def close(self) -> None:
         self._listener.close()
@@ -83,9 +82,7 @@ class PostgresStore(LeasesAndEvents):
 
     def shared_key(self, name: str) -> bytes:
         """The team's key ``name`` (a row of ``foundry_keys``), the same on every server."""
-        if name not in self._keys:
-            self._keys[name] = shared_key(self._db, name)
-        return self._keys[name]
+        return shared_key(self._db, name)
 
     def admitting(self, principal: str) -> AbstractContextManager[None]:
         """The principal's admission lock on every server (an advisory lock)."""
@@ -271,17 +268,15 @@ class PostgresStore(LeasesAndEvents):
                 f"FROM research {where} ORDER BY created_at DESC, id DESC LIMIT %s",
                 (*params, limit + 1),
             ).fetchall()
-        items = [
-            ResearchSummary(
-                row[0], row[1], Status(row[2]), row[3], row[4], iso(row[5]), iso(row[6])
-            )
-            for row in rows[:limit]
-        ]
-        next_cursor = None
-        if len(rows) > limit:
-            last = items[-1]
-            next_cursor = encode_cursor(last.created_at, last.research_id)
-        return items, next_cursor
+        return page(
+            [
+                ResearchSummary(
+                    row[0], row[1], Status(row[2]), row[3], row[4], iso(row[5]), iso(row[6])
+                )
+                for row in rows
+            ],
+            limit,
+        )
 
     def active_ids(self) -> list[str]:
         """Ids of researches whose stored status says someone is working on them."""

@@ -16,13 +16,13 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool
 
 from foundry_mcp.errors import ConfigError, StoreUnavailableError
 from foundry_mcp.research.store_url import redact_url, scrub
@@ -124,8 +124,8 @@ class Database:
 
     url: str
     pool: ConnectionPool
-    _outage: StoreUnavailableError | None = None
-    _outage_until: float = 0.0
+    _outage: StoreUnavailableError | None = field(default=None, init=False)
+    _outage_until: float = field(default=0.0, init=False)
 
     @property
     def shown(self) -> str:
@@ -156,12 +156,10 @@ class Database:
 
 
 def _lost(exc: psycopg.OperationalError) -> bool:
-    """Whether the database is out of reach (not a statement refused, e.g. by a lock timeout)."""
-    return (
-        isinstance(exc, PoolTimeout)
-        or getattr(exc, "sqlstate", None) is None
-        or str(getattr(exc, "sqlstate", "")).startswith(("08", "57P"))
-    )
+    """Whether the database is out of reach (not a statement refused, e.g. by a lock timeout):
+    a failure without SQLSTATE (no connection, the pool's timeout), a connection exception
+    (08) or the server shutting down (57P)."""
+    return exc.sqlstate is None or exc.sqlstate.startswith(("08", "57P"))
 
 
 def open_database(url: str) -> Database:

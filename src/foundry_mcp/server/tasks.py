@@ -23,6 +23,7 @@ import hmac
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
+from weakref import WeakKeyDictionary
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.extension import Extension, MethodBinding
@@ -39,6 +40,7 @@ from foundry_mcp.server.auth import request_principal
 if TYPE_CHECKING:
     from foundry_mcp.research.principal import Principal
     from foundry_mcp.research.service import ResearchService
+    from foundry_mcp.research.store_protocol import Store
     from foundry_mcp.server.host import ServiceHost
 
 log = logging.getLogger(__name__)
@@ -78,6 +80,7 @@ class ResearchTasks(Extension):
         self._tool_name = tool_name
         self._run_action = run_action
         self._error_result = error_result
+        self._ids: WeakKeyDictionary[Store, TaskIds] = WeakKeyDictionary()
 
     def methods(self) -> Sequence[MethodBinding]:
         versions = frozenset(MODERN_PROTOCOL_VERSIONS)
@@ -203,7 +206,11 @@ class ResearchTasks(Extension):
         return await _status(service, research_id, principal)
 
     def _task_ids(self, service: ResearchService) -> TaskIds:
-        return TaskIds(service.store.shared_key(KEY_NAME))
+        """The task ids of the service's store, its key read once."""
+        ids = self._ids.get(service.store)
+        if ids is None:
+            ids = self._ids[service.store] = TaskIds(service.store.shared_key(KEY_NAME))
+        return ids
 
 
 def _stopped(payload: dict[str, Any]) -> ResearchStoppedError:
