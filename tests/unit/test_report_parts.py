@@ -15,7 +15,11 @@ from foundry_mcp.research.models import (
     ResearchState,
     Source,
     SubQuery,
+    SubQuestion,
+    SubQuestionSynthesis,
 )
+from foundry_mcp.research.prompts.report_parts import META_FRAME_SYSTEM
+from foundry_mcp.research.prompts.synthesizer import META_SYSTEM, render_sub_answers
 from foundry_mcp.research.workflow.calls import CallLog, ResearchLLM
 from foundry_mcp.research.workflow.report_parts import (
     MAX_SECTIONS,
@@ -23,9 +27,10 @@ from foundry_mcp.research.workflow.report_parts import (
     assemble,
     merge_smallest,
     sections_by_sub_query,
+    sections_by_sub_question,
     without_title,
 )
-from foundry_mcp.research.workflow.synthesizer import synthesize
+from foundry_mcp.research.workflow.synthesizer import Writing, synthesize
 from tests.fakes import ResearchBrain
 
 TOPICS = ("heat pump efficiency in frost", "heat pump noise levels", "heat pump running costs")
@@ -169,3 +174,65 @@ async def test_parallel_writing_can_be_switched_off() -> None:
     await synthesize(ResearchLLM(provider, "m", state, CallLog()), state, None)
 
     assert provider.brain.calls["writer"] == 1
+
+
+def _answered_state() -> tuple[ResearchState, list[tuple[SubQuestion, SubQuestionSynthesis]]]:
+    """Three sub-questions with two findings each (two sources apiece); the first two answered,
+    each answer citing only its first source."""
+    state = _state()
+    answered = []
+    for t, topic in enumerate(TOPICS):
+        sub_question = SubQuestion(question=f"What about {topic}?")
+        state.sub_questions.append(sub_question)
+        extra = Source(title=f"extra {t}", url=f"https://y.example/{t}")
+        state.sources.append(extra)
+        own = [f for f in state.findings if f.content.startswith(f"Fact {t}.")]
+        own[1].source_ids = [extra.id]
+        for finding in own:
+            finding.sub_question_id = sub_question.id
+        if t < 2:
+            answer = SubQuestionSynthesis(
+                direct_answer=f"Answer {t}: it holds [{state.sources[t].id}].",
+                evidence=[f"Evidence line {t} [{state.sources[t].id}]."],
+                citations=[state.sources[t].id],
+                caveats=[f"Caveat {t}."],
+            )
+            sub_question.synthesis = answer
+            answered.append((sub_question, answer))
+    return state, answered
+
+
+@pytest.mark.anyio
+async def test_a_sub_answer_stands_for_its_findings_in_the_frame() -> None:
+    state, answered = _answered_state()
+    provider = ConcurrentBrain()
+    writing = Writing(
+        system=META_SYSTEM,
+        material=render_sub_answers([(sq.question, a) for sq, a in answered]),
+        citable=frozenset(sid for _, a in answered for sid in a.citations),
+        sections=tuple(sections_by_sub_question(state, answered)),
+        frame_system=META_FRAME_SYSTEM,
+    )
+
+    output = await synthesize(ResearchLLM(provider, "m", state, CallLog()), state, None, writing)
+
+    prompts = [user for agent, _, user in provider.brain.history if agent == "writer"]
+    frame = next(p for p in prompts if "Body sections written separately" in p)
+    sections = [p for p in prompts if p is not frame]
+    answered_facts = [f for f in state.findings if f.content.startswith(("Fact 0.", "Fact 1."))]
+    open_facts = [f for f in state.findings if f.content.startswith("Fact 2.")]
+    # The frame reads the answers (with their evidence) and the findings no answer covers ...
+    assert "Evidence line 0" in frame and "Evidence line 1" in frame
+    assert all(f.content in frame for f in open_facts)
+    assert not any(f.content in frame for f in answered_facts)
+    # ... and lists the sources those cite, not the ones only an answered finding cites.
+    listed = frame.split("Sources available for citation:", 1)[1]
+    assert state.sources[0].id in listed and state.sources[2].id in listed
+    assert all(s.id not in listed for s in state.sources if s.title in ("extra 0", "extra 1"))
+    # A section reads its answer's conclusion and caveats, and its own findings in full.
+    first = next(p for p in sections if "Answer 0" in p)
+    assert "Caveat 0" in first and "Evidence line 0" not in first
+    assert all(f.content in first for f in answered_facts[:2])
+    # Every finding still reaches the report through its section.
+    body = output.report.split("\n## Sources\n", 1)[0]
+    assert all(f.content.rstrip(".") in body for f in state.findings)

@@ -60,8 +60,9 @@ rest. Keep the summary and conclusion to what the findings establish.
 META_FRAME_SYSTEM = f"""\
 You are the research writer of a deep-research team. The question was split into \
 sub-questions, each researched and answered on its own. The report's body has one section per \
-sub-question, written separately at the same time as you write the parts around them, from the \
-same answers and findings.
+sub-question, written separately at the same time as you write the parts around them: each \
+section has the findings behind its answer, so you are given the answers, and only the findings \
+no answer covers.
 
 Structure:
 # <a title that names the answer>

@@ -138,7 +138,8 @@ def synthesizer_prompts(
         brief=brief or "(none)",
         guidance=f"\nSupervisor guidance: {guidance}\n" if guidance else "",
         material=f"\n{material.strip()}\n" if material else "",
-        findings="\n\n".join(finding_blocks) or "(no findings)",
+        findings="\n\n".join(finding_blocks)
+        or ("(none beyond the answers above)" if material else "(no findings)"),
         gaps="\n".join(gap_lines),
         contradictions="\n".join(contradiction_blocks),
         sources=citable_sources(sources),
@@ -150,12 +151,18 @@ def synthesizer_prompts(
     return system, user
 
 
-def render_sub_answers(answers: Sequence[tuple[str, SubQuestionSynthesis]]) -> str:
-    """The sub-questions' answers, each a fenced block whose attributes say what it rests on."""
+def render_sub_answers(
+    answers: Sequence[tuple[str, SubQuestionSynthesis]], *, evidence: bool = True
+) -> str:
+    """The sub-questions' answers, each a fenced block whose attributes say what it rests on.
+
+    Without ``evidence`` an answer is its conclusion and caveats, for a writer who is given
+    the findings its evidence restates.
+    """
     blocks = []
     for number, (question, answer) in enumerate(answers, start=1):
         lines = [answer.direct_answer.strip()]
-        lines += [f"- {line.strip()}" for line in answer.evidence]
+        lines += [f"- {line.strip()}" for line in answer.evidence] if evidence else []
         if answer.caveats:
             lines.append("Caveats: " + "; ".join(c.strip() for c in answer.caveats))
         blocks.append(

@@ -8,8 +8,11 @@ writes the frame (title, executive summary, contradictions, limitations, conclus
 them. At most ``max_concurrent`` calls run at once. The parts are then put together: the frame's
 title and summary, the sections in topic order, the rest of the frame.
 
-The frame sees every finding, so its fitting is the one recorded in the content fidelity: a
-section sees a subset of the same findings within the same budget and is never cut more.
+The frame's fitting covers every finding, so it is the one recorded in the content fidelity: a
+section sees a subset of the same findings within the same budget and is never cut more. When a
+section's material is its sub-question's answer, that answer stands for its findings in the
+frame (the frame shows the answer, not the findings again), and the section is given the
+answer's conclusion and caveats, not its evidence list (the section has the findings).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ class ReportSection:
     finding_ids: tuple[str, ...]
     material: str | None = None  # fenced blocks placed before its findings (a sub-answer)
     citable: frozenset[str] = frozenset()
+    summarized: tuple[str, ...] = ()  # the findings its sub-answer stands for in the frame
 
 
 @dataclass
@@ -108,12 +112,14 @@ def sections_by_sub_question(
         answer = answer_of.get(sub_question.id)
         if answer is None and not ids:
             continue
+        answered = [(sub_question.question, answer)] if answer else []
         sections.append(
             ReportSection(
                 sub_question.question,
                 ids,
-                material=render_sub_answers([(sub_question.question, answer)]) if answer else None,
+                material=render_sub_answers(answered, evidence=False) if answer else None,
                 citable=frozenset(answer.citations) if answer else frozenset(),
+                summarized=ids if answer else (),
             )
         )
     if len(sections) < 2:
@@ -130,6 +136,7 @@ def merged(first: ReportSection, second: ReportSection) -> ReportSection:
         first.finding_ids + second.finding_ids,
         material="\n\n".join(materials) or None,
         citable=first.citable | second.citable,
+        summarized=first.summarized + second.summarized,
     )
 
 
@@ -162,11 +169,15 @@ def whole_report_builder(
     system: str = SYNTHESIZER_SYSTEM,
     material: str | None = None,
     offered: set[str],
+    summarized: frozenset[str] = frozenset(),
+    summary_sources: frozenset[str] = frozenset(),
 ) -> Rebuild:
-    """The prompts of a call that sees every finding (the whole report, or the frame).
+    """The prompts of a call written from every finding (the whole report, or the frame).
 
     With token management the findings are fitted to ``scale`` of the synthesis budget, the
-    fitting recorded at full scale; ``offered`` is set to the sources the prompt lists.
+    fitting recorded at full scale; ``offered`` is set to the sources the prompt lists. The
+    ``summarized`` findings are fitted but not shown: the sub-answers in ``material`` stand for
+    them, and of their sources only those the answers cite (``summary_sources``) stay listed.
     """
     high_quality = sum(1 for s in state.sources if s.quality is SourceQuality.HIGH)
 
@@ -179,6 +190,11 @@ def whole_report_builder(
             )
             findings, listed = fitted.findings, fitted.sources
             gaps, contradictions = fitted.gaps, fitted.contradictions
+        if summarized:
+            findings = [f for f in findings if f.id not in summarized]
+            cited = {sid for f in findings for sid in f.source_ids} | summary_sources
+            cited.update(sid for c in contradictions for sid in c.source_ids)
+            listed = [s for s in listed if s.id in cited]
         offered.clear()
         offered.update(s.id for s in listed)
         return synthesizer_prompts(
@@ -261,6 +277,8 @@ async def write_in_parts(
         system=frame_system,
         material=f"{material.strip()}\n\n{note}" if material else note,
         offered=frame_offered,
+        summarized=frozenset(fid for s in sections for fid in s.summarized),
+        summary_sources=frozenset().union(*(s.citable for s in sections if s.summarized)),
     )
     offered_by: list[set[str]] = [set() for _ in sections]
     builders: list[Rebuild] = [frame] + [
