@@ -103,6 +103,19 @@ def test_a_broad_page_keeps_the_sections_on_the_question_not_those_naming_only_i
     assert focused.passages_kept == sections.count("q") + 2
 
 
+def test_a_word_that_frames_the_question_does_not_make_a_passage_bear_on_it() -> None:
+    terms = focus_terms("Compare Docker Swarm and Nomad for container orchestration")
+    sections = "oqqq" + "oooooo" + "qqoq" + "oooooooo" + "qqq" + "oooo"
+    text = broad_page("Docker Swarm", sections).replace("Note ", "Compared with Ansible, note ")
+
+    focused = focus(text, terms, COUNTER, source_id="src-a")
+
+    assert all(f"Measurement {n}:" in focused.text for n, k in enumerate(sections) if k == "q")
+    dropped = [n for n, kind in enumerate(sections) if kind == "o" and n not in (0, 12)]
+    assert not any(f"note {n}:" in focused.text for n in dropped)
+    assert "compar" not in terms
+
+
 def test_a_page_about_the_question_throughout_is_read_whole() -> None:
     terms = focus_terms("Compare Docker Swarm and Nomad for container orchestration")
     text = broad_page("Docker Swarm", "q" * 40)

@@ -185,6 +185,30 @@ def test_excerpts_are_capped_and_every_source_gets_its_best_passage() -> None:
     assert sum(len(t) for _, t in excerpts) <= EXCERPT_CHARS_PER_CLAIM
 
 
+def test_an_excerpt_is_the_matching_sentence_with_one_on_either_side() -> None:
+    page = [
+        f"Redis note {n} covers eviction settings for session caching at length." for n in range(9)
+    ]
+    page[4] = "Redis kept its p99 latency under 43 ms in the session caching soak test."
+    page[5] = "That result held after a forced failover."
+    selector = ExcerptSelector({A: _source(A, " ".join(page))})
+
+    excerpts = selector.excerpts("Redis kept p99 latency under 43 ms in the soak test", [A])
+
+    assert excerpts == [(A, " ".join(page[3:6]))]  # the page's subject does not pick the match
+
+
+def test_two_matches_close_together_make_one_excerpt() -> None:
+    page = [f"Filler sentence number {n} about gardening tools." for n in range(12)]
+    page[3] = "HNSW builds a layered graph of neighbours."
+    page[5] = "The graph is navigated greedily from the top layer."
+    selector = ExcerptSelector({A: _source(A, " ".join(page))})
+
+    excerpts = selector.excerpts("HNSW builds a graph navigated greedily", [A])
+
+    assert excerpts == [(A, " ".join(page[2:7]))]
+
+
 def test_excerpts_fall_back_to_the_opening_and_to_the_snippet() -> None:
     selector = ExcerptSelector(
         {

@@ -9,7 +9,8 @@ Before a source is fitted into an analysis call its text is cut into passages
   treated as repeats, so a common phrase cannot hide a source's own content, unless every long
   sentence of their paragraph was a repeat (the rest of a cookie notice goes with it).
 * **Off-topic passages of a long text**: a text longer than ``FOCUS_MIN_TOKENS`` keeps the
-  passages that share content words with the question or the sub-query, plus its opening
+  passages that share content words with the question or the sub-query (not the words that
+  frame a question, such as "compare": :data:`FRAMING_WORDS`), plus its opening
   passage (it says what the document is about). Words found in more than half of the text's
   passages are its subject (Redis on a page about Redis) and do not count alone: on a broad
   page, the sections about other uses of Redis name Redis but nothing else of a question about
@@ -34,12 +35,33 @@ from foundry_mcp.context.passages import (
     content_words,
     split_passages_with_breaks,
     split_sentences,
+    stem,
 )
 from foundry_mcp.context.selection import ELISION, assemble
 from foundry_mcp.context.tokens import TokenCounter
 
 FOCUS_MIN_TOKENS = 1_500  # texts up to this size are read whole (repeats aside)
 REPEAT_MIN_CHARS = 80  # shorter sentences are never dropped as repeats on their own
+# Words that say what to do with a question's subject, not what the subject is: "Compare A, B
+# and C for X" asks about A, B, C and X. A passage of a page about A that shares only "compared"
+# with the question ("Compared with Z, A suits job queues better") is not about it.
+FRAMING_WORDS = frozenset(
+    stem(word)
+    for word in (
+        "compare",
+        "comparison",
+        "contrast",
+        "versus",
+        "vs",
+        "difference",
+        "explain",
+        "describe",
+        "overview",
+        "discuss",
+        "evaluate",
+        "assess",
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -180,5 +202,7 @@ def bearing(shared: list[set[str]]) -> list[bool]:
 
 
 def focus_terms(*queries: str | None) -> list[str]:
-    """The content words a source is focused on: the question and the sub-query."""
-    return content_words(" ".join(q for q in queries if q))
+    """The content words a source is focused on: the question's and the sub-query's, without
+    the words that frame a question (:data:`FRAMING_WORDS`)."""
+    words = content_words(" ".join(q for q in queries if q))
+    return [word for word in words if word not in FRAMING_WORDS]

@@ -2,8 +2,9 @@
 
 The writer cites ``[src-...]`` ids; asking it for citations does not make them true. After the
 draft is written, each body sentence that carries a citation becomes a *claim*. For each claim
-the passages of its cited sources that share the most content words with it are selected, and
-a fact-checker model judges, a batch of claims per call, whether those excerpts back it:
+the sentences of its cited sources that best match it are selected, each with the sentence on
+either side, and a fact-checker model judges, a batch of claims per call, whether those
+excerpts back it:
 
 - ``supported``: the sentence stays as written;
 - ``partial``: the sentence stays, marked ``*(partly supported)*`` right after its words (before
@@ -20,7 +21,8 @@ backs is removed. Splitting the draft, selecting excerpts, applying verdicts and
 Quality section are plain functions; only :func:`verify_draft` talks to the model.
 
 - :mod:`.claims`: the cited sentences of a draft, and the draft rewritten with their verdicts;
-- :mod:`.judge`: excerpts of the cited sources, the fact-checker's batches and answers;
+- :mod:`.excerpts`: the excerpts of the cited sources a claim is judged on;
+- :mod:`.judge`: the fact-checker's batches and answers;
 - :mod:`.repair`: other sources tried for a claim its citations do not back;
 - :mod:`.quotes`: the excerpts as verbatim spans of the sources' stored text;
 - :mod:`.verify`: :func:`verify_draft`, which puts them together;
@@ -47,13 +49,16 @@ from foundry_mcp.research.verification.claims import (
     mark_partial,
     split_claims,
 )
-from foundry_mcp.research.verification.judge import (
-    BATCH_SIZE,
+from foundry_mcp.research.verification.excerpts import (
+    CONTEXT_SENTENCES,
     EXCERPT_CHARS_PER_CLAIM,
     MIN_EXCERPT_CHARS,
     PASSAGES_PER_SOURCE,
-    VERIFIER_MAX_TOKENS,
     ExcerptSelector,
+)
+from foundry_mcp.research.verification.judge import (
+    BATCH_SIZE,
+    VERIFIER_MAX_TOKENS,
     batches,
     read_judge_answer,
     read_verdict,
@@ -70,6 +75,7 @@ from foundry_mcp.research.verification.verify import VerifiedDraft, verify_draft
 __all__ = [
     "BATCH_SIZE",
     "CITATION",
+    "CONTEXT_SENTENCES",
     "EVIDENCE_HEADING",
     "EXCERPT_CHARS_PER_CLAIM",
     "MIN_EXCERPT_CHARS",

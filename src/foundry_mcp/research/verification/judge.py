@@ -1,7 +1,7 @@
-"""Asking the fact-checker: excerpts of the cited sources, batches of claims, their verdicts.
+"""Asking the fact-checker: batches of claims with their excerpts, and the verdicts.
 
-Only :func:`verify_draft` talks to the model; choosing excerpts and reading its answer are
-plain functions.
+Only :func:`verify_draft` talks to the model; reading its answer is plain functions (the
+excerpts are chosen by :mod:`foundry_mcp.research.verification.excerpts`).
 """
 
 from __future__ import annotations
@@ -9,23 +9,20 @@ from __future__ import annotations
 import logging
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from foundry_mcp.context.passages import PassageIndex, content_words
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.research.models import (
     ResearchState,
-    Source,
     Verdict,
     VerificationSummary,
 )
 from foundry_mcp.research.prompts.verifier import ClaimEvidence, verifier_prompts
-from foundry_mcp.research.verification.quotes import stored_text
 from foundry_mcp.research.workflow.calls import ResearchLLM
 from foundry_mcp.research.workflow.fanout import fan_out
 from foundry_mcp.research.workflow.jsonparse import parse_handoff
@@ -36,95 +33,6 @@ BATCH_SIZE = 8  # claims per fact-checker call, when calls need not be spread ov
 BATCH_MAX = 12  # claims per call at most, to save a wave of calls
 BATCH_MIN = 4  # claims per call at least, when spreading them over the slots
 VERIFIER_MAX_TOKENS = 2048
-PASSAGES_PER_SOURCE = 2
-EXCERPT_CHARS_PER_CLAIM = 1500
-MIN_EXCERPT_CHARS = 120
-
-# --------------------------------------------------------------------------- excerpts
-
-# Passages and BM25 live in foundry_mcp.context.passages (shared with passage selection).
-
-
-class ExcerptSelector:
-    """Chooses, for a claim, short excerpts of the sources it cites; sources indexed once."""
-
-    def __init__(
-        self,
-        sources: Mapping[str, Source],
-        *,
-        per_source: int = PASSAGES_PER_SOURCE,
-        max_chars: int = EXCERPT_CHARS_PER_CLAIM,
-    ) -> None:
-        self._sources = sources
-        self._per_source = per_source
-        self._max_chars = max_chars
-        self._indexes: dict[str, PassageIndex] = {}
-
-    def _index(self, source_id: str) -> PassageIndex:
-        index = self._indexes.get(source_id)
-        if index is None:
-            source = self._sources.get(source_id)
-            text = stored_text(source)[0] if source else ""  # where quotes are taken from
-            index = self._indexes[source_id] = PassageIndex.build(text.strip())
-        return index
-
-    def best_passage(self, source_id: str, claim: str) -> str | None:
-        """The passage of ``source_id`` that shares most with ``claim``, if any does."""
-        passages = self._index(source_id).best(content_words(claim), 1)
-        return passages[0] if passages else None
-
-    def excerpts(self, claim: str, source_ids: Sequence[str]) -> list[tuple[str, str]]:
-        """``(source id, excerpt)`` pairs for ``claim``, at most ``max_chars`` characters in all.
-
-        Every cited source first gets its best passage (cut to an equal share of the budget),
-        then the remaining budget goes to each source's next passages, each only when it holds
-        words of the claim that the source's better passages lack (a claim drawn from two
-        places of a page); a passage that adds nothing to the check is not shown.
-        """
-        query = content_words(claim)
-        ranked = [
-            (sid, _adding(self._index(sid).best(query, self._per_source), query))
-            for sid in source_ids
-        ]
-        ranked = [(sid, passages) for sid, passages in ranked if passages]
-        if not ranked:
-            return []
-        share = max(MIN_EXCERPT_CHARS, self._max_chars // len(ranked))
-        chosen: dict[str, list[str]] = {sid: [] for sid, _ in ranked}
-        used = 0
-        for rank in range(self._per_source):
-            for sid, passages in ranked:
-                if rank >= len(passages):
-                    continue
-                room = self._max_chars - used
-                if rank == 0:
-                    room = min(room, share)
-                if room < MIN_EXCERPT_CHARS:
-                    continue
-                text = _truncate(passages[rank], room)
-                chosen[sid].append(text)
-                used += len(text)
-        return [(sid, text) for sid, _ in ranked for text in chosen[sid]]
-
-
-def _adding(passages: list[str], claim_words: list[str]) -> list[str]:
-    """``passages`` (best first) without those that share no claim word the ones before lack."""
-    wanted = set(claim_words)
-    seen: set[str] = set()
-    kept = []
-    for number, passage in enumerate(passages):
-        words = wanted.intersection(content_words(passage))
-        if number == 0 or words - seen:
-            kept.append(passage)
-            seen |= words
-    return kept
-
-
-def _truncate(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    cut = text.rfind(" ", 0, limit - 2)
-    return text[: cut if cut > 0 else limit - 2].rstrip() + " …"
 
 
 # --------------------------------------------------------------------------- the judge

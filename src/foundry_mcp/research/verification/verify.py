@@ -15,7 +15,8 @@ from foundry_mcp.research.models import (
     VerificationSummary,
 )
 from foundry_mcp.research.verification.claims import apply_verdicts, split_claims
-from foundry_mcp.research.verification.judge import ExcerptSelector, judge_claims
+from foundry_mcp.research.verification.excerpts import ExcerptSelector
+from foundry_mcp.research.verification.judge import judge_claims
 from foundry_mcp.research.verification.quotes import quotes_for
 from foundry_mcp.research.verification.repair import repair_citations
 from foundry_mcp.research.workflow.calls import ResearchLLM

@@ -1,0 +1,150 @@
+"""The excerpts the fact-checker reads for a claim: the cited source's sentences that say it.
+
+A claim is a sentence of the report, usually drawn from one or two sentences of a source. Each
+cited source's sentences are scored against the claim (BM25 over the source's sentences, so a
+word the whole page repeats, such as its subject, weighs little); the best one is shown with
+``CONTEXT_SENTENCES`` on each side (a pronoun or a figure's subject is often in the sentence
+before), and a second match only when it holds words of the claim the first lacks (a claim
+drawn from two places of a page). Neighbouring matches are shown as one excerpt. A source no
+sentence of which shares a word with the claim shows its opening passage, so the fact-checker
+still sees what it is about.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from foundry_mcp.context.passages import (
+    PASSAGE_MAX_CHARS,
+    PassageIndex,
+    content_words,
+    cut_words,
+    split_passages,
+    split_sentences,
+)
+from foundry_mcp.research.models import Source
+from foundry_mcp.research.verification.quotes import stored_text
+
+EXCERPT_CHARS_PER_CLAIM = 1500
+MIN_EXCERPT_CHARS = 120
+PASSAGES_PER_SOURCE = 2  # matches shown a source at most (each with its context)
+CONTEXT_SENTENCES = 1  # sentences shown on each side of a match
+
+
+class ExcerptSelector:
+    """Chooses, for a claim, short excerpts of the sources it cites; sources indexed once."""
+
+    def __init__(
+        self,
+        sources: Mapping[str, Source],
+        *,
+        per_source: int = PASSAGES_PER_SOURCE,
+        max_chars: int = EXCERPT_CHARS_PER_CLAIM,
+    ) -> None:
+        self._sources = sources
+        self._per_source = per_source
+        self._max_chars = max_chars
+        self._passages: dict[str, PassageIndex] = {}
+        self._sentences: dict[str, PassageIndex] = {}
+
+    def _text(self, source_id: str) -> str:
+        source = self._sources.get(source_id)
+        return stored_text(source)[0].strip() if source else ""  # where quotes are taken from
+
+    def _passage_index(self, source_id: str) -> PassageIndex:
+        index = self._passages.get(source_id)
+        if index is None:
+            index = self._passages[source_id] = PassageIndex.build(self._text(source_id))
+        return index
+
+    def _sentence_index(self, source_id: str) -> PassageIndex:
+        index = self._sentences.get(source_id)
+        if index is None:
+            index = PassageIndex.from_passages(sentences_of(self._text(source_id)))
+            self._sentences[source_id] = index
+        return index
+
+    def best_passage(self, source_id: str, claim: str) -> str | None:
+        """The passage of ``source_id`` that shares most with ``claim``, if any does."""
+        passages = self._passage_index(source_id).best(content_words(claim), 1)
+        return passages[0] if passages else None
+
+    def matches(self, source_id: str, claim: str) -> list[str]:
+        """The excerpts of one source for ``claim``, best first (see the module)."""
+        index = self._sentence_index(source_id)
+        if not index.passages:
+            return []
+        query = content_words(claim)
+        scores = index.scores(query)
+        ranked = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+        hits = _adding([i for i in ranked[: self._per_source] if scores[i] > 0], index, query)
+        if not hits:
+            return split_passages(self._text(source_id))[:1]
+        last = len(index.passages) - 1
+        spans: list[list[int]] = []
+        for hit in hits:
+            start, end = max(0, hit - CONTEXT_SENTENCES), min(last, hit + CONTEXT_SENTENCES)
+            near = next((s for s in spans if start <= s[1] + 1 and end >= s[0] - 1), None)
+            if near is None:
+                spans.append([start, end])
+            else:
+                near[0], near[1] = min(near[0], start), max(near[1], end)
+        return [" ".join(index.passages[start : end + 1]) for start, end in spans]
+
+    def excerpts(self, claim: str, source_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """``(source id, excerpt)`` pairs for ``claim``, at most ``max_chars`` characters in all.
+
+        Every cited source first gets its best excerpt (cut to an equal share of the budget),
+        then the remaining budget goes to each source's further excerpts.
+        """
+        ranked = [(sid, self.matches(sid, claim)) for sid in source_ids]
+        ranked = [(sid, excerpts) for sid, excerpts in ranked if excerpts]
+        if not ranked:
+            return []
+        share = max(MIN_EXCERPT_CHARS, self._max_chars // len(ranked))
+        chosen: dict[str, list[str]] = {sid: [] for sid, _ in ranked}
+        used = 0
+        for rank in range(self._per_source):
+            for sid, excerpts in ranked:
+                if rank >= len(excerpts):
+                    continue
+                room = self._max_chars - used
+                if rank == 0:
+                    room = min(room, share)
+                if room < MIN_EXCERPT_CHARS:
+                    continue
+                text = _truncate(excerpts[rank], room)
+                chosen[sid].append(text)
+                used += len(text)
+        return [(sid, text) for sid, _ in ranked for text in chosen[sid]]
+
+
+def sentences_of(text: str) -> list[str]:
+    """``text``'s sentences in order (a very long one cut at word boundaries)."""
+    return [
+        piece
+        for paragraph in re.split(r"\n\s*\n", text)
+        for sentence in split_sentences(paragraph)
+        for piece in cut_words(sentence, PASSAGE_MAX_CHARS)
+    ]
+
+
+def _adding(hits: list[int], index: PassageIndex, claim_words: list[str]) -> list[int]:
+    """``hits`` (best first) without those that share no claim word the ones before lack."""
+    wanted = set(claim_words)
+    seen: set[str] = set()
+    kept = []
+    for number, hit in enumerate(hits):
+        words = wanted.intersection(index.terms[hit])
+        if number == 0 or words - seen:
+            kept.append(hit)
+            seen |= words
+    return kept
+
+
+def _truncate(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit - 2)
+    return text[: cut if cut > 0 else limit - 2].rstrip() + " …"
