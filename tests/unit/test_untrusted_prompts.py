@@ -186,3 +186,6 @@ def test_a_snippet_is_shown_only_when_the_text_shown_lacks_it() -> None:
     assert "Snippet: A field study of 40 homes." in render_source(own, source_text(own))
     shown = render_source(bare, source_text(bare))  # its text is its snippet: said once
     assert shown.count("Only a snippet here.") == 1
+    both = "A field study of 40 homes. They keep working below freezing."
+    partly = own.model_copy(update={"snippet": both})  # its second sentence is in the text
+    assert "Snippet: A field study of 40 homes.\n" in render_source(partly, page)

@@ -145,6 +145,13 @@ def test_split_passages_respects_sentence_boundaries_and_size() -> None:
     assert all(len(p) <= PASSAGE_MAX_CHARS for p in split_passages(long_sentence))
 
 
+def test_a_passage_does_not_run_on_into_the_next_paragraph() -> None:
+    on_topic = " ".join(["Heat pumps kept working below freezing in the field study."] * 4)
+    other_use = " ".join(["The same units also heat pools, where noise matters most."] * 4)
+    assert 200 < len(on_topic) < 400  # shorter than a passage may grow
+    assert split_passages(f"{on_topic}\n\n{other_use}") == [on_topic, other_use]
+
+
 def _source(source_id: str, content: str | None, snippet: str = "") -> Source:
     return Source(id=source_id, title=source_id, content=content, snippet=snippet)
 

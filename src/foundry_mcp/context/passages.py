@@ -16,7 +16,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-PASSAGE_MIN_CHARS = 400  # a passage ends at the first paragraph end past this length
+# A passage ends at the first paragraph end past PASSAGE_MIN_CHARS: a paragraph is its author's
+# unit of topic, and a passage running on into the next paragraph would carry a change of topic
+# (on a broad page, from the question to another use of its subject) into one block of text.
+PASSAGE_MIN_CHARS = 200
 PASSAGE_MAX_CHARS = 600
 
 _TOKEN = re.compile(r"[a-z0-9]+")
