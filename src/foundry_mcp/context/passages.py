@@ -14,7 +14,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # A passage ends at the first paragraph end past PASSAGE_MIN_CHARS: a paragraph is its author's
 # unit of topic, and a passage running on into the next paragraph would carry a change of topic
@@ -112,12 +112,14 @@ def cut_words(text: str, max_chars: int) -> list[str]:
 
 @dataclass
 class PassageIndex:
-    """Passages with the term statistics BM25 needs."""
+    """Passages with the term statistics BM25 needs, and each term's postings."""
 
     passages: list[str]
     terms: list[Counter[str]]
     document_frequency: Counter[str]
     average_length: float
+    lengths: list[int] = field(default_factory=list)
+    postings: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # (passage, tf)
 
     @classmethod
     def build(cls, text: str) -> PassageIndex:
@@ -125,40 +127,33 @@ class PassageIndex:
 
     @classmethod
     def from_passages(cls, passages: list[str]) -> PassageIndex:
-        terms = [Counter(content_words(p)) for p in passages]
-        frequency: Counter[str] = Counter()
-        for counts in terms:
-            frequency.update(counts.keys())
-        lengths = [sum(c.values()) for c in terms]
+        words = [content_words(p) for p in passages]
+        terms = [Counter(w) for w in words]
+        postings: dict[str, list[tuple[int, int]]] = {}
+        for number, counts in enumerate(terms):
+            for term, tf in counts.items():
+                if term in postings:
+                    postings[term].append((number, tf))
+                else:
+                    postings[term] = [(number, tf)]
+        frequency = Counter({term: len(found) for term, found in postings.items()})
+        lengths = [len(w) for w in words]
         average = sum(lengths) / len(lengths) if lengths else 0.0
-        return cls(passages, terms, frequency, average or 1.0)
+        return cls(passages, terms, frequency, average or 1.0, lengths, postings)
 
     def scores(self, query: Iterable[str], k1: float = 1.2, b: float = 0.75) -> list[float]:
         """The BM25 score of every passage for the (unique) ``query`` terms."""
         n = len(self.passages)
-        unique = set(query)
-        idf = {
-            term: math.log(
-                1
-                + (n - self.document_frequency[term] + 0.5) / (self.document_frequency[term] + 0.5)
-            )
-            for term in unique
-            if self.document_frequency[term]
-        }
-        result = []
-        for counts in self.terms:
-            length = sum(counts.values())
-            score = 0.0
-            for term, weight in idf.items():
-                tf = counts.get(term, 0)
-                if tf:
-                    score += (
-                        weight
-                        * tf
-                        * (k1 + 1)
-                        / (tf + k1 * (1 - b + b * length / self.average_length))
-                    )
-            result.append(score)
+        result = [0.0] * n
+        for term in set(query):
+            matches = self.postings.get(term)
+            if not matches:
+                continue
+            frequency = self.document_frequency[term]
+            weight = math.log(1 + (n - frequency + 0.5) / (frequency + 0.5))
+            for number, tf in matches:
+                norm = k1 * (1 - b + b * self.lengths[number] / self.average_length)
+                result[number] += weight * tf * (k1 + 1) / (tf + norm)
         return result
 
     def best(self, query: Sequence[str], count: int) -> list[str]:
