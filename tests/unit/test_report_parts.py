@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 
 import anyio
 import pytest
@@ -20,6 +21,7 @@ from foundry_mcp.research.models import (
 )
 from foundry_mcp.research.prompts.report_parts import META_FRAME_SYSTEM
 from foundry_mcp.research.prompts.synthesizer import META_SYSTEM, render_sub_answers
+from foundry_mcp.research.verification import ExcerptSelector
 from foundry_mcp.research.workflow.calls import CallLog, ResearchLLM
 from foundry_mcp.research.workflow.report_parts import (
     MAX_SECTIONS,
@@ -236,3 +238,30 @@ async def test_a_sub_answer_stands_for_its_findings_in_the_frame() -> None:
     # Every finding still reaches the report through its section.
     body = output.report.split("\n## Sources\n", 1)[0]
     assert all(f.content.rstrip(".") in body for f in state.findings)
+
+
+@pytest.mark.anyio
+async def test_sources_are_indexed_for_the_fact_checker_while_the_writers_write(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    state = _state()
+    state.options.verify_citations = True
+    for source in state.sources:
+        source.content = " ".join(f.content for f in state.findings if source.id in f.source_ids)
+    provider = ConcurrentBrain()
+    loop_thread = threading.get_ident()
+    indexed: list[tuple[str, bool]] = []  # source id, indexed on the event loop's thread
+    original = ExcerptSelector._sentence_index
+
+    def recording(self: ExcerptSelector, source_id: str) -> object:
+        if source_id not in self._sentences:
+            indexed.append((source_id, threading.get_ident() == loop_thread))
+        return original(self, source_id)
+
+    monkeypatch.setattr(ExcerptSelector, "_sentence_index", recording)
+
+    await synthesize(ResearchLLM(provider, "m", state, CallLog()), state, None)
+
+    assert provider.brain.calls["verifier"] >= 1
+    assert {sid for sid, _ in indexed} == {s.id for s in state.sources}
+    assert not any(on_loop for _, on_loop in indexed)  # in a thread, while the writers wrote

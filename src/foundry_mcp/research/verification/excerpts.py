@@ -65,6 +65,12 @@ class ExcerptSelector:
             self._sentences[source_id] = index
         return index
 
+    def index(self, source_ids: Sequence[str]) -> None:
+        """Index the sentences of ``source_ids`` now (it takes a few milliseconds a long page;
+        the synthesizer does it in a thread while the writers' calls are in flight)."""
+        for source_id in source_ids:
+            self._sentence_index(source_id)
+
     def best_passage(self, source_id: str, claim: str) -> str | None:
         """The passage of ``source_id`` that shares most with ``claim``, if any does."""
         passages = self._passage_index(source_id).best(content_words(claim), 1)

@@ -32,19 +32,24 @@ class VerifiedDraft:
 
 
 async def verify_draft(
-    llm: ResearchLLM, state: ResearchState, draft: str, sources: Mapping[str, Source]
+    llm: ResearchLLM,
+    state: ResearchState,
+    draft: str,
+    sources: Mapping[str, Source],
+    selector: ExcerptSelector | None = None,
 ) -> VerifiedDraft:
     """Judge every cited sentence of ``draft`` against ``sources`` and apply the verdicts.
 
     Replaces ``state.claim_checks`` with one check per claim. At most
     ``state.options.max_verified_claims`` claims are sent to the judge, in batches spread over
     ``state.limits.max_concurrent`` concurrent calls (see :func:`spread`). A provider error leaves the claims
-    not yet judged unverified and adds a warning; it never loses the report.
+    not yet judged unverified and adds a warning; it never loses the report. ``selector``
+    (one whose sources' sentences are already indexed) is used for the excerpts when given.
     """
     split = split_claims(draft)
     claims = split.claims
     checks = [ClaimCheck(sentence=c.text, source_ids=list(c.source_ids)) for c in claims]
-    selector = ExcerptSelector(sources)
+    selector = selector or ExcerptSelector(sources)
     evidence: dict[int, list[tuple[str, str]]] = {}
     to_judge: list[int] = []
     cap = max(0, state.options.max_verified_claims)

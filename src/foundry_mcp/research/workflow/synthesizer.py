@@ -5,11 +5,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from functools import partial
+
+import anyio
 
 from foundry_mcp.research.citations import quote_sources, resolve_citations
 from foundry_mcp.research.models import (
     ReportMetadata,
     ResearchState,
+    Source,
     SubQueryStatus,
     SynthesizerOutput,
     VerificationSummary,
@@ -17,6 +21,7 @@ from foundry_mcp.research.models import (
 from foundry_mcp.research.prompts.report_parts import FRAME_SYSTEM
 from foundry_mcp.research.prompts.synthesizer import SYNTHESIZER_SYSTEM
 from foundry_mcp.research.verification import (
+    ExcerptSelector,
     evidence_quality_section,
     split_claims,
     verify_draft,
@@ -80,38 +85,15 @@ async def synthesize(
     cited_ids.update(writing.citable)
     sources = [s for s in state.sources if s.id in cited_ids]
     fitting = await Fitting.open(llm, state, "synthesis")
-    max_tokens = fitting.output_tokens("synthesis", LEGACY_MAX_TOKENS)
-    if writing.sections and state.options.parallel_writing:
-        sections = list(writing.sections)
-        if state.metadata.get("time_ceiling_reached"):  # one wave of calls: no time for two
-            sections = merge_smallest(sections, max(1, state.limits.max_concurrent - 1))
-        written = await write_in_parts(
-            fitting,
-            state,
-            sections,
-            sources,
-            guidance,
-            frame_system=writing.frame_system,
-            material=writing.material,
-            max_tokens=max_tokens,
-        )
-        draft, offered = written.draft, written.offered
-    else:
-        offered = set()  # the ids the prompt last sent gave the writer
-        build = whole_report_builder(
-            fitting,
-            state,
-            sources,
-            guidance,
-            system=writing.system,
-            material=writing.material,
-            offered=offered,
-        )
-        system, user = build(1.0)
-        answer = await fitting.ask(
-            "synthesis", system, user, json_mode=False, max_tokens=max_tokens, rebuild=build
-        )
-        draft = unwrap_fence(answer)
+    # The fact-checker's excerpts need every source's sentences indexed: that is done in a
+    # thread while the writers' calls are in flight, not after them with nothing in flight.
+    selector = ExcerptSelector({s.id: s for s in sources})
+    async with anyio.create_task_group() as group:
+        if state.options.verify_citations:
+            group.start_soon(
+                partial(anyio.to_thread.run_sync, selector.index, [s.id for s in sources])
+            )
+        draft, offered = await _write_draft(fitting, state, sources, guidance, writing)
     # A source that exists but was not given to the writer (its findings were left out to fit
     # the budget) is not citable: the writer never saw what it says.
     by_id = {s.id: s for s in sources if s.id in offered | writing.citable}
@@ -124,7 +106,7 @@ async def synthesize(
         )
     verification: VerificationSummary | None = None
     if state.options.verify_citations:
-        verified = await verify_draft(llm, state, draft, by_id)
+        verified = await verify_draft(llm, state, draft, by_id, selector)
         draft, verification = verified.markdown, verified.summary
         # A repaired citation names a source the writer was not given: it may be cited now.
         repaired = {
@@ -168,6 +150,50 @@ async def synthesize(
         verification=verification,
     )
     return SynthesizerOutput(report=report, report_metadata=metadata)
+
+
+async def _write_draft(
+    fitting: Fitting,
+    state: ResearchState,
+    sources: list[Source],
+    guidance: str | None,
+    writing: Writing,
+) -> tuple[str, set[str]]:
+    """The writer's draft (in parts when ``writing`` has sections), and the ids of the sources
+    its prompts gave the writer."""
+    max_tokens = fitting.output_tokens("synthesis", LEGACY_MAX_TOKENS)
+    if writing.sections and state.options.parallel_writing:
+        sections = list(writing.sections)
+        if state.metadata.get("time_ceiling_reached"):  # one wave of calls: no time for two
+            sections = merge_smallest(sections, max(1, state.limits.max_concurrent - 1))
+        written = await write_in_parts(
+            fitting,
+            state,
+            sections,
+            sources,
+            guidance,
+            frame_system=writing.frame_system,
+            material=writing.material,
+            max_tokens=max_tokens,
+        )
+        draft, offered = written.draft, written.offered
+    else:
+        offered = set()  # the ids the prompt last sent gave the writer
+        build = whole_report_builder(
+            fitting,
+            state,
+            sources,
+            guidance,
+            system=writing.system,
+            material=writing.material,
+            offered=offered,
+        )
+        system, user = build(1.0)
+        answer = await fitting.ask(
+            "synthesis", system, user, json_mode=False, max_tokens=max_tokens, rebuild=build
+        )
+        draft = unwrap_fence(answer)
+    return draft, offered
 
 
 _CONFLICT_HEADING = re.compile(
