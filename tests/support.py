@@ -3,15 +3,30 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
 
+from foundry_mcp.research.models import ResearchState
 from foundry_mcp.research.service import ResearchService
 from tests.fakes import FakeHTTPServer
 from tests.fakes.providers import default_results
 
 TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted"}
+STATE_BASE = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+
+
+def stored_state(index: int = 0, **fields: Any) -> ResearchState:
+    """A research state for store tests: question ``index``, created ``index`` minutes after
+    ``STATE_BASE``; ``fields`` override any of its values."""
+    base: dict[str, Any] = {
+        "query": f"question {index}",
+        "llm_provider": "openai",
+        "llm_model": "gpt-test",
+        "created_at": STATE_BASE + timedelta(minutes=index),
+    }
+    return ResearchState(**{**base, **fields})
 
 
 def served_urls(tavily: FakeHTTPServer) -> set[str]:

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
@@ -33,8 +33,7 @@ from foundry_mcp.research.models import (
 from foundry_mcp.research.store import LeaseLostError, Owner
 from foundry_mcp.research.store_open import open_store
 from foundry_mcp.research.store_protocol import Store
-
-BASE = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+from tests.support import STATE_BASE, stored_state
 
 
 @dataclass
@@ -67,16 +66,6 @@ def store(stores: Stores) -> Store:
     return stores.open()
 
 
-def _state(index: int = 0, **fields) -> ResearchState:
-    base = {
-        "query": f"question {index}",
-        "llm_provider": "openai",
-        "llm_model": "gpt-test",
-        "created_at": BASE + timedelta(minutes=index),
-    }
-    return ResearchState(**{**base, **fields})
-
-
 def _walk(store: Store, limit: int, **filters) -> list[str]:
     seen, cursor = [], None
     for _ in range(100):
@@ -96,7 +85,7 @@ def _newest_first(states: list[ResearchState]) -> list[str]:
 
 
 def test_round_trip_keeps_every_field(store: Store) -> None:
-    state = _state(
+    state = stored_state(
         status=Status.RUNNING,
         phase=Phase.ANALYSIS,
         iteration=2,
@@ -126,7 +115,7 @@ def test_round_trip_keeps_every_field(store: Store) -> None:
 
 
 def test_save_twice_keeps_the_latest_state_and_changes_the_fingerprint(store: Store) -> None:
-    state = _state()
+    state = stored_state()
     store.save(state)
     before = store.fingerprint(state.id)
     state.status = Status.COMPLETED
@@ -142,14 +131,14 @@ def test_save_twice_keeps_the_latest_state_and_changes_the_fingerprint(store: St
 
 
 def test_save_refreshes_updated_at(store: Store) -> None:
-    state = _state(updated_at=BASE)
+    state = stored_state(updated_at=STATE_BASE)
     store.save(state)
-    assert state.updated_at > BASE
+    assert state.updated_at > STATE_BASE
     assert store.load(state.id).updated_at == state.updated_at
 
 
 def test_load_of_unknown_id_is_not_found(store: Store) -> None:
-    store.save(_state())
+    store.save(stored_state())
     with pytest.raises(ResearchNotFoundError):
         store.load("deepres-000000000000")
     with pytest.raises(ResearchNotFoundError):
@@ -165,8 +154,8 @@ def test_load_and_delete_validate_the_id(store: Store) -> None:
 
 
 def test_delete_removes_the_research_and_everything_of_it(store: Store) -> None:
-    keep, owner = _state(1), Owner()
-    gone = _state(2)
+    keep, owner = stored_state(1), Owner()
+    gone = stored_state(2)
     store.save(keep)
     store.create(gone, owner, lease_seconds=30)
     store.append_event(gone.id, "started", {})
@@ -185,13 +174,13 @@ def test_delete_removes_the_research_and_everything_of_it(store: Store) -> None:
 
 def test_a_second_store_sees_what_the_first_saved(stores: Stores, store: Store) -> None:
     other = stores.open()  # another process, or another server of the team
-    state = _state(3)
+    state = stored_state(3)
     store.save(state)
     assert other.load(state.id).query == state.query
     state.status = Status.CANCELLED
     store.save(state)
     assert other.load(state.id).status is Status.CANCELLED
-    written_by_other = _state(4)
+    written_by_other = stored_state(4)
     other.save(written_by_other)
     assert [i.research_id for i in store.list_page(10)[0]] == [written_by_other.id, state.id]
     assert other.delete(state.id)
@@ -200,7 +189,7 @@ def test_a_second_store_sees_what_the_first_saved(stores: Stores, store: Store) 
 
 
 def test_opening_twice_migrates_once_and_keeps_the_data(stores: Stores, store: Store) -> None:
-    state = _state()
+    state = stored_state()
     store.save(state)
     again = stores.open()
     assert again.load(state.id).model_dump() == state.model_dump()
@@ -216,7 +205,7 @@ def test_opening_twice_migrates_once_and_keeps_the_data(stores: Stores, store: S
 def many(store: Store) -> list[ResearchState]:
     """25 researches with distinct created_at, saved in random order; every third completed."""
     states = [
-        _state(i, status=Status.COMPLETED if i % 3 == 0 else Status.FAILED) for i in range(25)
+        stored_state(i, status=Status.COMPLETED if i % 3 == 0 else Status.FAILED) for i in range(25)
     ]
     for state in random.Random(7).sample(states, len(states)):
         store.save(state)
@@ -241,7 +230,7 @@ def test_paging_visits_every_research_once_in_order(
 
 
 def test_paging_with_identical_created_at_breaks_ties_by_id(store: Store) -> None:
-    states = [_state(0) for _ in range(9)]  # all share one created_at
+    states = [stored_state(0) for _ in range(9)]  # all share one created_at
     for state in states:
         store.save(state)
     assert _walk(store, 2) == sorted((s.id for s in states), reverse=True)
@@ -260,12 +249,12 @@ def test_status_filters(store: Store, many: list[ResearchState]) -> None:
 
 
 def test_principal_filter(store: Store) -> None:
-    alice = [_state(i, principal="alice") for i in range(3)]
-    bob = [_state(10 + i, principal="bob") for i in range(2)]
-    local = _state(20)
+    alice = [stored_state(i, principal="alice") for i in range(3)]
+    bob = [stored_state(10 + i, principal="bob") for i in range(2)]
+    local = stored_state(20)
     for state in [*alice, *bob, local]:
         store.save(state)
-    created = _state(30, principal="alice")
+    created = stored_state(30, principal="alice")
     store.create(created, Owner(), lease_seconds=30)
     assert _walk(store, 2, principal="alice") == _newest_first([*alice, created])
     assert _walk(store, 10, principal="bob") == _newest_first(bob)
@@ -301,9 +290,9 @@ def test_bad_cursor_is_an_input_error(store: Store, many: list[ResearchState], c
 
 def test_active_ids(store: Store) -> None:
     running, queued, done = (
-        _state(1, status=Status.RUNNING),
-        _state(2, status=Status.QUEUED),
-        _state(3, status=Status.COMPLETED),
+        stored_state(1, status=Status.RUNNING),
+        stored_state(2, status=Status.QUEUED),
+        stored_state(3, status=Status.COMPLETED),
     )
     for state in (running, queued, done):
         store.save(state)
@@ -311,12 +300,15 @@ def test_active_ids(store: Store) -> None:
 
 
 def test_retention_deletes_only_old_finished_research(store: Store) -> None:
-    old_done, old_running = _state(1, status=Status.COMPLETED), _state(2, status=Status.RUNNING)
+    old_done, old_running = (
+        stored_state(1, status=Status.COMPLETED),
+        stored_state(2, status=Status.RUNNING),
+    )
     store.save(old_done)
     store.save(old_running)
     store.append_event(old_done.id, "completed", {})
     time.sleep(0.3)
-    fresh = _state(3, status=Status.FAILED)
+    fresh = stored_state(3, status=Status.FAILED)
     store.save(fresh)
     assert store.delete_older_than(0.2 / 86400) == 1  # untouched for 0.2 s
     assert sorted(store.active_ids()) == [old_running.id]
@@ -330,7 +322,7 @@ def test_retention_deletes_only_old_finished_research(store: Store) -> None:
 
 def test_branch_states_are_fenced_and_read_back(stores: Stores, store: Store) -> None:
     owner, thief = Owner(), Owner()
-    state = _state()
+    state = stored_state()
     store.create(state, owner, lease_seconds=30)
     first = state.model_copy(update={"branch": "sq-1", "report": "one"})
     second = state.model_copy(update={"branch": "sq-2", "report": "two"})
@@ -348,7 +340,7 @@ def test_branch_states_are_fenced_and_read_back(stores: Stores, store: Store) ->
 
 
 def test_events_are_numbered_and_paged(store: Store) -> None:
-    state = _state()
+    state = stored_state()
     store.save(state)
     assert store.last_event_at(state.id) is None
     moment = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -366,7 +358,7 @@ def test_events_are_numbered_and_paged(store: Store) -> None:
 
 def test_events_appended_by_two_stores_at_once_get_distinct_numbers(stores: Stores) -> None:
     first, second = stores.open(), stores.open()
-    state = _state()
+    state = stored_state()
     first.save(state)
     barrier = threading.Barrier(2)
     numbers: list[int] = []
@@ -381,7 +373,7 @@ def test_events_appended_by_two_stores_at_once_get_distinct_numbers(stores: Stor
 
 def test_the_journal_is_fenced_and_replayed(stores: Stores, store: Store) -> None:
     owner, other = Owner(), Owner()
-    state = _state()
+    state = stored_state()
     store.create(state, owner, lease_seconds=30)
     assert store.journal.get(state.id, "llm:plan:1") is None
     store.journal.put(state.id, "llm:plan:1", "the plan", {"input_tokens": 3}, owner)
@@ -402,7 +394,7 @@ def test_the_journal_is_fenced_and_replayed(stores: Stores, store: Store) -> Non
 
 def test_claim_renew_release_disown(store: Store) -> None:
     owner, other = Owner(), Owner()
-    state = _state(status=Status.RUNNING)
+    state = stored_state(status=Status.RUNNING)
     store.create(state, owner, lease_seconds=30)
     held = store.ownership(state.id)
     assert held is not None and (held.token, held.pid, held.host) == (
@@ -442,7 +434,7 @@ def test_a_fenced_save_fails_once_another_owner_claimed_the_expired_lease(
     stores: Stores, store: Store
 ) -> None:
     first, second = Owner(), Owner()
-    state = _state(status=Status.RUNNING)
+    state = stored_state(status=Status.RUNNING)
     store.create(state, first, lease_seconds=0.2)
     store.save(state, first)  # still ours
     time.sleep(0.3)
@@ -464,7 +456,7 @@ def test_a_fenced_save_fails_once_another_owner_claimed_the_expired_lease(
 
 def test_cancel_requests_reach_the_owner(stores: Stores, store: Store) -> None:
     owner = Owner()
-    mine, untouched = _state(1, status=Status.RUNNING), _state(2, status=Status.RUNNING)
+    mine, untouched = stored_state(1, status=Status.RUNNING), stored_state(2, status=Status.RUNNING)
     store.create(mine, owner, lease_seconds=30)
     store.create(untouched, owner, lease_seconds=30)
     assert store.cancel_requests(owner, [mine.id, untouched.id]) == set()
@@ -484,7 +476,7 @@ def test_cancel_requests_reach_the_owner(stores: Stores, store: Store) -> None:
 def test_two_owners_racing_to_claim_exactly_one_wins(stores: Stores) -> None:
     first = stores.open()
     ghost = Owner()
-    state = _state(status=Status.INTERRUPTED)
+    state = stored_state(status=Status.INTERRUPTED)
     first.create(state, ghost, lease_seconds=-1)
     contenders = [(stores.open(), Owner()) for _ in range(4)]
     barrier = threading.Barrier(len(contenders))
@@ -508,7 +500,7 @@ def test_two_owners_racing_to_claim_exactly_one_wins(stores: Stores) -> None:
 @pytest.mark.anyio
 async def test_wait_for_change_is_woken_by_a_save_of_another_store(stores: Stores) -> None:
     waiting, writing = stores.open(), stores.open()
-    state = _state(status=Status.RUNNING)
+    state = stored_state(status=Status.RUNNING)
     writing.save(state)
     assert await waiting.wait_for_change(state.id, 0.2) is False  # nothing happens: timeout
     since = waiting.fingerprint(state.id)
@@ -534,7 +526,7 @@ async def test_wait_for_change_is_woken_by_a_save_of_another_store(stores: Store
 @pytest.mark.anyio
 async def test_wait_for_change_ends_when_the_research_is_deleted(stores: Stores) -> None:
     waiting, deleting = stores.open(), stores.open()
-    state = _state()
+    state = stored_state()
     deleting.save(state)
     since = waiting.fingerprint(state.id)
 
@@ -552,7 +544,7 @@ async def test_wait_for_change_ends_when_the_research_is_deleted(stores: Stores)
 async def test_wait_for_cancel_is_woken_by_a_request_of_another_store(stores: Stores) -> None:
     owning, asking = stores.open(), stores.open()
     owner = Owner()
-    state, other = _state(1, status=Status.RUNNING), _state(2, status=Status.RUNNING)
+    state, other = stored_state(1, status=Status.RUNNING), stored_state(2, status=Status.RUNNING)
     owning.create(state, owner, lease_seconds=30)
     owning.create(other, owner, lease_seconds=30)
     assert await owning.wait_for_cancel(owner, [state.id, other.id], 0.2) == set()

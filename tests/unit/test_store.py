@@ -9,27 +9,13 @@ from __future__ import annotations
 
 import sqlite3
 import stat
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from foundry_mcp.errors import InvalidResearchIdError
-from foundry_mcp.research.models import ResearchState
 from foundry_mcp.research.store import DB_NAME, ResearchStore, validate_research_id
-
-BASE = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
-
-
-def _state(index: int = 0, **fields) -> ResearchState:
-    base = {
-        "query": f"question {index}",
-        "llm_provider": "openai",
-        "llm_model": "gpt-test",
-        "created_at": BASE + timedelta(minutes=index),
-    }
-    return ResearchState(**{**base, **fields})
-
+from tests.support import stored_state
 
 # --------------------------------------------------------------------------- ids
 
@@ -59,7 +45,7 @@ def test_invalid_research_ids_are_rejected(research_id: object) -> None:
 
 def test_generated_ids_are_valid() -> None:
     for _ in range(20):
-        state = _state()
+        state = stored_state()
         assert validate_research_id(state.id) == state.id
 
 
