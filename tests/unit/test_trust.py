@@ -27,6 +27,13 @@ supervisor_hooks = "repo_hooks:Hooks"
 research_dir = "/tmp/elsewhere"
 max_cost_usd = 1000
 deep_research_max_iterations = 7
+deep_research_max_sources = 2
+retention_days = 0.0001
+auto_resume = true
+content_archive_ttl_hours = 0.0001
+mode = "hypotheses"
+deep_research_enable_reflection = false
+min_confidence_threshold = 40
 
 [research.fetch]
 allow_private_networks = true
@@ -79,10 +86,17 @@ def test_an_untrusted_project_file_sets_none_of_the_protected_keys(home: Path, r
     assert research.fetch.allow_private_networks is False
     assert research.local.paths == [repo / "docs"]
     assert settings.pricing == {}
-    # Everything else applies.
-    assert openai.model == "gpt-4.1"
-    assert research.deep_research_max_iterations == 7
+    assert openai.model is None  # a dearer model spends more
+    assert research.retention_days is None  # would delete the user's research
+    assert research.content_archive_ttl_hours == 168.0  # would purge the archive
+    assert research.auto_resume is False  # would resume research on the user's keys
+    assert research.mode == "auto"
+    assert research.deep_research_max_iterations == 3  # a raised limit is ignored
+    # What spends, reads or runs less applies, and so does every harmless key.
+    assert research.deep_research_max_sources == 2
     assert research.fetch.timeout == 11
+    assert research.deep_research_enable_reflection is False
+    assert research.min_confidence_threshold == 40
 
 
 def test_each_ignored_key_is_named_with_the_fix(home: Path, repo: Path) -> None:
@@ -98,9 +112,17 @@ def test_each_ignored_key_is_named_with_the_fix(home: Path, repo: Path) -> None:
         "[research] supervisor_hooks",
         "[research] research_dir",
         "[research] max_cost_usd",
+        "[research] deep_research_max_iterations",
+        "[research] retention_days",
+        "[research] auto_resume",
+        "[research] content_archive_ttl_hours",
+        "[research] mode",
         "[research.fetch] allow_private_networks",
+        "[providers.openai] model",
         "[pricing]",
     }
+    applied = ("deep_research_max_sources", "timeout", "enable_reflection", "min_confidence")
+    assert not [key for key in untrusted.ignored_keys if key.endswith(applied)]
     outside = [key for key in untrusted.ignored_keys if key.startswith("[research.local] paths")]
     assert len(outside) == 1 and ".ssh" in outside[0] and "sibling" in outside[0]
     (warning,) = settings.trust_warnings()

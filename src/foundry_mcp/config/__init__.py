@@ -6,13 +6,15 @@ environment variable), the key and the fix. Nothing invalid is silently dropped.
 
 The user's own file, the environment and a file named in ``FOUNDRY_MCP_CONFIG`` are trusted. A
 ``./foundry-mcp.toml`` in the working directory usually comes with a cloned repository: until
-the user trusts it (``foundry-mcp trust``, see :mod:`foundry_mcp.trust`) its protected keys are
-ignored and named in ``Settings.untrusted.ignored_keys``; every other key applies. Relative paths in a file
-are taken relative to the folder of that file.
+the user trusts it (``foundry-mcp trust``, see :mod:`foundry_mcp.trust`) its values that would
+delete, run, spend, move, read or send more are ignored and named in
+``Settings.untrusted.ignored_keys``; every other value applies. Relative paths in a file are
+taken relative to the folder of that file.
 
-The modules: ``settings`` (the models, their bounds and defaults), ``files`` (one file read into
-a layer), ``untrusted`` (the protected keys and how an untrusted file loses them), ``loading``
-(the layers merged, the environment, and errors that name where a bad key came from).
+The modules: ``settings`` (the models, their bounds and defaults), ``effects`` (what each key
+can do, and so what an untrusted file may set), ``files`` (one file read into a layer),
+``untrusted`` (an untrusted file's values sifted by those rules), ``loading`` (the layers
+merged, the environment, and errors that name where a bad key came from).
 """
 
 from foundry_mcp.config.loading import (

@@ -94,7 +94,7 @@ def load_settings(
         if not explicit:
             verdict = TrustStore(home).verdict(project_config, data)
             if not verdict.trusted:
-                layer, ignored = without_protected_keys(layer, project_config.parent)
+                layer, ignored = without_protected_keys(layer, project_config.parent, merged)
                 if ignored:
                     untrusted = UntrustedProjectConfig(
                         path=absolute(project_config), reason=verdict.reason, ignored_keys=ignored

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import (
     BaseModel,
@@ -13,6 +13,29 @@ from pydantic import (
     SecretStr,
     field_validator,
     model_validator,
+)
+
+from foundry_mcp.config.effects import (
+    DELETES,
+    LOWER_READS,
+    LOWER_RUNS,
+    LOWER_SPENDS,
+    LOWER_THAN_SET,
+    OFF_READS,
+    OFF_RUNS,
+    OFF_SPENDS,
+    PACKING,
+    PLACES,
+    RUNS,
+    SAFEGUARD,
+    SENDS,
+    SPENDS,
+    Effect,
+    Harmless,
+    Narrows,
+    Ordered,
+    Protected,
+    WithinProject,
 )
 
 if TYPE_CHECKING:
@@ -83,20 +106,20 @@ class _Section(BaseModel):
 class FetchSettings(_Section):
     """The ``[research.fetch]`` table: reading full pages for sources."""
 
-    enabled: bool = True
-    follow_links: bool = False
-    max_bytes: int = Field(10_000_000, ge=1000, le=100_000_000)
-    max_redirects: int = Field(5, ge=0, le=20)
-    timeout: float = Field(20.0, gt=0, le=300)
-    max_concurrent: int = Field(5, ge=1, le=50)
-    allow_private_networks: bool = False
+    enabled: Annotated[bool, OFF_READS] = True
+    follow_links: Annotated[bool, OFF_READS] = False
+    max_bytes: Annotated[int, LOWER_READS] = Field(10_000_000, ge=1000, le=100_000_000)
+    max_redirects: Annotated[int, LOWER_READS] = Field(5, ge=0, le=20)
+    timeout: Annotated[float, LOWER_READS] = Field(20.0, gt=0, le=300)
+    max_concurrent: Annotated[int, LOWER_READS] = Field(5, ge=1, le=50)
+    allow_private_networks: Annotated[bool, OFF_READS] = False
 
 
 class LocalDocumentsSettings(_Section):
     """The ``[research.local]`` table: the user's own documents as a search provider."""
 
-    paths: list[Path] = Field(default_factory=list)
-    extensions: list[str] = Field(
+    paths: Annotated[list[Path], WithinProject(Effect.READS)] = Field(default_factory=list)
+    extensions: Annotated[list[str], Narrows(Effect.READS)] = Field(
         default_factory=lambda: [
             ".md",
             ".markdown",
@@ -118,7 +141,7 @@ class LocalDocumentsSettings(_Section):
             ".yaml",
         ]
     )
-    max_file_bytes: int = Field(20_000_000, ge=1000)
+    max_file_bytes: Annotated[int, LOWER_READS] = Field(20_000_000, ge=1000)
 
     @field_validator("paths")
     @classmethod
@@ -129,94 +152,119 @@ class LocalDocumentsSettings(_Section):
 class ResearchSettings(_Section):
     """The ``[research]`` table: how a deep research runs."""
 
-    default_provider: str = "openai"
-    deep_research_max_iterations: int = Field(
+    default_provider: Annotated[str, SPENDS] = "openai"
+    deep_research_max_iterations: Annotated[int, LOWER_SPENDS] = Field(
         3, ge=_LOW["max_iterations"], le=_HIGH["max_iterations"]
     )
-    deep_research_max_sub_queries: int = Field(
+    deep_research_max_sub_queries: Annotated[int, LOWER_SPENDS] = Field(
         5, ge=_LOW["max_sub_queries"], le=_HIGH["max_sub_queries"]
     )
-    deep_research_max_sources: int = Field(
+    deep_research_max_sources: Annotated[int, LOWER_SPENDS] = Field(
         5, ge=_LOW["max_sources_per_query"], le=_HIGH["max_sources_per_query"]
     )
-    deep_research_max_concurrent: int = Field(
+    deep_research_max_concurrent: Annotated[int, LOWER_SPENDS] = Field(
         3, ge=_LOW["max_concurrent"], le=_HIGH["max_concurrent"]
     )
-    deep_research_timeout: float = Field(600.0, ge=_LOW["task_timeout"], le=_HIGH["task_timeout"])
+    deep_research_timeout: Annotated[float, LOWER_SPENDS] = Field(
+        600.0, ge=_LOW["task_timeout"], le=_HIGH["task_timeout"]
+    )
     # The search providers in priority order (the specification's: Tavily, Google, Semantic
     # Scholar); those of the default list take part once they have their keys. The keyless web
     # search (ddgs), last, takes part only while none of them has a key.
-    deep_research_providers: list[str] = Field(
+    deep_research_providers: Annotated[list[str], Narrows(Effect.SENDS)] = Field(
         default_factory=lambda: ["tavily", "google", "semantic_scholar", "ddgs"]
     )
     # "priority": a search goes to the first usable provider, the next one on failure;
     # "all": to every provider at once, their results merged.
-    deep_research_search_strategy: Literal["priority", "all"] = "priority"
-    research_dir: Path = Path("~/.foundry-mcp/research")
+    deep_research_search_strategy: Annotated[
+        Literal["priority", "all"], Ordered(Effect.SPENDS, ("priority", "all"))
+    ] = "priority"
+    research_dir: Annotated[Path, PLACES] = Path("~/.foundry-mcp/research")
     # Keep research in a PostgreSQL database shared by a team's servers, instead of SQLite in
     # research_dir: "postgresql://user:password@host:5432/database". Its password is a secret.
-    store_url: SecretStr | None = None
-    deep_research_verify_citations: bool = True
-    deep_research_parallel_writing: bool = True
-    deep_research_verification_max_claims: int = Field(60, ge=1, le=500)
-    deep_research_gate_retries: int = Field(1, ge=0, le=3)
-    deep_research_enable_reflection: bool = True
-    supervisor_hooks: str | None = None
-    deep_research_planning_timeout: float = Field(180.0, ge=1, le=86400)
-    deep_research_gathering_timeout: float = Field(300.0, ge=1, le=86400)
-    deep_research_analysis_timeout: float = Field(300.0, ge=1, le=86400)
-    deep_research_synthesis_timeout: float = Field(300.0, ge=1, le=86400)
-    deep_research_refinement_timeout: float = Field(180.0, ge=1, le=86400)
-    retention_days: float | None = Field(None, gt=0)
-    auto_resume: bool = False
+    store_url: Annotated[SecretStr | None, PLACES] = None
+    deep_research_verify_citations: Annotated[bool, SAFEGUARD] = True
+    deep_research_parallel_writing: Annotated[
+        bool, Harmless("the same calls, run at once or one after another")
+    ] = True
+    deep_research_verification_max_claims: Annotated[int, SAFEGUARD] = Field(60, ge=1, le=500)
+    deep_research_gate_retries: Annotated[int, LOWER_SPENDS] = Field(1, ge=0, le=3)
+    deep_research_enable_reflection: Annotated[bool, OFF_SPENDS] = True
+    supervisor_hooks: Annotated[str | None, RUNS] = None
+    deep_research_planning_timeout: Annotated[float, LOWER_SPENDS] = Field(180.0, ge=1, le=86400)
+    deep_research_gathering_timeout: Annotated[float, LOWER_SPENDS] = Field(300.0, ge=1, le=86400)
+    deep_research_analysis_timeout: Annotated[float, LOWER_SPENDS] = Field(300.0, ge=1, le=86400)
+    deep_research_synthesis_timeout: Annotated[float, LOWER_SPENDS] = Field(300.0, ge=1, le=86400)
+    deep_research_refinement_timeout: Annotated[float, LOWER_SPENDS] = Field(180.0, ge=1, le=86400)
+    retention_days: Annotated[float | None, DELETES] = Field(None, gt=0)
+    auto_resume: Annotated[bool, OFF_RUNS] = False
     # Workers sharing a store resume research whose worker died (research/service_takeover.py).
     # None: on with a PostgreSQL store_url, off with SQLite.
-    take_over_orphans: bool | None = None
-    take_over_interval: float = Field(5.0, ge=0.1, le=3600)  # seconds between scans, jittered
-    take_over_max_running: int | None = Field(None, ge=1, le=1000)  # this worker's cap
+    take_over_orphans: Annotated[bool | None, Ordered(Effect.RUNS, (False, None, True))] = None
+    # Seconds between scans for research to take over, jittered.
+    take_over_interval: Annotated[
+        float, Harmless("how often a server looks; take_over_orphans decides what it takes")
+    ] = Field(5.0, ge=0.1, le=3600)
+    # A worker running this many research takes no more over.
+    take_over_max_running: Annotated[int | None, LOWER_RUNS] = Field(None, ge=1, le=1000)
     # How long a running research's lease lasts without renewal: the longest another worker
     # waits before taking over the research of a worker that died (renewed every quarter).
-    lease_seconds: float = Field(20.0, ge=2, le=600)
+    lease_seconds: Annotated[float, RUNS] = Field(20.0, ge=2, le=600)
 
     # Per-phase LLM provider and its fallbacks, as "provider[:model]" specs.
-    deep_research_planning_provider: str | None = None
-    deep_research_planning_providers: list[str] = Field(default_factory=list)
-    deep_research_analysis_provider: str | None = None
-    deep_research_analysis_providers: list[str] = Field(default_factory=list)
-    deep_research_synthesis_provider: str | None = None
-    deep_research_synthesis_providers: list[str] = Field(default_factory=list)
-    deep_research_refinement_provider: str | None = None
-    deep_research_refinement_providers: list[str] = Field(default_factory=list)
-    tavily_search_depth: Literal["basic", "advanced"] = "basic"
+    deep_research_planning_provider: Annotated[str | None, SPENDS] = None
+    deep_research_planning_providers: Annotated[list[str], SPENDS] = Field(default_factory=list)
+    deep_research_analysis_provider: Annotated[str | None, SPENDS] = None
+    deep_research_analysis_providers: Annotated[list[str], SPENDS] = Field(default_factory=list)
+    deep_research_synthesis_provider: Annotated[str | None, SPENDS] = None
+    deep_research_synthesis_providers: Annotated[list[str], SPENDS] = Field(default_factory=list)
+    deep_research_refinement_provider: Annotated[str | None, SPENDS] = None
+    deep_research_refinement_providers: Annotated[list[str], SPENDS] = Field(default_factory=list)
+    tavily_search_depth: Annotated[
+        Literal["basic", "advanced"], Ordered(Effect.SPENDS, ("basic", "advanced"))
+    ] = "basic"
 
     # Research modes (docs/modes.md).
-    mode: Literal["auto", "simple", "hierarchical", "hypotheses"] = "auto"
-    min_sub_questions: int = Field(2, ge=2, le=5)
-    max_sub_questions: int = Field(5, ge=2, le=5)
-    sub_question_min_iterations: int = Field(1, ge=1, le=10)
-    sub_question_max_iterations: int = Field(3, ge=1, le=10)
-    sub_question_max_queries: int = Field(3, ge=1, le=20)
-    max_hypotheses_per_task: int = Field(4, ge=1, le=10)
-    hypothesis_mode: Literal["adaptive", "exhaustive", "best_first"] = "adaptive"
-    exploration_mode: Literal["sequential", "parallel"] = "sequential"
-    min_confidence_threshold: int = Field(0, ge=0, le=100)
-    max_cost_usd: float | None = Field(None, gt=0)
-    max_time_s: float | None = Field(None, ge=5, le=86400)
+    mode: Annotated[Literal["auto", "simple", "hierarchical", "hypotheses"], SPENDS] = "auto"
+    min_sub_questions: Annotated[int, SPENDS] = Field(2, ge=2, le=5)
+    max_sub_questions: Annotated[int, LOWER_SPENDS] = Field(5, ge=2, le=5)
+    sub_question_min_iterations: Annotated[int, LOWER_SPENDS] = Field(1, ge=1, le=10)
+    sub_question_max_iterations: Annotated[int, LOWER_SPENDS] = Field(3, ge=1, le=10)
+    sub_question_max_queries: Annotated[int, LOWER_SPENDS] = Field(3, ge=1, le=20)
+    max_hypotheses_per_task: Annotated[int, LOWER_SPENDS] = Field(4, ge=1, le=10)
+    hypothesis_mode: Annotated[Literal["adaptive", "exhaustive", "best_first"], SPENDS] = "adaptive"
+    exploration_mode: Annotated[
+        Literal["sequential", "parallel"], Ordered(Effect.SPENDS, ("sequential", "parallel"))
+    ] = "sequential"
+    min_confidence_threshold: Annotated[
+        int, Harmless("leaves weak hypotheses out; it spends nothing more")
+    ] = Field(0, ge=0, le=100)
+    max_cost_usd: Annotated[float | None, LOWER_SPENDS] = Field(None, gt=0)
+    max_time_s: Annotated[float | None, LOWER_SPENDS] = Field(None, ge=5, le=86400)
 
     # Token management (fitting content into each model's context window).
-    token_management_enabled: bool = True
-    token_safety_margin: float = Field(0.15, ge=0.0, le=0.9)
-    runtime_overhead: int | None = Field(None, ge=0)  # None: the provider's own (0 for APIs)
-    assistant_overhead: int = Field(60_000, ge=0)
-    summarization_provider: str | None = None
-    summarization_providers: list[str] = Field(default_factory=list)
-    summarization_timeout: float = Field(60.0, gt=0, le=3600)
-    summarization_cache_enabled: bool = True
-    allow_content_dropping: bool = False
-    content_archive_enabled: bool = False
-    content_archive_ttl_hours: float = Field(168.0, gt=0)
-    research_archive_dir: Path | None = None
-    model_context_overrides: dict[str, int] = Field(default_factory=dict)
+    token_management_enabled: Annotated[bool, OFF_SPENDS] = True
+    token_safety_margin: Annotated[float, PACKING] = Field(0.15, ge=0.0, le=0.9)
+    # Tokens of the model's window a runtime around it takes; None: the provider's own (0 for
+    # the APIs).
+    runtime_overhead: Annotated[int | None, PACKING] = Field(None, ge=0)
+    assistant_overhead: Annotated[int, PACKING] = Field(60_000, ge=0)
+    summarization_provider: Annotated[str | None, SPENDS] = None
+    summarization_providers: Annotated[list[str], SPENDS] = Field(default_factory=list)
+    summarization_timeout: Annotated[float, LOWER_SPENDS] = Field(60.0, gt=0, le=3600)
+    summarization_cache_enabled: Annotated[bool, Ordered(Effect.SPENDS, (True, False))] = True
+    allow_content_dropping: Annotated[
+        bool, Harmless("lets a research read less rather than fail")
+    ] = False
+    content_archive_enabled: Annotated[
+        bool,
+        Harmless(
+            "keeps copies of shortened pages in the archive folder; it deletes and sends nothing"
+        ),
+    ] = False
+    content_archive_ttl_hours: Annotated[float, DELETES] = Field(168.0, gt=0)
+    research_archive_dir: Annotated[Path | None, PLACES] = None
+    model_context_overrides: Annotated[dict[str, int], PACKING] = Field(default_factory=dict)
 
     fetch: FetchSettings = Field(default_factory=FetchSettings)
     local: LocalDocumentsSettings = Field(default_factory=LocalDocumentsSettings)
@@ -286,26 +334,40 @@ class ResearchSettings(_Section):
 class ProviderSettings(_Section):
     """One ``[providers.<name>]`` table."""
 
-    type: ProviderKind | None = None
-    api_key: SecretStr | None = None
-    base_url: str | None = None
-    model: str | None = None
-    timeout: float | None = Field(None, gt=0, le=3600)  # None: see timeout_for
-    max_retries: int = Field(2, ge=0, le=10)
-    cse_id: str | None = None  # Google Custom Search engine id
-    requests_per_minute: float | None = Field(None, gt=0)
-    max_in_flight: int | None = Field(None, ge=1, le=100)
-    circuit_breaker_failures: int = Field(5, ge=1, le=100)
-    circuit_breaker_reset_seconds: float = Field(30.0, gt=0, le=3600)
-    hedge_requests: bool = True  # search providers only; may cost a credit on slow requests
+    type: Annotated[ProviderKind | None, SENDS] = None
+    api_key: Annotated[SecretStr | None, SENDS] = None
+    base_url: Annotated[str | None, SENDS] = None
+    model: Annotated[str | None, SPENDS] = None
+    # Seconds one request may take; None: see timeout_for.
+    timeout: Annotated[float | None, LOWER_THAN_SET] = Field(None, gt=0, le=3600)
+    max_retries: Annotated[int, LOWER_SPENDS] = Field(2, ge=0, le=10)
+    cse_id: Annotated[str | None, SENDS] = None  # Google Custom Search engine id
+    requests_per_minute: Annotated[float | None, LOWER_THAN_SET] = Field(None, gt=0)
+    max_in_flight: Annotated[int | None, LOWER_THAN_SET] = Field(None, ge=1, le=100)
+    circuit_breaker_failures: Annotated[
+        int, Harmless("when a failing provider is paused; it sends and spends nothing more")
+    ] = Field(5, ge=1, le=100)
+    circuit_breaker_reset_seconds: Annotated[
+        float, Harmless("how long a failing provider stays paused")
+    ] = Field(30.0, gt=0, le=3600)
+    # Search providers only: a slow search is sent again, which may cost a credit.
+    hedge_requests: Annotated[bool, OFF_SPENDS] = True
     # The program of a claude-cli, codex-cli or gemini-cli provider (None: found on PATH).
-    command: str | None = None
+    command: Annotated[str | None, RUNS] = None
     # The keyless web search (type "ddgs"): its region ("us-en", "de-de", "wt-wt" for none),
     # safe search, and the ddgs backends asked in order (None: the adapter's defaults).
-    region: str | None = Field(None, pattern=r"^[A-Za-z]{2}-[A-Za-z]{2}$")
-    safesearch: Literal["on", "moderate", "off"] | None = None
-    backends: list[str] | None = None
-    news_backends: list[str] | None = None
+    region: Annotated[
+        str | None,
+        Harmless(
+            "the region the keyless search asks results for; the question goes to the same engines"
+        ),
+    ] = Field(None, pattern=r"^[A-Za-z]{2}-[A-Za-z]{2}$")
+    safesearch: Annotated[
+        Literal["on", "moderate", "off"] | None,
+        Harmless("the safe-search level of the keyless search"),
+    ] = None
+    backends: Annotated[list[str] | None, SENDS] = None
+    news_backends: Annotated[list[str] | None, SENDS] = None
 
     @field_validator("base_url")
     @classmethod
@@ -416,11 +478,15 @@ class ServerSettings(_Section):
 
 
 class LoggingSettings(_Section):
-    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "WARNING"
+    level: Annotated[
+        Literal["DEBUG", "INFO", "WARNING", "ERROR"],
+        Harmless("how much is logged to stderr; secrets are never logged"),
+    ] = "WARNING"
 
 
 class ReportSettings(_Section):
-    quotes: bool = False  # quote, under each source of the report, the passages that back it
+    # Quote, under each source of the report, the passages that back it.
+    quotes: Annotated[bool, Harmless("what the report shows of its sources")] = False
 
 
 class Settings(_Section):
@@ -429,9 +495,11 @@ class Settings(_Section):
     research: ResearchSettings = Field(default_factory=ResearchSettings)
     report: ReportSettings = Field(default_factory=ReportSettings)
     providers: dict[str, ProviderSettings] = Field(default_factory=dict)
-    pricing: dict[str, PriceSettings] = Field(default_factory=dict)
+    pricing: Annotated[dict[str, PriceSettings], SPENDS] = Field(default_factory=dict)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
-    server: ServerSettings = Field(default_factory=ServerSettings)
+    server: Annotated[ServerSettings, Protected(Effect.EXPOSES)] = Field(
+        default_factory=ServerSettings
+    )
     _sources: list[str] = PrivateAttr(default_factory=list)
     _untrusted: UntrustedProjectConfig | None = PrivateAttr(default=None)
 

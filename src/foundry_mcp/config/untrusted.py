@@ -1,34 +1,36 @@
-"""What an untrusted ``./foundry-mcp.toml`` may not set, and how its protected keys are dropped.
+"""An untrusted ``./foundry-mcp.toml``: the values of it that apply, and those that wait for trust.
 
-Until the user trusts the file (``foundry-mcp trust``, see :mod:`foundry_mcp.trust`), its
-protected keys are ignored and named in an :class:`UntrustedProjectConfig`; every other key
-applies.
+Until the user trusts the file (``foundry-mcp trust``, see :mod:`foundry_mcp.trust`), each of
+its values is sifted by the rule its key carries (:mod:`foundry_mcp.config.effects`): a value
+that would delete, run, spend, move, read or send more than what applies without the file is
+ignored and named in an :class:`UntrustedProjectConfig`; every other value applies.
 """
 
 from __future__ import annotations
 
 import copy
+import typing
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
-from foundry_mcp.config.files import absolute, read_layer, table
-from foundry_mcp.config.settings import FetchSettings, ResearchSettings
-
-# Keys an untrusted project file may not set: where requests and keys go, what code runs, what
-# the server may read or write, and what the user pays.
-PROTECTED_PROVIDER_KEYS = ("type", "api_key", "base_url", "command")
-PROTECTED_RESEARCH_KEYS = (
-    "supervisor_hooks",
-    "research_dir",
-    "research_archive_dir",
-    "store_url",
-    "max_cost_usd",
+from foundry_mcp.config.effects import (
+    Effect,
+    Harmless,
+    Protected,
+    Rule,
+    WithinProject,
+    rule_of,
+    same_value,
 )
-PROTECTED_FETCH_KEYS = ("allow_private_networks",)
-# [server]: who may use the team server (its tokens) and where it listens.
-PROTECTED_TABLES = ("pricing", "server")
+from foundry_mcp.config.files import absolute, read_layer
+from foundry_mcp.config.settings import Settings
+
+# A key with no rule (a defect the field-walking test catches) needs trust, to be safe.
+UNCLASSIFIED = Protected(Effect.SPENDS)
 
 
 class UntrustedProjectConfig(BaseModel):
@@ -41,73 +43,136 @@ class UntrustedProjectConfig(BaseModel):
     def warning(self) -> str:
         return (
             f"{self.path} is not trusted ({self.reason}), so these keys in it were ignored: "
-            f"{', '.join(self.ignored_keys)}. If you wrote this file and want them to apply, "
-            f"run: foundry-mcp trust {self.path}"
+            f"{', '.join(self.ignored_keys)}. A project file you have not trusted may lower "
+            "limits and turn costly features off, but not delete, run, spend, read or send "
+            "more. If you wrote this file and want them to apply, run: "
+            f"foundry-mcp trust {self.path}"
         )
 
 
 def without_protected_keys(
-    layer: dict[str, Any], project: Path
+    layer: dict[str, Any],
+    project: Path,
+    below: dict[str, Any] | None = None,
+    model: type[BaseModel] = Settings,
 ) -> tuple[dict[str, Any], list[str]]:
-    """An untrusted project file's settings without its protected keys, and their names.
+    """An untrusted project file's settings without the values it may not set, and their keys.
 
-    Local document folders inside the project's own folder are kept; others are protected.
+    ``below`` holds the layers under the file (the user's own file), whose values, or else the
+    built-in defaults, are what applies without it.
     """
     kept = copy.deepcopy(layer)
     ignored: list[str] = []
-    providers = kept.get("providers")
-    if isinstance(providers, dict):
-        for name, provider in providers.items():
-            for key in PROTECTED_PROVIDER_KEYS:
-                if isinstance(provider, dict) and provider.pop(key, None) is not None:
-                    ignored.append(f"[providers.{name}] {key}")
-    # A protected key set to its built-in default is dropped without a word: the user's own
-    # value (or that same default) applies, and nothing the user should know about happened.
-    research = table(kept, ("research",))
-    for key in PROTECTED_RESEARCH_KEYS:
-        if (
-            research is not None
-            and key in research
-            and not _is_default(ResearchSettings, key, research.pop(key))
-        ):
-            ignored.append(f"[research] {key}")
-    fetch = table(kept, ("research", "fetch"))
-    for key in PROTECTED_FETCH_KEYS:
-        if (
-            fetch is not None
-            and key in fetch
-            and not _is_default(FetchSettings, key, fetch.pop(key))
-        ):
-            ignored.append(f"[research.fetch] {key}")
-    local = table(kept, ("research", "local"))
-    if local is not None and isinstance(local.get("paths"), list):
-        root = absolute(project)
-        inside = [p for p in local["paths"] if isinstance(p, str) and _is_within(p, root)]
-        outside = [p for p in local["paths"] if p not in inside]
-        if outside:
-            local["paths"] = inside
-            listed = ", ".join(str(p) for p in outside)
-            ignored.append(f"[research.local] paths outside {root} ({listed})")
-    for name in PROTECTED_TABLES:
-        if kept.pop(name, None) is not None:
-            ignored.append(f"[{name}]")
+    _sift(kept, model, below or {}, (), absolute(project), ignored)
     return kept, ignored
 
 
 def protected_keys_in(path: Path, data: bytes) -> list[str]:
-    """The protected keys a project file sets (to other than their defaults)."""
+    """The keys of a project file that apply only once it is trusted (against the defaults)."""
     return without_protected_keys(read_layer(path, data), path.parent)[1]
 
 
-def _is_default(section: type[BaseModel], key: str, value: Any) -> bool:
-    default = section.model_fields[key].get_default(call_default_factory=True)
-    if isinstance(default, Path):
-        return isinstance(value, str) and absolute(Path(value)) == absolute(default)
-    return bool(value == default)
+def _sift(
+    layer: dict[str, Any],
+    model: type[BaseModel],
+    below: dict[str, Any],
+    where: tuple[str, ...],
+    project: Path,
+    ignored: list[str],
+) -> None:
+    for key in list(layer):
+        field = model.model_fields.get(key)
+        if field is None:
+            continue  # validation names an unknown key
+        value = layer[key]
+        underneath = below.get(key) if isinstance(below, dict) else None
+        rule = rule_of(field.metadata)
+        section = section_of(field)
+        if rule is None and section is not None:
+            _sift_section(value, section, field, underneath, (*where, key), project, ignored)
+            continue
+        if isinstance(rule, Harmless):
+            continue
+        restriction = rule if rule is not None else UNCLASSIFIED
+        applying = underneath if key in below else _default(field)
+        if isinstance(restriction, WithinProject):
+            _sift_folders(layer, key, restriction, where, project, ignored)
+        elif not restriction.keeps(value, applying, project):
+            del layer[key]
+            # A value that is the default, or applies anyway, is dropped without a word: the
+            # user's own value (or that same default) applies, and nothing they should know
+            # about happened.
+            if not (same_value(value, applying) or same_value(value, _default(field))):
+                ignored.append(_name(where, key))
 
 
-def _is_within(path: str, root: Path) -> bool:
-    try:
-        return absolute(Path(path)).is_relative_to(root)
-    except (OSError, RuntimeError):  # an unresolvable path or a symlink loop
-        return False
+def _sift_section(
+    value: Any,
+    section: type[BaseModel],
+    field: FieldInfo,
+    below: Any,
+    where: tuple[str, ...],
+    project: Path,
+    ignored: list[str],
+) -> None:
+    if not isinstance(value, dict):
+        return  # validation names a value that is not a table
+    below = below if isinstance(below, dict) else {}
+    if typing.get_origin(field.annotation) is dict:
+        for name, table in value.items():
+            if isinstance(table, dict):
+                _sift(table, section, below.get(name) or {}, (*where, name), project, ignored)
+    else:
+        _sift(value, section, below, where, project, ignored)
+
+
+def _sift_folders(
+    layer: dict[str, Any],
+    key: str,
+    rule: WithinProject,
+    where: tuple[str, ...],
+    project: Path,
+    ignored: list[str],
+) -> None:
+    folders = layer[key]
+    if not isinstance(folders, list):
+        return
+    outside = [folder for folder in folders if not rule.inside(folder, project)]
+    if outside:
+        layer[key] = [folder for folder in folders if folder not in outside]
+        listed = ", ".join(str(folder) for folder in outside)
+        ignored.append(f"{_name(where, key)} outside {project} ({listed})")
+
+
+def every_key(
+    model: type[BaseModel] = Settings, where: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], str, Rule | None]]:
+    """Every key of the settings as ``(table, key, rule)``, sections walked into; ``rule`` is
+    None for a key that has none (which is then treated as protected)."""
+    for key, field in model.model_fields.items():
+        rule = rule_of(field.metadata)
+        section = section_of(field)
+        if rule is None and section is not None:
+            table = "<name>" if typing.get_origin(field.annotation) is dict else None
+            inner = (*where, key, table) if table else (*where, key)
+            yield from every_key(section, inner)
+        else:
+            yield where, key, rule
+
+
+def section_of(field: FieldInfo) -> type[BaseModel] | None:
+    """The settings model a field holds (itself, or as the values of a table), if any."""
+    annotation = field.annotation
+    if typing.get_origin(annotation) is dict:
+        annotation = typing.get_args(annotation)[1]
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None
+
+
+def _default(field: FieldInfo) -> Any:
+    return field.get_default(call_default_factory=True)
+
+
+def _name(where: tuple[str, ...], key: str) -> str:
+    return f"[{'.'.join(where)}] {key}" if where else f"[{key}]"
