@@ -398,7 +398,7 @@ def count_repeated(
 def saved_work(research_dir: Path, research_id: str) -> SavedWork:
     """What the store holds for a research (read while no server runs)."""
     from foundry_mcp.research.models import BranchStatus, SubQueryStatus
-    from foundry_mcp.research.store import ResearchStore
+    from foundry_mcp.research.store.sqlite.store import ResearchStore
 
     store = ResearchStore(research_dir)
     try:
@@ -612,7 +612,7 @@ def report_hierarchical(trials: list[Trial], saved: list[SavedWork]) -> None:
 
 def fill_store(research_dir: Path, count: int) -> None:
     from foundry_mcp.research.models import Phase, ResearchState, Status
-    from foundry_mcp.research.store import ResearchStore
+    from foundry_mcp.research.store.sqlite.store import ResearchStore
 
     store = ResearchStore(research_dir)
     base = datetime.now(UTC) - timedelta(days=30)
@@ -633,7 +633,7 @@ def fill_store(research_dir: Path, count: int) -> None:
 
 
 def time_listing(args: argparse.Namespace) -> None:
-    from foundry_mcp.research.store import ResearchStore
+    from foundry_mcp.research.store.sqlite.store import ResearchStore
 
     pages = args.list_pages
     with tempfile.TemporaryDirectory(prefix="crash-resume-list-") as tmp:

@@ -38,7 +38,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.simulated import run_settings, simulate_latency
-from foundry_mcp.research.service import ResearchService
+from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import ResearchBrain, fake_openai, fake_tavily
 from tests.fakes.planted import PlantedCorpus, fact_analyst, facts_in

@@ -17,7 +17,7 @@ from tests.fakes import FakeHTTPServer, FakeResponse, RecordedRequest
 
 if TYPE_CHECKING:
     from foundry_mcp.research.models import ResearchState
-    from foundry_mcp.research.service import ResearchService
+    from foundry_mcp.research.service.research_service import ResearchService
 
 LLM_BASE_SECONDS = 0.4
 LLM_SECONDS_PER_TOKEN = 0.005

@@ -99,7 +99,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.crash_resume import content_key, prompts
 from benchmarks.simulated import simulate_latency
-from foundry_mcp.research.store_url import redact_url
+from foundry_mcp.research.store.url import redact_url
 from tests.e2e.teamserver import TeamServer, mcp_client
 from tests.fakes import FakeHTTPServer, RecordedRequest, ResearchBrain, fake_openai, fake_tavily
 from tests.postgres import PostgresStartError, PostgresUnavailable, running_postgres
@@ -107,7 +107,7 @@ from tests.postgres import PostgresStartError, PostgresUnavailable, running_post
 if TYPE_CHECKING:
     from mcp import Client
 
-    from foundry_mcp.research.store_pg import PostgresStore
+    from foundry_mcp.research.store.postgres.store import PostgresStore
 
 OPTIONS: dict[str, Any] = {
     "mode": "simple",
@@ -465,7 +465,7 @@ def store_url(args: argparse.Namespace) -> Iterator[str]:
 
 def open_store(url: str, tmp: Path) -> PostgresStore:
     """The benchmark's own view of the store (imported here: it needs the driver, psycopg)."""
-    from foundry_mcp.research.store_pg import PostgresStore
+    from foundry_mcp.research.store.postgres.store import PostgresStore
 
     return PostgresStore(url, tmp / "bench-research")
 

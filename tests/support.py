@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 
 from foundry_mcp.research.models import ResearchState
-from foundry_mcp.research.service import ResearchService
+from foundry_mcp.research.service.research_service import ResearchService
 from tests.fakes import FakeHTTPServer
 from tests.fakes.providers import default_results
 

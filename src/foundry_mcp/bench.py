@@ -21,7 +21,7 @@ from typing import IO, Any
 import anyio
 
 from foundry_mcp.errors import FoundryError, InputError
-from foundry_mcp.research.service import ResearchService, check_range
+from foundry_mcp.research.service.research_service import ResearchService, check_range
 
 TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted"}
 SAMPLE_TASKS = "data/bench/sample_tasks.jsonl"

@@ -23,7 +23,7 @@ from foundry_mcp.errors import FoundryError
 from foundry_mcp.logs import LOG_FORMATS, LogFormat, configure_logging
 
 if TYPE_CHECKING:
-    from foundry_mcp.research.service import ResearchService
+    from foundry_mcp.research.service.research_service import ResearchService
 
 # The commands that run a research here: their runtime warms the providers while it starts.
 RESEARCH_COMMANDS = frozenset({"research", "resume", "bench"})

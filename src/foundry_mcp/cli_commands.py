@@ -22,7 +22,7 @@ from foundry_mcp.cli_progress import TERMINAL, follow_progress
 from foundry_mcp.config import PROJECT_CONFIG, Settings, protected_keys_in
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.providers.extract import extractor_problem
-from foundry_mcp.research.service import ResearchService
+from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.trust import TrustStore
 
 

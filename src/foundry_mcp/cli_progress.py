@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from foundry_mcp.research.service import ResearchService
+from foundry_mcp.research.service.research_service import ResearchService
 
 TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted"}
 _BAR = 20

@@ -19,9 +19,9 @@ from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.providers.warming import default_llms, quietly, warm_defaults, warm_others
 from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.pricing import shipped_prices
-from foundry_mcp.research.service import ResearchService
-from foundry_mcp.research.service_takeover import Takeover, takeover_enabled
-from foundry_mcp.research.store_open import open_store
+from foundry_mcp.research.service.research_service import ResearchService
+from foundry_mcp.research.service.takeover import Takeover, takeover_enabled
+from foundry_mcp.research.store.opening import open_store
 from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from typing import Any
 import psutil
 import pytest
 
-from foundry_mcp.research.store_leases import START_TOLERANCE_SECONDS
+from foundry_mcp.research.store.owners import START_TOLERANCE_SECONDS
 from tests.fakes import FakeHTTPServer
 from tests.rawmcp import RawServer
 

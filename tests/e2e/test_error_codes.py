@@ -11,7 +11,7 @@ import pytest
 from mcp import Client
 
 from foundry_mcp.config import Settings, load_settings
-from foundry_mcp.research.store import ResearchStore
+from foundry_mcp.research.store.sqlite.store import ResearchStore
 from foundry_mcp.server import create_server
 from tests.e2e.conftest import call, run_to_end
 from tests.fakes import FakeHTTPServer
@@ -142,7 +142,7 @@ async def _archive_not_found(settings: Settings, *_: Any) -> dict[str, Any]:
 
 
 async def _internal(settings: Settings, *_: Any) -> dict[str, Any]:
-    from foundry_mcp.research import service as service_module
+    from foundry_mcp.research.service import research_service as service_module
 
     def broken(*_: Any, **__: Any) -> dict[str, Any]:
         raise RuntimeError("secret internals /home/user/.ssh")

@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 
 from foundry_mcp.config import Settings
-from foundry_mcp.research.export import ResearchExport
+from foundry_mcp.research.export.document import ResearchExport
 from foundry_mcp.server import create_server
 from tests.e2e.conftest import call, run_to_end
 from tests.fakes import FakeHTTPServer

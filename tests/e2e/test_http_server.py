@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import TextResourceContents
 
 from foundry_mcp.research.models import Status
-from foundry_mcp.research.store import ResearchStore
+from foundry_mcp.research.store.sqlite.store import ResearchStore
 from tests.e2e.conftest import call, run_to_end
 from tests.e2e.teamserver import (
     TeamServer,

@@ -23,7 +23,7 @@ from mcp import Client, StdioServerParameters
 
 from foundry_mcp.context.archive import ContentArchive, archive_dir
 from foundry_mcp.research.models import Status, utcnow
-from foundry_mcp.research.store import DB_NAME, ResearchStore
+from foundry_mcp.research.store.sqlite.store import DB_NAME, ResearchStore
 from tests.e2e.conftest import call
 from tests.fakes import FakeHTTPServer
 from tests.support import stored_state

@@ -15,8 +15,15 @@ import pytest
 from foundry_mcp.config import Settings
 from foundry_mcp.errors import InputError, InvalidStateError, ResearchNotFoundError
 from foundry_mcp.research.models import STATE_SCHEMA_VERSION, ResearchState, Status, utcnow
-from foundry_mcp.research.service import ResearchService
-from foundry_mcp.research.store import DB_VERSION, LeaseLostError, Owner, ResearchStore
+from foundry_mcp.research.service.research_service import ResearchService
+from foundry_mcp.research.store.owners import (
+    LeaseLostError,
+    Owner,
+)
+from foundry_mcp.research.store.sqlite.store import (
+    DB_VERSION,
+    ResearchStore,
+)
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer, ResearchBrain
 from tests.support import TERMINAL, wait_until

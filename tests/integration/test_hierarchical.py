@@ -11,7 +11,7 @@ import pytest
 from foundry_mcp.config import Settings
 from foundry_mcp.errors import InvalidStateError
 from foundry_mcp.research.models import BranchStatus, ResearchMode, ResearchState
-from foundry_mcp.research.service import ResearchService
+from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer, ResearchBrain
 from tests.fakes.providers import SHARED_URL

@@ -19,7 +19,7 @@ from foundry_mcp.research.models import (
     ResearchState,
     Status,
 )
-from foundry_mcp.research.service import ResearchService
+from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer, ResearchBrain
 from tests.support import TERMINAL, assert_citations_resolve, served_urls, wait_until

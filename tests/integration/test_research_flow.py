@@ -8,8 +8,8 @@ import anyio
 import pytest
 
 from foundry_mcp.config import Settings, load_settings
-from foundry_mcp.research import service as service_module
 from foundry_mcp.research.models import ResearchState, SubQueryStatus
+from foundry_mcp.research.service import research_service as service_module
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer, ResearchBrain
 from tests.fakes.providers import SHARED_URL

@@ -26,8 +26,8 @@ from foundry_mcp.providers.search.base import Publication, SearchResult
 from foundry_mcp.providers.search.google import GoogleSearch
 from foundry_mcp.providers.search.local import LocalDocuments
 from foundry_mcp.providers.search.semantic_scholar import SemanticScholarSearch
-from foundry_mcp.research.export import cited as cited_sources
-from foundry_mcp.research.export import render
+from foundry_mcp.research.export.document import cited as cited_sources
+from foundry_mcp.research.export.document import render
 from foundry_mcp.research.models import (
     ResearchLimits,
     ResearchOptions,

@@ -1,6 +1,6 @@
 """The store contract: every test runs against SQLite and against a real PostgreSQL server.
 
-Both stores satisfy ``foundry_mcp.research.store_protocol.Store``; what a caller may rely on is
+Both stores satisfy ``foundry_mcp.research.store.protocol.Store``; what a caller may rely on is
 tested here once. What only one of them does lives beside: ``tests/unit/test_store.py`` (the
 SQLite file) and ``test_store_postgres.py`` (migrations under a lock, errors, the listener).
 """
@@ -30,9 +30,12 @@ from foundry_mcp.research.models import (
     Status,
     SubQuery,
 )
-from foundry_mcp.research.store import LeaseLostError, Owner
-from foundry_mcp.research.store_open import open_store
-from foundry_mcp.research.store_protocol import Store
+from foundry_mcp.research.store.opening import open_store
+from foundry_mcp.research.store.owners import (
+    LeaseLostError,
+    Owner,
+)
+from foundry_mcp.research.store.protocol import Store
 from tests.support import STATE_BASE, stored_state
 
 

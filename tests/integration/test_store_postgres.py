@@ -23,18 +23,18 @@ import pytest
 
 from foundry_mcp.config import load_settings
 from foundry_mcp.errors import ConfigError, QuotaExceededError, StoreUnavailableError
-from foundry_mcp.research import store_pg_db
 from foundry_mcp.research.models import ResearchState, Status
-from foundry_mcp.research.principal import Principal
-from foundry_mcp.research.store import Owner
-from foundry_mcp.research.store_pg import PostgresStore
-from foundry_mcp.research.store_pg_db import (
+from foundry_mcp.research.models.principal import Principal
+from foundry_mcp.research.store.owners import Owner
+from foundry_mcp.research.store.postgres import database as store_pg_db
+from foundry_mcp.research.store.postgres.database import (
     MIGRATIONS,
     OUTAGE_SECONDS,
     SCHEMA_VERSION,
     Database,
     open_database,
 )
+from foundry_mcp.research.store.postgres.store import PostgresStore
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer
 from tests.postgres import PostgresServer

@@ -9,7 +9,7 @@ import pytest
 from foundry_mcp.config import Settings
 from foundry_mcp.research.models import Phase, ResearchState
 from foundry_mcp.research.prompts.supervisor import SUPERVISOR_SYSTEM
-from foundry_mcp.research.service import ResearchService
+from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import ResearchBrain

@@ -20,9 +20,9 @@ import pytest
 
 from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.research.models import ResearchState, Status
-from foundry_mcp.research.service import ResearchService
-from foundry_mcp.research.service_takeover import Takeover, takeover_enabled
-from foundry_mcp.research.store import Owner
+from foundry_mcp.research.service.research_service import ResearchService
+from foundry_mcp.research.service.takeover import Takeover, takeover_enabled
+from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer, ResearchBrain
 from tests.support import TERMINAL, wait_until

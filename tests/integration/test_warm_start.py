@@ -27,7 +27,7 @@ from foundry_mcp.providers.llm.anthropic import AnthropicProvider
 from foundry_mcp.providers.llm.gemini import GeminiProvider
 from foundry_mcp.providers.llm.openai import OpenAIProvider
 from foundry_mcp.providers.registry import ProviderRegistry
-from foundry_mcp.research.service import ResearchService
+from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.runtime import research_runtime
 from foundry_mcp.server import create_server
 from tests.fakes import FakeHTTPServer, fake_gemini
@@ -210,7 +210,7 @@ def test_answering_initialize_needs_no_research_code_and_no_sdk() -> None:
         "from foundry_mcp.server import create_server\n"
         "from foundry_mcp.server.stdio import serve_stdio\n"
         "create_server()\n"
-        "heavy = ['foundry_mcp.runtime', 'foundry_mcp.research.service',\n"
+        "heavy = ['foundry_mcp.runtime', 'foundry_mcp.research.service.research_service',\n"
         "         'foundry_mcp.research.models', 'openai', 'anthropic', 'google.genai',\n"
         "         'tavily', 'tiktoken', 'ddgs', 'primp']\n"
         "print(json.dumps([name for name in heavy if name in sys.modules]))\n"

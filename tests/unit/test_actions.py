@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from foundry_mcp.research.service import ResearchService
+from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.server.actions import HANDLERS, dispatch, tool_description
 from foundry_mcp.server.arguments import ResearchArguments, parse_arguments
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from foundry_mcp.context.archive import ArchiveError, ContentArchive, archive_dir, sha256_of
-from foundry_mcp.context.restore import restore_content
 from foundry_mcp.errors import InputError, InvalidStateError
 from foundry_mcp.research.models import Phase, ResearchState, Source, Status
+from foundry_mcp.research.service.restore import restore_content
 
 ORIGINAL = "The full original text of a long source about lithium recycling. " * 50
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from foundry_mcp.context.allocation import allocate, level_cost, minimum_cost
 from foundry_mcp.context.errors import ContextExceededError
+from foundry_mcp.context.levels import ContentLevel, fidelity_band, lowest_level_keeping
 from foundry_mcp.context.priority import (
     ContentItem,
     Tier,
@@ -17,7 +18,6 @@ from foundry_mcp.context.priority import (
     assign_tiers,
     priority_score,
 )
-from foundry_mcp.research.models.levels import ContentLevel, fidelity_band, lowest_level_keeping
 
 unit = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
 

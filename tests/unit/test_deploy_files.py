@@ -38,7 +38,7 @@ from starlette.requests import Request
 
 from foundry_mcp.cli import _parser
 from foundry_mcp.config import CONFIG_ENV, PROVIDER_ENV, Settings, load_settings
-from foundry_mcp.research.service_takeover import takeover_enabled
+from foundry_mcp.research.service.takeover import takeover_enabled
 from foundry_mcp.server.http import (
     HEALTH_PATH,
     MCP_PATH,

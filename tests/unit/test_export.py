@@ -14,9 +14,9 @@ from bibtexparser.middlewares import SeparateCoAuthors, SplitNameParts
 
 from foundry_mcp.errors import InputError, ReportNotReadyError
 from foundry_mcp.providers.search.base import Publication
-from foundry_mcp.research.export import ResearchExport, render, schema
-from foundry_mcp.research.export_citations import bibtex_escape
-from foundry_mcp.research.export_files import export_research, export_target
+from foundry_mcp.research.export.citations import bibtex_escape
+from foundry_mcp.research.export.document import ResearchExport, render, schema
+from foundry_mcp.research.export.files import export_research, export_target
 from foundry_mcp.research.models import (
     ClaimCheck,
     EvidenceQuote,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from foundry_mcp.context.fidelity import REPORT_ITEMS, fidelity_block, finish_phase, make_record
+from foundry_mcp.context.levels import ContentLevel
 from foundry_mcp.research.models import ResearchState
-from foundry_mcp.research.models.levels import ContentLevel
 
 
 def _state(degraded: int, full: int) -> ResearchState:

@@ -10,9 +10,9 @@ import pytest
 
 from foundry_mcp.context.cache import SummaryCache
 from foundry_mcp.context.ladder import SUMMARY_MAX_TOKENS, TRUNCATION_MARK, Ladder
+from foundry_mcp.context.levels import ContentLevel
 from foundry_mcp.context.tokens import EstimateCounter
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.research.models.levels import ContentLevel
 from foundry_mcp.research.prompts.summarizer import SUMMARY_PROMPT_VERSION, summarizer_prompts
 
 pytestmark = pytest.mark.anyio

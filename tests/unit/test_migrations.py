@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from foundry_mcp.research.migrations import migrate_state
 from foundry_mcp.research.models import STATE_SCHEMA_VERSION, ResearchState
+from foundry_mcp.research.store.states import migrate_state
 
 
 def _version_four(token_budget: dict[str, object]) -> dict[str, object]:

@@ -7,7 +7,7 @@ import pytest
 
 from foundry_mcp.errors import InputError
 from foundry_mcp.research.models import ResearchOptions, ResearchState, Source
-from foundry_mcp.research.service_inputs import check_preferred_sources
+from foundry_mcp.research.service.inputs import check_preferred_sources
 from foundry_mcp.research.workflow.calls import CallLog, ResearchLLM
 from foundry_mcp.research.workflow.fit_content import is_preferred, prepare_round
 from foundry_mcp.research.workflow.fitting import Fitting

@@ -17,7 +17,7 @@ from foundry_mcp.research.models import (
     ResearchState,
 )
 from foundry_mcp.research.pricing import PriceTable, normalise_model, shipped_prices
-from foundry_mcp.research.views import status_payload, usage_payload
+from foundry_mcp.research.service.views import status_payload, usage_payload
 from foundry_mcp.research.workflow.calls import CallLog, LLMRoute, ResearchLLM, route_group
 
 pytestmark = pytest.mark.anyio

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from foundry_mcp.config import Settings
 from foundry_mcp.config.settings import ResearchSettings
+from foundry_mcp.context.levels import FIDELITY_BANDS, ContentLevel
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.research.models import (
     AgentRole,
@@ -29,8 +30,7 @@ from foundry_mcp.research.models import (
     Status,
     Verdict,
 )
-from foundry_mcp.research.models.levels import FIDELITY_BANDS, ContentLevel
-from foundry_mcp.research.service import ResearchService
+from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.runtime import research_runtime
 from foundry_mcp.server import results_report, results_status
 from foundry_mcp.server.actions import HANDLERS

@@ -22,7 +22,7 @@ from foundry_mcp.research.models import (
     SearchOptions,
 )
 from foundry_mcp.research.prompts.planner import planner_prompts, strategist_prompts
-from foundry_mcp.research.service_inputs import check_source_types
+from foundry_mcp.research.service.inputs import check_source_types
 from foundry_mcp.research.workflow.planner import offered_source_types
 
 KEYS = {"TAVILY_API_KEY": "t", "GOOGLE_API_KEY": "g", "GOOGLE_CSE_ID": "cx"}

@@ -14,7 +14,11 @@ from pathlib import Path
 import pytest
 
 from foundry_mcp.errors import InvalidResearchIdError
-from foundry_mcp.research.store import DB_NAME, ResearchStore, validate_research_id
+from foundry_mcp.research.store.records import validate_research_id
+from foundry_mcp.research.store.sqlite.store import (
+    DB_NAME,
+    ResearchStore,
+)
 from tests.support import stored_state
 
 # --------------------------------------------------------------------------- ids

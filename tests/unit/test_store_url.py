@@ -10,9 +10,9 @@ import pytest
 from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.config.settings import ResearchSettings
 from foundry_mcp.errors import ConfigError
-from foundry_mcp.research.store import ResearchStore
-from foundry_mcp.research.store_open import open_store
-from foundry_mcp.research.store_url import redact_url, scrub
+from foundry_mcp.research.store.opening import open_store
+from foundry_mcp.research.store.sqlite.store import ResearchStore
+from foundry_mcp.research.store.url import redact_url, scrub
 
 SECRET = "s3cr%40t-Pa55"  # percent-encoded "@" in the URL: the decoded form is a secret too
 URL = f"postgresql://alice:{SECRET}@db.example:5432/foundry?sslmode=require"

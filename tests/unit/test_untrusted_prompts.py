@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from html.parser import HTMLParser
 
+from foundry_mcp.context.levels import ContentLevel
 from foundry_mcp.research.models import Confidence, Finding, Gap, Source
-from foundry_mcp.research.models.levels import ContentLevel
 from foundry_mcp.research.prompts.analyzer import analyzer_prompts, render_source, source_text
 from foundry_mcp.research.prompts.fence import STRUCTURAL_TAGS
 from foundry_mcp.research.prompts.refiner import refiner_prompts

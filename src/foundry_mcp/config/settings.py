@@ -198,7 +198,7 @@ class ResearchSettings(_Section):
     deep_research_refinement_timeout: Annotated[float, LOWER_SPENDS] = Field(180.0, ge=1, le=86400)
     retention_days: Annotated[float | None, DELETES] = Field(None, gt=0)
     auto_resume: Annotated[bool, OFF_RUNS] = False
-    # Workers sharing a store resume research whose worker died (research/service_takeover.py).
+    # Workers sharing a store resume research whose worker died (research/service/takeover.py).
     # None: on with a PostgreSQL store_url, off with SQLite.
     take_over_orphans: Annotated[bool | None, Ordered(Effect.RUNS, (False, None, True))] = None
     # Seconds between scans for research to take over, jittered.

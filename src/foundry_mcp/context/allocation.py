@@ -19,8 +19,8 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from foundry_mcp.context.errors import ContextExceededError
+from foundry_mcp.context.levels import LADDER, ContentLevel
 from foundry_mcp.context.priority import ContentItem, Tier, allowed_levels, assign_tiers
-from foundry_mcp.research.models.levels import LADDER, ContentLevel
 
 
 def level_tokens(item: ContentItem, level: ContentLevel) -> int:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from foundry_mcp.context.budget import TokenBudget
+from foundry_mcp.context.levels import LOW_FIDELITY, ContentLevel, fidelity_band
 from foundry_mcp.context.tokens import estimate_tokens
 from foundry_mcp.research.models import (
     ContentAllocationMetadata,
@@ -20,7 +21,6 @@ from foundry_mcp.research.models import (
     PhaseAllocation,
     ResearchState,
 )
-from foundry_mcp.research.models.levels import LOW_FIDELITY, ContentLevel, fidelity_band
 
 REGRESSION_TOLERANCE = 0.05
 STATUS_DROPPED_IDS = 10

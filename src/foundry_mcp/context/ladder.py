@@ -28,10 +28,10 @@ from typing import Protocol
 import anyio
 
 from foundry_mcp.context.cache import SummaryCache, summary_key
+from foundry_mcp.context.levels import ContentLevel
 from foundry_mcp.context.selection import ELISION, select_passages, truncate_to_tokens
 from foundry_mcp.context.tokens import TokenCounter
 from foundry_mcp.errors import FoundryError
-from foundry_mcp.research.models.levels import ContentLevel
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
-from foundry_mcp.research.models.levels import ContentLevel, lowest_level_keeping
+from foundry_mcp.context.levels import ContentLevel, lowest_level_keeping
 
 WEIGHT_RELEVANCE = 0.4
 WEIGHT_RECENCY = 0.3

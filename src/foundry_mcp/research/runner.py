@@ -15,8 +15,11 @@ from foundry_mcp.research.jobs import Job
 from foundry_mcp.research.models import LLMCallRecord, ResearchState, Status, utcnow
 from foundry_mcp.research.modes import ResearchKit, playbook_for
 from foundry_mcp.research.pricing import PriceTable
-from foundry_mcp.research.store import LeaseLostError, Owner
-from foundry_mcp.research.store_protocol import Store
+from foundry_mcp.research.store.owners import (
+    LeaseLostError,
+    Owner,
+)
+from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.workflow.calls import CallLog, LLMRoute, ResearchLLM
 from foundry_mcp.research.workflow.supervisor import PhaseTimeoutError, Supervisor, SupervisorHooks
 

@@ -38,8 +38,8 @@ from foundry_mcp.server.session import session_host
 from foundry_mcp.server.tasks import ResearchTasks
 
 if TYPE_CHECKING:  # the research code is imported in the background (see server.host)
-    from foundry_mcp.research.principal import Principal
-    from foundry_mcp.research.service import ProgressCallback
+    from foundry_mcp.research.models.principal import Principal
+    from foundry_mcp.research.service.research_service import ProgressCallback
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from pydantic_core import ErrorDetails
 from foundry_mcp.config import LIMIT_BOUNDS, MAX_QUERY_CHARS, MAX_WAIT_SECONDS
 from foundry_mcp.errors import InputError, UnknownActionError
 from foundry_mcp.providers.search.base import SourceType
-from foundry_mcp.research.export import ExportFormat
+from foundry_mcp.research.export.document import ExportFormat
 
 LIMIT_PARAMS = tuple(LIMIT_BOUNDS)
 

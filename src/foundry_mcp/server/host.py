@@ -22,7 +22,7 @@ from foundry_mcp.errors import FoundryError
 
 if TYPE_CHECKING:
     from foundry_mcp.config import Settings
-    from foundry_mcp.research.service import ResearchService
+    from foundry_mcp.research.service.research_service import ResearchService
 
 log = logging.getLogger(__name__)
 

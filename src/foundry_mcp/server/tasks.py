@@ -38,9 +38,9 @@ from foundry_mcp.logs import about
 from foundry_mcp.server.auth import request_principal
 
 if TYPE_CHECKING:
-    from foundry_mcp.research.principal import Principal
-    from foundry_mcp.research.service import ResearchService
-    from foundry_mcp.research.store_protocol import Store
+    from foundry_mcp.research.models.principal import Principal
+    from foundry_mcp.research.service.research_service import ResearchService
+    from foundry_mcp.research.store.protocol import Store
     from foundry_mcp.server.host import ServiceHost
 
 log = logging.getLogger(__name__)

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
+from foundry_mcp.context.levels import ContentLevel
 from foundry_mcp.providers.search.base import Publication
 from foundry_mcp.research.models.base import (
     AgentRole,
@@ -19,7 +20,6 @@ from foundry_mcp.research.models.base import (
     new_id,
     utcnow,
 )
-from foundry_mcp.research.models.levels import ContentLevel
 from foundry_mcp.research.models.modes import SearchTarget
 
 

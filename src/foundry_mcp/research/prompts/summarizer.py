@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from foundry_mcp.research.models.levels import ContentLevel
+from foundry_mcp.context.levels import ContentLevel
 from foundry_mcp.research.prompts.fence import fence
 
 SUMMARY_PROMPT_VERSION = "s2"  # s2: the document is fenced

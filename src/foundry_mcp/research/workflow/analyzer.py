@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import anyio
 
 from foundry_mcp.context.focus import RepeatLedger
+from foundry_mcp.context.levels import ContentLevel
 from foundry_mcp.context.selection import select_passages
 from foundry_mcp.research.models import (
     AgentRole,
@@ -31,7 +32,6 @@ from foundry_mcp.research.models import (
     ResearchState,
     Source,
 )
-from foundry_mcp.research.models.levels import ContentLevel
 from foundry_mcp.research.prompts.analyzer import (
     analyzer_prompts,
     cut_text,

@@ -18,11 +18,11 @@ import anyio
 from foundry_mcp.context.allocation import Allocation, allocate
 from foundry_mcp.context.fidelity import finish_phase, make_record, record_item
 from foundry_mcp.context.ladder import Degraded
+from foundry_mcp.context.levels import ContentLevel
 from foundry_mcp.context.passages import content_words
 from foundry_mcp.context.priority import ContentItem, top_sources
 from foundry_mcp.context.selection import truncate_to_tokens
 from foundry_mcp.research.models import Source, SourceQuality
-from foundry_mcp.research.models.levels import ContentLevel
 from foundry_mcp.research.prompts.analyzer import render_source, source_text
 from foundry_mcp.research.workflow.fitting import Fitting
 

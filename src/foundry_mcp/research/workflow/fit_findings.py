@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 
 from foundry_mcp.context.allocation import allocate
 from foundry_mcp.context.fidelity import finish_phase, make_record, record_item
+from foundry_mcp.context.levels import ContentLevel
 from foundry_mcp.context.passages import content_words
 from foundry_mcp.context.priority import ContentItem
 from foundry_mcp.context.selection import truncate_to_tokens
 from foundry_mcp.research.models import Confidence, Contradiction, Finding, Gap, Source
-from foundry_mcp.research.models.levels import ContentLevel
 from foundry_mcp.research.prompts.synthesizer import render_finding
 from foundry_mcp.research.workflow.fit_content import coverage, is_user_marked
 from foundry_mcp.research.workflow.fitting import Fitting

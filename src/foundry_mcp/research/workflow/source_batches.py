@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from foundry_mcp.context.focus import RepeatLedger, focus, focus_terms
+from foundry_mcp.context.levels import ContentLevel
 from foundry_mcp.context.tokens import TokenCounter
 from foundry_mcp.research.models import ResearchState, Source
-from foundry_mcp.research.models.levels import ContentLevel
 from foundry_mcp.research.prompts.analyzer import render_source, source_text
 
 BATCH_TARGET_TOKENS = 12_000

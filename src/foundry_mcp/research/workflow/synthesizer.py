@@ -9,7 +9,6 @@ from functools import partial
 
 import anyio
 
-from foundry_mcp.research.citations import quote_sources, resolve_citations
 from foundry_mcp.research.models import (
     ReportMetadata,
     ResearchState,
@@ -27,6 +26,7 @@ from foundry_mcp.research.verification import (
     verify_draft,
 )
 from foundry_mcp.research.workflow.calls import ResearchLLM
+from foundry_mcp.research.workflow.citations import quote_sources, resolve_citations
 from foundry_mcp.research.workflow.fitting import Fitting
 from foundry_mcp.research.workflow.report_parts import (
     ReportSection,

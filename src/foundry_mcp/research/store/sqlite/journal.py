@@ -11,20 +11,13 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 from foundry_mcp.research.models import utcnow
-from foundry_mcp.research.store_db import transaction
-from foundry_mcp.research.store_leases import LeaseLostError, Owner
-
-
-@dataclass(frozen=True)
-class JournalEntry:
-    """A saved answer and the usage record of the call that bought it."""
-
-    answer: str
-    record: dict[str, Any]
+from foundry_mcp.research.store.owners import Owner
+from foundry_mcp.research.store.records import JournalEntry
+from foundry_mcp.research.store.sqlite.database import transaction
+from foundry_mcp.research.store.sqlite.leases import check_held
 
 
 class LLMJournal:
@@ -47,11 +40,7 @@ class LLMJournal:
     ) -> None:
         """Save an answer, fenced: only while ``owner`` still holds the research."""
         with self._lock, transaction(self._db):
-            held = self._db.execute(
-                "SELECT 1 FROM research WHERE id=? AND owner_token=?", (research_id, owner.token)
-            ).fetchone()
-            if held is None:
-                raise LeaseLostError(research_id)
+            check_held(self._db, research_id, owner)
             self._db.execute(
                 "INSERT OR REPLACE INTO llm_journal (research_id, key, at, answer, record) "
                 "VALUES (?, ?, ?, ?, ?)",

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from foundry_mcp.config.settings import ResearchSettings
 from foundry_mcp.errors import ConfigError
-from foundry_mcp.research.store import ResearchStore
-from foundry_mcp.research.store_protocol import Store
+from foundry_mcp.research.store.protocol import Store
+from foundry_mcp.research.store.sqlite.store import ResearchStore
 
 
 def open_store(research: ResearchSettings) -> Store:
@@ -14,7 +14,7 @@ def open_store(research: ResearchSettings) -> Store:
     if research.store_url is None:
         return ResearchStore(research.research_dir)
     try:  # an optional dependency: imported only by the servers that use it
-        from foundry_mcp.research.store_pg import PostgresStore
+        from foundry_mcp.research.store.postgres.store import PostgresStore
     except ImportError:
         raise ConfigError(
             "[research] store_url names a PostgreSQL database, but the PostgreSQL driver is "

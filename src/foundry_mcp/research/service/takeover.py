@@ -33,11 +33,11 @@ from foundry_mcp.config.settings import ResearchSettings
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.research.models import Status, utcnow
 from foundry_mcp.research.runner import SERVER_STOPPED, abort
-from foundry_mcp.research.service_ownership import OWNER_STOPPED
-from foundry_mcp.research.store_leases import Ownership
+from foundry_mcp.research.service.ownership import OWNER_STOPPED
+from foundry_mcp.research.store.owners import Ownership
 
 if TYPE_CHECKING:
-    from foundry_mcp.research.service import ResearchService
+    from foundry_mcp.research.service.research_service import ResearchService
 
 log = logging.getLogger(__name__)
 

@@ -5,9 +5,11 @@ the job runner, and returns plain payload dictionaries. It raises ``FoundryError
 a user can act on.
 
 ``ResearchService`` is the one public face; each use case lives in a module beside it:
-``service_writes`` (start, resume, cancel, restore, delete), ``service_reads`` (status with the
-long poll, report pages, the list, the events), ``service_ownership`` (the heartbeat, research
-whose process died) and ``service_inputs`` (the checks on a caller's input).
+``writes`` (start, resume, cancel, restore, delete), ``reads`` (status with the long poll,
+report pages, the list, the events), ``ownership`` (the heartbeat, research whose process
+died), ``takeover`` (a dead worker's research, on a team), ``quota`` (a principal's limits) and
+``inputs`` (the checks on a caller's input); ``views``, ``report_pages``, ``evidence`` and
+``restore`` build what they return.
 """
 
 from __future__ import annotations
@@ -21,22 +23,22 @@ from foundry_mcp.context.runtime import ContextServices
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.providers.health import check_providers
 from foundry_mcp.providers.registry import ProviderRegistry
-from foundry_mcp.research.export_files import MAX_INLINE_CHARS, export_research
+from foundry_mcp.research.export.files import MAX_INLINE_CHARS, export_research
 from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.models import Status
-from foundry_mcp.research.principal import Principal, name_of
+from foundry_mcp.research.models.principal import Principal, name_of
 from foundry_mcp.research.runner import ResearchRunner
-from foundry_mcp.research.service_inputs import check_range
-from foundry_mcp.research.service_ownership import OwnershipWatch
-from foundry_mcp.research.service_quota import admitted, check_spending
-from foundry_mcp.research.service_reads import ProgressCallback, ResearchReader
-from foundry_mcp.research.service_writes import ResearchWriter
-from foundry_mcp.research.store import (
-    Owner,
+from foundry_mcp.research.service.inputs import check_range
+from foundry_mcp.research.service.ownership import OwnershipWatch
+from foundry_mcp.research.service.quota import admitted, check_spending
+from foundry_mcp.research.service.reads import ProgressCallback, ResearchReader
+from foundry_mcp.research.service.writes import ResearchWriter
+from foundry_mcp.research.store.owners import Owner
+from foundry_mcp.research.store.protocol import Store
+from foundry_mcp.research.store.records import (
     research_not_found,
     validate_research_id,
 )
-from foundry_mcp.research.store_protocol import Store
 from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 
 __all__ = [
@@ -97,7 +99,7 @@ class ResearchService:
         """Timing of provider calls per research run by this process (for benchmarks)."""
         return self.runner.call_logs
 
-    # ------------------------------------------------------------------ writes (service_writes)
+    # ------------------------------------------------------------------ writes (writes.py)
 
     def start_warnings(self) -> list[str]:
         """What a user starting a research should know about the configuration."""
@@ -241,7 +243,7 @@ class ResearchService:
             "archive_purged": archived,
         }
 
-    # ------------------------------------------------------------------ reads (service_reads)
+    # ------------------------------------------------------------------ reads (reads.py)
 
     async def status(
         self,

@@ -1,6 +1,6 @@
 """A research written out for other tools: the markdown report, the state as JSON (one pydantic
 model is its shape and its published schema), and the cited sources as BibTeX or RIS (written
-by :mod:`.export_citations`).
+by :mod:`.citations`).
 
 The JSON export is an allow-list: only the fields of ``ResearchExport`` leave the state, so
 nothing a future state field holds (headers, keys, free-form metadata) is exported by accident.
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 from foundry_mcp.errors import InputError, ReportNotReadyError
-from foundry_mcp.research.export_citations import bibtex_entry, ris_entry, source_doi
+from foundry_mcp.research.export.citations import bibtex_entry, ris_entry, source_doi
 
 if TYPE_CHECKING:  # the server's argument model imports ExportFormat before the research code
     from foundry_mcp.research.models import ResearchState, Source

@@ -1,6 +1,6 @@
 """The store methods both stores hand on unchanged to their leases and their event log.
 
-SQLite (:mod:`foundry_mcp.research.store`) and PostgreSQL (:mod:`foundry_mcp.research.store_pg`)
+SQLite (:mod:`foundry_mcp.research.store.sqlite.store`) and PostgreSQL (:mod:`foundry_mcp.research.store.postgres.store`)
 each write their own lease and event SQL; what a store does with them is the same, and is
 written here once.
 """
@@ -10,12 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from foundry_mcp.research.store_events import Event
-from foundry_mcp.research.store_leases import Owner, Ownership
+from foundry_mcp.research.store.owners import (
+    Owner,
+    Ownership,
+)
+from foundry_mcp.research.store.records import Event
 
 
 class LeaseOperations(Protocol):
-    """What a store's lease table offers (see :mod:`foundry_mcp.research.store_leases`)."""
+    """What a store's lease table offers (see :mod:`foundry_mcp.research.store.sqlite.leases`)."""
 
     def ownership(self, research_id: str) -> Ownership | None: ...
     def claim(
@@ -31,7 +34,7 @@ class LeaseOperations(Protocol):
 
 
 class EventOperations(Protocol):
-    """What a store's audit trail offers (see :mod:`foundry_mcp.research.store_events`)."""
+    """What a store's audit trail offers (see :mod:`foundry_mcp.research.store.sqlite.events`)."""
 
     def append(self, research_id: str, kind: str, data: dict[str, Any]) -> int: ...
     def page(self, research_id: str, after: int, limit: int) -> list[Event]: ...

@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 import psycopg
 
-from foundry_mcp.research.store_pg_db import CANCEL_CHANNEL, CHANGED_CHANNEL
+from foundry_mcp.research.store.postgres.database import CANCEL_CHANNEL, CHANGED_CHANNEL
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ an advisory lock, so that of two servers starting at once one migrates and the o
 finds nothing left to do. A role that may not create tables can use a database migrated before.
 
 A research row changing (saved, created, deleted) and a cancel request are announced with
-NOTIFY by triggers, whatever statement made them (:mod:`foundry_mcp.research.store_pg_notify`).
+NOTIFY by triggers, whatever statement made them (:mod:`foundry_mcp.research.store.postgres.notify`).
 Every time is ``timestamptz``; leases are measured on the database's clock.
 """
 
@@ -25,7 +25,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
 from foundry_mcp.errors import ConfigError, StoreUnavailableError
-from foundry_mcp.research.store_url import redact_url, scrub
+from foundry_mcp.research.store.url import redact_url, scrub
 
 SCHEMA_VERSION = 2
 CHANGED_CHANNEL = "foundry_research_changed"  # payload: the research id

@@ -1,6 +1,6 @@
 """Who runs a research, in a shared PostgreSQL store: the lease columns and their operations.
 
-The same contract as :class:`foundry_mcp.research.store_leases.Leases`, with one difference
+The same contract as :class:`foundry_mcp.research.store.sqlite.leases.Leases`, with one difference
 that matters across hosts: ``lease_until`` is set and compared on the database's clock
 (``now()``), so hosts whose clocks disagree still agree on whose lease ran out. A claim is one
 conditional UPDATE (compare and swap on the owner token): of two servers claiming at once, the
@@ -14,8 +14,11 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from foundry_mcp.research.store_leases import Owner, Ownership
-from foundry_mcp.research.store_pg_db import Database
+from foundry_mcp.research.store.owners import (
+    Owner,
+    Ownership,
+)
+from foundry_mcp.research.store.postgres.database import Database
 
 _LEASE_UNTIL = "now() + make_interval(secs => %s::float8)"
 

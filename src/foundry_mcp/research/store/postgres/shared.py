@@ -17,7 +17,7 @@ from contextlib import contextmanager
 import psycopg
 
 from foundry_mcp.errors import StoreUnavailableError
-from foundry_mcp.research.store_pg_db import Database
+from foundry_mcp.research.store.postgres.database import Database
 
 ADMISSION_LOCK_TIMEOUT = "5s"  # an admission holds the lock for milliseconds
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from foundry_mcp.errors import InputError
-from foundry_mcp.research.export import render
+from foundry_mcp.research.export.document import render
 from foundry_mcp.research.models import ResearchState
 
 MAX_INLINE_CHARS = 200_000  # larger exports go to a file

@@ -1,20 +1,20 @@
 """A research store in PostgreSQL, shared by the foundry-mcp servers of a team.
 
-The same interface as the SQLite store (:class:`foundry_mcp.research.store_protocol.Store`),
+The same interface as the SQLite store (:class:`foundry_mcp.research.store.protocol.Store`),
 over a pool of connections (``psycopg_pool``). Each call is one statement, so one round trip
 (plus the pool's liveness check) and atomic on its own: a fenced save is one conditional UPDATE
 and a deletion one statement over all four tables. Several servers on several hosts may use one
-database at once; leases are measured on the database's clock (``store_pg_leases``). A save or
-a cancel request is announced by NOTIFY, so waits end at once (``store_pg_notify``).
+database at once; leases are measured on the database's clock (``leases``). A save or a cancel
+request is announced by NOTIFY, so waits end at once (``notify``).
 
-Use it through :func:`foundry_mcp.research.store_open.open_store` with ``[research] store_url``.
-Its parts live beside it: ``store_pg_db`` (connecting, tables, migrations, errors),
-``store_pg_leases`` (ownership), ``store_pg_events`` (audit trail and LLM journal).
+Use it through :func:`foundry_mcp.research.store.opening.open_store` with ``[research] store_url``.
+Its parts live beside it: ``database`` (connecting, tables, migrations, errors), ``leases``
+(ownership), ``events`` (audit trail and LLM journal), ``notify`` (waits on NOTIFY) and
+``shared`` (the keys and admission lock the servers of a team share).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
@@ -22,21 +22,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from foundry_mcp.errors import InputError, ResearchNotFoundError
-from foundry_mcp.research.migrations import migrate_state
 from foundry_mcp.research.models import ResearchState, Status, utcnow
-from foundry_mcp.research.store import (
-    ResearchSummary,
-    decode_cursor,
-    page,
-    research_not_found,
-    validate_research_id,
-)
-from foundry_mcp.research.store_delegates import LeasesAndEvents
-from foundry_mcp.research.store_leases import LeaseLostError, Owner
-from foundry_mcp.research.store_pg_db import (
+from foundry_mcp.research.store.delegates import LeasesAndEvents
+from foundry_mcp.research.store.owners import Owner, fenced
+from foundry_mcp.research.store.paging import decode_cursor, page
+from foundry_mcp.research.store.postgres.database import (
     CANCEL_CHANNEL,
     CHANGED_CHANNEL,
     Database,
@@ -44,17 +34,23 @@ from foundry_mcp.research.store_pg_db import (
     open_database,
     schema_version,
 )
-from foundry_mcp.research.store_pg_events import PgEventLog, PgJournal
-from foundry_mcp.research.store_pg_leases import PgLeases, lease_columns
-from foundry_mcp.research.store_pg_notify import Listener
-from foundry_mcp.research.store_pg_shared import admission, shared_key
-from foundry_mcp.research.store_protocol import Fingerprint, StoreInfo
-from foundry_mcp.research.store_waits import poll_for_cancel, poll_for_change
+from foundry_mcp.research.store.postgres.events import PgEventLog, PgJournal
+from foundry_mcp.research.store.postgres.leases import PgLeases, lease_columns
+from foundry_mcp.research.store.postgres.notify import Listener
+from foundry_mcp.research.store.postgres.shared import admission, shared_key
+from foundry_mcp.research.store.records import (
+    Fingerprint,
+    ResearchSummary,
+    StoreInfo,
+    research_not_found,
+    validate_research_id,
+)
+from foundry_mcp.research.store.states import RESEARCH_TABLES, decode_branches, decode_state
+from foundry_mcp.research.store.waits import poll_for_cancel, poll_for_change
 
 log = logging.getLogger(__name__)
 
 _ACTIVE = [status.value for status in Status if status.is_active]
-_OTHER_TABLES = ("events", "branches", "llm_journal")  # deleted with their research
 
 
 class PostgresStore(LeasesAndEvents):
@@ -111,8 +107,7 @@ class PostgresStore(LeasesAndEvents):
                     "state=%s WHERE id=%s AND owner_token=%s",
                     (*values, state.id, owner.token),
                 )
-                if cursor.rowcount == 0:
-                    raise LeaseLostError(state.id)
+                fenced(cursor.rowcount, state.id)
                 return
             conn.execute(
                 "INSERT INTO research (status, phase, iteration, updated_at, state, id, query, "
@@ -143,8 +138,7 @@ class PostgresStore(LeasesAndEvents):
                     branch.model_dump_json(),
                 ),
             )
-            if cursor.rowcount == 0:
-                raise LeaseLostError(branch.id)
+            fenced(cursor.rowcount, branch.id)
 
     def load_branches(self, research_id: str) -> dict[str, ResearchState]:
         """The saved researcher states of a research, by branch id (unreadable ones left out)."""
@@ -153,13 +147,7 @@ class PostgresStore(LeasesAndEvents):
             rows = conn.execute(
                 "SELECT branch_id, state FROM branches WHERE research_id = %s", (research_id,)
             ).fetchall()
-        branches: dict[str, ResearchState] = {}
-        for branch_id, text in rows:
-            try:
-                branches[branch_id] = ResearchState.model_validate(migrate_state(json.loads(text)))
-            except (ValidationError, ValueError):
-                log.warning("the saved state of %s/%s cannot be read", research_id, branch_id)
-        return branches
+        return decode_branches(rows, research_id)
 
     def create(self, state: ResearchState, owner: Owner, lease_seconds: float) -> None:
         """Insert a new research, already leased to ``owner``."""
@@ -193,13 +181,7 @@ class PostgresStore(LeasesAndEvents):
             ).fetchone()
         if found is None:
             raise research_not_found(research_id)
-        try:
-            return ResearchState.model_validate(migrate_state(json.loads(found[0])))
-        except (ValidationError, ValueError):
-            raise ResearchNotFoundError(
-                f"The stored state of {research_id} cannot be read.",
-                remediation="Delete it with action='deep-research-delete' and start again.",
-            ) from None
+        return decode_state(found[0], research_id)
 
     def fingerprint(self, research_id: str) -> Fingerprint | None:
         """(status, phase, iteration, updated_at) without loading the whole state."""
@@ -226,7 +208,7 @@ class PostgresStore(LeasesAndEvents):
         validate_research_id(research_id)
         others = " ".join(
             f", {table} AS (DELETE FROM {table} WHERE research_id = %(id)s)"
-            for table in _OTHER_TABLES
+            for table in RESEARCH_TABLES
         )
         with self._db.connection() as conn:
             row = conn.execute(
@@ -256,7 +238,7 @@ class PostgresStore(LeasesAndEvents):
         if cursor:
             created_at, research_id = decode_cursor(cursor)
             clauses.append("(created_at, id) < (%s, %s)")
-            params += [_cursor_time(created_at), research_id]
+            params += [datetime.fromisoformat(created_at), research_id]
         wanted = {Status.COMPLETED} if completed_only else set(statuses)
         if wanted:
             clauses.append("status = ANY(%s)")
@@ -290,7 +272,7 @@ class PostgresStore(LeasesAndEvents):
         """Delete research not active and untouched for ``days``; returns how many."""
         others = " ".join(
             f", {table} AS (DELETE FROM {table} WHERE research_id IN (SELECT id FROM gone))"
-            for table in _OTHER_TABLES
+            for table in RESEARCH_TABLES
         )
         with self._db.connection() as conn:
             row = conn.execute(
@@ -329,14 +311,3 @@ class PostgresStore(LeasesAndEvents):
             if not await waiter.wait(timeout):
                 return set()
         return self.cancel_requests(owner, ids)
-
-
-def _cursor_time(created_at: str) -> datetime:
-    try:
-        return datetime.fromisoformat(created_at)
-    except ValueError:
-        raise InputError(
-            "cursor is not a cursor returned by deep-research-list.",
-            remediation="Pass next_cursor from the previous page unchanged, or omit cursor.",
-            details={"field": "cursor"},
-        ) from None

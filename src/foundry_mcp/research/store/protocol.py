@@ -1,10 +1,10 @@
 """What every research store offers: the one interface the service, the runner and the CLI use.
 
-Two implementations satisfy it: :class:`foundry_mcp.research.store.ResearchStore` (one SQLite
-database under ``research_dir``, the default) and
-:class:`foundry_mcp.research.store_pg.PostgresStore` (a PostgreSQL database shared by the
-servers of a team). :func:`foundry_mcp.research.store_open.open_store` picks one from the
-configuration.
+Two implementations satisfy it: :class:`~foundry_mcp.research.store.sqlite.store.ResearchStore`
+(one SQLite database under ``research_dir``, the default) and
+:class:`~foundry_mcp.research.store.postgres.store.PostgresStore` (a PostgreSQL database shared
+by the servers of a team). :func:`~foundry_mcp.research.store.opening.open_store` picks one from
+the configuration. The rows they hand back are in :mod:`~foundry_mcp.research.store.records`.
 
 The interface is synchronous: a SQLite call takes microseconds and a PostgreSQL one a network
 round trip, short enough to make from async code. The two waits are async, as they last up to
@@ -15,39 +15,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:  # the stores import StoreInfo from here
-    from foundry_mcp.research.models import ResearchState, Status
-    from foundry_mcp.research.store import ResearchSummary
-    from foundry_mcp.research.store_events import Event
-    from foundry_mcp.research.store_journal import JournalEntry
-    from foundry_mcp.research.store_leases import Owner, Ownership
-
-# (status, phase, iteration, updated_at) of a research, read without loading its state.
-Fingerprint = tuple[str, str, int, str]
-
-
-@dataclass(frozen=True)
-class StoreInfo:
-    """Where a store keeps research and which schema it holds (``foundry-mcp doctor``)."""
-
-    backend: str  # "sqlite" or "postgresql"
-    location: str  # the database file, or the URL with its password hidden
-    schema_version: int
-    server_version: str | None = None  # PostgreSQL's, e.g. "15.8"
-
-    def as_dict(self) -> dict[str, Any]:
-        shown = {
-            "backend": self.backend,
-            "location": self.location,
-            "schema_version": self.schema_version,
-        }
-        if self.server_version is not None:
-            shown["server_version"] = self.server_version
-        return shown
+from foundry_mcp.research.models import ResearchState, Status
+from foundry_mcp.research.store.owners import Owner, Ownership
+from foundry_mcp.research.store.records import (
+    Event,
+    Fingerprint,
+    JournalEntry,
+    ResearchSummary,
+    StoreInfo,
+)
 
 
 class Journal(Protocol):

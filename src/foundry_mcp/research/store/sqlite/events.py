@@ -5,22 +5,11 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from foundry_mcp.research.models import utcnow
-from foundry_mcp.research.store_db import transaction
-
-
-@dataclass(frozen=True)
-class Event:
-    """One entry of a research's audit trail."""
-
-    seq: int
-    at: str
-    kind: str
-    data: dict[str, Any]
+from foundry_mcp.research.store.records import Event, event_json
+from foundry_mcp.research.store.sqlite.database import transaction
 
 
 class EventLog:
@@ -33,7 +22,7 @@ class EventLog:
     def append(self, research_id: str, kind: str, data: dict[str, Any]) -> int:
         """Append to the research's audit trail; returns the event's sequence number."""
         at = utcnow().isoformat()
-        payload = json.dumps(data, default=_json_default, ensure_ascii=False)
+        payload = event_json(data)
         with self._lock, transaction(self._db):
             seq = self._db.execute(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE research_id = ?",
@@ -63,9 +52,3 @@ class EventLog:
                 (research_id,),
             ).fetchone()
         return None if row is None else row[0]
-
-
-def _json_default(value: object) -> object:
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return str(value)

@@ -5,7 +5,7 @@ A run's lease lasts ``lease_seconds`` (``[research] lease_seconds``) and the hea
 every quarter of that, at most ``RENEW_EVERY_SECONDS``. Between renewals it waits on the store
 for a cancel request from another process (``Store.wait_for_cancel``: a NOTIFY on PostgreSQL,
 frequent reads on SQLite), so a cancel sent through any server of a team stops the run at once.
-An active research whose owner is gone (``Ownership.is_alive`` in ``store_leases``) is recorded
+An active research whose owner is gone (``Ownership.is_alive`` in ``store.owners``) is recorded
 ``interrupted`` the next time this process reads it.
 """
 
@@ -20,8 +20,8 @@ from foundry_mcp.errors import FoundryError
 from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.models import ResearchState, Status
 from foundry_mcp.research.runner import ResearchRunner, abort
-from foundry_mcp.research.store import Owner
-from foundry_mcp.research.store_protocol import Store
+from foundry_mcp.research.store.owners import Owner
+from foundry_mcp.research.store.protocol import Store
 
 log = logging.getLogger(__name__)
 

@@ -14,15 +14,13 @@ from typing import Any
 
 from foundry_mcp.config import MAX_WAIT_SECONDS
 from foundry_mcp.context.fidelity import report_fidelity_block
-from foundry_mcp.errors import InputError, ReportNotReadyError
-from foundry_mcp.research.evidence import all_claims, evidence_page
+from foundry_mcp.errors import ReportNotReadyError
 from foundry_mcp.research.models import ResearchState, Status
-from foundry_mcp.research.report import report_page, report_summary
-from foundry_mcp.research.service_inputs import check_range, parse_statuses
-from foundry_mcp.research.service_ownership import OwnershipWatch
-from foundry_mcp.research.store import validate_research_id
-from foundry_mcp.research.store_protocol import Store
-from foundry_mcp.research.views import (
+from foundry_mcp.research.service.evidence import all_claims, evidence_page
+from foundry_mcp.research.service.inputs import check_range, parse_statuses
+from foundry_mcp.research.service.ownership import OwnershipWatch
+from foundry_mcp.research.service.report_pages import report_page, report_summary
+from foundry_mcp.research.service.views import (
     all_sources,
     cited_sources,
     decision_log,
@@ -30,6 +28,9 @@ from foundry_mcp.research.views import (
     status_payload,
     usage_payload,
 )
+from foundry_mcp.research.store.paging import not_a_cursor
+from foundry_mcp.research.store.protocol import Store
+from foundry_mcp.research.store.records import validate_research_id
 
 WAIT_POLL_SECONDS = 0.1
 EVENTS_PAGE = 500  # the most deep-research-events returns at once
@@ -202,11 +203,7 @@ class ResearchReader:
         after = 0
         if cursor:
             if not cursor.isdigit():
-                raise InputError(
-                    "cursor is not a cursor returned by deep-research-events.",
-                    remediation="Pass next_cursor from the previous page unchanged.",
-                    details={"field": "cursor"},
-                )
+                raise not_a_cursor("deep-research-events")
             after = int(cursor)
         events = self.store.events(research_id, after, limit)
         return {

@@ -11,12 +11,10 @@ from typing import Any
 import anyio
 
 from foundry_mcp.config import Settings
-from foundry_mcp.context.restore import restore_content
 from foundry_mcp.context.runtime import ContextServices
 from foundry_mcp.context.runtime import prepare as prepare_context
 from foundry_mcp.errors import InputError, InvalidStateError
 from foundry_mcp.providers.registry import ProviderRegistry
-from foundry_mcp.research.effort import PRESETS, Effort, check_effort
 from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.models import (
     AgentDecision,
@@ -29,8 +27,9 @@ from foundry_mcp.research.models import (
     Status,
     SubQueryStatus,
 )
+from foundry_mcp.research.models.effort import PRESETS, Effort, check_effort
 from foundry_mcp.research.runner import ResearchRunner
-from foundry_mcp.research.service_inputs import (
+from foundry_mcp.research.service.inputs import (
     check_can_continue,
     check_preferred_sources,
     check_query,
@@ -39,11 +38,13 @@ from foundry_mcp.research.service_inputs import (
     research_limits,
     resolve_mode,
 )
-from foundry_mcp.research.service_ownership import OwnershipWatch
-from foundry_mcp.research.service_reads import WAIT_POLL_SECONDS, status_of
-from foundry_mcp.research.store import Owner, validate_research_id
-from foundry_mcp.research.store_protocol import Store
-from foundry_mcp.research.views import shorten
+from foundry_mcp.research.service.ownership import OwnershipWatch
+from foundry_mcp.research.service.reads import WAIT_POLL_SECONDS, status_of
+from foundry_mcp.research.service.restore import restore_content
+from foundry_mcp.research.service.views import shorten
+from foundry_mcp.research.store.owners import Owner
+from foundry_mcp.research.store.protocol import Store
+from foundry_mcp.research.store.records import validate_research_id
 
 CANCEL_WAIT_SECONDS = 2.0
 DELETE_WAIT_SECONDS = 10.0
@@ -95,7 +96,7 @@ class ResearchWriter:
         """Validate, save a queued research and start it in the background.
 
         ``effort`` (quick, standard, deep) sets the limits, mode and checks the caller did not
-        give (see :mod:`foundry_mcp.research.effort`). The research belongs to ``principal``
+        give (see :mod:`foundry_mcp.research.models.effort`). The research belongs to ``principal``
         (None: the local user).
         """
         query = check_query(query)

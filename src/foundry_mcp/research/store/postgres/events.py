@@ -1,7 +1,7 @@
 """The audit trail and the LLM journal of each research, in a shared PostgreSQL store.
 
-The same contracts as :mod:`foundry_mcp.research.store_events` and
-:mod:`foundry_mcp.research.store_journal`; times are the database's.
+The same contracts as the SQLite store's events and journal (the ``Event`` and
+``JournalEntry`` rows of :mod:`foundry_mcp.research.store.records`); times are the database's.
 """
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ from typing import Any
 
 import psycopg
 
-from foundry_mcp.research.store_events import Event, _json_default
-from foundry_mcp.research.store_journal import JournalEntry
-from foundry_mcp.research.store_leases import LeaseLostError, Owner
-from foundry_mcp.research.store_pg_db import Database, iso
+from foundry_mcp.research.store.owners import Owner, fenced
+from foundry_mcp.research.store.postgres.database import Database, iso
+from foundry_mcp.research.store.records import Event, JournalEntry, event_json
 
 APPEND_ATTEMPTS = 20  # two processes appending to one research at once: the later one retries
 
@@ -27,7 +26,7 @@ class PgEventLog:
 
     def append(self, research_id: str, kind: str, data: dict[str, Any]) -> int:
         """Append to the research's audit trail; returns the event's sequence number."""
-        payload = json.dumps(data, default=_json_default, ensure_ascii=False)
+        payload = event_json(data)
         with self._db.connection() as conn:
             for _ in range(APPEND_ATTEMPTS):
                 try:
@@ -95,8 +94,7 @@ class PgJournal:
                 "answer = excluded.answer, record = excluded.record",
                 (research_id, owner.token, key, answer, json.dumps(record)),
             )
-            if cursor.rowcount == 0:
-                raise LeaseLostError(research_id)
+            fenced(cursor.rowcount, research_id)
 
     def count(self, research_id: str) -> int:
         with self._db.connection() as conn:

@@ -17,9 +17,9 @@ import anyio
 
 from foundry_mcp.errors import FoundryError, QuotaExceededError
 from foundry_mcp.research.models import Status, utcnow
-from foundry_mcp.research.principal import Principal
-from foundry_mcp.research.service_ownership import OwnershipWatch
-from foundry_mcp.research.store_protocol import Store
+from foundry_mcp.research.models.principal import Principal
+from foundry_mcp.research.service.ownership import OwnershipWatch
+from foundry_mcp.research.store.protocol import Store
 
 ACTIVE = [status for status in Status if status.is_active]
 MOST_ACTIVE = 1000  # more active research than this per principal is beyond any limit allowed

@@ -1,15 +1,26 @@
-"""Upgrades of stored research states written by older versions of foundry-mcp.
+"""A research state as every store keeps it: JSON, upgraded when read, and the tables it spans.
 
-Each step takes the JSON of version ``n`` and returns version ``n + 1``; loading applies every
-step from the stored ``schema_version`` up to ``STATE_SCHEMA_VERSION``.
+A stored state written by an older foundry-mcp is upgraded when it is read: each step takes the
+JSON of version ``n`` and returns version ``n + 1``, and reading applies every step from the
+stored ``schema_version`` up to ``STATE_SCHEMA_VERSION``.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
-from foundry_mcp.research.models import STATE_SCHEMA_VERSION
+from pydantic import ValidationError
+
+from foundry_mcp.errors import ResearchNotFoundError
+from foundry_mcp.research.models import STATE_SCHEMA_VERSION, ResearchState
+
+log = logging.getLogger(__name__)
+
+# The tables that hold a research's rows besides its own: deleted with it.
+RESEARCH_TABLES = ("events", "branches", "llm_journal")
 
 State = dict[str, Any]
 
@@ -76,3 +87,26 @@ def migrate_state(state: State) -> State:
         version += 1
         state["schema_version"] = version
     return state
+
+
+def decode_state(text: str | bytes, research_id: str) -> ResearchState:
+    """The stored JSON of a research as its state; ``ResearchNotFoundError`` when unreadable."""
+    try:
+        return ResearchState.model_validate(migrate_state(json.loads(text)))
+    except (ValidationError, ValueError):
+        raise ResearchNotFoundError(
+            f"The stored state of {research_id} cannot be read.",
+            remediation="Delete it with action='deep-research-delete' and start again.",
+        ) from None
+
+
+def decode_branches(rows: list[tuple[str, str]], research_id: str) -> dict[str, ResearchState]:
+    """``(branch_id, JSON)`` rows as the researchers' states, by branch id; a state that
+    cannot be read is logged and left out."""
+    branches: dict[str, ResearchState] = {}
+    for branch_id, text in rows:
+        try:
+            branches[branch_id] = decode_state(text, research_id)
+        except ResearchNotFoundError:
+            log.warning("the saved state of %s/%s cannot be read", research_id, branch_id)
+    return branches

@@ -6,89 +6,47 @@ writer. Never put ``research_dir`` on a network file system (SQLite's locking ne
 
 ``ResearchStore`` is the one face of the database. It holds the states (and the researchers'
 branch states), the listing and retention itself; the parts it hands on live beside it:
-``store_db`` (the file, its tables and migrations), ``store_leases`` (who owns a research, the
-fenced saves, cross-process cancel requests) and ``store_events`` (the audit trail).
+``database`` (the file, its tables and migrations), ``leases`` (who owns a research, the fenced
+saves, cross-process cancel requests), ``events`` (the audit trail), ``journal`` (the LLM
+answers paid for) and ``files`` (keys and the admission lock, beside the database).
 """
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
 import sqlite3
 import threading
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from foundry_mcp.errors import InputError, InvalidResearchIdError, ResearchNotFoundError
-from foundry_mcp.research.migrations import migrate_state
-from foundry_mcp.research.models import RESEARCH_ID_PATTERN, ResearchState, Status, utcnow
-from foundry_mcp.research.store_db import DB_NAME, DB_VERSION, open_database, transaction
-from foundry_mcp.research.store_delegates import LeasesAndEvents
-from foundry_mcp.research.store_events import Event, EventLog
-from foundry_mcp.research.store_files import file_key, file_lock
-from foundry_mcp.research.store_journal import JournalEntry, LLMJournal
-from foundry_mcp.research.store_leases import (
-    LeaseLostError,
-    Leases,
-    Owner,
-    Ownership,
-    lease_columns,
+from foundry_mcp.research.models import ResearchState, Status, utcnow
+from foundry_mcp.research.store.delegates import LeasesAndEvents
+from foundry_mcp.research.store.owners import Owner, fenced
+from foundry_mcp.research.store.paging import decode_cursor, page
+from foundry_mcp.research.store.records import (
+    Fingerprint,
+    ResearchSummary,
+    StoreInfo,
+    research_not_found,
+    validate_research_id,
 )
-from foundry_mcp.research.store_protocol import Fingerprint, StoreInfo
-from foundry_mcp.research.store_waits import poll_for_cancel, poll_for_change
-
-__all__ = [
-    "DB_NAME",
-    "DB_VERSION",
-    "Event",
-    "JournalEntry",
-    "LeaseLostError",
-    "Owner",
-    "Ownership",
-    "ResearchStore",
-    "ResearchSummary",
-    "decode_cursor",
-    "encode_cursor",
-    "research_not_found",
-    "validate_research_id",
-]
+from foundry_mcp.research.store.sqlite.database import (
+    DB_NAME,
+    DB_VERSION,
+    open_database,
+    transaction,
+)
+from foundry_mcp.research.store.sqlite.events import EventLog
+from foundry_mcp.research.store.sqlite.files import file_key, file_lock
+from foundry_mcp.research.store.sqlite.journal import LLMJournal
+from foundry_mcp.research.store.sqlite.leases import Leases, check_held, lease_columns
+from foundry_mcp.research.store.states import RESEARCH_TABLES, decode_branches, decode_state
+from foundry_mcp.research.store.waits import poll_for_cancel, poll_for_change
 
 log = logging.getLogger(__name__)
-
-
-def validate_research_id(research_id: object) -> str:
-    """The id if it is well formed; ``InvalidResearchIdError`` otherwise."""
-    if not isinstance(research_id, str) or not research_id.strip():
-        raise InvalidResearchIdError("research_id is required for this action.")
-    if not RESEARCH_ID_PATTERN.fullmatch(research_id):
-        shown = research_id if len(research_id) <= 40 else research_id[:40] + "..."
-        raise InvalidResearchIdError(f"research_id {shown!r} is not a valid research id.")
-    return research_id
-
-
-def research_not_found(research_id: str) -> ResearchNotFoundError:
-    """The error for an id with no research, and for another principal's research alike."""
-    return ResearchNotFoundError(f"No research with id {research_id}.")
-
-
-@dataclass(frozen=True)
-class ResearchSummary:
-    """One row of the research list."""
-
-    research_id: str
-    query: str
-    status: Status
-    phase: str
-    iteration: int
-    created_at: str
-    updated_at: str
 
 
 class ResearchStore(LeasesAndEvents):
@@ -129,8 +87,7 @@ class ResearchStore(LeasesAndEvents):
                     "WHERE id=? AND owner_token=?",
                     (*values, state.id, owner.token),
                 )
-                if cursor.rowcount == 0:
-                    raise LeaseLostError(state.id)
+                fenced(cursor.rowcount, state.id)
                 return
             self._db.execute(
                 "INSERT INTO research (id, status, phase, iteration, updated_at, state, query, "
@@ -150,11 +107,7 @@ class ResearchStore(LeasesAndEvents):
             raise ValueError("a branch state needs its branch id")
         branch.updated_at = utcnow()
         with self._lock, transaction(self._db):
-            held = self._db.execute(
-                "SELECT 1 FROM research WHERE id=? AND owner_token=?", (branch.id, owner.token)
-            ).fetchone()
-            if held is None:
-                raise LeaseLostError(branch.id)
+            check_held(self._db, branch.id, owner)
             self._db.execute(
                 "INSERT INTO branches (research_id, branch_id, updated_at, state) "
                 "VALUES (?, ?, ?, ?) ON CONFLICT(research_id, branch_id) DO UPDATE SET "
@@ -169,13 +122,7 @@ class ResearchStore(LeasesAndEvents):
             rows = self._db.execute(
                 "SELECT branch_id, state FROM branches WHERE research_id = ?", (research_id,)
             ).fetchall()
-        branches: dict[str, ResearchState] = {}
-        for branch_id, text in rows:
-            try:
-                branches[branch_id] = ResearchState.model_validate(migrate_state(json.loads(text)))
-            except (ValidationError, ValueError):
-                log.warning("the saved state of %s/%s cannot be read", research_id, branch_id)
-        return branches
+        return decode_branches(rows, research_id)
 
     def create(self, state: ResearchState, owner: Owner, lease_seconds: float) -> None:
         """Insert a new research, already leased to ``owner``."""
@@ -207,15 +154,9 @@ class ResearchStore(LeasesAndEvents):
             ).fetchone()
         if found is None:
             raise research_not_found(research_id)
-        try:
-            return ResearchState.model_validate(migrate_state(json.loads(found[0])))
-        except (ValidationError, ValueError):
-            raise ResearchNotFoundError(
-                f"The stored state of {research_id} cannot be read.",
-                remediation="Delete it with action='deep-research-delete' and start again.",
-            ) from None
+        return decode_state(found[0], research_id)
 
-    def fingerprint(self, research_id: str) -> tuple[str, str, int, str] | None:
+    def fingerprint(self, research_id: str) -> Fingerprint | None:
         """(status, phase, iteration, updated_at) without loading the whole state."""
         with self._lock:
             found = self._db.execute(
@@ -239,11 +180,7 @@ class ResearchStore(LeasesAndEvents):
     def delete(self, research_id: str) -> bool:
         validate_research_id(research_id)
         with self._lock, transaction(self._db):
-            cursor = self._db.execute("DELETE FROM research WHERE id = ?", (research_id,))
-            self._db.execute("DELETE FROM events WHERE research_id = ?", (research_id,))
-            self._db.execute("DELETE FROM branches WHERE research_id = ?", (research_id,))
-            self._db.execute("DELETE FROM llm_journal WHERE research_id = ?", (research_id,))
-        return cursor.rowcount > 0
+            return self._delete(research_id)
 
     def list_page(
         self,
@@ -309,11 +246,15 @@ class ResearchStore(LeasesAndEvents):
                 )
             ]
             for research_id in ids:
-                self._db.execute("DELETE FROM research WHERE id = ?", (research_id,))
-                self._db.execute("DELETE FROM events WHERE research_id = ?", (research_id,))
-                self._db.execute("DELETE FROM branches WHERE research_id = ?", (research_id,))
-                self._db.execute("DELETE FROM llm_journal WHERE research_id = ?", (research_id,))
+                self._delete(research_id)
         return len(ids)
+
+    def _delete(self, research_id: str) -> bool:
+        """Delete a research and its rows in every table, inside the caller's transaction."""
+        cursor = self._db.execute("DELETE FROM research WHERE id = ?", (research_id,))
+        for table in RESEARCH_TABLES:
+            self._db.execute(f"DELETE FROM {table} WHERE research_id = ?", (research_id,))
+        return cursor.rowcount > 0
 
     # ------------------------------------------------------------------ waiting (store_waits)
 
@@ -339,30 +280,3 @@ class ResearchStore(LeasesAndEvents):
     def admitting(self, principal: str) -> AbstractContextManager[None]:
         """The admission lock of this research directory (a file lock: one for all)."""
         return file_lock(self.research_dir)
-
-
-def page(items: list[ResearchSummary], limit: int) -> tuple[list[ResearchSummary], str | None]:
-    """The first ``limit`` of ``items`` (``limit + 1`` were read, newest first) and the next
-    page's cursor, when there is a next page."""
-    if len(items) <= limit:
-        return items, None
-    kept = items[:limit]
-    return kept, encode_cursor(kept[-1].created_at, kept[-1].research_id)
-
-
-def encode_cursor(created_at: str, research_id: str) -> str:
-    raw = json.dumps([created_at, research_id]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[str, str]:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        created_at, research_id = json.loads(base64.urlsafe_b64decode(padded))
-        return str(created_at), str(research_id)
-    except (ValueError, TypeError):
-        raise InputError(
-            "cursor is not a cursor returned by deep-research-list.",
-            remediation="Pass next_cursor from the previous page unchanged, or omit cursor.",
-            details={"field": "cursor"},
-        ) from None

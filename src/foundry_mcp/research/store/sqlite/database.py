@@ -2,7 +2,7 @@
 
 One SQLite database in WAL mode under ``research_dir``, readable from any process while one
 writes. This module migrates the tables; the JSON of each stored state is migrated when it is
-loaded (:mod:`foundry_mcp.research.migrations`).
+loaded (:mod:`foundry_mcp.research.store.states`).
 """
 
 from __future__ import annotations

@@ -1,20 +1,19 @@
 """Waiting for another process's write by reading the store again and again.
 
 The SQLite store waits this way (a read costs microseconds there); the PostgreSQL store does
-while its listening connection is down (:mod:`foundry_mcp.research.store_pg_notify`).
+while its listening connection is down (:mod:`foundry_mcp.research.store.postgres.notify`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import anyio
 
-if TYPE_CHECKING:
-    from foundry_mcp.research.store_leases import Owner
-    from foundry_mcp.research.store_protocol import Fingerprint
+from foundry_mcp.research.store.owners import Owner
+from foundry_mcp.research.store.records import Fingerprint
 
 POLL_SECONDS = 0.05
 
