@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from foundry_mcp.context.allocation import allocate
 from foundry_mcp.context.budget import TokenBudget
 from foundry_mcp.context.ladder import Ladder
+from foundry_mcp.context.options import TokenBudgetOptions
 from foundry_mcp.context.priority import ContentItem
 from foundry_mcp.context.tokens import (
     CachedCounter,
@@ -43,7 +44,11 @@ from foundry_mcp.context.tokens import (
     _load_encoding,
     counter_for_model,
 )
-from foundry_mcp.research.models import ResearchState, Source, SubQuery, TokenBudgetOptions
+from foundry_mcp.research.models import (
+    ResearchState,
+    Source,
+    SubQuery,
+)
 from foundry_mcp.research.prompts.summarizer import SUMMARY_PROMPT_VERSION, summarizer_prompts
 from foundry_mcp.research.workflow.fit_content import fit_sources, prepare_round
 from foundry_mcp.research.workflow.fitting import Fitting

@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 
 from foundry_mcp.config import load_settings
+from foundry_mcp.context.options import TokenBudgetOptions
 from foundry_mcp.research.models import (
     Confidence,
     Finding,
     ResearchOptions,
     ResearchState,
     Source,
-    TokenBudgetOptions,
     records,
 )
 from foundry_mcp.research.workflow.synthesizer import synthesize

@@ -21,10 +21,14 @@ from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.context.budget import TokenBudget
 from foundry_mcp.context.errors import ContextExceededError
 from foundry_mcp.context.levels import ContentLevel
+from foundry_mcp.context.options import TokenBudgetOptions
 from foundry_mcp.context.runtime import ContextServices
 from foundry_mcp.context.tokens import count_messages, estimate_tokens
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.research.models import Phase, ResearchState, TokenBudgetOptions
+from foundry_mcp.research.models import (
+    Phase,
+    ResearchState,
+)
 from foundry_mcp.research.workflow.fitting import Fitting, is_context_overflow
 from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 from foundry_mcp.runtime import research_runtime

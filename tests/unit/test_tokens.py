@@ -18,6 +18,7 @@ from foundry_mcp.context.limits import (
     known_models,
     model_limits,
 )
+from foundry_mcp.context.options import TokenBudgetOptions
 from foundry_mcp.context.tokens import (
     MESSAGE_OVERHEAD_TOKENS,
     CachedCounter,
@@ -29,7 +30,6 @@ from foundry_mcp.context.tokens import (
     encoding_for_model,
     estimate_tokens,
 )
-from foundry_mcp.research.models import TokenBudgetOptions
 
 # --------------------------------------------------------------------------- counting
 

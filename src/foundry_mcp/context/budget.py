@@ -24,7 +24,10 @@ from dataclasses import dataclass
 
 from foundry_mcp.context.errors import ContextExceededError
 from foundry_mcp.context.limits import bare_model, model_limits
-from foundry_mcp.research.models import PHASE_BUDGET_FRACTIONS, TokenBudgetOptions
+from foundry_mcp.context.options import (
+    PHASE_BUDGET_FRACTIONS,
+    TokenBudgetOptions,
+)
 
 # The output each phase asks for (capped by the model's max output).
 PHASE_OUTPUT_TOKENS: dict[str, int] = {

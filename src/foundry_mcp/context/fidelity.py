@@ -10,25 +10,30 @@ whose fidelity falls, is reported as a warning: fidelity never regresses silentl
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol
 
-from foundry_mcp.context.budget import TokenBudget
 from foundry_mcp.context.levels import LOW_FIDELITY, ContentLevel, fidelity_band
-from foundry_mcp.context.tokens import estimate_tokens
-from foundry_mcp.research.models import (
+from foundry_mcp.context.records import (
     ContentAllocationMetadata,
     ContentFidelity,
     PhaseAllocation,
-    ResearchState,
 )
 
 REGRESSION_TOLERANCE = 0.05
-STATUS_DROPPED_IDS = 10
-REPORT_ITEMS = 100  # records in the report response; status and events hold the rest
+
+
+class Ledger(Protocol):
+    """What fidelity bookkeeping reads and writes of a research (its state keeps them)."""
+
+    iteration: int
+    content_fidelity: dict[str, ContentFidelity]
+    content_allocation_metadata: ContentAllocationMetadata | None
+
+    def warn(self, message: str) -> None: ...
 
 
 def record_item(
-    state: ResearchState, item_id: str, record: ContentFidelity, regressions: list[str]
+    state: Ledger, item_id: str, record: ContentFidelity, regressions: list[str]
 ) -> None:
     """Store ``record`` for ``item_id``; note it in ``regressions`` if an earlier iteration
     gave the item a higher level."""
@@ -79,7 +84,7 @@ def make_record(
 
 
 def finish_phase(
-    state: ResearchState,
+    state: Ledger,
     phase: str,
     item_ids: list[str],
     tokens_used: int,
@@ -161,7 +166,7 @@ def low_fidelity_warning(score: float) -> str:
     )
 
 
-def _refresh_totals(state: ResearchState, metadata: ContentAllocationMetadata) -> None:
+def _refresh_totals(state: Ledger, metadata: ContentAllocationMetadata) -> None:
     records = list(state.content_fidelity.values())
     metadata.items_total = len(records)
     metadata.fidelity = round(_mean([r.compression_ratio for r in records]), 4)
@@ -179,68 +184,3 @@ def _refresh_totals(state: ResearchState, metadata: ContentAllocationMetadata) -
 
 def _mean(values: list[float]) -> float:
     return sum(values) / len(values) if values else 1.0
-
-
-# --------------------------------------------------------------------------- payload blocks
-
-
-def fidelity_block(state: ResearchState, *, include_items: bool = False) -> dict[str, Any]:
-    """The ``fidelity`` block of ``deep-research-status`` (and, with items, of the report)."""
-    options = state.options.token_budget
-    metadata = state.content_allocation_metadata
-    block: dict[str, Any] = {"enabled": options.enabled}
-    if metadata is None or not metadata.items_total:
-        block.update({"score": None, "band": None, "warning": None, "items_total": 0})
-        return block
-    block.update(
-        {
-            "score": metadata.fidelity,
-            "band": fidelity_band(metadata.fidelity),
-            "warning": (
-                low_fidelity_warning(metadata.fidelity)
-                if metadata.fidelity < LOW_FIDELITY
-                else None
-            ),
-            "tokens_used": metadata.tokens_used,
-            "tokens_available": metadata.tokens_available,
-            "utilization": metadata.utilization,
-            "items_total": metadata.items_total,
-            "items_degraded": metadata.items_degraded,
-            "items_summarized": metadata.items_summarized,
-            "items_dropped": metadata.items_dropped,
-            "dropped_ids": state.dropped_content_ids[:STATUS_DROPPED_IDS],
-            "archived": len(state.content_archive_hashes),
-            "phases": {name: p.model_dump() for name, p in metadata.phases.items()},
-        }
-    )
-    if include_items:
-        degraded = {
-            item_id: record.model_dump(mode="json", exclude={"content_hash"})
-            for item_id, record in state.content_fidelity.items()
-            if record.current_level is not ContentLevel.FULL
-        }
-        block["content_fidelity"] = dict(list(degraded.items())[:REPORT_ITEMS])
-        block["content_fidelity_not_shown"] = max(0, len(degraded) - REPORT_ITEMS)
-        block["content_archive_hashes"] = dict(
-            list(state.content_archive_hashes.items())[:REPORT_ITEMS]
-        )
-    return block
-
-
-def report_fidelity_block(state: ResearchState) -> dict[str, Any]:
-    """The ``fidelity`` block of ``deep-research-report``: the status block plus the degraded
-    items, the archive hashes and how the report compares with the client's budget."""
-    block = fidelity_block(state, include_items=True)
-    budget = TokenBudget.from_options(
-        state.options.token_budget, state.llm_model, state.llm_provider
-    )
-    client_budget = budget.client_budget
-    report_tokens = estimate_tokens(state.report or "")
-    block["report_tokens"] = report_tokens
-    block["client_budget_tokens"] = client_budget
-    if report_tokens > client_budget:
-        block["report_warning"] = (
-            f"The report (~{report_tokens:,} tokens) is larger than the {client_budget:,} tokens "
-            "left in your context after assistant_overhead; read it in pages with offset."
-        )
-    return block

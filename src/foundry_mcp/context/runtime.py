@@ -18,8 +18,8 @@ from foundry_mcp.context.archive import ContentArchive, archive_dir
 from foundry_mcp.context.budget import runtime_overhead_for
 from foundry_mcp.context.cache import SummaryCache
 from foundry_mcp.context.limits import client_window, model_limits
+from foundry_mcp.context.options import TokenBudgetOptions
 from foundry_mcp.errors import FoundryError
-from foundry_mcp.research.models import ResearchState, TokenBudgetOptions
 
 if TYPE_CHECKING:
     from foundry_mcp.config import Settings
@@ -120,15 +120,3 @@ def summary_cache(directory: Path) -> SummaryCache:
         if cache is None:
             cache = _caches[key] = SummaryCache(key)
         return cache
-
-
-def prepare(services: ContextServices, state: ResearchState) -> None:
-    """Resolve the research's token options from the current settings.
-
-    Called when a research starts and when it resumes: a resume after a settings change (for
-    example ``allow_content_dropping`` after a ``CONTEXT_EXCEEDED`` failure) uses the new ones.
-    """
-    options, warnings = services.token_options(state.llm_provider, state.llm_model)
-    state.options.token_budget = options
-    for warning in warnings:
-        state.warn(warning)

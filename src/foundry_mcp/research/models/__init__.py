@@ -4,11 +4,21 @@ Every object that is persisted, handed from one agent to the next or returned to
 pydantic model of this package. Names follow the design seeds where they name them:
 ``base`` (ids and enumerations), ``records`` (what a research accumulates), ``options``
 (its limits and switches), ``state`` (``ResearchState``), ``handoffs`` (agent outputs),
-``modes`` (the research modes: sub-questions, hypotheses, the mode decision), ``levels``.
+``modes`` (the research modes: sub-questions, hypotheses, the mode decision), ``effort`` (the
+effort presets) and ``principal`` (a team server's caller). The token-management types a state
+holds (content levels, budget options, fidelity records) belong to ``foundry_mcp.context`` and
+are re-exported here.
 """
 
 from __future__ import annotations
 
+from foundry_mcp.context.levels import ContentLevel
+from foundry_mcp.context.options import PHASE_BUDGET_FRACTIONS, TokenBudgetOptions
+from foundry_mcp.context.records import (
+    ContentAllocationMetadata,
+    ContentFidelity,
+    PhaseAllocation,
+)
 from foundry_mcp.research.models.base import (
     PHASE_ORDER,
     PHASE_TO_AGENT,
@@ -65,26 +75,21 @@ from foundry_mcp.research.models.modes import (
     SubQuestionSynthesis,
 )
 from foundry_mcp.research.models.options import (
-    PHASE_BUDGET_FRACTIONS,
     ModeOptions,
     ResearchLimits,
     ResearchOptions,
     SearchOptions,
-    TokenBudgetOptions,
 )
 from foundry_mcp.research.models.records import (
     MAX_LLM_CALL_RECORDS,
     AgentDecision,
     ClaimCheck,
-    ContentAllocationMetadata,
-    ContentFidelity,
     Contradiction,
     EvidenceQuote,
     Finding,
     Gap,
     LLMCallRecord,
     LLMUsage,
-    PhaseAllocation,
     ReportMetadata,
     Source,
     SubQuery,
@@ -111,6 +116,7 @@ __all__ = [
     "Confidence",
     "ContentAllocationMetadata",
     "ContentFidelity",
+    "ContentLevel",
     "Contradiction",
     "CoverageAssessment",
     "Decomposition",

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from foundry_mcp.context.options import TokenBudgetOptions
 from foundry_mcp.research.models.base import _Model
 from foundry_mcp.research.models.modes import ExplorationMode, HypothesisMode, ResearchMode
 
@@ -18,42 +19,6 @@ class ResearchLimits(_Model):
     max_sources_per_query: int = 5
     max_concurrent: int = 3
     task_timeout: float = 600.0
-
-
-PHASE_BUDGET_FRACTIONS: dict[str, float] = {
-    "planning": 0.10,
-    "analysis": 0.40,
-    "synthesis": 0.35,
-    "refinement": 0.15,
-}
-
-
-class TokenBudgetOptions(_Model):
-    """Token management of one research (``[research]`` token keys, resolved when it starts).
-
-    ``context_window`` and ``max_output`` are the research model's limits after
-    ``model_context_overrides``; ``phase_fractions`` split one call's available input between
-    the phases (see ``specs/token-management.md``).
-    """
-
-    enabled: bool = True
-    safety_margin: float = 0.15
-    runtime_overhead: int = 0  # taken from every call's window (a runtime around the model)
-    assistant_overhead: int = 60_000  # taken from the calling assistant's window
-    client_window: int = 200_000
-    context_window: int | None = None  # None: looked up from the model name at run time
-    max_output: int | None = None
-    limits_source: str = "default"
-    model_context_overrides: dict[str, int] = Field(default_factory=dict)  # for other models
-    phase_fractions: dict[str, float] = Field(default_factory=lambda: dict(PHASE_BUDGET_FRACTIONS))
-    summarization_providers: list[str] = Field(default_factory=list)  # empty: the research's LLM
-    summarization_timeout: float = 60.0
-    summarization_cache: bool = True
-    allow_content_dropping: bool = False
-    archive_enabled: bool = False
-    archive_dir: str | None = None
-    archive_ttl_hours: float = 168.0
-    cache_dir: str | None = None  # where summaries are cached (the research_dir)
 
 
 class ModeOptions(_Model):

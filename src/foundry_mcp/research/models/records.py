@@ -7,7 +7,6 @@ from typing import Any
 
 from pydantic import Field
 
-from foundry_mcp.context.levels import ContentLevel
 from foundry_mcp.providers.search.base import Publication
 from foundry_mcp.research.models.base import (
     AgentRole,
@@ -229,50 +228,3 @@ class ReportMetadata(_Model):
     dropped_citations: int = 0
     cited_source_ids: list[str] = Field(default_factory=list)
     verification: VerificationSummary | None = None
-
-
-class ContentFidelity(_Model):
-    """How much of one content item (a source, a finding) reached the model, in tokens."""
-
-    item_type: str = "source"
-    original_tokens: int = 0
-    current_tokens: int = 0
-    current_level: ContentLevel = ContentLevel.FULL
-    # The tokens of the passages that bear on the question (None: the whole original was read).
-    relevant_tokens: int | None = None
-    compression_ratio: float = 1.0  # current_tokens / (relevant or original) tokens, at most 1
-    content_hash: str | None = None  # sha256 of the original: its count is reused on resume
-    method: str = "full"  # full | focus | selection | summary | truncation | dropped
-    summarizer: str | None = None  # the provider spec that wrote a summary
-    phase: str = "analysis"
-    iteration: int = 1
-    archived: bool = False
-
-
-class PhaseAllocation(_Model):
-    """The latest allocation of one phase's content budget."""
-
-    iteration: int = 1
-    tokens_used: int = 0
-    tokens_available: int = 0
-    utilization: float = 0.0
-    items: int = 0
-    items_dropped: int = 0
-    items_summarized: int = 0
-    items_degraded: int = 0
-    fidelity: float = 1.0
-
-
-class ContentAllocationMetadata(_Model):
-    """Research-wide token accounting: fidelity over every item and the phases' budgets."""
-
-    fidelity: float = 1.0
-    tokens_used: int = 0
-    tokens_available: int = 0
-    utilization: float = 0.0
-    items_dropped: int = 0
-    items_summarized: int = 0
-    items_degraded: int = 0
-    items_total: int = 0
-    phases: dict[str, PhaseAllocation] = Field(default_factory=dict)
-    fidelity_by_iteration: dict[str, float] = Field(default_factory=dict)

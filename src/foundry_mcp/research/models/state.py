@@ -7,6 +7,10 @@ from typing import Any
 
 from pydantic import Field, PrivateAttr
 
+from foundry_mcp.context.records import (
+    ContentAllocationMetadata,
+    ContentFidelity,
+)
 from foundry_mcp.research.models.base import (
     STATE_SCHEMA_VERSION,
     AgentRole,
@@ -30,8 +34,6 @@ from foundry_mcp.research.models.options import ResearchLimits, ResearchOptions
 from foundry_mcp.research.models.records import (
     AgentDecision,
     ClaimCheck,
-    ContentAllocationMetadata,
-    ContentFidelity,
     Contradiction,
     Finding,
     Gap,

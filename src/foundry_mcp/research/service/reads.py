@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from foundry_mcp.config import MAX_WAIT_SECONDS
-from foundry_mcp.context.fidelity import report_fidelity_block
 from foundry_mcp.errors import ReportNotReadyError
 from foundry_mcp.research.models import ResearchState, Status
 from foundry_mcp.research.service.evidence import all_claims, evidence_page
@@ -24,6 +23,7 @@ from foundry_mcp.research.service.views import (
     all_sources,
     cited_sources,
     decision_log,
+    report_fidelity_block,
     shorten,
     status_payload,
     usage_payload,

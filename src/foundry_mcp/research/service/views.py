@@ -6,10 +6,14 @@ from datetime import datetime
 from typing import Any
 
 from foundry_mcp.context.budget import TokenBudget
-from foundry_mcp.context.fidelity import fidelity_block
+from foundry_mcp.context.fidelity import low_fidelity_warning
+from foundry_mcp.context.levels import LOW_FIDELITY, ContentLevel, fidelity_band
+from foundry_mcp.context.tokens import estimate_tokens
 from foundry_mcp.research.models import PHASE_ORDER, ResearchState, Status, UsageTotals, utcnow
 
 RECENT_DECISIONS = 5
+STATUS_DROPPED_IDS = 10
+REPORT_ITEMS = 100  # fidelity records in the report response; status and events hold the rest
 STALE_AFTER_SECONDS = 180.0
 KEY_DECISIONS = {
     "choose_mode",
@@ -290,3 +294,65 @@ def usage_payload(state: ResearchState) -> dict[str, Any]:
         # Set when no configuration named the LLM and one was found on this machine.
         "provider_choice": state.metadata.get("provider_choice"),
     }
+
+
+def fidelity_block(state: ResearchState, *, include_items: bool = False) -> dict[str, Any]:
+    """The ``fidelity`` block of ``deep-research-status`` (and, with items, of the report)."""
+    options = state.options.token_budget
+    metadata = state.content_allocation_metadata
+    block: dict[str, Any] = {"enabled": options.enabled}
+    if metadata is None or not metadata.items_total:
+        block.update({"score": None, "band": None, "warning": None, "items_total": 0})
+        return block
+    block.update(
+        {
+            "score": metadata.fidelity,
+            "band": fidelity_band(metadata.fidelity),
+            "warning": (
+                low_fidelity_warning(metadata.fidelity)
+                if metadata.fidelity < LOW_FIDELITY
+                else None
+            ),
+            "tokens_used": metadata.tokens_used,
+            "tokens_available": metadata.tokens_available,
+            "utilization": metadata.utilization,
+            "items_total": metadata.items_total,
+            "items_degraded": metadata.items_degraded,
+            "items_summarized": metadata.items_summarized,
+            "items_dropped": metadata.items_dropped,
+            "dropped_ids": state.dropped_content_ids[:STATUS_DROPPED_IDS],
+            "archived": len(state.content_archive_hashes),
+            "phases": {name: p.model_dump() for name, p in metadata.phases.items()},
+        }
+    )
+    if include_items:
+        degraded = {
+            item_id: record.model_dump(mode="json", exclude={"content_hash"})
+            for item_id, record in state.content_fidelity.items()
+            if record.current_level is not ContentLevel.FULL
+        }
+        block["content_fidelity"] = dict(list(degraded.items())[:REPORT_ITEMS])
+        block["content_fidelity_not_shown"] = max(0, len(degraded) - REPORT_ITEMS)
+        block["content_archive_hashes"] = dict(
+            list(state.content_archive_hashes.items())[:REPORT_ITEMS]
+        )
+    return block
+
+
+def report_fidelity_block(state: ResearchState) -> dict[str, Any]:
+    """The ``fidelity`` block of ``deep-research-report``: the status block plus the degraded
+    items, the archive hashes and how the report compares with the client's budget."""
+    block = fidelity_block(state, include_items=True)
+    budget = TokenBudget.from_options(
+        state.options.token_budget, state.llm_model, state.llm_provider
+    )
+    client_budget = budget.client_budget
+    report_tokens = estimate_tokens(state.report or "")
+    block["report_tokens"] = report_tokens
+    block["client_budget_tokens"] = client_budget
+    if report_tokens > client_budget:
+        block["report_warning"] = (
+            f"The report (~{report_tokens:,} tokens) is larger than the {client_budget:,} tokens "
+            "left in your context after assistant_overhead; read it in pages with offset."
+        )
+    return block

@@ -12,7 +12,6 @@ import anyio
 
 from foundry_mcp.config import Settings
 from foundry_mcp.context.runtime import ContextServices
-from foundry_mcp.context.runtime import prepare as prepare_context
 from foundry_mcp.errors import InputError, InvalidStateError
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.research.jobs import JobRunner
@@ -167,7 +166,7 @@ class ResearchWriter:
         )
         if stated is not None:
             state.metadata["provider_choice"] = stated
-        prepare_context(self.context, state)  # token budget options from [research]
+        self._fit_settings(state)  # token budget options from [research]
         self.store.create(state, self.owner, self.watch.lease_seconds)
         created: dict[str, Any] = {"query": shorten(query, 300)}
         if principal is not None:
@@ -301,7 +300,7 @@ class ResearchWriter:
         state.status = Status.QUEUED
         state.completed_at = None
         state.error = None
-        prepare_context(self.context, state)  # current token settings (see restore_content)
+        self._fit_settings(state)  # current token settings (see restore_content)
         self.store.save(state, self.owner)
         self.runner.event(
             research_id,
@@ -350,3 +349,15 @@ class ResearchWriter:
         self.store.delete(research_id)
         self.runner.call_logs.pop(research_id, None)
         return {"research_id": research_id, "deleted": True}
+
+    def _fit_settings(self, state: ResearchState) -> None:
+        """Resolve the research's token options from the settings of this moment.
+
+        Called when a research starts and when it resumes: a resume after a settings change
+        (for example ``allow_content_dropping`` after a ``CONTEXT_EXCEEDED`` failure) uses the
+        new ones.
+        """
+        options, warnings = self.context.token_options(state.llm_provider, state.llm_model)
+        state.options.token_budget = options
+        for warning in warnings:
+            state.warn(warning)

@@ -28,6 +28,7 @@ from foundry_mcp.context.archive import ContentArchive
 from foundry_mcp.context.budget import TokenBudget
 from foundry_mcp.context.errors import ContextExceededError
 from foundry_mcp.context.ladder import FOCUS_MAX_TOKENS, Ladder, SummaryModel
+from foundry_mcp.context.options import TokenBudgetOptions
 from foundry_mcp.context.runtime import summary_cache
 from foundry_mcp.context.selection import ELISION, select_passages
 from foundry_mcp.context.tokens import (
@@ -42,7 +43,6 @@ from foundry_mcp.providers.http_errors import is_context_overflow as overflow_me
 from foundry_mcp.research.models import (
     ResearchState,
     Source,
-    TokenBudgetOptions,
 )
 from foundry_mcp.research.prompts.summarizer import SUMMARY_PROMPT_VERSION, summarizer_prompts
 from foundry_mcp.research.workflow.calls import ResearchLLM
