@@ -19,7 +19,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from foundry_mcp.config.settings import ResearchSettings
+from foundry_mcp.config.research_settings import ResearchSettings
 from foundry_mcp.errors import InputError, InvalidResearchIdError, ResearchNotFoundError
 from foundry_mcp.research.models import (
     Finding,

@@ -17,7 +17,7 @@ import pytest
 from pydantic import BaseModel
 
 from foundry_mcp.config import Settings
-from foundry_mcp.config.settings import ResearchSettings
+from foundry_mcp.config.research_settings import ResearchSettings
 from foundry_mcp.context.levels import FIDELITY_BANDS, ContentLevel
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.research.models import (

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from foundry_mcp.config import Settings, load_settings
-from foundry_mcp.config.settings import ResearchSettings
+from foundry_mcp.config.research_settings import ResearchSettings
 from foundry_mcp.errors import ConfigError
 from foundry_mcp.research.store.opening import open_store
 from foundry_mcp.research.store.sqlite.store import ResearchStore

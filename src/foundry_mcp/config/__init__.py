@@ -25,24 +25,31 @@ from foundry_mcp.config.loading import (
     TOKENS_ENV,
     load_settings,
 )
-from foundry_mcp.config.settings import (
+from foundry_mcp.config.provider_settings import (
     DEFAULT_MODELS,
     KNOWN_PROVIDER_KINDS,
+    PriceSettings,
+    ProviderKind,
+    ProviderSettings,
+)
+from foundry_mcp.config.research_settings import (
     LIMIT_BOUNDS,
     MAX_QUERY_CHARS,
     MAX_WAIT_SECONDS,
     FetchSettings,
     LocalDocumentsSettings,
-    LoggingSettings,
-    PriceSettings,
-    ProviderKind,
-    ProviderSettings,
     ResearchSettings,
+)
+from foundry_mcp.config.server_settings import (
     ServerSettings,
     ServerTokenSettings,
-    Settings,
 )
-from foundry_mcp.config.untrusted import UntrustedProjectConfig, protected_keys_in
+from foundry_mcp.config.settings import (
+    LoggingSettings,
+    Settings,
+    UntrustedProjectConfig,
+)
+from foundry_mcp.config.untrusted import protected_keys_in
 
 __all__ = [
     "CONFIG_ENV",

@@ -10,8 +10,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from foundry_mcp.config.files import absolute, read_bytes, read_layer
-from foundry_mcp.config.settings import Settings
-from foundry_mcp.config.untrusted import UntrustedProjectConfig, without_protected_keys
+from foundry_mcp.config.settings import Settings, UntrustedProjectConfig
+from foundry_mcp.config.untrusted import without_protected_keys
 from foundry_mcp.errors import ConfigError
 from foundry_mcp.trust import TrustStore
 

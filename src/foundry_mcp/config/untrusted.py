@@ -33,23 +33,6 @@ from foundry_mcp.config.settings import Settings
 UNCLASSIFIED = Protected(Effect.SPENDS)
 
 
-class UntrustedProjectConfig(BaseModel):
-    """A ``./foundry-mcp.toml`` the user has not trusted, and the keys of it that were ignored."""
-
-    path: Path
-    reason: str  # "never trusted" or "changed since it was trusted"
-    ignored_keys: list[str]
-
-    def warning(self) -> str:
-        return (
-            f"{self.path} is not trusted ({self.reason}), so these keys in it were ignored: "
-            f"{', '.join(self.ignored_keys)}. A project file you have not trusted may lower "
-            "limits and turn costly features off, but not delete, run, spend, read or send "
-            "more. If you wrote this file and want them to apply, run: "
-            f"foundry-mcp trust {self.path}"
-        )
-
-
 def without_protected_keys(
     layer: dict[str, Any],
     project: Path,

@@ -7,7 +7,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from foundry_mcp.config import DEFAULT_MODELS, KNOWN_PROVIDER_KINDS, ProviderKind, Settings
-from foundry_mcp.config.settings import CLI_DEFAULT_MODEL, CLI_LLM_KINDS
+from foundry_mcp.config.provider_settings import (
+    CLI_DEFAULT_MODEL,
+    CLI_LLM_KINDS,
+)
 from foundry_mcp.errors import ProviderNotConfiguredError
 from foundry_mcp.providers.detection import LLMChoice, zero_key_hint
 from foundry_mcp.providers.llm.base import LLMProvider

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 
 from foundry_mcp.config import Settings
-from foundry_mcp.config.settings import CLI_LLM_KINDS
+from foundry_mcp.config.provider_settings import CLI_LLM_KINDS
 from foundry_mcp.providers.breaker import CircuitBreaker
 from foundry_mcp.providers.llm.base import LLMProvider, LLMRequest, LLMResponse
 from foundry_mcp.providers.llm.cli_runner import DEFAULT_MAX_IN_FLIGHT as CLI_MAX_IN_FLIGHT

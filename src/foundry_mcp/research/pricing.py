@@ -18,7 +18,7 @@ from importlib import resources
 from typing import Any
 
 from foundry_mcp.config import KNOWN_PROVIDER_KINDS, Settings
-from foundry_mcp.config.settings import CLI_LLM_KINDS
+from foundry_mcp.config.provider_settings import CLI_LLM_KINDS
 
 _DATED = re.compile(r"(-\d{4}-\d{2}-\d{2}|-\d{8}|-latest)$")
 

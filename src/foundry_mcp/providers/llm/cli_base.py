@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from foundry_mcp.config.settings import CLI_DEFAULT_MODEL
+from foundry_mcp.config.provider_settings import CLI_DEFAULT_MODEL
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
 from foundry_mcp.providers.llm.cli_errors import CLIProgram, failure, unreadable

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from foundry_mcp.config.settings import ResearchSettings
+from foundry_mcp.config.research_settings import ResearchSettings
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.research.models import Status, utcnow
 from foundry_mcp.research.runner import SERVER_STOPPED, abort

@@ -3,7 +3,7 @@ default), or the PostgreSQL database of ``[research] store_url`` shared by a tea
 
 from __future__ import annotations
 
-from foundry_mcp.config.settings import ResearchSettings
+from foundry_mcp.config.research_settings import ResearchSettings
 from foundry_mcp.errors import ConfigError
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.sqlite.store import ResearchStore
