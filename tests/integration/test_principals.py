@@ -12,7 +12,7 @@ import pytest
 from foundry_mcp.config import Settings
 from foundry_mcp.errors import QuotaExceededError, ResearchNotFoundError
 from foundry_mcp.research.models import ResearchState, Status, utcnow
-from foundry_mcp.research.models.principal import Principal
+from foundry_mcp.research.principal import Principal
 from foundry_mcp.research.service.quota import spent_recently
 from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.runtime import research_runtime

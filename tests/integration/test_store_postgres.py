@@ -24,7 +24,7 @@ import pytest
 from foundry_mcp.config import load_settings
 from foundry_mcp.errors import ConfigError, QuotaExceededError, StoreUnavailableError
 from foundry_mcp.research.models import ResearchState, Status
-from foundry_mcp.research.models.principal import Principal
+from foundry_mcp.research.principal import Principal
 from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.store.postgres import database as store_pg_db
 from foundry_mcp.research.store.postgres.database import (

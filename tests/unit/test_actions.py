@@ -64,7 +64,11 @@ class RecordingService:
 
         def record(*args: Any, **kwargs: Any) -> Any:
             bound = signature.bind(self, *args, **kwargs)
-            self.received.update({k: v for k, v in bound.arguments.items() if k != "self"})
+            for key, value in bound.arguments.items():
+                if signature.parameters[key].kind is inspect.Parameter.VAR_KEYWORD:
+                    self.received.update(value)  # the limits, given as keywords
+                elif key != "self":
+                    self.received[key] = value
             if name == "start_warnings":
                 return []
             return ({}, []) if name == "report" else {}

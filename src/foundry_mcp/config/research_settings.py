@@ -43,6 +43,14 @@ LIMIT_BOUNDS: dict[str, tuple[int | float, int | float]] = {
     "max_concurrent": (1, 10),
     "task_timeout": (10, 86400),
 }
+# The [research] key that holds each limit's default.
+LIMIT_KEYS: dict[str, str] = {
+    "max_iterations": "deep_research_max_iterations",
+    "max_sub_queries": "deep_research_max_sub_queries",
+    "max_sources_per_query": "deep_research_max_sources",
+    "max_concurrent": "deep_research_max_concurrent",
+    "task_timeout": "deep_research_timeout",
+}
 # The longest research question, and the longest long-poll of a status read (seconds): the
 # service enforces them and the MCP tool publishes them in its schema.
 MAX_QUERY_CHARS = 200_000
@@ -223,6 +231,10 @@ class ResearchSettings(Section):
         primary = getattr(self, f"deep_research_{phase}_provider", None)
         fallbacks = getattr(self, f"deep_research_{phase}_providers", [])
         return [spec for spec in [primary, *fallbacks] if spec]
+
+    def default_limits(self) -> dict[str, int | float]:
+        """The research limits of a call that gives none, by limit name."""
+        return {name: getattr(self, key) for name, key in LIMIT_KEYS.items()}
 
     def phase_timeouts(self) -> dict[str, float]:
         """The per-phase timeouts, by phase name."""

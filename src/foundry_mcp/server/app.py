@@ -26,6 +26,7 @@ from foundry_mcp import __version__
 from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.logs import about
+from foundry_mcp.research.principal import name_of
 from foundry_mcp.server.actions import dispatch, tool_description
 from foundry_mcp.server.arguments import ResearchArguments, input_schema, parse_arguments
 from foundry_mcp.server.auth import request_principal
@@ -34,11 +35,12 @@ from foundry_mcp.server.host import ServiceHost, hosted_service
 from foundry_mcp.server.prompts import register_prompts
 from foundry_mcp.server.resources import recent_reports, register_resources
 from foundry_mcp.server.results import tool_annotations, tool_meta
+from foundry_mcp.server.results_status import progress_message
 from foundry_mcp.server.session import session_host
 from foundry_mcp.server.tasks import ResearchTasks
 
 if TYPE_CHECKING:  # the research code is imported in the background (see server.host)
-    from foundry_mcp.research.models.principal import Principal
+    from foundry_mcp.research.principal import Principal
     from foundry_mcp.research.service.research_service import ProgressCallback
 
 log = logging.getLogger(__name__)
@@ -161,12 +163,7 @@ def create_server(
 
         async def progress(snapshot: dict[str, Any]) -> None:
             # Sent only when the client asked for progress (it passed a progress token).
-            message = (
-                f"{snapshot['status']}: {snapshot['phase']}, iteration {snapshot['iteration']}/"
-                f"{snapshot['max_iterations']}, {snapshot['counts']['sources']} sources, "
-                f"{snapshot['counts']['findings']} findings"
-            )
-            await ctx.report_progress(snapshot["elapsed_s"], None, message)
+            await ctx.report_progress(snapshot["elapsed_s"], None, progress_message(snapshot))
 
         principal = request_principal()  # the bearer token's holder; None without tokens
         return _result(await _handle(session_host(ctx), arguments, progress, principal))
@@ -213,7 +210,7 @@ async def _handle(
             arguments.action,
             extra=about(
                 research_id if isinstance(research_id, str) else None,
-                principal.name if principal is not None else None,
+                name_of(principal),
             ),
         )
         return failure(FoundryError("An internal error occurred while handling the request."))

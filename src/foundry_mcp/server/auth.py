@@ -28,7 +28,7 @@ from starlette.routing import Route
 from starlette.types import Send
 
 from foundry_mcp.config import ServerSettings
-from foundry_mcp.research.models.principal import Principal
+from foundry_mcp.research.principal import Principal
 
 UNAUTHORIZED = (
     "A valid bearer token is required: send the header 'Authorization: Bearer <token>' with "

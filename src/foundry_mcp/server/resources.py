@@ -21,7 +21,7 @@ from foundry_mcp.server.host import ServiceHost
 from foundry_mcp.server.session import session_host
 
 if TYPE_CHECKING:  # the research code is imported in the background (see server.host)
-    from foundry_mcp.research.models.principal import Principal
+    from foundry_mcp.research.principal import Principal
     from foundry_mcp.research.service.research_service import ResearchService
 
 log = logging.getLogger(__name__)

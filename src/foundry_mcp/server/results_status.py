@@ -8,7 +8,7 @@ enumerations; ``tests/unit/test_results.py`` holds them equal.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
@@ -229,3 +229,14 @@ class StatusResult(Result):
     updated_at: Timestamp
     tree: ResearchTree | None = Field(description="None in simple mode.")
     fidelity: Fidelity
+
+
+def progress_message(status: dict[str, Any]) -> str:
+    """One line of a status for a progress notification or a task's ``statusMessage``:
+    ``running: analysis, iteration 1/3, 12 sources, 30 findings``."""
+    counts = status.get("counts") or {}
+    return (
+        f"{status['status']}: {status.get('phase')}, iteration {status.get('iteration')}/"
+        f"{status.get('max_iterations')}, {counts.get('sources', 0)} sources, "
+        f"{counts.get('findings', 0)} findings"
+    )

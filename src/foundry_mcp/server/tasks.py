@@ -35,10 +35,12 @@ from pydantic import Field
 
 from foundry_mcp.errors import FoundryError, ResearchNotFoundError, ResearchStoppedError
 from foundry_mcp.logs import about
+from foundry_mcp.research.principal import name_of
 from foundry_mcp.server.auth import request_principal
+from foundry_mcp.server.results_status import progress_message
 
 if TYPE_CHECKING:
-    from foundry_mcp.research.models.principal import Principal
+    from foundry_mcp.research.principal import Principal
     from foundry_mcp.research.service.research_service import ResearchService
     from foundry_mcp.research.store.protocol import Store
     from foundry_mcp.server.host import ServiceHost
@@ -109,7 +111,7 @@ class ResearchTasks(Extension):
         service = await _host(ctx).service()
         # Saved before the start answered.
         payload = await service.status(research_id, principal=principal)
-        task_id = self._task_ids(service).issue(research_id, _name(principal))
+        task_id = self._task_ids(service).issue(research_id, name_of(principal))
         return {"resultType": "task", **_task(task_id, payload, "working")}
 
     # ------------------------------------------------------------------ methods
@@ -156,7 +158,7 @@ class ResearchTasks(Extension):
                 "task cancel for %s: %s",
                 research_id,
                 exc.message,
-                extra=about(research_id, _name(principal)),
+                extra=about(research_id, name_of(principal)),
             )
         return {}
 
@@ -180,7 +182,7 @@ class ResearchTasks(Extension):
         self, ctx: ServerRequestContext[Any, Any], task_id: str, principal: Principal | None
     ) -> tuple[ResearchService, str]:
         service = await _host(ctx).service()
-        research_id = self._task_ids(service).research_of(task_id, _name(principal))
+        research_id = self._task_ids(service).research_of(task_id, name_of(principal))
         if research_id is None:
             raise _not_found()
         return service, research_id
@@ -200,7 +202,7 @@ class ResearchTasks(Extension):
                 "task poll could not resume %s: %s",
                 research_id,
                 exc.message,
-                extra=about(research_id, _name(principal)),
+                extra=about(research_id, name_of(principal)),
             )
             return payload
         return await _status(service, research_id, principal)
@@ -258,26 +260,16 @@ async def _status(
         raise _not_found() from None
 
 
-def _name(principal: Principal | None) -> str | None:
-    return principal.name if principal is not None else None
-
-
 def _not_found() -> MCPError:
     return MCPError(code=INVALID_PARAMS, message="Failed to retrieve task: Task not found")
 
 
 def _task(task_id: str, payload: dict[str, Any], status: str) -> dict[str, Any]:
     """The task fields of a research's status payload."""
-    counts = payload.get("counts") or {}
-    message = (
-        f"{payload['status']}: {payload.get('phase')}, iteration {payload.get('iteration')}/"
-        f"{payload.get('max_iterations')}, {counts.get('sources', 0)} sources, "
-        f"{counts.get('findings', 0)} findings"
-    )
     return {
         "taskId": task_id,
         "status": status,
-        "statusMessage": message,
+        "statusMessage": progress_message(payload),
         "createdAt": payload["created_at"],
         "lastUpdatedAt": payload.get("last_activity_at") or payload["updated_at"],
         "ttlMs": None,  # kept until deleted (or research.retention_days)

@@ -75,6 +75,7 @@ from foundry_mcp.research.models.modes import (
     SubQuestionSynthesis,
 )
 from foundry_mcp.research.models.options import (
+    LimitArgs,
     ModeOptions,
     ResearchLimits,
     ResearchOptions,
@@ -139,6 +140,7 @@ __all__ = [
     "LLMCallRecord",
     "LLMUsage",
     "LexicalPrior",
+    "LimitArgs",
     "ModeDecision",
     "ModeOptions",
     "Phase",

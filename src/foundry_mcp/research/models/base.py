@@ -70,11 +70,6 @@ class Status(StrEnum):
         """True while some process is (or should be) working on the research."""
         return self in (Status.QUEUED, Status.RUNNING, Status.CANCELLING)
 
-    @property
-    def is_resumable(self) -> bool:
-        """True for the unfinished end states a resume can continue from."""
-        return self in (Status.CANCELLED, Status.FAILED, Status.TIMED_OUT, Status.INTERRUPTED)
-
 
 class AgentRole(StrEnum):
     """The supervisor and its five specialists."""

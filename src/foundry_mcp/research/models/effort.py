@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Unpack, cast
 
 from foundry_mcp.errors import InputError
+from foundry_mcp.research.models.options import LimitArgs
 
 
 class Effort(StrEnum):
@@ -36,15 +37,16 @@ class EffortPreset:
     reflection: bool | None = None
     max_verified_claims: int | None = None
 
-    def limits(self, **given: Any) -> dict[str, Any]:
+    def limits(self, **given: Unpack[LimitArgs]) -> LimitArgs:
         """The research limits: the caller's where given, else the preset's (None: the
         configuration's)."""
-        preset = {
-            "max_iterations": self.max_iterations,
-            "max_sub_queries": self.max_sub_queries,
-            "max_sources_per_query": self.max_sources_per_query,
-        }
-        return {**preset, **{name: value for name, value in given.items() if value is not None}}
+        preset = LimitArgs(
+            max_iterations=self.max_iterations,
+            max_sub_queries=self.max_sub_queries,
+            max_sources_per_query=self.max_sources_per_query,
+        )
+        chosen = {name: value for name, value in given.items() if value is not None}
+        return cast(LimitArgs, {**preset, **chosen})
 
 
 PRESETS: dict[Effort, EffortPreset] = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, TypedDict
 
 from pydantic import Field
 
@@ -19,6 +19,17 @@ class ResearchLimits(_Model):
     max_sources_per_query: int = 5
     max_concurrent: int = 3
     task_timeout: float = 600.0
+
+
+class LimitArgs(TypedDict, total=False):
+    """The limits a caller may give a start or a resume; one left out, or None, keeps the
+    research's own (or the configuration's). Bounds: ``config.LIMIT_BOUNDS``."""
+
+    max_iterations: int | None
+    max_sub_queries: int | None
+    max_sources_per_query: int | None
+    max_concurrent: int | None
+    task_timeout: float | None
 
 
 class ModeOptions(_Model):

@@ -16,6 +16,7 @@ from foundry_mcp.providers.search.base import SOURCE_TYPES
 from foundry_mcp.research.models import (
     ExplorationMode,
     HypothesisMode,
+    LimitArgs,
     ModeOptions,
     ResearchLimits,
     ResearchMode,
@@ -186,25 +187,15 @@ def resolve_mode(research: ResearchSettings, mode: str | None) -> ModeOptions:
 
 
 def research_limits(
-    research: ResearchSettings, base: ResearchLimits | None, **given: Any
+    research: ResearchSettings, base: ResearchLimits | None, given: LimitArgs
 ) -> ResearchLimits:
     """``base`` (or the ``[research]`` defaults) with the limits the caller gave, each checked."""
-    limits = (
-        base.model_copy()
-        if base
-        else ResearchLimits(
-            max_iterations=research.deep_research_max_iterations,
-            max_sub_queries=research.deep_research_max_sub_queries,
-            max_sources_per_query=research.deep_research_max_sources,
-            max_concurrent=research.deep_research_max_concurrent,
-            task_timeout=research.deep_research_timeout,
-        )
-    )
+    limits = base.model_copy() if base else ResearchLimits(**research.default_limits())
     for name, value in given.items():
         if value is not None:
             low, high = LIMIT_BOUNDS[name]
-            check_range(name, value, low, high, integer=name != "task_timeout")
-            setattr(limits, name, float(value) if name == "task_timeout" else value)
+            checked = check_range(name, value, low, high, integer=name != "task_timeout")
+            setattr(limits, name, float(checked) if name == "task_timeout" else checked)
     return limits
 
 

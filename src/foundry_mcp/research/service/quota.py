@@ -17,7 +17,7 @@ import anyio
 
 from foundry_mcp.errors import FoundryError, QuotaExceededError
 from foundry_mcp.research.models import Status, utcnow
-from foundry_mcp.research.models.principal import Principal
+from foundry_mcp.research.principal import Principal
 from foundry_mcp.research.service.ownership import OwnershipWatch
 from foundry_mcp.research.store.protocol import Store
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from foundry_mcp.config import LIMIT_BOUNDS, MAX_QUERY_CHARS, MAX_WAIT_SECONDS, Settings
 from foundry_mcp.context.runtime import ContextServices
@@ -25,8 +25,8 @@ from foundry_mcp.providers.health import check_providers
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.research.export.files import MAX_INLINE_CHARS, export_research
 from foundry_mcp.research.jobs import JobRunner
-from foundry_mcp.research.models import Status
-from foundry_mcp.research.models.principal import Principal, name_of
+from foundry_mcp.research.models import LimitArgs, Status
+from foundry_mcp.research.principal import Principal, name_of
 from foundry_mcp.research.runner import ResearchRunner
 from foundry_mcp.research.service.inputs import check_range
 from foundry_mcp.research.service.ownership import OwnershipWatch
@@ -112,17 +112,13 @@ class ResearchService:
         system_prompt: str | None = None,
         provider_id: str | None = None,
         model: str | None = None,
-        max_iterations: int | None = None,
-        max_sub_queries: int | None = None,
-        max_sources_per_query: int | None = None,
-        max_concurrent: int | None = None,
-        task_timeout: float | None = None,
         mode: str | None = None,
         source_types: Any = None,
         preferred_sources: Any = None,
         effort: Any = None,
         max_time_s: float | None = None,
         principal: Principal | None = None,
+        **limits: Unpack[LimitArgs],
     ) -> dict[str, Any]:
         """Validate, save a queued research and start it in the background.
 
@@ -137,11 +133,7 @@ class ResearchService:
                 system_prompt=system_prompt,
                 provider_id=provider_id,
                 model=model,
-                max_iterations=max_iterations,
-                max_sub_queries=max_sub_queries,
-                max_sources_per_query=max_sources_per_query,
-                max_concurrent=max_concurrent,
-                task_timeout=task_timeout,
+                limits=limits,
                 mode=mode,
                 source_types=source_types,
                 preferred_sources=preferred_sources,
@@ -160,12 +152,8 @@ class ResearchService:
         self,
         research_id: Any,
         *,
-        max_iterations: int | None = None,
-        max_sub_queries: int | None = None,
-        max_sources_per_query: int | None = None,
-        max_concurrent: int | None = None,
-        task_timeout: float | None = None,
         principal: Principal | None = None,
+        **limits: Unpack[LimitArgs],
     ) -> dict[str, Any]:
         """Continue an unfinished research from its saved phase, without redoing work.
 
@@ -174,14 +162,7 @@ class ResearchService:
         """
         self._reveal(research_id, principal)
         with admitted(self.watch, principal):
-            return self.writer.resume(
-                research_id,
-                max_iterations=max_iterations,
-                max_sub_queries=max_sub_queries,
-                max_sources_per_query=max_sources_per_query,
-                max_concurrent=max_concurrent,
-                task_timeout=task_timeout,
-            )
+            return self.writer.resume(research_id, limits)
 
     async def cancel(self, research_id: Any, principal: Principal | None = None) -> dict[str, Any]:
         """Stop a running research; its partial results stay and it can be resumed."""

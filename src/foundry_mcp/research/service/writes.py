@@ -18,6 +18,7 @@ from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.models import (
     AgentDecision,
     AgentRole,
+    LimitArgs,
     Phase,
     ResearchMode,
     ResearchOptions,
@@ -80,11 +81,7 @@ class ResearchWriter:
         system_prompt: str | None = None,
         provider_id: str | None = None,
         model: str | None = None,
-        max_iterations: int | None = None,
-        max_sub_queries: int | None = None,
-        max_sources_per_query: int | None = None,
-        max_concurrent: int | None = None,
-        task_timeout: float | None = None,
+        limits: LimitArgs | None = None,
         mode: str | None = None,
         source_types: Any = None,
         preferred_sources: Any = None,
@@ -106,17 +103,7 @@ class ResearchWriter:
             check_range("max_time_s", max_time_s, 5, 86400, integer=False)
         preset = PRESETS[chosen or Effort.STANDARD]
         mode_options = resolve_mode(self.settings.research, mode or preset.mode)
-        limits = research_limits(
-            self.settings.research,
-            None,
-            **preset.limits(
-                max_iterations=max_iterations,
-                max_sub_queries=max_sub_queries,
-                max_sources_per_query=max_sources_per_query,
-                max_concurrent=max_concurrent,
-                task_timeout=task_timeout,
-            ),
-        )
+        resolved = research_limits(self.settings.research, None, preset.limits(**(limits or {})))
         llm_name, llm_model = self.providers.resolve_llm(provider_id, model)
         # A provider named by the caller runs every phase; otherwise the per-phase lists apply
         # (resolved now, to fail here naming the key).
@@ -137,7 +124,7 @@ class ResearchWriter:
             principal=principal,
             query=query,
             system_prompt=(system_prompt or None),
-            limits=limits,
+            limits=resolved,
             options=ResearchOptions(
                 verify_citations=research.deep_research_verify_citations,
                 parallel_writing=research.deep_research_parallel_writing,
@@ -182,7 +169,7 @@ class ResearchWriter:
                 "this research_id (wait=true to block until it moves), then "
                 "action='deep-research-report'."
             ),
-            "limits": limits.model_dump(),
+            "limits": resolved.model_dump(),
             "mode": mode_options.requested.value,
             "effort": (chosen or Effort.STANDARD).value,
             "provider": f"{llm_name}:{llm_model}",
@@ -225,12 +212,7 @@ class ResearchWriter:
     def resume(
         self,
         research_id: Any,
-        *,
-        max_iterations: int | None = None,
-        max_sub_queries: int | None = None,
-        max_sources_per_query: int | None = None,
-        max_concurrent: int | None = None,
-        task_timeout: float | None = None,
+        limits: LimitArgs | None = None,
     ) -> dict[str, Any]:
         """Continue an unfinished research from its saved phase, without redoing work.
 
@@ -245,17 +227,10 @@ class ResearchWriter:
                 remediation="Wait for it with action='deep-research-status' and wait=true.",
             )
         continuing = state.status is Status.COMPLETED
+        given = limits or {}
         if continuing:
-            check_can_continue(state, max_iterations)
-        state.limits = research_limits(
-            self.settings.research,
-            state.limits,
-            max_iterations=max_iterations,
-            max_sub_queries=max_sub_queries,
-            max_sources_per_query=max_sources_per_query,
-            max_concurrent=max_concurrent,
-            task_timeout=task_timeout,
-        )
+            check_can_continue(state, given.get("max_iterations"))
+        state.limits = research_limits(self.settings.research, state.limits, given)
         # The provider must still be usable: fail now, not in the background.
         self.providers.resolve_llm(f"{state.llm_provider}:{state.llm_model}", None)
         if not state.options.pinned_provider:

@@ -27,22 +27,6 @@ class CallLog:
     def count(self, kind: str) -> int:
         return sum(1 for k, _, _ in self.intervals if k == kind)
 
-    def busy_seconds(self) -> float:
-        """Time during which at least one provider call was in flight (union of intervals)."""
-        total = 0.0
-        current_start: float | None = None
-        current_end = 0.0
-        for _, start, end in sorted(self.intervals, key=lambda item: item[1]):
-            if current_start is None or start > current_end:
-                if current_start is not None:
-                    total += current_end - current_start
-                current_start, current_end = start, end
-            else:
-                current_end = max(current_end, end)
-        if current_start is not None:
-            total += current_end - current_start
-        return total
-
 
 @dataclass(frozen=True)
 class LLMRoute:
