@@ -6,7 +6,7 @@ import pytest
 
 from foundry_mcp.config import Settings
 from foundry_mcp.errors import InputError
-from foundry_mcp.research.models.effort import PRESETS, Effort, check_effort
+from foundry_mcp.research.effort import PRESETS, Effort, check_effort
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import ResearchBrain
 from tests.support import TERMINAL, wait_until

@@ -4,7 +4,7 @@ deep research runs, reads pages and reads the user's own documents."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypedDict
 
 from pydantic import (
     Field,
@@ -51,6 +51,19 @@ LIMIT_KEYS: dict[str, str] = {
     "max_concurrent": "deep_research_max_concurrent",
     "task_timeout": "deep_research_timeout",
 }
+
+
+class LimitArgs(TypedDict, total=False):
+    """The limits a caller may give a start or a resume; one left out, or None, keeps the
+    research's own (or the configuration's). Bounds: ``LIMIT_BOUNDS``."""
+
+    max_iterations: int | None
+    max_sub_queries: int | None
+    max_sources_per_query: int | None
+    max_concurrent: int | None
+    task_timeout: float | None
+
+
 # The longest research question, and the longest long-poll of a status read (seconds): the
 # service enforces them and the MCP tool publishes them in its schema.
 MAX_QUERY_CHARS = 200_000

@@ -16,7 +16,6 @@ what the machine could offer.
 
 from __future__ import annotations
 
-import logging
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,8 +23,6 @@ from dataclasses import dataclass
 import httpx
 
 from foundry_mcp.config import ProviderSettings, Settings
-
-log = logging.getLogger(__name__)
 
 KEYED_LLMS = ("openai", "anthropic", "gemini")
 # Provider name, program and what users call it.

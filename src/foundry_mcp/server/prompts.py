@@ -9,7 +9,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 from pydantic import Field
 
-from foundry_mcp.research.models.effort import Effort  # light: the research code stays unimported
+from foundry_mcp.research.effort import Effort  # light: the research code stays unimported
 
 EFFORTS = tuple(effort.value for effort in Effort)
 

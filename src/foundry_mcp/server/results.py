@@ -18,8 +18,8 @@ from pydantic import Field, ValidationError
 
 from foundry_mcp.providers.breaker import CircuitState
 from foundry_mcp.providers.search.base import SourceType
+from foundry_mcp.research.effort import Effort
 from foundry_mcp.research.export.document import ExportFormat
-from foundry_mcp.research.models.effort import Effort
 from foundry_mcp.server.results_report import EvidenceResult, ReportResult
 from foundry_mcp.server.results_status import (
     ModeName,

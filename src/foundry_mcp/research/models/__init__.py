@@ -4,9 +4,8 @@ Every object that is persisted, handed from one agent to the next or returned to
 pydantic model of this package. Names follow the design seeds where they name them:
 ``base`` (ids and enumerations), ``records`` (what a research accumulates), ``options``
 (its limits and switches), ``state`` (``ResearchState``), ``handoffs`` (agent outputs),
-``modes`` (the research modes: sub-questions, hypotheses, the mode decision), ``effort`` (the
-effort presets) and ``principal`` (a team server's caller). The token-management types a state
-holds (content levels, budget options, fidelity records) belong to ``foundry_mcp.context`` and
+``modes`` (the research modes: sub-questions, hypotheses, the mode decision). The
+token-management types a state holds (content levels, budget options, fidelity records) belong to ``foundry_mcp.context`` and
 are re-exported here.
 """
 
@@ -75,7 +74,6 @@ from foundry_mcp.research.models.modes import (
     SubQuestionSynthesis,
 )
 from foundry_mcp.research.models.options import (
-    LimitArgs,
     ModeOptions,
     ResearchLimits,
     ResearchOptions,
@@ -140,7 +138,6 @@ __all__ = [
     "LLMCallRecord",
     "LLMUsage",
     "LexicalPrior",
-    "LimitArgs",
     "ModeDecision",
     "ModeOptions",
     "Phase",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import Literal
 
 from pydantic import Field
 
@@ -19,17 +19,6 @@ class ResearchLimits(_Model):
     max_sources_per_query: int = 5
     max_concurrent: int = 3
     task_timeout: float = 600.0
-
-
-class LimitArgs(TypedDict, total=False):
-    """The limits a caller may give a start or a resume; one left out, or None, keeps the
-    research's own (or the configuration's). Bounds: ``config.LIMIT_BOUNDS``."""
-
-    max_iterations: int | None
-    max_sub_queries: int | None
-    max_sources_per_query: int | None
-    max_concurrent: int | None
-    task_timeout: float | None
 
 
 class ModeOptions(_Model):
@@ -68,7 +57,7 @@ class ResearchOptions(_Model):
     pinned_provider: bool = False  # the caller named provider_id: it runs every LLM call
     preferred_sources: list[str] = Field(default_factory=list)  # domains or address prefixes
     report_quotes: bool = False  # [report] quotes: the backing passages under each source
-    effort: str = "standard"  # the preset it started with (research/models/effort.py)
+    effort: str = "standard"  # the preset it started with (research/effort.py)
     max_time_s: float | None = None  # time ceiling of a run (workflow/time_ceiling.py)
     max_verified_claims: int = 60
     gate_retries: int = 1

@@ -11,12 +11,12 @@ import re
 from typing import Any
 
 from foundry_mcp.config import LIMIT_BOUNDS, MAX_QUERY_CHARS, ResearchSettings
+from foundry_mcp.config.research_settings import LimitArgs
 from foundry_mcp.errors import InputError, InvalidStateError
 from foundry_mcp.providers.search.base import SOURCE_TYPES
 from foundry_mcp.research.models import (
     ExplorationMode,
     HypothesisMode,
-    LimitArgs,
     ModeOptions,
     ResearchLimits,
     ResearchMode,

@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Any, Unpack
 
 from foundry_mcp.config import LIMIT_BOUNDS, MAX_QUERY_CHARS, MAX_WAIT_SECONDS, Settings
+from foundry_mcp.config.research_settings import LimitArgs
 from foundry_mcp.context.runtime import ContextServices
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.providers.health import check_providers
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.research.export.files import MAX_INLINE_CHARS, export_research
 from foundry_mcp.research.jobs import JobRunner
-from foundry_mcp.research.models import LimitArgs, Status
+from foundry_mcp.research.models import Status
 from foundry_mcp.research.principal import Principal, name_of
 from foundry_mcp.research.runner import ResearchRunner
 from foundry_mcp.research.service.inputs import check_range

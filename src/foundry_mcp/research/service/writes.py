@@ -11,14 +11,15 @@ from typing import Any
 import anyio
 
 from foundry_mcp.config import Settings
+from foundry_mcp.config.research_settings import LimitArgs
 from foundry_mcp.context.runtime import ContextServices
 from foundry_mcp.errors import InputError, InvalidStateError
 from foundry_mcp.providers.registry import ProviderRegistry
+from foundry_mcp.research.effort import PRESETS, Effort, check_effort
 from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.models import (
     AgentDecision,
     AgentRole,
-    LimitArgs,
     Phase,
     ResearchMode,
     ResearchOptions,
@@ -27,7 +28,6 @@ from foundry_mcp.research.models import (
     Status,
     SubQueryStatus,
 )
-from foundry_mcp.research.models.effort import PRESETS, Effort, check_effort
 from foundry_mcp.research.runner import ResearchRunner
 from foundry_mcp.research.service.inputs import (
     check_can_continue,
@@ -92,7 +92,7 @@ class ResearchWriter:
         """Validate, save a queued research and start it in the background.
 
         ``effort`` (quick, standard, deep) sets the limits, mode and checks the caller did not
-        give (see :mod:`foundry_mcp.research.models.effort`). The research belongs to ``principal``
+        give (see :mod:`foundry_mcp.research.effort`). The research belongs to ``principal``
         (None: the local user).
         """
         query = check_query(query)

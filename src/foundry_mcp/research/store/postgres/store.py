@@ -15,7 +15,6 @@ Its parts live beside it: ``database`` (connecting, tables, migrations, errors),
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -47,8 +46,6 @@ from foundry_mcp.research.store.records import (
 )
 from foundry_mcp.research.store.states import RESEARCH_TABLES, decode_branches, decode_state
 from foundry_mcp.research.store.waits import poll_for_cancel, poll_for_change
-
-log = logging.getLogger(__name__)
 
 _ACTIVE = [status.value for status in Status if status.is_active]
 

@@ -13,7 +13,6 @@ answers paid for) and ``files`` (keys and the admission lock, beside the databas
 
 from __future__ import annotations
 
-import logging
 import sqlite3
 import threading
 from collections.abc import Iterable
@@ -45,8 +44,6 @@ from foundry_mcp.research.store.sqlite.journal import LLMJournal
 from foundry_mcp.research.store.sqlite.leases import Leases, check_held, lease_columns
 from foundry_mcp.research.store.states import RESEARCH_TABLES, decode_branches, decode_state
 from foundry_mcp.research.store.waits import poll_for_cancel, poll_for_change
-
-log = logging.getLogger(__name__)
 
 
 class ResearchStore(LeasesAndEvents):

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Unpack, cast
 
+from foundry_mcp.config.research_settings import LimitArgs
 from foundry_mcp.errors import InputError
-from foundry_mcp.research.models.options import LimitArgs
 
 
 class Effort(StrEnum):
