@@ -168,7 +168,7 @@ async def bench_allocation(count: int, repeat: int) -> None:
         context = BenchContext(state, counter, budget)
         started = time.perf_counter()
         await fit_sources(
-            context, prepare_round(context, state.sources), [s.id for s in state.sources]
+            context, prepare_round(context, state.sources), [s.id for s in state.sources], budget
         )
         fit_times.append(time.perf_counter() - started)
     levels: dict[str, int] = {}
@@ -260,7 +260,7 @@ async def bench_survival() -> None:
         state = make_state([s.model_copy() for s in sources])
         context = BenchContext(state, counter, budget)
         fitted = await fit_sources(
-            context, prepare_round(context, state.sources), [s.id for s in state.sources]
+            context, prepare_round(context, state.sources), [s.id for s in state.sources], budget
         )
         prompt = "\n\n".join(f.render() for f in fitted)
         found = [[sentence in prompt for sentence in keys[s.id]] for s in sources]

@@ -60,7 +60,7 @@ async def research_to_end(
     service: ResearchService, question: str, **options: Any
 ) -> tuple[float, dict[str, Any], ResearchState]:
     """Start one research once the providers are warm and wait for its end: its wall time from
-    the start call, its final status and its saved state."""
+    the start call, its final status and its saved state (with its sources' page text)."""
     await anyio.to_thread.run_sync(service.providers.warmed.wait, 30)
     began = time.perf_counter()
     started = service.start(question, **options)
@@ -69,4 +69,6 @@ async def research_to_end(
     await job.done.wait()
     wall = time.perf_counter() - began
     status = await service.status(started["research_id"])
-    return wall, status, service.store.load(started["research_id"])
+    state = service.store.load(started["research_id"])
+    service.store.load_pages(state)  # its sources' page text, kept apart from the state
+    return wall, status, state

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,7 @@ import pytest
 from mcp.types import TextResourceContents
 
 from foundry_mcp.research.models import ResearchState
+from foundry_mcp.research.store.sqlite.store import ResearchStore
 from tests.e2e.conftest import call, run_to_end
 from tests.e2e.test_mcp_stdio import _stdio
 
@@ -18,10 +18,13 @@ pytestmark = [pytest.mark.anyio, pytest.mark.stdio]
 
 
 def _stored_state(research_env: dict[str, str], research_id: str) -> ResearchState:
-    database = Path(research_env["FOUNDRY_MCP_RESEARCH_DIR"]) / "research.db"
-    with sqlite3.connect(database) as db:
-        (state,) = db.execute("SELECT state FROM research WHERE id = ?", (research_id,)).fetchone()
-    return ResearchState.model_validate_json(state)
+    store = ResearchStore(Path(research_env["FOUNDRY_MCP_RESEARCH_DIR"]))
+    try:
+        state = store.load(research_id)
+        store.load_pages(state)  # the page text, kept apart from the state
+        return state
+    finally:
+        store.close()
 
 
 async def test_every_quote_is_the_stored_source_text_at_its_span(

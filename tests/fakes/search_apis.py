@@ -231,6 +231,24 @@ def make_pdf(pages: list[str], title: str | None = None) -> bytes:
     return bytes(out)
 
 
+def long_paragraphs(chars: int, fact: str, depth: float = 0.9) -> list[str]:
+    """Distinct paragraphs of about ``chars`` characters in all, with the sentence ``fact`` in
+    the one at ``depth`` of the text (0.9: near the end, past any fixed cut of old)."""
+    paragraphs: list[str] = []
+    size = 0
+    while size < chars:
+        n = len(paragraphs)
+        paragraph = (
+            f"Section {n} of the survey reports measurement {n * 7 % 101} for site {n % 37}, "
+            f"taken in season {n % 4} with instrument {n % 13}; the readings of batch {n} agree "
+            f"with those of batch {n - 1} within {n % 9} percent across every sampled depth."
+        )
+        paragraphs.append(paragraph)
+        size += len(paragraph) + 2
+    paragraphs[int(len(paragraphs) * depth)] += " " + fact
+    return paragraphs
+
+
 def fake_pages(pages: Mapping[str, FakeResponse] | None = None) -> FakeHTTPServer:
     """A started server answering ``GET <path>`` with the given responses."""
     server = FakeHTTPServer()

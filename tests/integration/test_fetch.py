@@ -32,6 +32,7 @@ from tests.fakes import (
     article_html,
     fake_pages,
     html_page,
+    long_paragraphs,
     make_pdf,
     redirect,
 )
@@ -166,6 +167,43 @@ async def test_body_is_cut_at_max_bytes() -> None:
     assert result.bytes == 50_000
     assert result.truncated
     assert "A sentence of the long article body." in (result.text or "")
+
+
+FACT = "The deepest core sample dated the ice at 41,200 years."
+
+
+async def test_a_400_kb_page_is_read_whole() -> None:
+    """No fixed cut: the fact at 90% of a long page reaches the source's text."""
+    paragraphs = long_paragraphs(400_000, FACT)
+    markup = article_html("Ice cores", paragraphs, boilerplate=False)
+    plain = FakeResponse(body="\n\n".join(paragraphs), headers={"content-type": "text/plain"})
+    with fake_pages({"/core.html": html_page(markup), "/core.txt": plain}) as server:
+        html = await _fetch_one(server, "/core.html")
+        text = await _fetch_one(server, "/core.txt")
+    assert html.ok and text.ok, (html.error, text.error)
+    assert text.text == "\n\n".join(paragraphs)
+    assert not text.truncated
+    assert html.text is not None and len(html.text) > 390_000
+    assert FACT in html.text and paragraphs[-1] in html.text
+
+
+async def test_a_page_of_two_million_characters_is_kept_by_default() -> None:
+    body = "\n\n".join(long_paragraphs(2_000_000, FACT, depth=0.99))[:2_000_000]
+    plain = FakeResponse(body=body, headers={"content-type": "text/plain"})
+    with fake_pages({"/book.txt": plain}) as server:
+        result = await _fetch_one(server, "/book.txt")
+    assert result.ok, result.error
+    assert result.text == body and FACT in result.text
+
+
+async def test_text_past_max_page_chars_is_cut_there() -> None:
+    body = "\n\n".join(long_paragraphs(40_000, FACT))
+    plain = FakeResponse(body=body, headers={"content-type": "text/plain"})
+    with fake_pages({"/long.txt": plain}) as server:
+        result = await _fetch_one(server, "/long.txt", max_page_chars=10_000)
+    assert result.ok, result.error
+    assert result.text == body[:10_000]
+    assert result.truncated
 
 
 async def test_pdf_over_max_bytes_is_refused() -> None:

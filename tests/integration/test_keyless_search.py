@@ -257,6 +257,7 @@ async def test_a_research_with_only_the_keyless_search_reads_the_pages(
             started = service.start("Is tidal energy reliable?", max_iterations=1)
             status = await wait_until(service, started["research_id"], TERMINAL)
             state = service.store.load(started["research_id"])
+            service.store.load_pages(state)
             events = service.store.events(started["research_id"], after=0, limit=1000)
         page_requests = [r.path for r in web.requests]
     assert status["status"] == "completed", status["error"]

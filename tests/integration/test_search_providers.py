@@ -45,6 +45,7 @@ from tests.fakes import (
     fake_semantic_scholar,
     fake_tavily,
     html_page,
+    long_paragraphs,
     paper,
 )
 
@@ -333,6 +334,30 @@ async def test_tavily_news_results_carry_the_day_they_were_published() -> None:
         None,
         None,
     ]
+
+
+async def test_tavily_keeps_a_400_kb_page_whole_and_cuts_at_max_page_chars(
+    tmp_path: Path,
+) -> None:
+    fact = "The tidal array delivered 3.4 GWh in its first winter."
+    raw = "\n\n".join(long_paragraphs(400_000, fact))
+    hit = [
+        {"title": "Tidal power survey", "url": "https://tides.example/survey", "raw_content": raw}
+    ]
+    with fake_tavily({"tidal": hit}, api_key="tvly-key") as server:
+        env = {"TAVILY_API_KEY": "tvly-key", "TAVILY_BASE_URL": server.base_url}
+        whole = _registry(tmp_path, env)
+        (tmp_path / "lowered").mkdir()
+        lowered = _registry(tmp_path / "lowered", env, "[research.fetch]\nmax_page_chars = 50000\n")
+        try:
+            (found,) = await whole.search("tavily").search("tidal", 1)
+            (cut,) = await lowered.search("tavily").search("tidal", 1)
+        finally:
+            await whole.aclose()
+            await lowered.aclose()
+    assert found.content == raw  # the fact at 90% of the page is there
+    assert fact in found.content
+    assert cut.content == raw[:50_000]
 
 
 async def test_semantic_scholar_keyless_429_suggests_a_key() -> None:
@@ -852,6 +877,7 @@ async def test_research_runs_on_local_documents_alone(
         started = service.start("How do tides form on Earth?", max_iterations=1)
         status = await wait_until(service, started["research_id"], TERMINAL)
         state = service.store.load(started["research_id"])
+        service.store.load_pages(state)
         report = service.full_report(started["research_id"])
     assert status["status"] == "completed", status["error"]
     assert state.search_providers == ["local"]
@@ -913,6 +939,7 @@ async def test_research_with_google_and_semantic_scholar_reads_the_pages(
                 )
                 status = await wait_until(service, started["research_id"], TERMINAL)
                 state = service.store.load(started["research_id"])
+                service.store.load_pages(state)
                 events = service.store.events(started["research_id"], after=0, limit=1000)
             assert google.requests_to("/customsearch/v1")
             assert s2.requests_to("/graph/v1/paper/search")

@@ -115,6 +115,7 @@ async def test_research_with_default_settings_never_touches_private_addresses(
                 rid = started["research_id"]
                 status = await wait_until(service, rid, TERMINAL)
                 state = service.store.load(rid)
+                service.store.load_pages(state)
                 events = service.store.events(rid, after=0, limit=1000)
             assert tavily.requests_to("/search")
         assert web.requests == []  # not one request reached the page server

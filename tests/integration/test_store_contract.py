@@ -8,15 +8,20 @@ SQLite file) and ``test_store_postgres.py`` (migrations under a lock, errors, th
 from __future__ import annotations
 
 import base64
+import json
 import random
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import anyio
+import psycopg
 import pytest
 
 from foundry_mcp.config.research_settings import ResearchSettings
@@ -36,6 +41,7 @@ from foundry_mcp.research.store.owners import (
     Owner,
 )
 from foundry_mcp.research.store.protocol import Store
+from foundry_mcp.research.store.sqlite.database import DB_NAME
 from tests.support import STATE_BASE, stored_state
 
 
@@ -51,6 +57,17 @@ class Stores:
         store = open_store(self.settings)
         self.opened.append(store)
         return store
+
+    def sql(self, statement: str, *params: object) -> list[tuple[Any, ...]]:
+        """Run ``statement`` on the tables behind the stores' back (``?`` marks a parameter)."""
+        if self.backend == "sqlite":
+            with closing(sqlite3.connect(self.settings.research_dir / DB_NAME)) as db, db:
+                return db.execute(statement, params).fetchall()
+        assert self.settings.store_url is not None
+        url = self.settings.store_url.get_secret_value()
+        with psycopg.connect(url, autocommit=True) as conn:
+            cursor = conn.execute(statement.replace("?", "%s"), params)  # type: ignore[arg-type]
+            return cursor.fetchall() if cursor.description else []
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -112,6 +129,7 @@ def test_round_trip_keeps_every_field(store: Store) -> None:
     )
     store.save(state)
     loaded = store.load(state.id)
+    store.load_pages(loaded)  # the page text is kept apart
     assert loaded.model_dump() == state.model_dump()
     total = loaded.llm_usage.total
     assert total.input_tokens + total.output_tokens == 15
@@ -392,6 +410,164 @@ def test_the_journal_is_fenced_and_replayed(stores: Stores, store: Store) -> Non
     assert store.journal.count(state.id) == 2
 
 
+# --------------------------------------------------------------------------- page text
+
+FACT = "The last core reached ice 41,200 years old."
+
+
+def _page(chars: int, name: str = "") -> str:
+    """A page of about ``chars`` characters whose fact is at its very end."""
+    line = f"{name} line of a long page about ice cores and the climates they record.\n"
+    return line * (chars // len(line)) + FACT
+
+
+def _with_pages(*texts: str | None, index: int = 0, **fields: Any) -> ResearchState:
+    sources = [Source(title=f"Page {n}", content=text) for n, text in enumerate(texts)]
+    return stored_state(index, sources=sources, **fields)
+
+
+def _stored_json(stores: Stores, research_id: str) -> str:
+    (row,) = stores.sql("SELECT state FROM research WHERE id = ?", research_id)
+    return str(row[0])
+
+
+def _page_count(stores: Stores) -> int:
+    return int(stores.sql("SELECT count(*) FROM pages")[0][0])
+
+
+def _texts(store: Store, research_id: str) -> list[str | None]:
+    state = store.load(research_id)
+    store.load_pages(state)
+    return [source.content for source in state.sources]
+
+
+def test_page_text_is_kept_apart_from_the_state_and_read_back_whole(
+    stores: Stores, store: Store
+) -> None:
+    small, large = _with_pages(_page(20_000), index=1), _with_pages(_page(400_000), index=2)
+    for state in (small, large):
+        store.save(state)
+    rows = {chars: _stored_json(stores, s.id) for chars, s in ((20, small), (400, large))}
+    print(f"\nstate row with a 20 KB page: {len(rows[20])} bytes, 400 KB: {len(rows[400])}")
+    assert FACT not in rows[400] and len(rows[400]) < 5_000
+    assert abs(len(rows[400]) - len(rows[20])) < 20  # only the hash and ids differ
+    loaded = store.load(large.id)
+    assert loaded.sources[0].content is None  # status, lists and reports never read pages
+    assert loaded.sources[0].content_hash == large.sources[0].content_hash
+    store.load_pages(loaded)
+    assert loaded.sources[0].content == _page(400_000)
+    assert loaded.model_dump() == large.model_dump()
+
+
+def test_any_text_round_trips(store: Store) -> None:
+    odd = "NUL \x00 inside, ünïcode ✓, emoji 🧊, CRLF\r\nend"
+    state = _with_pages(odd, "", None)
+    store.save(state)
+    assert _texts(store, state.id) == [odd, "", None]
+
+
+def test_a_save_of_an_unchanged_state_writes_no_page(stores: Stores, store: Store) -> None:
+    state = _with_pages(_page(50_000))
+    store.save(state)
+    stores.sql("DELETE FROM pages")  # a page written again would be back
+    state.status = Status.RUNNING
+    store.save(state)
+    assert _page_count(stores) == 0
+    state.sources.append(Source(title="new", content="a new page"))
+    store.save(state)
+    assert _page_count(stores) == 1  # only the new text was written
+    loaded = store.load(state.id)
+    store.load_pages(loaded)  # the page deleted by hand: that source keeps its snippet
+    assert [s.content for s in loaded.sources] == [None, "a new page"]
+
+
+def test_create_and_branches_keep_their_pages(store: Store) -> None:
+    owner = Owner()
+    state = _with_pages("the research's page")
+    store.create(state, owner, lease_seconds=30)
+    one = state.model_copy(update={"branch": "sq-1", "sources": [Source(title="a", content="A")]})
+    two = state.model_copy(update={"branch": "sq-2", "sources": [Source(title="b", content="B")]})
+    store.save_branch(one, owner)
+    store.save_branch(two, owner)
+    assert _texts(store, state.id) == ["the research's page"]
+    branches = store.load_branches(state.id)
+    assert all(b.sources[0].content is None for b in branches.values())
+    store.load_pages(*branches.values())
+    assert {key: b.sources[0].content for key, b in branches.items()} == {"sq-1": "A", "sq-2": "B"}
+
+
+def test_a_page_shared_by_two_research_is_kept_once_until_neither_uses_it(
+    stores: Stores, store: Store
+) -> None:
+    shared = _page(30_000, "shared")
+    first, second = _with_pages(shared, "first's own", index=1), _with_pages(shared, index=2)
+    store.save(first)
+    store.save(second)
+    assert _page_count(stores) == 2
+    assert store.delete(first.id)
+    assert _page_count(stores) == 1
+    assert _texts(store, second.id) == [shared]
+    assert store.delete(second.id)
+    assert _page_count(stores) == 0
+    assert stores.sql("SELECT count(*) FROM research_pages")[0][0] == 0
+
+
+def test_retention_deletes_the_pages_only_old_research_used(stores: Stores, store: Store) -> None:
+    shared = "a page both research read"
+    old = _with_pages(shared, "only the old one's page", index=1, status=Status.COMPLETED)
+    store.save(old)
+    time.sleep(0.3)
+    fresh = _with_pages(shared, index=2, status=Status.COMPLETED)
+    store.save(fresh)
+    assert store.delete_older_than(0.2 / 86400) == 1
+    assert _page_count(stores) == 1
+    assert _texts(store, fresh.id) == [shared]
+
+
+def test_a_text_set_aside_is_not_read_back(store: Store) -> None:
+    """The degradation ladder may set a text aside (``content = None``): it stays aside."""
+    state = _with_pages("kept", "set aside", "set aside unread")
+    store.save(state)
+    loaded = store.load(state.id)
+    store.load_pages(loaded)
+    loaded.sources[1].content = None
+    store.save(loaded)
+    unread = store.load(state.id)
+    unread.sources[2].content = None  # its text never read back
+    store.save(unread)
+    assert _texts(store, state.id) == ["kept", None, None]
+
+
+def test_a_save_refused_by_the_fence_is_written_in_full_by_the_next(
+    stores: Stores, store: Store
+) -> None:
+    owner, thief = Owner(), Owner()
+    state = _with_pages()
+    store.create(state, owner, lease_seconds=30)
+    state.sources.append(Source(title="late", content="a page read late"))
+    with pytest.raises(LeaseLostError):
+        store.save(state, thief)
+    assert _page_count(stores) == 0  # rolled back with the state
+    store.save(state, owner)
+    assert _texts(store, state.id) == ["a page read late"]
+
+
+def test_a_state_with_its_text_inline_loads_and_moves_it_out_on_save(
+    stores: Stores, store: Store
+) -> None:
+    """States saved before pages had their own table carry the text in their JSON."""
+    state = _with_pages()
+    store.save(state)
+    inline = json.loads(_stored_json(stores, state.id))
+    inline["sources"] = [{"id": "src-0000aaaa", "title": "old", "content": _page(40_000)}]
+    stores.sql("UPDATE research SET state = ? WHERE id = ?", json.dumps(inline), state.id)
+    loaded = store.load(state.id)
+    assert loaded.sources[0].content == _page(40_000)
+    store.save(loaded)
+    assert FACT not in _stored_json(stores, state.id)
+    assert _texts(store, state.id) == [_page(40_000)]
+
+
 # --------------------------------------------------------------------------- ownership
 
 
@@ -583,6 +759,29 @@ def _in_threads(targets: list[Callable[[], None]]) -> None:
         thread.join(timeout=30)
     if errors:
         raise errors[0]
+
+
+def test_a_page_another_server_deletes_meanwhile_is_never_lost(stores: Stores) -> None:
+    """One server links a page while another deletes the only other research using it."""
+    saver, deleter = stores.open(), stores.open()
+    shared = _page(5_000, "shared")
+    kept = _with_pages(index=1)
+    saver.save(kept)
+
+    def save_again_and_again() -> None:
+        for n in range(20):
+            copy = shared[:-1] + shared[-1]  # an equal text in a new object: written again
+            kept.sources = [Source(title=f"copy {n}", content=copy)]
+            saver.save(kept)
+            assert _texts(saver, kept.id) == [shared]
+
+    def delete_again_and_again() -> None:
+        for n in range(20):
+            other = _with_pages(shared, index=2 + n)
+            deleter.save(other)
+            deleter.delete(other.id)
+
+    _in_threads([save_again_and_again, delete_again_and_again])
 
 
 # --------------------------------------------------------------------------- shared by servers

@@ -56,8 +56,9 @@ def long_page(query: str, n: int, sentences: int = 60) -> str:
     return "\n\n".join(" ".join(lines[i : i + 4]) for i in range(0, len(lines), 4))
 
 
-def long_corpus(per_query: int, huge_last: bool = False) -> Any:
-    """Pages of about 2,300 tokens; with ``huge_last`` each query's last page has 23,000."""
+def long_corpus(per_query: int, huge_last: bool = False, sentences: int = 60) -> Any:
+    """Pages of ``sentences`` sentences (60: about 2,300 tokens); with ``huge_last`` each
+    query's last page has 600 (about 23,000)."""
 
     def results(query: str) -> list[dict[str, Any]]:
         slug = hashlib.sha256(query.encode()).hexdigest()[:10]
@@ -68,7 +69,7 @@ def long_corpus(per_query: int, huge_last: bool = False) -> Any:
                 "content": f"Field report {n} on lithium battery recycling yields.",
                 "score": round(0.9 - 0.05 * n, 3),
                 "raw_content": long_page(
-                    query, n, sentences=600 if huge_last and n == per_query else 60
+                    query, n, sentences=600 if huge_last and n == per_query else sentences
                 ),
             }
             for n in range(1, per_query + 1)
@@ -111,21 +112,23 @@ def make_settings(
     return load_settings(env=env, cwd=tmp_path, home=Path(env["HOME"]))
 
 
-# One analysis call may carry about 1,400 tokens of sources: a page (2,300) must be shortened.
+# One analysis call may carry about 4,000 tokens of sources: a page of 2,300 is read whole, one
+# of 11,000 (``sentences=300``) only in part.
 SMALL_WINDOW = 'model_context_overrides = { "gpt-4.1-mini" = 8000 }'
 
 
 async def test_sources_are_shortened_to_fit_and_fidelity_is_reported(
-    research_env: dict[str, str], tmp_path: Path, brain: ResearchBrain, long_tavily: FakeHTTPServer
+    research_env: dict[str, str], tmp_path: Path, brain: ResearchBrain
 ) -> None:
     brain.overrides["other"] = extractive_summary
-    settings = make_settings(research_env, tmp_path, long_tavily, SMALL_WINDOW)
-    async with research_runtime(settings, warm=False) as service:
-        started = service.start(QUESTION, max_iterations=1, max_sources_per_query=2)
-        status = await wait_until(service, started["research_id"], TERMINAL)
-        assert status["status"] == "completed", status["error"]
-        report, _ = service.report(started["research_id"])
-        state = service.store.load(started["research_id"])
+    with fake_tavily(long_corpus(per_query=2, sentences=300)) as tavily:
+        settings = make_settings(research_env, tmp_path, tavily, SMALL_WINDOW)
+        async with research_runtime(settings, warm=False) as service:
+            started = service.start(QUESTION, max_iterations=1, max_sources_per_query=2)
+            status = await wait_until(service, started["research_id"], TERMINAL)
+            assert status["status"] == "completed", status["error"]
+            report, _ = service.report(started["research_id"])
+            state = service.store.load(started["research_id"])
 
     options = state.options.token_budget
     assert options.context_window == 8_000 and options.limits_source == "override"
@@ -134,20 +137,18 @@ async def test_sources_are_shortened_to_fit_and_fidelity_is_reported(
     assert fidelity["enabled"] is True
     assert 0 < fidelity["score"] < 1
     assert fidelity["band"] in {"condensed", "compressed", "minimal"}
-    assert fidelity["items_degraded"] >= 5 and fidelity["items_summarized"] >= 1
-    # Every analysis call had the phase budget to itself; the phase sums its calls.
+    assert fidelity["items_degraded"] >= 5
+    # More calls than the phase's share of one window would allow, each filling its own room.
     analysis = fidelity["phases"]["analysis"]
-    calls = analysis["tokens_available"] // budget.phase_budget("analysis")
-    assert calls >= 2 and analysis["tokens_available"] == calls * budget.phase_budget("analysis")
+    assert analysis["tokens_available"] > 2 * budget.phase_budget("analysis")
     assert analysis["tokens_used"] <= analysis["tokens_available"]
     # Every analysis prompt fitted what one call may carry.
     limit = budget.input_limit(budget.output_tokens("analysis"))
     prompts = [(s, u) for agent, s, u in brain.history if agent == "analyzer"]
-    assert prompts
+    assert len(prompts) >= 5
     for system, user in prompts:
         assert estimate_tokens(system) + estimate_tokens(user) <= limit
-        assert "Note: shortened to fit" in user
-    assert brain.calls["other"] >= 1  # summaries were asked for
+        assert "[…]" in user  # each page's most relevant passages, the rest marked
     # The report carries the per-item records.
     items = report["fidelity"]["content_fidelity"]
     assert items and all(
@@ -157,9 +158,9 @@ async def test_sources_are_shortened_to_fit_and_fidelity_is_reported(
     for record in state.content_fidelity.values():
         if record.item_type == "source":
             assert record.current_tokens <= record.original_tokens
+            assert record.method == "selection" and record.compression_ratio < 1
             assert record.content_hash and record.content_hash.startswith("sha256:")
     assert report["fidelity"]["client_budget_tokens"] == budget.client_budget
-    assert (Path(settings.research.research_dir) / "context-cache.db").exists()
 
 
 async def test_runtime_overhead_shrinks_every_call_and_status_shows_the_figures(
@@ -200,19 +201,23 @@ async def test_runtime_overhead_shrinks_every_call_and_status_shows_the_figures(
 async def test_content_exceeded_then_dropping_archive_and_restore(
     research_env: dict[str, str], tmp_path: Path, brain: ResearchBrain
 ) -> None:
-    # Each query's last page is too big for one analysis call even as a headline (10%): it
-    # cannot be analysed unless dropped. The best five of the round still fit at 30%.
+    # Each query's last page (23,000 tokens) is far larger than one analysis call of an
+    # 8,000-token window: the research reads its best passages instead of failing, with or
+    # without allow_content_dropping.
     brain.overrides["other"] = extractive_summary
     with fake_tavily(long_corpus(per_query=5, huge_last=True)) as tavily:
         strict = make_settings(research_env, tmp_path, tavily, SMALL_WINDOW)
         async with research_runtime(strict, warm=False) as service:
             started = service.start(QUESTION, max_iterations=1, max_sources_per_query=5)
-            research_id = started["research_id"]
-            status = await wait_until(service, research_id, TERMINAL)
-        assert status["status"] == "failed"
-        assert "does not fit" in status["error"]
-        assert "allow_content_dropping" in status["error"]
+            status = await wait_until(service, started["research_id"], TERMINAL)
+            assert status["status"] == "completed", status["error"]
+            first = service.store.load(started["research_id"])
+        huge = [s.id for s in first.sources if s.url and s.url.endswith("/5")]
+        assert huge and all(first.content_fidelity[i].method == "selection" for i in huge)
+        assert not first.dropped_content_ids
 
+        # With the archive on, the originals of the most shortened pages are kept, and a
+        # restore brings one back for a resumed run to read in a roomier window.
         archive_dir = tmp_path / "kept-originals"
         relaxed = make_settings(
             research_env,
@@ -224,27 +229,25 @@ async def test_content_exceeded_then_dropping_archive_and_restore(
         )
         hooks = HoldBeforeSynthesis()
         async with research_runtime(relaxed, hooks, warm=False) as service:
-            service.resume(research_id)  # the new settings apply to the resumed run
+            started = service.start(QUESTION, max_iterations=1, max_sources_per_query=5)
+            research_id = started["research_id"]
             with anyio.fail_after(30):
                 await hooks.reached.wait()
             await service.cancel(research_id)
             state = service.store.load(research_id)
             assert state.status.value == "cancelled" and state.phase is Phase.SYNTHESIS
-            dropped = list(state.dropped_content_ids)
-            assert dropped and len(state.content_archive_hashes) >= len(dropped)
-            by_id = state.source_by_id()
-            assert all(by_id[sid].content is None for sid in dropped)
+            archived = list(state.content_archive_hashes)
+            assert archived and set(huge_urls(state)) <= set(archived)
             assert stat.S_IMODE(archive_dir.stat().st_mode) == 0o700
             for digest in state.content_archive_hashes.values():
                 path = archive_dir / f"{digest.removeprefix('sha256:')}.json"
                 assert stat.S_IMODE(path.stat().st_mode) == 0o600
                 assert json.loads(path.read_text())["content_hash"] == digest
             status = await service.status(research_id)
-            assert status["fidelity"]["items_dropped"] == len(dropped)
-            assert set(status["fidelity"]["dropped_ids"]) <= set(dropped)
+            assert status["fidelity"]["archived"] == len(archived)
 
-            restored = service.restore_content(research_id, dropped[0])
-            assert restored["restored_from"] == "archive" and restored["reopened_analysis"]
+            restored = service.restore_content(research_id, archived[0])
+            assert restored["reopened_analysis"]
             hooks.release.set()
 
         # A restored source must be read: resumed with a model whose window holds it.
@@ -260,14 +263,19 @@ async def test_content_exceeded_then_dropping_archive_and_restore(
             status = await wait_until(service, research_id, TERMINAL)
             assert status["status"] == "completed", status["error"]
             state = service.store.load(research_id)
+            service.store.load_pages(state)
 
-    source = state.source_by_id()[dropped[0]]
+    source = state.source_by_id()[archived[0]]
     assert source.analyzed and source.content
-    assert dropped[0] in state.protected_content_ids
-    assert dropped[0] not in state.dropped_content_ids
-    assert state.content_fidelity[dropped[0]].current_level is not ContentLevel.DROPPED
+    assert archived[0] in state.protected_content_ids
+    assert state.content_fidelity[archived[0]].current_level is not ContentLevel.DROPPED
     last_analysis = [u for agent, _, u in brain.history if agent == "analyzer"][-1]
-    assert f'<source id="{dropped[0]}">' in last_analysis
+    assert f'<source id="{archived[0]}">' in last_analysis
+
+
+def huge_urls(state: ResearchState) -> list[str]:
+    """The ids of the research's huge pages (each query's fifth)."""
+    return [s.id for s in state.sources if s.url and s.url.endswith("/5")]
 
 
 class HoldBeforeSynthesis(SupervisorHooks):

@@ -281,3 +281,14 @@ def test_fidelity_is_recorded_banded_and_never_regresses_silently() -> None:
     assert any("Fidelity fell in iteration 2 for 2 item(s)" in w for w in state.warnings)
     assert any("Research fidelity fell from 1.00 to 0.05" in w for w in state.warnings)
     assert any("Content fidelity is 0.05 (minimal)" in w for w in state.warnings)
+
+
+def test_a_research_that_already_drops_content_is_not_told_to_allow_dropping() -> None:
+    from foundry_mcp.context.errors import ContextExceededError
+
+    items = [ContentItem(f"s{n}", "source", 1000, overhead=50, relevance=0.9) for n in range(6)]
+    for allow_dropping, advised in ((False, True), (True, False)):
+        with pytest.raises(ContextExceededError) as raised:
+            allocate(items, 100, allow_dropping=allow_dropping)
+        assert ("allow_content_dropping" in raised.value.remediation) is advised
+        assert "larger context window" in raised.value.remediation

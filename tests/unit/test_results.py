@@ -169,7 +169,7 @@ async def test_the_fidelity_blocks_of_shortened_content(
     research_env: dict[str, str], tmp_path: Path, brain: ResearchBrain
 ) -> None:
     brain.overrides["other"] = extractive_summary
-    with fake_tavily(long_corpus(per_query=2)) as tavily:
+    with fake_tavily(long_corpus(per_query=2, sentences=300)) as tavily:
         small = make_settings(research_env, tmp_path, tavily, SMALL_WINDOW)
         async with research_runtime(small, warm=False) as service:
             calls = await finished(service, LONG_QUESTION, max_sources_per_query=2)

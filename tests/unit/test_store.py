@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import stat
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from foundry_mcp.errors import InvalidResearchIdError
 from foundry_mcp.research.store.records import validate_research_id
 from foundry_mcp.research.store.sqlite.store import (
     DB_NAME,
+    DB_VERSION,
     ResearchStore,
 )
 from tests.support import stored_state
@@ -76,3 +78,23 @@ def test_the_database_is_in_wal_mode(tmp_path: Path) -> None:
         other.close()
     finally:
         opened.close()
+
+
+def test_a_version_five_file_gets_the_page_tables(tmp_path: Path) -> None:
+    """A database written before pages had their own table is migrated when opened."""
+    directory = tmp_path / "research"
+    state = stored_state()
+    first = ResearchStore(directory)
+    first.save(state)
+    first.close()
+    with closing(sqlite3.connect(directory / DB_NAME)) as db, db:
+        db.executescript("DROP TABLE pages; DROP TABLE research_pages; PRAGMA user_version = 5;")
+    reopened = ResearchStore(directory)
+    try:
+        assert reopened.load(state.id).id == state.id
+        with closing(sqlite3.connect(directory / DB_NAME)) as db:
+            assert db.execute("PRAGMA user_version").fetchone()[0] == DB_VERSION == 6
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+        assert {"pages", "research_pages", "research_pages_by_hash"} <= tables
+    finally:
+        reopened.close()

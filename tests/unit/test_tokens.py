@@ -268,7 +268,9 @@ def test_a_window_with_no_room_raises_context_exceeded() -> None:
     with pytest.raises(ContextExceededError) as raised:
         budget.phase_budget("analysis")
     assert raised.value.error_code == "CONTEXT_EXCEEDED"
-    assert "allow_content_dropping" in raised.value.remediation
+    # Dropping content cannot make room in a window with none: the fix is the window.
+    assert "larger context window" in raised.value.remediation
+    assert "allow_content_dropping" not in raised.value.remediation
 
 
 def test_a_phase_routed_to_another_model_is_budgeted_for_that_model() -> None:

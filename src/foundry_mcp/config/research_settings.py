@@ -79,6 +79,9 @@ class FetchSettings(Section):
     enabled: Annotated[bool, OFF_READS] = True
     follow_links: Annotated[bool, OFF_READS] = False
     max_bytes: Annotated[int, LOWER_READS] = Field(10_000_000, ge=1000, le=100_000_000)
+    # The longest page text a source keeps (a search provider's or a fetched page's): a
+    # safety limit, far above any article, so a fact near the end of a long page is read.
+    max_page_chars: Annotated[int, LOWER_READS] = Field(2_000_000, ge=10_000, le=50_000_000)
     max_redirects: Annotated[int, LOWER_READS] = Field(5, ge=0, le=20)
     timeout: Annotated[float, LOWER_READS] = Field(20.0, gt=0, le=300)
     max_concurrent: Annotated[int, LOWER_READS] = Field(5, ge=1, le=50)

@@ -18,7 +18,7 @@ import math
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
-from foundry_mcp.context.errors import ContextExceededError
+from foundry_mcp.context.errors import ContextExceededError, context_remediation
 from foundry_mcp.context.levels import LADDER, ContentLevel
 from foundry_mcp.context.priority import ContentItem, Tier, allowed_levels, assign_tiers
 
@@ -104,6 +104,7 @@ def allocate(
             f"The {what} does not fit its budget: even at the most compressed levels the "
             f"guardrails allow ({len(ordered)} item(s), {protected} protected, the top sources "
             f"kept at 30% or more) it needs {needed:,} tokens and the budget is {budget:,}.",
+            remediation=context_remediation(allow_dropping),
             details={"budget": budget, "minimum_needed": needed, "items": len(ordered)},
         )
     remaining = budget - needed

@@ -146,12 +146,24 @@ class TokenBudget:
                 f"research content after {self.runtime_overhead:,} tokens of runtime overhead, "
                 f"{self.reserved_output:,} output tokens and a {self.safety_margin:.0%} safety "
                 "margin.",
+                remediation=(
+                    "Use a model with a larger context window (or correct its window in "
+                    "[research] model_context_overrides), or lower runtime_overhead or "
+                    "token_safety_margin; then resume the research."
+                ),
                 details={
                     "context_window": self.context_window,
                     "runtime_overhead": self.runtime_overhead,
                 },
             )
         return max(1, math.floor(self.phase_fractions.get(phase, 0.0) * available))
+
+    def call_room(self, phase: str) -> int:
+        """The input tokens of one call of ``phase`` alone: the whole window but its output, the
+        runtime's overhead and the margin. A phase's calls carry its content alone, so it may
+        fill this room (its prompt's fixed text included) whatever its share of
+        :attr:`available`; a small window then reads less per call, in more calls."""
+        return self.input_limit(self.output_tokens(phase))
 
     # ------------------------------------------------------------------ the client
 

@@ -1,34 +1,31 @@
-"""Query-focused reading: the passages of a source that bear on the question, each read once.
+"""Query-focused reading: a source's text within its share of the budget, each sentence once.
 
-Before a source is fitted into an analysis call its text is cut into passages
-(:mod:`foundry_mcp.context.passages`) and two kinds are set aside:
+Every source of an analysis round has a share of the round's budget
+(:func:`foundry_mcp.research.workflow.source_batches.reading_share`). A text that fits its share
+is read whole: focusing never drops text the budget has room for. A longer text loses, in this
+order:
 
 * **Repeats**: a sentence the analyst was already given in this research by another source
   (site boilerplate, a syndicated paragraph, a quotation or stock sentence served by two
-  searches). The :class:`RepeatLedger` remembers who read each first. Short sentences are never
-  treated as repeats, so a common phrase cannot hide a source's own content, unless every long
-  sentence of their paragraph was a repeat (the rest of a cookie notice goes with it).
-* **Off-topic passages of a long text**: a text longer than ``FOCUS_MIN_TOKENS`` keeps the
-  passages that share content words with the question or the sub-query (not the words that
-  frame a question, such as "compare": :data:`FRAMING_WORDS`), plus its opening
-  passage (it says what the document is about). Words found in more than half of the text's
-  passages are its subject (Redis on a page about Redis) and do not count alone: on a broad
-  page, the sections about other uses of Redis name Redis but nothing else of a question about
-  Redis for session caching, and are set aside (:func:`bearing`). A single passage between two
-  kept ones is kept too. A relevance score would rank the rest, but a cut by score loses
-  facts: a passage about one item of a comparison scores low against a question naming four.
-  A short text is read whole.
+  searches). The :class:`RepeatLedger` remembers who read each first (a text read whole claims
+  its sentences too). Short sentences are never treated as repeats, so a common phrase cannot
+  hide a source's own content, unless every long sentence of their paragraph was a repeat (the
+  rest of a cookie notice goes with it).
+* **Its least relevant passages**: the passages are ranked by BM25 against the question and the
+  sub-query that found the source (not the words that frame a question, such as "compare":
+  :data:`FRAMING_WORDS`) and kept best first until the share is used
+  (:func:`~foundry_mcp.context.selection.select_passages`). A word the whole page repeats, such
+  as its subject, weighs little but still counts, and a passage at 95% of a page ranks as high
+  as one at 5%.
 
-What is kept stays in order, every omitted run marked ``[…]``. Focusing never depends on a
-budget: fitting a batch into a call (the degradation ladder) happens afterwards, only when the
-focused text does not fit.
+What is kept stays in order, every omitted run marked ``[…]``. The degradation ladder acts
+afterwards, only when a call's batch still does not fit.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 
 from foundry_mcp.context.passages import (
@@ -37,10 +34,9 @@ from foundry_mcp.context.passages import (
     split_sentences,
     stem,
 )
-from foundry_mcp.context.selection import ELISION, assemble
+from foundry_mcp.context.selection import ELISION, select_passages
 from foundry_mcp.context.tokens import TokenCounter
 
-FOCUS_MIN_TOKENS = 1_500  # texts up to this size are read whole (repeats aside)
 REPEAT_MIN_CHARS = 80  # shorter sentences are never dropped as repeats on their own
 # Words that say what to do with a question's subject, not what the subject is: "Compare A, B
 # and C for X" asks about A, B, C and X. A passage of a page about A that shares only "compared"
@@ -72,6 +68,7 @@ class Focused:
     passages_kept: int
     passages_total: int
     repeats: int  # sentences left out because another source already gave them
+    selected: bool = False  # its most relevant passages were chosen to fit its share
 
     @property
     def narrowed(self) -> bool:
@@ -98,6 +95,17 @@ class RepeatLedger:
             allowed.append(owner == source_id)
         return allowed
 
+    def claim_text(self, source_id: str, text: str) -> None:
+        """Make ``source_id`` the first reader of every long sentence of ``text`` not yet read."""
+        for paragraph in paragraphs_of(text):
+            self.claim(source_id, paragraph)
+
+
+def paragraphs_of(text: str) -> list[list[str]]:
+    """``text``'s paragraphs, each as its sentences (empty paragraphs left out)."""
+    paragraphs = [split_sentences(p) for p in re.split(r"\n\s*\n", text)]
+    return [p for p in paragraphs if p]
+
 
 def sentence_key(sentence: str) -> str:
     """A sentence's identity: its words, case and spacing aside."""
@@ -111,23 +119,29 @@ def focus(
     counter: TokenCounter,
     *,
     source_id: str,
+    share: int,
     ledger: RepeatLedger | None = None,
 ) -> Focused:
-    """``text`` without repeats and, when long, without its off-topic passages (see module)."""
+    """``text`` whole when it fits ``share`` tokens; else without repeats and, when still too
+    long, its most relevant passages within ``share`` (see the module)."""
     text = text.strip()
     if not text:
         return Focused("", 0, 0, 0)
+    if counter.count(text) <= share:
+        if ledger is not None:  # read whole: later sources repeating it lose those sentences
+            ledger.claim_text(source_id, text)
+        count = len(split_passages_with_breaks(text))
+        return Focused(text, count, count, 0)
     repeats = 0
     if ledger is not None:
         text, repeats = _without_repeats(text, source_id, ledger)
-    pieces = split_passages_with_breaks(text)
-    if counter.count(text) <= FOCUS_MIN_TOKENS:
-        return Focused(text, len(pieces), len(pieces), repeats)
-    passages = [p for p, _ in pieces]
-    kept = _on_topic(passages, query_terms)
-    if len(kept) == len(pieces):
-        return Focused(text, len(pieces), len(pieces), repeats)
-    return Focused(assemble(pieces, kept), len(kept), len(pieces), repeats)
+    total = len(split_passages_with_breaks(text))
+    if counter.count(text) <= share:
+        return Focused(text, total, total, repeats)
+    selection = select_passages(text, query_terms, share, counter)
+    return Focused(
+        selection.text, selection.passages_kept, selection.passages_total, repeats, selected=True
+    )
 
 
 def _without_repeats(text: str, source_id: str, ledger: RepeatLedger) -> tuple[str, int]:
@@ -136,8 +150,7 @@ def _without_repeats(text: str, source_id: str, ledger: RepeatLedger) -> tuple[s
     A run of left-out sentences becomes ``[…]``; a paragraph left out whole becomes a ``[…]``
     paragraph. When nothing at all is left, the opening paragraph stays as a pointer.
     """
-    paragraphs = [split_sentences(p) for p in re.split(r"\n\s*\n", text)]
-    paragraphs = [p for p in paragraphs if p]
+    paragraphs = paragraphs_of(text)
     repeats = 0
     parts: list[str] = []
     for sentences in paragraphs:
@@ -168,37 +181,6 @@ def _kept_sentences(sentences: list[str], allowed: list[bool]) -> str:
         elif not kept or kept[-1] != ELISION:
             kept.append(ELISION)
     return " ".join(kept)
-
-
-def _on_topic(passages: list[str], query_terms: list[str]) -> list[int]:
-    """The passages that bear on the question (see :func:`bearing`), the opening one, and any
-    single passage between two kept ones (a section's thread is not cut)."""
-    terms = set(query_terms)
-    candidates = [i for i, p in enumerate(passages) if p != ELISION]
-    if not terms or not candidates:
-        return list(range(len(passages)))
-    kept = bearing([terms.intersection(content_words(passages[i])) for i in candidates])
-    if not any(kept):
-        return list(range(len(passages)))  # nothing stands out from the page: do not guess
-    for k in range(1, len(candidates) - 1):
-        if kept[k - 1] and kept[k + 1]:
-            kept[k] = True
-    return sorted({candidates[0], *(i for i, ok in zip(candidates, kept, strict=True) if ok)})
-
-
-def bearing(shared: list[set[str]]) -> list[bool]:
-    """Which passages bear on the question, given the question words each shares.
-
-    A word in more than half of a text's passages is its subject (a product's name on its own
-    page); a passage whose question words are only such words, and no more of them than the
-    least related passage that shares any, is the page talking about its subject in general.
-    Every other passage that shares a question word bears on the question: it has a word the
-    page does not repeat everywhere, or more of the question than the page's baseline.
-    """
-    frequency = Counter(term for words in shared for term in words)
-    pervasive = {term for term, n in frequency.items() if 2 * n > len(shared)}
-    baseline = min((len(words) for words in shared if words), default=0)
-    return [bool(words) and (len(words) > baseline or bool(words - pervasive)) for words in shared]
 
 
 def focus_terms(*queries: str | None) -> list[str]:

@@ -6,7 +6,8 @@ readable) comes back as ``FetchResult(ok=False, error=...)``.
 
 Limits (``[research.fetch]``): ``max_concurrent`` downloads at a time, ``max_bytes`` per body
 (read as a stream and stopped there), ``max_redirects`` hops (followed one by one so each is
-checked), ``timeout`` per page. Only HTML, plain text and PDF are read. Text is extracted in a
+checked), ``timeout`` per page, and ``max_page_chars`` of text kept (a safety limit far above any
+article: the whole page is read). Only HTML, plain text and PDF are read. Text is extracted in a
 worker thread (trafilatura for HTML with a stdlib fallback, pypdf for PDF), so a large page never
 blocks the event loop.
 
@@ -36,7 +37,6 @@ log = logging.getLogger(__name__)
 
 USER_AGENT = "Mozilla/5.0 (compatible; foundry-mcp/0.1; deep research)"
 ACCEPT = "text/html,application/xhtml+xml,text/plain;q=0.9,application/pdf;q=0.8,*/*;q=0.1"
-MAX_TEXT_CHARS = 60_000  # the same cap as a search provider's page text
 EXTRACT_THREADS = 2  # extraction is CPU-bound; more threads only contend for the GIL
 REDIRECT_STATUSES = {301, 302, 303, 307, 308}
 _HTML_TYPES = {"text/html", "application/xhtml+xml"}
@@ -143,7 +143,9 @@ class PageFetcher:
             )
             if not text:
                 raise FetchRefusedError("no readable text on the page")
-            result.text = text[:MAX_TEXT_CHARS]
+            limit = self.settings.max_page_chars
+            result.text = text[:limit]
+            result.truncated = result.truncated or len(text) > limit
             result.title = title
             result.ok = True
         except FetchRefusedError as exc:

@@ -296,6 +296,7 @@ class ProviderRegistry:
             settings.base_url,
             settings.timeout_for("search"),
             search_depth=self._settings.research.tavily_search_depth,
+            max_page_chars=self._settings.research.fetch.max_page_chars,
         )
 
     def fetcher(self) -> PageFetcher:

@@ -93,6 +93,9 @@ class ResearchRunner:
             self._save(state)
 
         try:
+            # The page text of its sources, kept apart from the state (read in a worker thread:
+            # megabytes of it must not stall the loop).
+            await anyio.to_thread.run_sync(self.store.load_pages, state)
             llm = await self._research_llm(state, calls)
             search = [
                 self.providers.resilience.wrap_search(
@@ -260,4 +263,7 @@ class _Branches(_OwnedRecords):
             self._store.save_branch(branch, self._owner)
 
     def load(self) -> dict[str, ResearchState]:
-        return self._store.load_branches(self._research_id)
+        """The saved researcher states, with the page text of their sources."""
+        branches = self._store.load_branches(self._research_id)
+        self._store.load_pages(*branches.values())
+        return branches

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from foundry_mcp.config import FetchSettings
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.http_errors import (
     connection_error,
@@ -24,7 +25,8 @@ from foundry_mcp.providers.search.base import SearchResult, SourceType, publishe
 if TYPE_CHECKING:
     from tavily import AsyncTavilyClient
 
-MAX_CONTENT_CHARS = 60_000
+# The page text kept per result: ``[research.fetch] max_page_chars``, passed by the registry.
+DEFAULT_MAX_PAGE_CHARS: int = FetchSettings.model_fields["max_page_chars"].default
 MAX_TIMEOUT_SECONDS = 120.0  # the SDK caps every search at 120 s
 
 
@@ -45,6 +47,7 @@ class TavilySearch:
         base_url: str | None,
         timeout: float,
         search_depth: str = "basic",
+        max_page_chars: int = DEFAULT_MAX_PAGE_CHARS,
     ) -> None:
         from tavily import AsyncTavilyClient
 
@@ -52,6 +55,7 @@ class TavilySearch:
         self._key = api_key
         self._timeout = min(timeout, MAX_TIMEOUT_SECONDS)
         self._search_depth = search_depth
+        self._max_page_chars = max_page_chars
         self._client: AsyncTavilyClient = AsyncTavilyClient(api_key=api_key, api_base_url=base_url)
 
     async def search(
@@ -81,7 +85,9 @@ class TavilySearch:
         if not isinstance(results, list):
             raise malformed_error(self.name, "the results are not a list")
         return [
-            _result(self.name, item) for item in results[:max_results] if isinstance(item, dict)
+            _result(self.name, item, self._max_page_chars)
+            for item in results[:max_results]
+            if isinstance(item, dict)
         ]
 
     def _error(self, exc: Exception) -> ProviderError:
@@ -131,13 +137,13 @@ class TavilySearch:
         await self._client.close()
 
 
-def _result(provider: str, item: dict[str, Any]) -> SearchResult:
+def _result(provider: str, item: dict[str, Any], max_page_chars: int) -> SearchResult:
     raw = item.get("raw_content") or None
     return SearchResult(
         title=str(item.get("title") or item.get("url") or "Untitled"),
         url=item.get("url"),
         snippet=str(item.get("content") or ""),
-        content=raw[:MAX_CONTENT_CHARS] if isinstance(raw, str) else None,
+        content=raw[:max_page_chars] if isinstance(raw, str) else None,
         score=item.get("score"),
         provider=provider,
         publication=published_on(item.get("published_date")),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from foundry_mcp.providers.search.base import Publication
 from foundry_mcp.research.models.base import (
@@ -41,14 +41,20 @@ class SubQuery(_Model):
 
 
 class Source(_Model):
-    """A document found by a search provider, with the text read from it."""
+    """A document found by a search provider, with the text read from it.
+
+    The page text (``content``) is not part of the stored state: the store keeps it once, in its
+    page table, under ``content_hash``, and fills it back when a run needs it
+    (``Store.load_pages``). A state read without that has ``content`` None and its reference.
+    """
 
     id: str = Field(default_factory=lambda: new_id("src"))
     sub_query_id: str | None = None
     title: str
     url: str | None = None
     snippet: str = ""
-    content: str | None = None
+    content: str | None = None  # never in a stored state's JSON (``store.states.encode_state``)
+    content_hash: str | None = None  # "sha256:<hex>" of the page text the store keeps for it
     quality: SourceQuality = SourceQuality.UNKNOWN
     provider: str = ""
     score: float | None = None
@@ -56,6 +62,30 @@ class Source(_Model):
     analyzed: bool = False
     branches: list[str] = Field(default_factory=list)  # hierarchical: the sub-questions using it
     publication: Publication | None = None  # authors, year, venue... as the search API gave them
+
+    # The text object the store holds for this source (identity, not equality, is compared:
+    # a save of an unchanged source writes no page and hashes nothing).
+    _kept: str | None = PrivateAttr(default=None)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # A text set aside (``content = None``, read back or not) loses its reference too: the
+        # store must not give it back.
+        if name == "content" and value is None:
+            super().__setattr__("content_hash", None)
+        super().__setattr__(name, value)
+
+    @property
+    def text_is_kept(self) -> bool:
+        """Whether the store holds ``content`` as it is (or the source has no text to keep).
+
+        False for a text set since the last save (to store), and for one set aside since. A
+        source read without its text (``content`` None, ``content_hash`` set) is kept.
+        """
+        return self.content is self._kept
+
+    def keep_text(self, text: str | None) -> None:
+        """Record ``text`` as what the store holds for this source (saved, or read back)."""
+        self._kept = text
 
 
 class Finding(_Model):

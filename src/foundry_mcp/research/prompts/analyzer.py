@@ -81,12 +81,7 @@ def render_source(source: Source, text: str, level: ContentLevel = ContentLevel.
     is usually a sentence or two of the page, and a source without content is its snippet).
     """
     note = _NOTES.get(level)
-    shown = one_line(text)
-    snippet = " ".join(
-        sentence
-        for sentence in split_sentences(one_line(source.snippet)[:SNIPPET_CHARS])
-        if sentence not in shown
-    )
+    snippet = " ".join(snippet_lacking(source, text))
     body = (
         f"Title: {one_line(source.title)}\n"
         f"URL: {one_line(source.url or 'n/a')}\n"
@@ -95,6 +90,18 @@ def render_source(source: Source, text: str, level: ContentLevel = ContentLevel.
         + f"Content: {text}"
     )
     return fence("source", body, id=source.id)
+
+
+def snippet_lacking(source: Source, text: str) -> list[str]:
+    """The sentences of ``source``'s search snippet that ``text`` lacks: what the analyst is
+    shown of the snippet beside ``text`` (and, beside the whole page, what only the snippet
+    says)."""
+    shown = one_line(text)
+    return [
+        sentence
+        for sentence in split_sentences(one_line(source.snippet)[:SNIPPET_CHARS])
+        if sentence not in shown
+    ]
 
 
 def analyzer_prompts(

@@ -307,6 +307,7 @@ class ResearchWriter:
                 ),
             )
         archive = self.context.archive() if state.options.token_budget.archive_enabled else None
+        self.store.load_pages(state)  # a text the store still keeps needs no archive
         result = restore_content(state, item_id.strip(), archive)
         self.store.save(state)
         self.runner.event(research_id, "content_restored", {"item_id": item_id.strip()})

@@ -72,7 +72,12 @@ class Store(Protocol):
     # ------------------------------------------------------------------ states
 
     def save(self, state: ResearchState, owner: Owner | None = None) -> None:
-        """Write the whole state at once; with ``owner``, fenced (``LeaseLostError``)."""
+        """Write the whole state at once; with ``owner``, fenced (``LeaseLostError``).
+
+        The page texts its sources got since they were last saved are kept first, in the same
+        transaction (:mod:`~foundry_mcp.research.store.pages`); so do ``save_branch`` and
+        ``create``.
+        """
         ...
 
     def save_branch(self, branch: ResearchState, owner: Owner) -> None: ...
@@ -81,7 +86,15 @@ class Store(Protocol):
 
     def create(self, state: ResearchState, owner: Owner, lease_seconds: float) -> None: ...
 
-    def load(self, research_id: str) -> ResearchState: ...
+    def load(self, research_id: str) -> ResearchState:
+        """The saved state, without its page text (``load_pages``); ``ResearchNotFoundError``
+        if there is none."""
+        ...
+
+    def load_pages(self, *states: ResearchState) -> None:
+        """Give the sources of ``states`` (a research's, or its researchers') the page text the
+        store keeps for them, in one query; what a run reads, and status or lists never need."""
+        ...
 
     def fingerprint(self, research_id: str) -> Fingerprint | None: ...
 

@@ -1,4 +1,5 @@
-"""A research state as every store keeps it: JSON, upgraded when read, and the tables it spans.
+"""A research state as every store keeps it: JSON (without page text), upgraded when read, and
+the tables it spans.
 
 A stored state written by an older foundry-mcp is upgraded when it is read: each step takes the
 JSON of version ``n`` and returns version ``n + 1``, and reading applies every step from the
@@ -19,8 +20,9 @@ from foundry_mcp.research.models import STATE_SCHEMA_VERSION, ResearchState
 
 log = logging.getLogger(__name__)
 
-# The tables that hold a research's rows besides its own: deleted with it.
-RESEARCH_TABLES = ("events", "branches", "llm_journal")
+# The tables that hold a research's rows besides its own: deleted with it (and then the pages
+# no research links to any more: store/pages.py).
+RESEARCH_TABLES = ("events", "branches", "llm_journal", "research_pages")
 
 State = dict[str, Any]
 
@@ -87,6 +89,16 @@ def migrate_state(state: State) -> State:
         version += 1
         state["schema_version"] = version
     return state
+
+
+# What a stored state leaves out: its sources' page text, which the store keeps apart (pages.py).
+# (A state saved before that holds it inline, and is read as it is.)
+_NOT_STORED: dict[str, Any] = {"sources": {"__all__": {"content"}}}
+
+
+def encode_state(state: ResearchState) -> str:
+    """The JSON a store keeps of ``state``: all of it but the page text of its sources."""
+    return state.model_dump_json(exclude=_NOT_STORED)
 
 
 def decode_state(text: str | bytes, research_id: str) -> ResearchState:

@@ -1,6 +1,8 @@
 """The excerpts the fact-checker reads for a claim: the cited source's sentences that say it.
 
-A claim is a sentence of the report, usually drawn from one or two sentences of a source. Each
+A claim is a sentence of the report, usually drawn from one or two sentences of a source. The
+fact-checker reads what the analyst read: a source's page text and the sentences of its search
+snippet the page lacks (an extractor can lose a sentence the search engine kept). Each
 cited source's sentences are scored against the claim (BM25 over the source's sentences, so a
 word the whole page repeats, such as its subject, weighs little); the best one is shown with
 ``CONTEXT_SENTENCES`` on each side (a pronoun or a figure's subject is often in the sentence
@@ -24,7 +26,7 @@ from foundry_mcp.context.passages import (
     split_sentences,
 )
 from foundry_mcp.research.models import Source
-from foundry_mcp.research.verification.quotes import stored_text
+from foundry_mcp.research.prompts.analyzer import snippet_lacking
 
 EXCERPT_CHARS_PER_CLAIM = 1500
 MIN_EXCERPT_CHARS = 120
@@ -47,10 +49,23 @@ class ExcerptSelector:
         self._max_chars = max_chars
         self._passages: dict[str, PassageIndex] = {}
         self._sentences: dict[str, PassageIndex] = {}
+        self._snippet_from: dict[str, int] = {}  # where a source's snippet sentences begin
+
+    def _page(self, source_id: str) -> str:
+        source = self._sources.get(source_id)
+        return (source.content or "").strip() if source else ""
+
+    def _snippet(self, source_id: str) -> list[str]:
+        """The sentences of the source's snippet its page text lacks."""
+        source = self._sources.get(source_id)
+        return snippet_lacking(source, self._page(source_id)) if source else []
 
     def _text(self, source_id: str) -> str:
-        source = self._sources.get(source_id)
-        return stored_text(source)[0].strip() if source else ""  # where quotes are taken from
+        """Everything the analyst could read of the source: its page, then what only the
+        snippet says."""
+        return "\n\n".join(
+            part for part in (self._page(source_id), *self._snippet(source_id)) if part
+        )
 
     def _passage_index(self, source_id: str) -> PassageIndex:
         index = self._passages.get(source_id)
@@ -61,7 +76,9 @@ class ExcerptSelector:
     def _sentence_index(self, source_id: str) -> PassageIndex:
         index = self._sentences.get(source_id)
         if index is None:
-            index = PassageIndex.from_passages(sentences_of(self._text(source_id)))
+            page = sentences_of(self._page(source_id))
+            self._snippet_from[source_id] = len(page)
+            index = PassageIndex.from_passages(page + self._snippet(source_id))
             self._sentences[source_id] = index
         return index
 
@@ -87,11 +104,24 @@ class ExcerptSelector:
         hits = _adding([i for i in ranked[: self._per_source] if scores[i] > 0], index, query)
         if not hits:
             return split_passages(self._text(source_id))[:1]
-        last = len(index.passages) - 1
+        boundary = self._snippet_from[source_id]
         spans: list[list[int]] = []
         for hit in hits:
-            start, end = max(0, hit - CONTEXT_SENTENCES), min(last, hit + CONTEXT_SENTENCES)
-            near = next((s for s in spans if start <= s[1] + 1 and end >= s[0] - 1), None)
+            # The context of a match stays within its text: the page's, or the snippet's.
+            first, last = (
+                (0, boundary - 1) if hit < boundary else (boundary, len(index.passages) - 1)
+            )
+            start, end = max(first, hit - CONTEXT_SENTENCES), min(last, hit + CONTEXT_SENTENCES)
+            near = next(
+                (
+                    s
+                    for s in spans
+                    if start <= s[1] + 1
+                    and end >= s[0] - 1
+                    and (s[0] < boundary) == (hit < boundary)
+                ),
+                None,
+            )
             if near is None:
                 spans.append([start, end])
             else:

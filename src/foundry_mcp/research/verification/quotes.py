@@ -27,11 +27,11 @@ def locate(stored: str, excerpt: str) -> tuple[int, int] | None:
     return (match.start(), match.end()) if match else None
 
 
-def stored_text(source: Source) -> tuple[str, str]:
-    """The text the fact-checker's excerpts of ``source`` come from, and its field's name."""
-    if source.content:
-        return source.content, "content"
-    return source.snippet or "", "snippet"
+def stored_texts(source: Source) -> list[tuple[str, str]]:
+    """The stored texts the fact-checker's excerpts of ``source`` come from, with their field's
+    name: the page's text, and its search snippet (which the analyst is shown too)."""
+    texts = [(source.content or "", "content"), (source.snippet or "", "snippet")]
+    return [(text, field) for text, field in texts if text.strip()]
 
 
 def quotes_for(
@@ -43,14 +43,18 @@ def quotes_for(
         source = sources.get(source_id)
         if source is None:
             continue
-        stored, field = stored_text(source)
-        span = locate(stored, excerpt)
-        if span is None:
-            continue
-        start, end = span
-        quotes.append(
-            EvidenceQuote(
-                source_id=source_id, text=stored[start:end], start=start, end=end, field=field
-            )
-        )
+        for stored, field in stored_texts(source):
+            span = locate(stored, excerpt)
+            if span is not None:
+                start, end = span
+                quotes.append(
+                    EvidenceQuote(
+                        source_id=source_id,
+                        text=stored[start:end],
+                        start=start,
+                        end=end,
+                        field=field,
+                    )
+                )
+                break
     return quotes

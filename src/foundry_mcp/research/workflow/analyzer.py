@@ -21,6 +21,7 @@ import anyio
 from foundry_mcp.context.focus import RepeatLedger
 from foundry_mcp.context.levels import ContentLevel
 from foundry_mcp.context.selection import select_passages
+from foundry_mcp.context.tokens import count_messages
 from foundry_mcp.research.models import (
     AgentRole,
     AnalyzerOutput,
@@ -77,14 +78,14 @@ async def analyze(
         return combined
     fitting = await Fitting.open(llm, state, "analysis")
     limiter = limiter or anyio.Semaphore(max(1, state.limits.max_concurrent))
+    room = 0
+    selected: set[str] = set()
     if fitting.enabled:
-        if ledger is not None:
-            seed_ledger(ledger, state, fitting.counter)
-        reading = focus_sources(state, pending, fitting.counter, ledger)
-        batches = [
-            {item.source.id: item.text for item in batch}
-            for batch in pack(reading, batch_capacity(fitting.phase_budget("analysis")))
-        ]
+        fixed = count_messages(fitting.counter, *_prompts(state, [], guidance))
+        room = fitting.call_room("analysis", fixed)
+        batches, selected = await anyio.to_thread.run_sync(
+            _read, fitting, state, pending, ledger, room
+        )
     else:
         batches = [
             {s.id: cut_text(source_text(s), CHARS_PER_SOURCE) for s in chunk}
@@ -96,13 +97,13 @@ async def analyze(
     ready = None
     if fitting.enabled:
         focused = {i: text for batch in batches for i, text in batch.items()}
-        ready = prepare_round(fitting, pending, focused)
+        ready = prepare_round(fitting, pending, focused, selected)
 
     async def run(texts: dict[str, str]) -> None:
         batch = [by_id[source_id] for source_id in texts]
         async with limiter:
             if ready is not None:
-                fitted = await fit_sources(fitting, ready, list(texts))
+                fitted = await fit_sources(fitting, ready, list(texts), room)
             else:
                 fitted = [FittedSource(s, texts[s.id], ContentLevel.FULL, 0) for s in batch]
             output = (
@@ -119,6 +120,48 @@ async def analyze(
 
     await fan_out(run, batches)
     return combined
+
+
+def _read(
+    fitting: Fitting,
+    state: ResearchState,
+    pending: Sequence[Source],
+    ledger: RepeatLedger | None,
+    room: int,
+) -> tuple[list[dict[str, str]], set[str]]:
+    """The batches of one round (each source within its share, focused where it must be, packed
+    into calls of at most ``room`` tokens) and the sources whose passages were chosen to fit.
+    CPU work over long pages: run it in a worker thread."""
+    if ledger is not None:
+        seed_ledger(ledger, state, fitting.counter)
+    reading = focus_sources(
+        state,
+        pending,
+        fitting.counter,
+        ledger,
+        round_budget=fitting.phase_budget("analysis"),
+        room=room,
+    )
+    for source in pending:  # the originals' counts, cached for prepare_round
+        fitting.counter.count(source_text(source))
+    batches = [
+        {item.source.id: item.text for item in batch}
+        for batch in pack(reading, batch_capacity(room))
+    ]
+    return batches, {item.source.id for item in reading if item.selected}
+
+
+def _prompts(
+    state: ResearchState, rendered: Sequence[str], guidance: str | None
+) -> tuple[str, str]:
+    return analyzer_prompts(
+        state.query,
+        state.research_brief,
+        list(rendered),
+        state.iteration,
+        state.limits.max_iterations,
+        guidance,
+    )
 
 
 async def _analyze_batch(
@@ -142,14 +185,7 @@ async def _analyze_batch(
                 fitting.counter,
             ).text
             rendered.append(render_source(fitted.source, text, fitted.level))
-        return analyzer_prompts(
-            state.query,
-            state.research_brief,
-            rendered,
-            state.iteration,
-            state.limits.max_iterations,
-            guidance,
-        )
+        return _prompts(state, rendered, guidance)
 
     system, user = build(1.0)
     text = await fitting.ask(

@@ -18,9 +18,10 @@ import anyio
 from foundry_mcp.context.allocation import Allocation, allocate
 from foundry_mcp.context.fidelity import finish_phase, make_record, record_item
 from foundry_mcp.context.ladder import Degraded
-from foundry_mcp.context.levels import ContentLevel
+from foundry_mcp.context.levels import ContentLevel, lowest_level_keeping
 from foundry_mcp.context.passages import content_words
 from foundry_mcp.context.priority import ContentItem, top_sources
+from foundry_mcp.context.records import ContentFidelity
 from foundry_mcp.context.selection import truncate_to_tokens
 from foundry_mcp.research.models import Source, SourceQuality
 from foundry_mcp.research.prompts.analyzer import render_source, source_text
@@ -79,14 +80,18 @@ class SourceRound:
     whole: dict[str, int]  # tokens of each original
     items: dict[str, ContentItem]
     top: frozenset[str]
+    selected: frozenset[str] = frozenset()  # narrowed to their share by passage selection
 
 
 def prepare_round(
-    fitting: Fitting, sources: Sequence[Source], focused: Mapping[str, str] | None = None
+    fitting: Fitting,
+    sources: Sequence[Source],
+    focused: Mapping[str, str] | None = None,
+    selected: set[str] | frozenset[str] = frozenset(),
 ) -> SourceRound:
     """``sources`` measured and ranked for fitting; ``focused`` holds the text to read of each
-    (its relevant passages, see :mod:`~foundry_mcp.research.workflow.source_batches`), else
-    the whole text."""
+    (within its share, see :mod:`~foundry_mcp.research.workflow.source_batches`), else the
+    whole text; ``selected`` names those whose passages were chosen to fit their share."""
     state = fitting.state
     question_terms = set(content_words(state.query))
     protected = set(state.protected_content_ids)
@@ -97,7 +102,9 @@ def prepare_round(
         for s in sources
         if s.content or s.id not in state.dropped_content_ids or s.id in protected
     ]
-    ready = SourceRound({s.id: s for s in kept}, {}, {}, {}, {}, {}, frozenset())
+    ready = SourceRound(
+        {s.id: s for s in kept}, {}, {}, {}, {}, {}, frozenset(), frozenset(selected)
+    )
     for source in kept:
         original = ready.originals[source.id] = source_text(source)
         whole, ready.hashes[source.id] = fitting.original_tokens(source.id, original)
@@ -125,17 +132,17 @@ def prepare_round(
 
 
 async def fit_sources(
-    fitting: Fitting, ready: SourceRound, batch: Sequence[str]
+    fitting: Fitting, ready: SourceRound, batch: Sequence[str], room: int
 ) -> list[FittedSource]:
-    """The sources ``batch`` names fitted into one analysis call's budget, in their order;
-    dropped ones left out.
+    """The sources ``batch`` names fitted into one analysis call's ``room`` (the content tokens
+    the call can carry), in their order; dropped ones left out.
 
     Records each source's fidelity (of the relevant text: setting off-topic passages aside is
     not a loss), archives dropped and heavily compressed originals (``content_archive_enabled``)
     and warns about summaries that failed.
     """
     state, options = fitting.state, fitting.options
-    budget = fitting.phase_budget("analysis")
+    budget = room
     sources = [ready.sources[i] for i in batch if i in ready.sources]
     if not sources:
         return []
@@ -207,22 +214,9 @@ async def _record_sources(
         item = allocation.item(source.id)
         if result.level is not ContentLevel.DROPPED:
             used += item.overhead + result.tokens
-        record = make_record(
-            item_type="source",
-            original_tokens=whole[source.id],
-            relevant_tokens=item.tokens if item.tokens != whole[source.id] else None,
-            current_tokens=result.tokens,
-            level=result.level,
-            method="focus"
-            if result.method == "full" and item.tokens < whole[source.id]
-            else result.method,
-            phase="analysis",
-            iteration=state.iteration,
-            content_hash=ready.hashes[source.id],
-            summarizer=result.summarizer,
-        )
+        record = _record(source.id, result, item.tokens, whole[source.id], ready, state.iteration)
         if archive is not None and (
-            result.level is ContentLevel.DROPPED or result.level in HEAVY_LEVELS
+            result.level is ContentLevel.DROPPED or record.current_level in HEAVY_LEVELS
         ):
             reason = "dropped" if result.level is ContentLevel.DROPPED else "compressed"
             try:
@@ -285,6 +279,39 @@ async def _record_sources(
             f"{len(dropped)} source(s) were dropped to fit the analysis budget "
             f"(allow_content_dropping); {where}."
         )
+
+
+def _record(
+    source_id: str,
+    result: Degraded,
+    read: int,
+    whole: int,
+    ready: SourceRound,
+    iteration: int,
+) -> ContentFidelity:
+    """The fidelity record of a source read as ``result`` out of ``read`` tokens chosen from its
+    ``whole``. Passages chosen to fit its share are a loss (measured against the whole, at the
+    level that ratio keeps); repeats set aside are not (measured against what was read)."""
+    level, method, relevant = result.level, result.method, read if read != whole else None
+    if source_id in ready.selected:
+        relevant = None
+        if level is ContentLevel.FULL:
+            level = lowest_level_keeping(result.tokens / max(1, whole))
+            method = "selection"
+    elif method == "full" and read < whole:
+        method = "focus"
+    return make_record(
+        item_type="source",
+        original_tokens=whole,
+        relevant_tokens=relevant,
+        current_tokens=result.tokens,
+        level=level,
+        method=method,
+        phase="analysis",
+        iteration=iteration,
+        content_hash=ready.hashes[source_id],
+        summarizer=result.summarizer,
+    )
 
 
 def is_user_document(source: Source) -> bool:

@@ -26,7 +26,7 @@ import anyio
 
 from foundry_mcp.context.archive import ContentArchive
 from foundry_mcp.context.budget import TokenBudget
-from foundry_mcp.context.errors import ContextExceededError
+from foundry_mcp.context.errors import ContextExceededError, context_remediation
 from foundry_mcp.context.ladder import FOCUS_MAX_TOKENS, Ladder, SummaryModel
 from foundry_mcp.context.options import TokenBudgetOptions
 from foundry_mcp.context.runtime import summary_cache
@@ -152,7 +152,13 @@ class Fitting:
         return self.budget.output_tokens(phase) if self.enabled else legacy
 
     def phase_budget(self, phase: str) -> int:
+        """The content tokens ``phase`` has for a whole round (its share of the window)."""
         return self.budget.phase_budget(phase)
+
+    def call_room(self, phase: str, fixed: int) -> int:
+        """The content tokens one call of ``phase`` may carry beside ``fixed`` tokens of fixed
+        prompt text (its instructions): the rest of the call's whole input room."""
+        return max(1, self.budget.call_room(phase) - fixed)
 
     # ------------------------------------------------------------------ calls
 
@@ -184,6 +190,7 @@ class Fitting:
                 raise ContextExceededError(
                     f"The {purpose} prompt needs {tokens:,} tokens and cannot be shrunk below "
                     f"the {limit:,} a call to {self.model} may carry.",
+                    remediation=context_remediation(self.options.allow_content_dropping),
                     details={"purpose": purpose, "tokens": tokens, "limit": limit},
                 )
             scale *= min(OVERFLOW_SHRINK, limit / tokens * 0.97)

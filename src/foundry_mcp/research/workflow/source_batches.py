@@ -1,15 +1,16 @@
 """The analyzer's calls: sources focused on the question, packed into batches that fit one call.
 
-Each pending source is first focused (:mod:`foundry_mcp.context.focus`): passages another
-source already gave the analyst, and the off-topic passages of a long text, are set aside. The
-focused sources are then packed, in order, into batches of at most ``BATCH_TARGET_TOKENS``
-content tokens and ``SOURCES_PER_CALL`` sources, never more than one call's analysis budget; a
-source larger than that goes alone. Small batches keep every call short (the analyst extracts
-more from a short prompt) and let several run at once.
+Each pending source has an equal share of the round's analysis budget (:func:`reading_share`:
+at least ``MIN_SHARE_TOKENS``, so that a small window reads less per source in more calls,
+never more than one call's room). A source whose text fits its share is read whole; a longer
+one is focused (:mod:`foundry_mcp.context.focus`): repeats of other sources first, then its
+least relevant passages, until it fits. The focused sources are then packed, in order, into
+batches of at most ``BATCH_TARGET_TOKENS`` content tokens (or the call's room, when smaller) and
+``SOURCES_PER_CALL`` sources; a source larger than that goes alone. Small batches keep every
+call short (the analyst extracts more from a short prompt) and let several run at once.
 
 Each batch is later fitted into its call by the degradation ladder, which changes nothing unless
-the batch (a single huge source, or a small model) does not fit: one sub-query's big pages
-never take room from another's.
+the batch does not fit: one sub-query's big pages never take room from another's.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from foundry_mcp.research.prompts.analyzer import render_source, source_text
 
 BATCH_TARGET_TOKENS = 12_000
 SOURCES_PER_CALL = 20
+MIN_SHARE_TOKENS = 4_000  # every source may bring this much, when one call holds it
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class ReadySource:
     source: Source
     text: str
     tokens: int
+    selected: bool = False  # passages chosen to fit its share: a loss the fidelity records
 
 
 def sub_query_of(state: ResearchState, source: Source) -> str | None:
@@ -41,19 +44,35 @@ def sub_query_of(state: ResearchState, source: Source) -> str | None:
     return next((sq.query for sq in state.sub_queries if sq.id == source.sub_query_id), None)
 
 
+def reading_share(round_budget: int, room: int, sources: int) -> int:
+    """The tokens of text each of ``sources`` may bring to the analyst: an equal share of the
+    round's budget, at least ``MIN_SHARE_TOKENS``, at most one call's ``room``."""
+    fair = round_budget // max(1, sources)
+    return max(1, min(room, max(fair, MIN_SHARE_TOKENS)))
+
+
 def focus_sources(
     state: ResearchState,
     sources: Sequence[Source],
     counter: TokenCounter,
     ledger: RepeatLedger | None,
+    *,
+    round_budget: int,
+    room: int,
 ) -> list[ReadySource]:
-    """Every source focused on the question and its sub-query, in order."""
+    """Every source within its share of ``round_budget`` (see :func:`reading_share`), focused
+    on the question and its sub-query where it does not fit, in order. CPU work on long pages:
+    call it in a worker thread."""
     ready = []
     for source in sources:
-        terms = focus_terms(state.query, sub_query_of(state, source))
-        focused = focus(source_text(source), terms, counter, source_id=source.id, ledger=ledger)
         frame = counter.count(render_source(source, "", ContentLevel.FULL))
-        ready.append(ReadySource(source, focused.text, counter.count(focused.text) + frame))
+        share = max(1, reading_share(round_budget, room, len(sources)) - frame)
+        terms = focus_terms(state.query, sub_query_of(state, source))
+        focused = focus(
+            source_text(source), terms, counter, source_id=source.id, share=share, ledger=ledger
+        )
+        tokens = counter.count(focused.text) + frame
+        ready.append(ReadySource(source, focused.text, tokens, focused.selected))
     return ready
 
 
@@ -63,7 +82,7 @@ def seed_ledger(ledger: RepeatLedger, state: ResearchState, counter: TokenCounte
         return
     for source in state.sources:
         if source.analyzed and source.content:
-            focus(source.content, [], counter, source_id=source.id, ledger=ledger)
+            ledger.claim_text(source.id, source.content)
 
 
 def pack(ready: Sequence[ReadySource], capacity: int) -> list[list[ReadySource]]:
@@ -83,6 +102,6 @@ def pack(ready: Sequence[ReadySource], capacity: int) -> list[list[ReadySource]]
     return batches
 
 
-def batch_capacity(analysis_budget: int) -> int:
-    """The content tokens one analysis call is packed to."""
-    return max(1, min(BATCH_TARGET_TOKENS, analysis_budget))
+def batch_capacity(room: int) -> int:
+    """The content tokens one analysis call is packed to (``room``: what the call can carry)."""
+    return max(1, min(BATCH_TARGET_TOKENS, room))

@@ -27,7 +27,7 @@ from psycopg_pool import ConnectionPool
 from foundry_mcp.errors import ConfigError, StoreUnavailableError
 from foundry_mcp.research.store.url import redact_url, scrub
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 CHANGED_CHANNEL = "foundry_research_changed"  # payload: the research id
 CANCEL_CHANNEL = "foundry_cancel_requested"  # payload: the research id
 MIGRATION_LOCK = 0x666F756E647279  # "foundry": the advisory lock key of migrations
@@ -114,8 +114,25 @@ CREATE TABLE foundry_keys (
 );
 """
 
+# Page text kept once per store, outside the research states (store/pages.py), as UTF-8 bytes;
+# the texts of states written before move here on their next save.
+_VERSION_3 = """
+CREATE TABLE pages (
+    hash              text PRIMARY KEY,
+    content           bytea NOT NULL,
+    chars             integer NOT NULL,
+    created_at        timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE research_pages (
+    research_id       text NOT NULL,
+    hash              text NOT NULL,
+    PRIMARY KEY (research_id, hash)
+);
+CREATE INDEX research_pages_by_hash ON research_pages (hash);
+"""
+
 # (version, statements), oldest first. Never edit a released one: add the next.
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _VERSION_1), (2, _VERSION_2))
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _VERSION_1), (2, _VERSION_2), (3, _VERSION_3))
 
 
 @dataclass

@@ -1,16 +1,19 @@
 """A research store in PostgreSQL, shared by the foundry-mcp servers of a team.
 
 The same interface as the SQLite store (:class:`foundry_mcp.research.store.protocol.Store`),
-over a pool of connections (``psycopg_pool``). Each call is one statement, so one round trip
+over a pool of connections (``psycopg_pool``). Most calls are one statement, so one round trip
 (plus the pool's liveness check) and atomic on its own: a fenced save is one conditional UPDATE
-and a deletion one statement over all four tables. Several servers on several hosts may use one
-database at once; leases are measured on the database's clock (``leases``). A save or a cancel
-request is announced by NOTIFY, so waits end at once (``notify``).
+and a deletion one statement over all the research's tables. A save that keeps new page text and
+a deletion are one transaction of a few, under the page lock (``pages``). Several servers on
+several hosts may use one database at once; leases are measured on the database's clock
+(``leases``). A save or a cancel request is announced by NOTIFY, so waits end at once
+(``notify``).
 
 Use it through :func:`foundry_mcp.research.store.opening.open_store` with ``[research] store_url``.
 Its parts live beside it: ``database`` (connecting, tables, migrations, errors), ``leases``
-(ownership), ``events`` (audit trail and LLM journal), ``notify`` (waits on NOTIFY) and
-``shared`` (the keys and admission lock the servers of a team share).
+(ownership), ``pages`` (page text kept once, outside the states), ``events`` (audit trail and
+LLM journal), ``notify`` (waits on NOTIFY) and ``shared`` (the keys and admission lock the
+servers of a team share).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 from foundry_mcp.research.models import ResearchState, Status, utcnow
 from foundry_mcp.research.store.delegates import LeasesAndEvents
 from foundry_mcp.research.store.owners import Owner, fenced
+from foundry_mcp.research.store.pages import fill_pages, pages_to_write, wanted_pages
 from foundry_mcp.research.store.paging import decode_cursor, page
 from foundry_mcp.research.store.postgres.database import (
     CANCEL_CHANNEL,
@@ -36,6 +40,13 @@ from foundry_mcp.research.store.postgres.database import (
 from foundry_mcp.research.store.postgres.events import PgEventLog, PgJournal
 from foundry_mcp.research.store.postgres.leases import PgLeases, lease_columns
 from foundry_mcp.research.store.postgres.notify import Listener
+from foundry_mcp.research.store.postgres.pages import (
+    FORGET_PAGES,
+    lock_for_deletion,
+    read_pages,
+    saving,
+    write_pages,
+)
 from foundry_mcp.research.store.postgres.shared import admission, shared_key
 from foundry_mcp.research.store.records import (
     Fingerprint,
@@ -44,7 +55,12 @@ from foundry_mcp.research.store.records import (
     research_not_found,
     validate_research_id,
 )
-from foundry_mcp.research.store.states import RESEARCH_TABLES, decode_branches, decode_state
+from foundry_mcp.research.store.states import (
+    RESEARCH_TABLES,
+    decode_branches,
+    decode_state,
+    encode_state,
+)
 from foundry_mcp.research.store.waits import poll_for_cancel, poll_for_change
 
 _ACTIVE = [status.value for status in Status if status.is_active]
@@ -90,14 +106,15 @@ class PostgresStore(LeasesAndEvents):
         holds the research.
         """
         state.updated_at = utcnow()
+        pages = pages_to_write(state)
         values = (
             state.status.value,
             state.phase.value,
             state.iteration,
             state.updated_at,
-            state.model_dump_json(),
+            encode_state(state),
         )
-        with self._db.connection() as conn:
+        with self._db.connection() as conn, saving(conn, pages.pages):
             if owner is not None:
                 cursor = conn.execute(
                     "UPDATE research SET status=%s, phase=%s, iteration=%s, updated_at=%s, "
@@ -105,22 +122,25 @@ class PostgresStore(LeasesAndEvents):
                     (*values, state.id, owner.token),
                 )
                 fenced(cursor.rowcount, state.id)
-                return
-            conn.execute(
-                "INSERT INTO research (status, phase, iteration, updated_at, state, id, query, "
-                "created_at, principal) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                "ON CONFLICT (id) DO UPDATE SET status=excluded.status, phase=excluded.phase, "
-                "iteration=excluded.iteration, updated_at=excluded.updated_at, "
-                "state=excluded.state",
-                (*values, state.id, state.query, state.created_at, state.principal),
-            )
+            else:
+                conn.execute(
+                    "INSERT INTO research (status, phase, iteration, updated_at, state, id, "
+                    "query, created_at, principal) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
+                    "ON CONFLICT (id) DO UPDATE SET status=excluded.status, "
+                    "phase=excluded.phase, iteration=excluded.iteration, "
+                    "updated_at=excluded.updated_at, state=excluded.state",
+                    (*values, state.id, state.query, state.created_at, state.principal),
+                )
+            write_pages(conn, state.id, pages.pages)
+        pages.committed()
 
     def save_branch(self, branch: ResearchState, owner: Owner) -> None:
         """Write the state of one researcher of a research (a sub-question's), fenced."""
         if branch.branch is None:
             raise ValueError("a branch state needs its branch id")
         branch.updated_at = utcnow()
-        with self._db.connection() as conn:
+        pages = pages_to_write(branch)
+        with self._db.connection() as conn, saving(conn, pages.pages):
             cursor = conn.execute(
                 "WITH held AS (SELECT id FROM research WHERE id=%s AND owner_token=%s "
                 "FOR SHARE) "
@@ -132,10 +152,12 @@ class PostgresStore(LeasesAndEvents):
                     owner.token,
                     branch.branch,
                     branch.updated_at,
-                    branch.model_dump_json(),
+                    encode_state(branch),
                 ),
             )
             fenced(cursor.rowcount, branch.id)
+            write_pages(conn, branch.id, pages.pages)
+        pages.committed()
 
     def load_branches(self, research_id: str) -> dict[str, ResearchState]:
         """The saved researcher states of a research, by branch id (unreadable ones left out)."""
@@ -149,6 +171,7 @@ class PostgresStore(LeasesAndEvents):
     def create(self, state: ResearchState, owner: Owner, lease_seconds: float) -> None:
         """Insert a new research, already leased to ``owner``."""
         state.updated_at = utcnow()
+        pages = pages_to_write(state)
         row: list[tuple[str, str, object]] = [
             ("id", "%s", state.id),
             ("status", "%s", state.status.value),
@@ -157,20 +180,22 @@ class PostgresStore(LeasesAndEvents):
             ("query", "%s", state.query),
             ("created_at", "%s", state.created_at),
             ("updated_at", "%s", state.updated_at),
-            ("state", "%s", state.model_dump_json()),
+            ("state", "%s", encode_state(state)),
             ("principal", "%s", state.principal),
             *lease_columns(owner, lease_seconds),
         ]
         columns = ", ".join(column for column, _, _ in row)
         values = ", ".join(value for _, value, _ in row)
-        with self._db.connection() as conn:
+        with self._db.connection() as conn, saving(conn, pages.pages):
             conn.execute(
                 f"INSERT INTO research ({columns}) VALUES ({values})",
                 tuple(parameter for _, _, parameter in row),
             )
+            write_pages(conn, state.id, pages.pages)
+        pages.committed()
 
     def load(self, research_id: str) -> ResearchState:
-        """The saved state; ``ResearchNotFoundError`` if there is none."""
+        """The saved state, without its page text; ``ResearchNotFoundError`` if there is none."""
         validate_research_id(research_id)
         with self._db.connection() as conn:
             found = conn.execute(
@@ -179,6 +204,15 @@ class PostgresStore(LeasesAndEvents):
         if found is None:
             raise research_not_found(research_id)
         return decode_state(found[0], research_id)
+
+    def load_pages(self, *states: ResearchState) -> None:
+        """Give the sources of ``states`` their page text (one query for all)."""
+        wanted = wanted_pages(*states)
+        if not wanted:
+            return
+        with self._db.connection() as conn:
+            texts = read_pages(conn, wanted)
+        fill_pages(texts, *states)
 
     def fingerprint(self, research_id: str) -> Fingerprint | None:
         """(status, phase, iteration, updated_at) without loading the whole state."""
@@ -204,13 +238,14 @@ class PostgresStore(LeasesAndEvents):
     def delete(self, research_id: str) -> bool:
         validate_research_id(research_id)
         others = " ".join(
-            f", {table} AS (DELETE FROM {table} WHERE research_id = %(id)s)"
+            f", deleted_{table} AS (DELETE FROM {table} WHERE research_id = %(id)s)"
             for table in RESEARCH_TABLES
         )
-        with self._db.connection() as conn:
+        with self._db.connection() as conn, conn.transaction():
+            lock_for_deletion(conn)
             row = conn.execute(
-                f"WITH gone AS (DELETE FROM research WHERE id = %(id)s RETURNING id){others} "
-                "SELECT count(*) FROM gone",
+                f"WITH gone AS (DELETE FROM research WHERE id = %(id)s RETURNING id)"
+                f"{others}{FORGET_PAGES} SELECT count(*) FROM gone",
                 {"id": research_id},
             ).fetchone()
         return bool(row and row[0])
@@ -268,14 +303,15 @@ class PostgresStore(LeasesAndEvents):
     def delete_older_than(self, days: float) -> int:
         """Delete research not active and untouched for ``days``; returns how many."""
         others = " ".join(
-            f", {table} AS (DELETE FROM {table} WHERE research_id IN (SELECT id FROM gone))"
+            f", deleted_{table} AS (DELETE FROM {table} WHERE research_id IN (SELECT id FROM gone))"
             for table in RESEARCH_TABLES
         )
-        with self._db.connection() as conn:
+        with self._db.connection() as conn, conn.transaction():
+            lock_for_deletion(conn)
             row = conn.execute(
                 "WITH gone AS (DELETE FROM research WHERE updated_at < "
                 "now() - make_interval(secs => %s::float8) AND status <> ALL(%s) RETURNING id)"
-                f"{others} SELECT count(*) FROM gone",
+                f"{others}{FORGET_PAGES} SELECT count(*) FROM gone",
                 (days * 86400.0, _ACTIVE),
             ).fetchone()
         return int(row[0]) if row else 0

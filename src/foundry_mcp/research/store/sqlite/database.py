@@ -2,7 +2,9 @@
 
 One SQLite database in WAL mode under ``research_dir``, readable from any process while one
 writes. This module migrates the tables; the JSON of each stored state is migrated when it is
-loaded (:mod:`foundry_mcp.research.store.states`).
+loaded (:mod:`foundry_mcp.research.store.states`). Version 6 added the page tables (``pages``,
+``research_pages``: :mod:`foundry_mcp.research.store.pages`); the texts of states written before
+move there on their next save.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from foundry_mcp.errors import ConfigError
 
 DB_NAME = "research.db"
-DB_VERSION = 5
+DB_VERSION = 6
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS research (
@@ -53,6 +55,18 @@ CREATE TABLE IF NOT EXISTS events (
     data              TEXT NOT NULL,
     PRIMARY KEY (research_id, seq)
 );
+CREATE TABLE IF NOT EXISTS pages (
+    hash              TEXT PRIMARY KEY,
+    content           TEXT NOT NULL,
+    chars             INTEGER NOT NULL,
+    created_at        TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS research_pages (
+    research_id       TEXT NOT NULL,
+    hash              TEXT NOT NULL,
+    PRIMARY KEY (research_id, hash)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS research_pages_by_hash ON research_pages (hash);
 """
 
 # Columns added by version 2 (ownership and cross-process cancel); older files are migrated.

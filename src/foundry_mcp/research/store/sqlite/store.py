@@ -7,8 +7,9 @@ writer. Never put ``research_dir`` on a network file system (SQLite's locking ne
 ``ResearchStore`` is the one face of the database. It holds the states (and the researchers'
 branch states), the listing and retention itself; the parts it hands on live beside it:
 ``database`` (the file, its tables and migrations), ``leases`` (who owns a research, the fenced
-saves, cross-process cancel requests), ``events`` (the audit trail), ``journal`` (the LLM
-answers paid for) and ``files`` (keys and the admission lock, beside the database).
+saves, cross-process cancel requests), ``pages`` (page text kept once, outside the states),
+``events`` (the audit trail), ``journal`` (the LLM answers paid for) and ``files`` (keys and
+the admission lock, beside the database).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 from foundry_mcp.research.models import ResearchState, Status, utcnow
 from foundry_mcp.research.store.delegates import LeasesAndEvents
 from foundry_mcp.research.store.owners import Owner, fenced
+from foundry_mcp.research.store.pages import fill_pages, pages_to_write, wanted_pages
 from foundry_mcp.research.store.paging import decode_cursor, page
 from foundry_mcp.research.store.records import (
     Fingerprint,
@@ -42,7 +44,13 @@ from foundry_mcp.research.store.sqlite.events import EventLog
 from foundry_mcp.research.store.sqlite.files import file_key, file_lock
 from foundry_mcp.research.store.sqlite.journal import LLMJournal
 from foundry_mcp.research.store.sqlite.leases import Leases, check_held, lease_columns
-from foundry_mcp.research.store.states import RESEARCH_TABLES, decode_branches, decode_state
+from foundry_mcp.research.store.sqlite.pages import forget_pages, read_pages, write_pages
+from foundry_mcp.research.store.states import (
+    RESEARCH_TABLES,
+    decode_branches,
+    decode_state,
+    encode_state,
+)
 from foundry_mcp.research.store.waits import poll_for_cancel, poll_for_change
 
 
@@ -70,14 +78,15 @@ class ResearchStore(LeasesAndEvents):
         holds the research.
         """
         state.updated_at = utcnow()
+        pages = pages_to_write(state)
         values = (
             state.status.value,
             state.phase.value,
             state.iteration,
             state.updated_at.isoformat(),
-            state.model_dump_json(),
+            encode_state(state),
         )
-        with self._lock:
+        with self._lock, transaction(self._db):
             if owner is not None:
                 cursor = self._db.execute(
                     "UPDATE research SET status=?, phase=?, iteration=?, updated_at=?, state=? "
@@ -85,15 +94,17 @@ class ResearchStore(LeasesAndEvents):
                     (*values, state.id, owner.token),
                 )
                 fenced(cursor.rowcount, state.id)
-                return
-            self._db.execute(
-                "INSERT INTO research (id, status, phase, iteration, updated_at, state, query, "
-                "created_at, principal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT(id) DO UPDATE SET status=excluded.status, phase=excluded.phase, "
-                "iteration=excluded.iteration, updated_at=excluded.updated_at, "
-                "state=excluded.state",
-                (state.id, *values, state.query, state.created_at.isoformat(), state.principal),
-            )
+            else:
+                self._db.execute(
+                    "INSERT INTO research (id, status, phase, iteration, updated_at, state, "
+                    "query, created_at, principal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT(id) DO UPDATE SET status=excluded.status, phase=excluded.phase, "
+                    "iteration=excluded.iteration, updated_at=excluded.updated_at, "
+                    "state=excluded.state",
+                    (state.id, *values, state.query, state.created_at.isoformat(), state.principal),
+                )
+            write_pages(self._db, state.id, pages.pages)
+        pages.committed()
 
     def save_branch(self, branch: ResearchState, owner: Owner) -> None:
         """Write the state of one researcher of a research (a sub-question's), fenced.
@@ -103,14 +114,17 @@ class ResearchStore(LeasesAndEvents):
         if branch.branch is None:
             raise ValueError("a branch state needs its branch id")
         branch.updated_at = utcnow()
+        pages = pages_to_write(branch)
         with self._lock, transaction(self._db):
             check_held(self._db, branch.id, owner)
             self._db.execute(
                 "INSERT INTO branches (research_id, branch_id, updated_at, state) "
                 "VALUES (?, ?, ?, ?) ON CONFLICT(research_id, branch_id) DO UPDATE SET "
                 "updated_at=excluded.updated_at, state=excluded.state",
-                (branch.id, branch.branch, branch.updated_at.isoformat(), branch.model_dump_json()),
+                (branch.id, branch.branch, branch.updated_at.isoformat(), encode_state(branch)),
             )
+            write_pages(self._db, branch.id, pages.pages)
+        pages.committed()
 
     def load_branches(self, research_id: str) -> dict[str, ResearchState]:
         """The saved researcher states of a research, by branch id (unreadable ones left out)."""
@@ -124,7 +138,8 @@ class ResearchStore(LeasesAndEvents):
     def create(self, state: ResearchState, owner: Owner, lease_seconds: float) -> None:
         """Insert a new research, already leased to ``owner``."""
         state.updated_at = utcnow()
-        with self._lock:
+        pages = pages_to_write(state)
+        with self._lock, transaction(self._db):
             row = {
                 "id": state.id,
                 "status": state.status.value,
@@ -133,7 +148,7 @@ class ResearchStore(LeasesAndEvents):
                 "query": state.query,
                 "created_at": state.created_at.isoformat(),
                 "updated_at": state.updated_at.isoformat(),
-                "state": state.model_dump_json(),
+                "state": encode_state(state),
                 "principal": state.principal,
                 **lease_columns(owner, lease_seconds),
             }
@@ -141,9 +156,11 @@ class ResearchStore(LeasesAndEvents):
                 f"INSERT INTO research ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                 tuple(row.values()),
             )
+            write_pages(self._db, state.id, pages.pages)
+        pages.committed()
 
     def load(self, research_id: str) -> ResearchState:
-        """The saved state; ``ResearchNotFoundError`` if there is none."""
+        """The saved state, without its page text; ``ResearchNotFoundError`` if there is none."""
         validate_research_id(research_id)
         with self._lock:
             found = self._db.execute(
@@ -152,6 +169,15 @@ class ResearchStore(LeasesAndEvents):
         if found is None:
             raise research_not_found(research_id)
         return decode_state(found[0], research_id)
+
+    def load_pages(self, *states: ResearchState) -> None:
+        """Give the sources of ``states`` their page text (one query for all)."""
+        wanted = wanted_pages(*states)
+        if not wanted:
+            return
+        with self._lock:
+            texts = read_pages(self._db, wanted)
+        fill_pages(texts, *states)
 
     def fingerprint(self, research_id: str) -> Fingerprint | None:
         """(status, phase, iteration, updated_at) without loading the whole state."""
@@ -247,8 +273,10 @@ class ResearchStore(LeasesAndEvents):
         return len(ids)
 
     def _delete(self, research_id: str) -> bool:
-        """Delete a research and its rows in every table, inside the caller's transaction."""
+        """Delete a research, its rows in every table and the pages no other research links to,
+        inside the caller's transaction."""
         cursor = self._db.execute("DELETE FROM research WHERE id = ?", (research_id,))
+        forget_pages(self._db, research_id)
         for table in RESEARCH_TABLES:
             self._db.execute(f"DELETE FROM {table} WHERE research_id = ?", (research_id,))
         return cursor.rowcount > 0
