@@ -58,3 +58,23 @@ def test_an_excerpt_from_the_page_keeps_its_context_within_the_page() -> None:
     assert "Section 39" in excerpt and SNIPPET_ONLY not in excerpt
     (quote,) = quotes_for({page.id: page}, [(page.id, excerpt)])
     assert quote.field == "content" and PAGE[quote.start : quote.end] == quote.text
+
+
+def test_a_claim_the_page_holds_word_for_word_in_a_table_row_is_shown_as_it_stands() -> None:
+    rows = "\n".join(
+        f"| `dbm.gnu` | option {n} | opens the file in mode {n} and returns a handle |"
+        for n in range(60)
+    )
+    fact = "dbm.gnu answered 100,000 lookups in 0.06 seconds on the reference machine"
+    page = Source(
+        title="dbm reference",
+        content=f"```python\nimport dbm\ndb = dbm.open('x', 'c')\n```\n{rows}\n"
+        f"| `dbm.gnu` | benchmark | {fact.replace('dbm.gnu', '`dbm.gnu`', 1)} |\n{rows}",
+    )
+    selector = ExcerptSelector({page.id: page})
+
+    ((_, excerpt),) = selector.excerpts(fact + ".", [page.id])
+
+    assert "0.06 seconds" in excerpt and "option 59" not in excerpt
+    (quote,) = quotes_for({page.id: page}, [(page.id, excerpt)])
+    assert quote.field == "content" and "0.06 seconds" in quote.text

@@ -11,7 +11,7 @@ from foundry_mcp.research.workflow.source_batches import (
     SOURCES_PER_CALL,
     ReadySource,
     pack,
-    reading_share,
+    reading_shares,
 )
 
 COUNTER = counter_for_model("gpt-4.1-mini")
@@ -151,10 +151,16 @@ def test_a_source_made_only_of_repeats_keeps_its_opening_as_a_pointer() -> None:
     assert again.text == BOILERPLATE and again.repeats == 4
 
 
-def test_each_source_has_an_equal_share_of_the_round_at_least_the_floor_within_a_call() -> None:
-    assert reading_share(352_898, 900_000, 13) == 352_898 // 13  # a large window: read more
-    assert reading_share(3_840, 8_900, 13) == MIN_SHARE_TOKENS  # a small one: the floor...
-    assert reading_share(1_920, 3_000, 13) == 3_000  # ...within what one call holds
+def test_a_round_shares_its_budget_fairly_at_least_the_floor_a_source_within_a_call() -> None:
+    big = [100_000] * 13
+    assert reading_shares(big, 352_898, 900_000) == [352_898 // 13] * 13  # a large window
+    assert reading_shares(big, 3_840, 8_900) == [MIN_SHARE_TOKENS] * 13  # a small one: the floor
+    assert reading_shares(big, 1_920, 3_000) == [3_000] * 13  # within what one call holds
+    # What a short page does not need goes to the long ones; nobody gets more than it has.
+    shares = reading_shares([1_000, 2_000, 100_000, 200_000], 4 * MIN_SHARE_TOKENS, 900_000)
+    assert shares[:2] == [1_000, 2_000]
+    assert shares[2] == shares[3] > MIN_SHARE_TOKENS
+    assert sum(shares) <= 4 * MIN_SHARE_TOKENS
 
 
 def _ready(n: int, tokens: int) -> ReadySource:

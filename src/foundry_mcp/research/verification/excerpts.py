@@ -9,7 +9,9 @@ word the whole page repeats, such as its subject, weighs little); the best one i
 before), and a second match only when it holds words of the claim the first lacks (a claim
 drawn from two places of a page). Neighbouring matches are shown as one excerpt. A source no
 sentence of which shares a word with the claim shows its opening passage, so the fact-checker
-still sees what it is about.
+still sees what it is about. A claim the source holds word for word (a sentence the writer took
+as it stood) is shown on its own line first, whatever the sentence splitter makes of a table
+row, a list item or the line after a code block.
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ EXCERPT_CHARS_PER_CLAIM = 1500
 MIN_EXCERPT_CHARS = 120
 PASSAGES_PER_SOURCE = 2  # matches shown a source at most (each with its context)
 CONTEXT_SENTENCES = 1  # sentences shown on each side of a match
+VERBATIM_MIN_WORDS = 6  # a claim this long found word for word is shown where it stands
+VERBATIM_MAX_CHARS = 900
+VERBATIM_MARGIN = 200
 
 
 class ExcerptSelector:
@@ -95,6 +100,9 @@ class ExcerptSelector:
 
     def matches(self, source_id: str, claim: str) -> list[str]:
         """The excerpts of one source for ``claim``, best first (see the module)."""
+        verbatim = self._verbatim(source_id, claim)
+        if verbatim is not None:
+            return [verbatim]
         index = self._sentence_index(source_id)
         if not index.passages:
             return []
@@ -127,6 +135,31 @@ class ExcerptSelector:
             else:
                 near[0], near[1] = min(near[0], start), max(near[1], end)
         return [" ".join(index.passages[start : end + 1]) for start, end in spans]
+
+    def _verbatim(self, source_id: str, claim: str) -> str | None:
+        """The line of the source's page (or snippet) that holds ``claim`` word for word, if one
+        does: a sentence read from a table row, a list item or the line after a code block is
+        shown as it stands, whatever the sentence splitter makes of its surroundings."""
+        words = claim.rstrip(" .;:!?").split()
+        if len(words) < VERBATIM_MIN_WORDS:
+            return None
+        # Markup the claim's text was stripped of (code spans, emphasis, table bars) may stand
+        # around its words in the page.
+        pattern = re.compile(
+            r"[\s`*_|]+".join(rf"[`*_]*{re.escape(word.strip('`*_'))}[`*_]*" for word in words)
+        )
+        for text in (self._page(source_id), " ".join(self._snippet(source_id))):
+            found = pattern.search(text)
+            if found is None:
+                continue
+            start = text.rfind("\n", 0, found.start()) + 1
+            end = text.find("\n", found.end())
+            end = len(text) if end < 0 else end
+            if end - start > VERBATIM_MAX_CHARS:  # a long line: the sentence and a little more
+                start = max(start, found.start() - VERBATIM_MARGIN)
+                end = min(end, found.end() + VERBATIM_MARGIN)
+            return " ".join(text[start:end].split())
+        return None
 
     def excerpts(self, claim: str, source_ids: Sequence[str]) -> list[tuple[str, str]]:
         """``(source id, excerpt)`` pairs for ``claim``, at most ``max_chars`` characters in all.

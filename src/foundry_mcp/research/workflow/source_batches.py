@@ -1,8 +1,9 @@
 """The analyzer's calls: sources focused on the question, packed into batches that fit one call.
 
-Each pending source has an equal share of the round's analysis budget (:func:`reading_share`:
-at least ``MIN_SHARE_TOKENS``, so that a small window reads less per source in more calls,
-never more than one call's room). A source whose text fits its share is read whole; a longer
+Each pending source has a share of the round's analysis budget (:func:`reading_shares`: at least
+``MIN_SHARE_TOKENS`` a source, so that a small window reads less per source in more calls;
+shared max-min fairly, so that what a short page does not need goes to the long ones; never more
+than one call's room). A source whose text fits its share is read whole; a longer
 one is focused (:mod:`foundry_mcp.context.focus`): repeats of other sources first, then its
 least relevant passages, until it fits. The focused sources are then packed, in order, into
 batches of at most ``BATCH_TARGET_TOKENS`` content tokens (or the call's room, when smaller) and
@@ -26,7 +27,7 @@ from foundry_mcp.research.prompts.analyzer import render_source, source_text
 
 BATCH_TARGET_TOKENS = 12_000
 SOURCES_PER_CALL = 20
-MIN_SHARE_TOKENS = 4_000  # every source may bring this much, when one call holds it
+MIN_SHARE_TOKENS = 8_000  # a round's budget is at least this much a source
 
 
 @dataclass(frozen=True)
@@ -44,11 +45,21 @@ def sub_query_of(state: ResearchState, source: Source) -> str | None:
     return next((sq.query for sq in state.sub_queries if sq.id == source.sub_query_id), None)
 
 
-def reading_share(round_budget: int, room: int, sources: int) -> int:
-    """The tokens of text each of ``sources`` may bring to the analyst: an equal share of the
-    round's budget, at least ``MIN_SHARE_TOKENS``, at most one call's ``room``."""
-    fair = round_budget // max(1, sources)
-    return max(1, min(room, max(fair, MIN_SHARE_TOKENS)))
+def reading_shares(sizes: Sequence[int], round_budget: int, room: int) -> list[int]:
+    """The tokens of text each source (of ``sizes`` tokens) may bring to the analyst.
+
+    The round's budget, at least ``MIN_SHARE_TOKENS`` a source, is shared max-min fairly: a
+    source that needs less than an equal share leaves the rest to those that need more, and none
+    gets more than one call's ``room``.
+    """
+    total = max(round_budget, MIN_SHARE_TOKENS * len(sizes))
+    shares = [0] * len(sizes)
+    left = len(sizes)
+    for index in sorted(range(len(sizes)), key=lambda i: sizes[i]):
+        shares[index] = max(1, min(sizes[index], room, total // left))
+        total -= shares[index]
+        left -= 1
+    return shares
 
 
 def focus_sources(
@@ -60,16 +71,22 @@ def focus_sources(
     round_budget: int,
     room: int,
 ) -> list[ReadySource]:
-    """Every source within its share of ``round_budget`` (see :func:`reading_share`), focused
+    """Every source within its share of ``round_budget`` (see :func:`reading_shares`), focused
     on the question and its sub-query where it does not fit, in order. CPU work on long pages:
     call it in a worker thread."""
+    frames = [counter.count(render_source(s, "", ContentLevel.FULL)) for s in sources]
+    sizes = [counter.count(source_text(s)) + f for s, f in zip(sources, frames, strict=True)]
+    shares = reading_shares(sizes, round_budget, room)
     ready = []
-    for source in sources:
-        frame = counter.count(render_source(source, "", ContentLevel.FULL))
-        share = max(1, reading_share(round_budget, room, len(sources)) - frame)
+    for source, frame, share in zip(sources, frames, shares, strict=True):
         terms = focus_terms(state.query, sub_query_of(state, source))
         focused = focus(
-            source_text(source), terms, counter, source_id=source.id, share=share, ledger=ledger
+            source_text(source),
+            terms,
+            counter,
+            source_id=source.id,
+            share=max(1, share - frame),
+            ledger=ledger,
         )
         tokens = counter.count(focused.text) + frame
         ready.append(ReadySource(source, focused.text, tokens, focused.selected))
