@@ -35,8 +35,7 @@ MIN_EXCERPT_CHARS = 120
 PASSAGES_PER_SOURCE = 2  # matches shown a source at most (each with its context)
 CONTEXT_SENTENCES = 1  # sentences shown on each side of a match
 VERBATIM_MIN_WORDS = 6  # a claim this long found word for word is shown where it stands
-VERBATIM_MAX_CHARS = 900
-VERBATIM_MARGIN = 200
+VERBATIM_MARGIN = 80  # characters shown on either side of it within a long line
 
 
 class ExcerptSelector:
@@ -155,9 +154,10 @@ class ExcerptSelector:
             start = text.rfind("\n", 0, found.start()) + 1
             end = text.find("\n", found.end())
             end = len(text) if end < 0 else end
-            if end - start > VERBATIM_MAX_CHARS:  # a long line: the sentence and a little more
-                start = max(start, found.start() - VERBATIM_MARGIN)
-                end = min(end, found.end() + VERBATIM_MARGIN)
+            if end - start > found.end() - found.start() + 2 * VERBATIM_MARGIN:
+                # A long line (a paragraph): the sentence and a few words on either side.
+                start = _word_start(text, max(start, found.start() - VERBATIM_MARGIN))
+                end = _word_end(text, min(end, found.end() + VERBATIM_MARGIN))
             return " ".join(text[start:end].split())
         return None
 
@@ -210,6 +210,22 @@ def _adding(hits: list[int], index: PassageIndex, claim_words: list[str]) -> lis
             kept.append(hit)
             seen |= words
     return kept
+
+
+def _word_start(text: str, index: int) -> int:
+    """``index`` moved forward to the start of a word (a cut never splits one)."""
+    if index == 0 or text[index - 1].isspace():
+        return index
+    space = text.find(" ", index)
+    return index if space < 0 else space + 1
+
+
+def _word_end(text: str, index: int) -> int:
+    """``index`` moved back to the end of a word."""
+    if index >= len(text) or text[index].isspace():
+        return index
+    space = text.rfind(" ", 0, index)
+    return index if space < 0 else space
 
 
 def _truncate(text: str, limit: int) -> str:

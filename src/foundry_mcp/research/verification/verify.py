@@ -37,11 +37,13 @@ async def verify_draft(
     draft: str,
     sources: Mapping[str, Source],
     selector: ExcerptSelector | None = None,
+    cap: int | None = None,
 ) -> VerifiedDraft:
     """Judge every cited sentence of ``draft`` against ``sources`` and apply the verdicts.
 
     Replaces ``state.claim_checks`` with one check per claim. At most
-    ``state.options.max_verified_claims`` claims are sent to the judge, in batches spread over
+    ``state.options.max_verified_claims`` claims (or ``cap``, when lower: a deadline's) are
+    sent to the judge, in batches spread over
     ``state.limits.max_concurrent`` concurrent calls (see :func:`spread`). A provider error leaves the claims
     not yet judged unverified and adds a warning; it never loses the report. ``selector``
     (one whose sources' sentences are already indexed) is used for the excerpts when given.
@@ -52,7 +54,8 @@ async def verify_draft(
     selector = selector or ExcerptSelector(sources)
     evidence: dict[int, list[tuple[str, str]]] = {}
     to_judge: list[int] = []
-    cap = max(0, state.options.max_verified_claims)
+    configured = max(0, state.options.max_verified_claims)
+    cap = configured if cap is None else min(configured, max(0, cap))
     for i, claim in enumerate(claims):
         known = [sid for sid in claim.source_ids if sid in sources]
         if not known:

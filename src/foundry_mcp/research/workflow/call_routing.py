@@ -15,17 +15,51 @@ from foundry_mcp.research.models import LLMCallRecord
 LLM_PHASES = ("planning", "analysis", "synthesis", "refinement")
 
 
+@dataclass(frozen=True)
+class InFlight:
+    """An LLM call waiting for its answer: its purpose and when (``time.perf_counter``) it left."""
+
+    purpose: str
+    started: float
+
+    @property
+    def kind(self) -> str:
+        """What the call does, for its latency: ``analysis``, ``synthesis``, ``reflection``..."""
+        return self.purpose.partition(":")[0]
+
+
 @dataclass
 class CallLog:
-    """Start and end times (``time.perf_counter``) of every provider call, by kind."""
+    """Start and end times (``time.perf_counter``) of every provider call, by kind, and the LLM
+    calls still waiting for their answer (which the time ceiling weighs)."""
 
     intervals: list[tuple[str, float, float]] = field(default_factory=list)
+    _flying: dict[int, InFlight] = field(default_factory=dict)
+    _tickets: int = 0
 
     def add(self, kind: str, started: float, ended: float) -> None:
         self.intervals.append((kind, started, ended))
 
     def count(self, kind: str) -> int:
         return sum(1 for k, _, _ in self.intervals if k == kind)
+
+    def seconds(self, kind: str) -> list[float]:
+        """How long each finished call of ``kind`` took."""
+        return [ended - started for k, started, ended in self.intervals if k == kind]
+
+    def depart(self, purpose: str, started: float) -> int:
+        """Note an LLM call in flight; returns its ticket for :meth:`land`."""
+        self._tickets += 1
+        self._flying[self._tickets] = InFlight(purpose, started)
+        return self._tickets
+
+    def land(self, ticket: int) -> None:
+        """The call of ``ticket`` answered, failed or was cancelled."""
+        self._flying.pop(ticket, None)
+
+    def in_flight(self) -> list[InFlight]:
+        """The LLM calls waiting for their answer, oldest first."""
+        return list(self._flying.values())
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,11 @@ class ResearchLLM:
         state.llm_usage.max_cost_usd = max_cost_usd
         state.llm_usage.cost_ceiling_reached = False  # a resumed run checks against the new one
 
+    @property
+    def calls(self) -> CallLog:
+        """When this research's provider calls ran, and the LLM calls in flight now."""
+        return self._calls
+
     def for_branch(self, branch: ResearchState) -> ResearchLLM:
         """The same LLMs for one researcher of this research (a sub-question's).
 
@@ -167,6 +172,7 @@ class ResearchLLM:
             if not _finishing.get():
                 self._check_budget()
             started = time.perf_counter()
+            ticket = self._calls.depart(purpose, started)
             token = retry_observer.set(self._retry_listener(purpose, route))
             try:
                 response = await route.provider.complete(request)
@@ -190,6 +196,7 @@ class ResearchLLM:
                 raise
             finally:
                 retry_observer.reset(token)
+                self._calls.land(ticket)
                 self._calls.add("llm", started, time.perf_counter())
             self._book(purpose, phase, route, response, token_counts(response, request), key)
             return response.text

@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, Protocol, TypeAlias, TypeVar
 
 import anyio
@@ -32,7 +33,7 @@ from foundry_mcp.research.models import (
 from foundry_mcp.research.workflow.calls import ResearchLLM
 from foundry_mcp.research.workflow.dispatch import dispatch_inputs
 from foundry_mcp.research.workflow.reflection import reflect
-from foundry_mcp.research.workflow.time_ceiling import TimeCeiling
+from foundry_mcp.research.workflow.time_ceiling import Judgement, Stop, TimeCeiling
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +119,7 @@ class Playbook(Protocol):
 
 
 class _OutOfTime(Exception):
-    """A phase ran into the time kept for the report."""
+    """A phase was stopped because writing the report had to start."""
 
 
 class Supervisor:
@@ -139,32 +140,47 @@ class Supervisor:
         self._hooks = hooks or SupervisorHooks()
         self._guidance: str | None = None
         self._complete_early = False
-        # A new research counts from the call that started it, a resumed one from now.
+        # A new research counts from the call that started it, a resumed one from now. A
+        # sub-question's researcher has no ceiling of its own: the research's stops it.
         fresh = state.iteration == 1 and state.phase is Phase.PLANNING
         spent = (utcnow() - state.created_at).total_seconds() if fresh else 0.0
-        self._ceiling = TimeCeiling.start(state.options.max_time_s, max(0.0, spent))
+        self._ceiling = (
+            TimeCeiling() if state.branch else TimeCeiling.start(state, llm, max(0.0, spent))
+        )
+        if not state.branch and state.phase is not Phase.SYNTHESIS:
+            state.metadata.pop("time_ceiling_reached", None)  # this run's ceiling decides
 
     async def run(self) -> None:
         """Advance phase by phase; returns when the research is complete.
 
-        With a time ceiling (``max_time_s``), a phase before the report that would run into
-        the time kept for the report is stopped, and the report is written from what was found
-        (see :class:`TimeCeiling`).
+        With a time ceiling (``max_time_s``), the phase running when writing must start is
+        stopped and the report is written from what was found (see :class:`TimeCeiling`).
         """
+        with self._ceiling.bound():
+            await self._advance()
+
+    async def _advance(self) -> None:
+        ceiling = self._ceiling
         while True:
             phase = self.state.phase
-            if phase is not Phase.SYNTHESIS and self._ceiling.reached():
-                if self.state.report is not None and phase in (Phase.REFINEMENT, Phase.GATHERING):
-                    self._stop_at_ceiling(phase)  # nothing new to write: the report stands
+            if phase is Phase.REFINEMENT and self.state.report is not None:
+                refused = ceiling.round_refused()
+                if refused is not None:
+                    self._note(refused)  # a round that cannot end in time is not begun
                     return
-                await self._write_now(phase)
-                continue
+            due = ceiling.due(phase)
+            if due is not None:
+                if await self._stop_at_ceiling(phase, due, begun=False):
+                    continue
+                return
             try:
                 await self._run_phase(phase)
             except _OutOfTime:
-                await self._write_now(phase)
-                continue
-            if phase is Phase.SYNTHESIS and self._ceiling.ended_it:
+                assert ceiling.last is not None
+                if await self._stop_at_ceiling(phase, ceiling.last, begun=True):
+                    continue
+                return
+            if phase is Phase.SYNTHESIS and ceiling.ended_it:
                 return
             following = self._playbook.next_phase(phase, self._complete_early)
             if following is None:
@@ -222,58 +238,49 @@ class Supervisor:
         await self._think_pause(phase, reflection, given_guidance)
 
     async def _execute(self, phase: Phase) -> dict[str, Any]:
-        """Run the phase's work within the phase's timeout, if one is configured, and before
-        the report's share of the time ceiling, if there is one."""
+        """Run the phase's work within the phase's timeout, if one is configured, and, before
+        the report, until writing must start, if there is a time ceiling."""
         seconds = self._playbook.timeout(phase)
-        left = None if phase is Phase.SYNTHESIS else self._ceiling.left_before_report()
-        if not seconds and left is None:
-            return await self._playbook.execute(phase, self._guidance)
-        limit = min(s for s in (seconds, left) if s is not None)
-        with anyio.move_on_after(max(0.0, limit)) as scope:
-            return await self._playbook.execute(phase, self._guidance)
-        assert scope.cancelled_caught
-        if left is not None and left <= (seconds or left):
-            raise _OutOfTime
-        raise PhaseTimeoutError(phase, seconds or limit)
+        work = partial(self._playbook.execute, phase, self._guidance)
+        with anyio.move_on_after(seconds or None):
+            if phase is Phase.SYNTHESIS or not self._ceiling.active:
+                return await work()
+            finished, outputs = await self._ceiling.race(work)
+            if not finished or outputs is None:
+                raise _OutOfTime
+            return outputs
+        raise PhaseTimeoutError(phase, seconds or 0.0)
 
-    async def _write_now(self, stopped: Phase) -> None:
-        """The time ceiling is near: record it and go straight to the report."""
-        self._stop_at_ceiling(stopped, write=True)
-        self.state.phase = Phase.SYNTHESIS
-        await self._checkpoint()
-
-    def _stop_at_ceiling(self, stopped: Phase, *, write: bool = False) -> None:
-        """Record that the time ceiling ended the research at ``stopped``."""
+    async def _stop_at_ceiling(self, stopped: Phase, judged: Judgement, *, begun: bool) -> bool:
+        """Writing must start: record it, and go to the report unless the one written stands
+        (nothing was found since). Returns whether the report is to be written."""
         state = self.state
-        self._ceiling.ended_it = True
-        limit = state.options.max_time_s or 0.0
-        then = (
-            "the report is written from what was found so far"
-            if write
-            else ("the report already written stands")
+        write = state.report is None or (
+            stopped in (Phase.GATHERING, Phase.ANALYSIS)
+            and state.iteration > 1
+            and any(f.iteration == state.iteration for f in state.findings)
         )
+        self._note(self._ceiling.stop(judged, stopped, write=write, begun=begun))
+        if write:
+            state.phase = Phase.SYNTHESIS
+            await self._checkpoint()
+        return write
+
+    def _note(self, stop: Stop) -> None:
+        """Record a stop of the time ceiling: its decision, warning and flag."""
         self._record(
-            AgentRole.SUPERVISOR,
-            "time_ceiling",
-            f"The time ceiling (max_time_s = {limit:g}) is near: {stopped.value} was not run "
-            f"to its end, and {then}.",
-            {"phase": stopped.value, "iteration": state.iteration, "max_time_s": limit},
-            {"next_phase": Phase.SYNTHESIS.value if write else "COMPLETED"},
+            AgentRole.SUPERVISOR, "time_ceiling", stop.rationale, stop.inputs, stop.outputs
         )
-        state.metadata["time_ceiling_reached"] = True
-        state.warn(
-            f"Time ceiling reached (max_time_s = {limit:g}): {stopped.value} of iteration "
-            f"{state.iteration} was not run to its end and no further round was run; the report "
-            "rests on what was found until then."
-        )
+        self.state.metadata["time_ceiling_reached"] = True
+        self.state.warn(stop.warning)
 
     async def _reflect(
         self, phase: Phase, gate: ValidationResult, outputs: dict[str, Any]
     ) -> ReflectionDecision | None:
         """The model's judgement of the phase, when reflection is enabled."""
         state = self.state
-        if not state.options.enable_reflection or self._ceiling.reached():
-            return None  # no judgement when the time left is the report's
+        if not state.options.enable_reflection or not self._ceiling.allows("reflection", phase):
+            return None  # no judgement that would still run when writing must start
         decision = await reflect(
             self._llm, state, phase, self._playbook.describe(phase), gate, outputs
         )
@@ -295,9 +302,10 @@ class Supervisor:
     def _retry_wanted(
         self, phase: Phase, gate: ValidationResult, reflection: ReflectionDecision | None
     ) -> bool:
-        """Retry when the gate failed (or the reflection asked) and a retry can change things."""
+        """Retry when the gate failed (or the reflection asked), a retry can change things, and
+        the time ceiling leaves time for it."""
         wanted = not gate.valid or (reflection is not None and reflection.action == "retry")
-        return wanted and self._playbook.can_retry(phase)
+        return wanted and self._playbook.can_retry(phase) and not self._ceiling.reached()
 
     async def _think_pause(
         self, phase: Phase, reflection: ReflectionDecision | None, given: str | None

@@ -27,7 +27,15 @@ from foundry_mcp.research.verification import (
 )
 from foundry_mcp.research.workflow.calls import ResearchLLM
 from foundry_mcp.research.workflow.citations import quote_sources, resolve_citations
+from foundry_mcp.research.workflow.deadline_texts import (
+    check_note,
+    deadline_emptied,
+    last_stop,
+    no_finding_texts,
+    time_limit_section,
+)
 from foundry_mcp.research.workflow.fitting import Fitting
+from foundry_mcp.research.workflow.pace import check_time
 from foundry_mcp.research.workflow.report_parts import (
     ReportSection,
     merge_smallest,
@@ -36,6 +44,7 @@ from foundry_mcp.research.workflow.report_parts import (
     whole_report_builder,
     write_in_parts,
 )
+from foundry_mcp.research.workflow.time_ceiling import MARGIN_S, TimeCeiling
 
 _SOURCE_ID = re.compile(r"\[(src-[0-9a-f]{8})\]")
 _HEADING = re.compile(r"^#{2,3}\s+(.+?)\s*#*\s*$", re.MULTILINE)
@@ -105,8 +114,9 @@ async def synthesize(
             "removed."
         )
     verification: VerificationSummary | None = None
-    if state.options.verify_citations:
-        verified = await verify_draft(llm, state, draft, by_id, selector)
+    cap, note = _check_in_time(state, draft, by_id)
+    if state.options.verify_citations and cap != 0:
+        verified = await verify_draft(llm, state, draft, by_id, selector, cap)
         draft, verification = verified.markdown, verified.summary
         # A repaired citation names a source the writer was not given: it may be cited now.
         repaired = {
@@ -118,6 +128,7 @@ async def synthesize(
         state.claim_checks = []
         uncited = split_claims(draft).uncited_sentences
     draft = _ensure_conflict_section(draft, state)
+    draft = _add_time_limit(draft, state, note)
     if writing.appendix:
         appendix_ids = set(_SOURCE_ID.findall(writing.appendix))
         by_id.update({s.id: s for s in sources if s.id in appendix_ids})
@@ -164,7 +175,7 @@ async def _write_draft(
     max_tokens = fitting.output_tokens("synthesis", LEGACY_MAX_TOKENS)
     if writing.sections and state.options.parallel_writing:
         sections = list(writing.sections)
-        if state.metadata.get("time_ceiling_reached"):  # one wave of calls: no time for two
+        if _pressed(state):  # one wave of calls: no time for two
             sections = merge_smallest(sections, max(1, state.limits.max_concurrent - 1))
         written = await write_in_parts(
             fitting,
@@ -229,10 +240,52 @@ def _failed_searches(state: ResearchState) -> tuple[int, int]:
     return failed, len(state.sub_queries)
 
 
+def _pressed(state: ResearchState) -> bool:
+    """Whether the deadline leaves no time for a second wave of writer calls."""
+    if state.metadata.get("time_ceiling_reached"):
+        return True
+    ceiling = TimeCeiling.current()
+    return ceiling is not None and ceiling.left() < 2 * ceiling.report_time().total_s + MARGIN_S
+
+
+def _check_in_time(
+    state: ResearchState, draft: str, sources: dict[str, Source]
+) -> tuple[int | None, str | None]:
+    """How many cited sentences the fact-check may judge before the deadline (None: as many as
+    configured), and what was given up to keep it (None: nothing)."""
+    ceiling = TimeCeiling.current()
+    if ceiling is None or not state.options.verify_citations:
+        return None, None
+    cap = max(0, state.options.max_verified_claims)
+    claims = split_claims(draft).claims
+    count = min(cap, sum(1 for c in claims if any(sid in sources for sid in c.source_ids)))
+    slots, pace, left = state.limits.max_concurrent, ceiling.pace(), ceiling.left() - MARGIN_S
+    needed = check_time(count, slots, pace)[0]
+    if needed <= left:
+        return None, None
+    fits = next((k for k in range(count - 1, 0, -1) if check_time(k, slots, pace)[0] <= left), 0)
+    note = check_note(fits, count, needed, left)
+    state.warn(f"Time ceiling (max_time_s = {state.options.max_time_s:g}): {note}")
+    return fits, note
+
+
+def _add_time_limit(draft: str, state: ResearchState, note: str | None) -> str:
+    """The draft with a section saying what the deadline left out, when it left something."""
+    stop = last_stop(state)
+    if stop is None and note is None:
+        return draft
+    return draft.rstrip() + "\n\n" + time_limit_section(state, stop, note)
+
+
 def _no_evidence_report(state: ResearchState) -> SynthesizerOutput:
     """An honest report when nothing was found; the model is not asked to write from memory."""
     failed, total = _failed_searches(state)
-    if total and failed == total:
+    stop = last_stop(state)
+    if stop is not None and not deadline_emptied(state, stop):
+        stop = None  # the sources had their say: the deadline is not why nothing was found
+    if stop is not None:  # the deadline came first: say so, not that the sources hold nothing
+        why, advice = no_finding_texts(state, stop)
+    elif total and failed == total:
         errors = "; ".join(dict.fromkeys(sq.error or "" for sq in state.sub_queries))
         why = (
             f"Every search failed ({errors}), so no source could be examined and the research "
@@ -256,7 +309,12 @@ def _no_evidence_report(state: ResearchState) -> SynthesizerOutput:
         f"## Executive Summary\n\n{why}\n\n"
         f"## Limitations and Open Questions\n\n{advice}\n"
     )
-    state.warn("No findings were extracted; the report states that nothing could be established.")
+    state.warn(
+        "No findings were extracted before the deadline; the report says what the deadline "
+        "left out and how much time a report with findings would need."
+        if stop is not None
+        else "No findings were extracted; the report states that nothing could be established."
+    )
     metadata = ReportMetadata(
         sections=["Executive Summary", "Limitations and Open Questions"],
         word_count=len(report.split()),
