@@ -54,15 +54,20 @@ class ExcerptSelector:
         self._passages: dict[str, PassageIndex] = {}
         self._sentences: dict[str, PassageIndex] = {}
         self._snippet_from: dict[str, int] = {}  # where a source's snippet sentences begin
+        self._snippets: dict[str, list[str]] = {}
 
     def _page(self, source_id: str) -> str:
         source = self._sources.get(source_id)
         return (source.content or "").strip() if source else ""
 
     def _snippet(self, source_id: str) -> list[str]:
-        """The sentences of the source's snippet its page text lacks."""
-        source = self._sources.get(source_id)
-        return snippet_lacking(source, self._page(source_id)) if source else []
+        """The sentences of the source's snippet its page text lacks (found once)."""
+        found = self._snippets.get(source_id)
+        if found is None:
+            source = self._sources.get(source_id)
+            found = snippet_lacking(source, self._page(source_id)) if source else []
+            self._snippets[source_id] = found
+        return found
 
     def _text(self, source_id: str) -> str:
         """Everything the analyst could read of the source: its page, then what only the
@@ -139,25 +144,25 @@ class ExcerptSelector:
         """The line of the source's page (or snippet) that holds ``claim`` word for word, if one
         does: a sentence read from a table row, a list item or the line after a code block is
         shown as it stands, whatever the sentence splitter makes of its surroundings."""
-        words = claim.rstrip(" .;:!?").split()
+        core = " ".join(claim.rstrip(" .;:!?").split())
+        words = core.split()
         if len(words) < VERBATIM_MIN_WORDS:
             return None
-        # Markup the claim's text was stripped of (code spans, emphasis, table bars) may stand
-        # around its words in the page.
-        pattern = re.compile(
-            r"[\s`*_|]+".join(rf"[`*_]*{re.escape(word.strip('`*_'))}[`*_]*" for word in words)
-        )
+        longest = max(words, key=len).strip("`*_")
         for text in (self._page(source_id), " ".join(self._snippet(source_id))):
-            found = pattern.search(text)
+            if longest not in text:  # cheap: most claims are not the page's own words
+                continue
+            found = _find_words(text, core, words)
             if found is None:
                 continue
-            start = text.rfind("\n", 0, found.start()) + 1
-            end = text.find("\n", found.end())
+            first, last = found
+            start = text.rfind("\n", 0, first) + 1
+            end = text.find("\n", last)
             end = len(text) if end < 0 else end
-            if end - start > found.end() - found.start() + 2 * VERBATIM_MARGIN:
+            if end - start > last - first + 2 * VERBATIM_MARGIN:
                 # A long line (a paragraph): the sentence and a few words on either side.
-                start = _word_start(text, max(start, found.start() - VERBATIM_MARGIN))
-                end = _word_end(text, min(end, found.end() + VERBATIM_MARGIN))
+                start = _word_start(text, max(start, first - VERBATIM_MARGIN))
+                end = _word_end(text, min(end, last + VERBATIM_MARGIN))
             return " ".join(text[start:end].split())
         return None
 
@@ -210,6 +215,19 @@ def _adding(hits: list[int], index: PassageIndex, claim_words: list[str]) -> lis
             kept.append(hit)
             seen |= words
     return kept
+
+
+def _find_words(text: str, core: str, words: list[str]) -> tuple[int, int] | None:
+    """Where ``text`` holds ``core`` (its ``words``): as it stands, or with other spacing and
+    the markup its words were stripped of (code spans, emphasis, table bars) around them."""
+    at = text.find(core)
+    if at >= 0:
+        return at, at + len(core)
+    pattern = re.compile(
+        r"[\s`*_|]+".join(rf"[`*_]*{re.escape(word.strip('`*_'))}[`*_]*" for word in words)
+    )
+    found = pattern.search(text)
+    return None if found is None else (found.start(), found.end())
 
 
 def _word_start(text: str, index: int) -> int:
