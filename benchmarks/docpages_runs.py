@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.simulated import research_to_end, simulate_latency
-from foundry_mcp.config import DEFAULT_MODELS, Settings, load_settings
+from benchmarks.simulated import research_to_end, run_settings, simulate_latency
+from foundry_mcp.config import DEFAULT_MODELS, Settings
 from foundry_mcp.context.limits import model_limits
 from foundry_mcp.research.models import EvidenceQuote, ResearchState
 from foundry_mcp.research.verification.section import EVIDENCE_HEADING
@@ -165,17 +165,7 @@ def settings_for(tmp: Path, llm: FakeHTTPServer, search: FakeHTTPServer, budget:
         ]
     lines += ["", "[research.fetch]", "enabled = false", ""]
     lines += ["[providers.openai]", "max_retries = 0", "", "[providers.tavily]", "max_retries = 0"]
-    config = tmp / "foundry-mcp.toml"
-    config.write_text("\n".join(lines) + "\n")
-    env = {
-        "FOUNDRY_MCP_CONFIG": str(config),
-        "FOUNDRY_MCP_RESEARCH_DIR": str(tmp / "research"),
-        "OPENAI_API_KEY": "sk-bench",
-        "OPENAI_BASE_URL": llm.base_url + "/v1",
-        "TAVILY_API_KEY": "tvly-bench",
-        "TAVILY_BASE_URL": search.base_url,
-    }
-    return load_settings(env=env, cwd=tmp, home=tmp)
+    return run_settings(tmp, llm, search, "\n".join(lines) + "\n")
 
 
 async def research_once(number: int, corpus: DocCorpus, mode: str, budget: str) -> Run:

@@ -41,10 +41,13 @@ def simulate_latency(llm: FakeHTTPServer, search: FakeHTTPServer) -> None:
     search.delay = search_delay
 
 
-def run_settings(tmp: Path, llm: FakeHTTPServer, search: FakeHTTPServer) -> Settings:
-    """Settings for a research in ``tmp`` against the OpenAI and Tavily fakes."""
+def run_settings(
+    tmp: Path, llm: FakeHTTPServer, search: FakeHTTPServer, config_text: str | None = None
+) -> Settings:
+    """Settings for a research in ``tmp`` against the OpenAI and Tavily fakes (``config_text``:
+    the run's own configuration file, else SDK retries off)."""
     config = tmp / "foundry-mcp.toml"
-    config.write_text("[providers.openai]\nmax_retries = 0\n")
+    config.write_text(config_text or "[providers.openai]\nmax_retries = 0\n")
     env = {
         "FOUNDRY_MCP_CONFIG": str(config),
         "FOUNDRY_MCP_RESEARCH_DIR": str(tmp / "research"),
