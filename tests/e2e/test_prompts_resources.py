@@ -16,6 +16,9 @@ from tests.e2e.test_mcp_stdio import _stdio
 from tests.fakes import FakeHTTPServer
 from tests.support import served_urls
 
+# The tool's guide and result schemas, always listed before the recent reports.
+GUIDES = ["research://help", "research://schemas"]
+
 pytestmark = pytest.mark.anyio
 
 UNKNOWN_ID = "deepres-000000000000"
@@ -95,7 +98,7 @@ async def test_sources_events_and_listed_reports_after_a_research(
             for part in ("report", "claims", "sources", "events")
         }
         assert templates["research://{research_id}/sources"].mime_type == "application/json"
-        assert (await client.list_resources()).resources == []
+        assert [str(r.uri) for r in (await client.list_resources()).resources] == GUIDES
 
         query = (
             "How do CRDTs merge concurrent edits in collaborative editors, and at what cost? " * 2
@@ -112,7 +115,7 @@ async def test_sources_events_and_listed_reports_after_a_research(
         paged = await call(
             client, action="deep-research-events", research_id=research_id, limit=500
         )
-        listed = (await client.list_resources()).resources
+        listed = [r for r in (await client.list_resources()).resources if str(r.uri) not in GUIDES]
 
     assert sources["research_id"] == research_id and sources["status"] == "completed"
     items = sources["sources"]
@@ -160,4 +163,4 @@ async def test_prompts_and_resources_over_stdio(research_env: dict[str, str]) ->
         sources = json.loads(await _read(client, f"research://{research_id}/sources"))
         assert sources["cited"] > 0
         listed = [str(r.uri) for r in (await client.list_resources()).resources]
-        assert listed == [f"research://{research_id}/report"]
+        assert listed == [*GUIDES, f"research://{research_id}/report"]

@@ -31,12 +31,13 @@ def without_nulls(value: Any) -> Any:
 
 
 class Checked:
-    """Calls the research tool and checks each answer against the published schema."""
+    """Calls the research tool and checks each answer against the published schemas: the
+    tool's ``outputSchema`` (the envelope) and ``research://schemas`` (each action's data)."""
 
-    def __init__(self, client: Client, schema: dict[str, Any]) -> None:
+    def __init__(self, client: Client, schema: dict[str, Any], results: dict[str, Any]) -> None:
         self.client = client
         self.envelope = Draft202012Validator(schema)
-        self.defs = schema["$defs"]
+        self.defs = results["$defs"]
         self.models: set[str] = set()
 
     def data_validator(self, name: str) -> Draft202012Validator:
@@ -69,7 +70,9 @@ async def test_every_action_answers_in_the_published_schema(
         (tool,) = [t for t in (await client.list_tools()).tools if t.name == "research"]
         schema = tool.output_schema
         assert schema is not None and schema["type"] == "object"
-        call = Checked(client, schema)
+        read = await client.read_resource("research://schemas")
+        results = json.loads(read.contents[0].text)  # type: ignore[union-attr]
+        call = Checked(client, schema, results)
 
         started = await call(action="deep-research", query="How does WAL mode work in SQLite?")
         rid = started["data"]["research_id"]
@@ -116,6 +119,7 @@ async def test_the_tool_publishes_its_hints_per_action(research_env: dict[str, s
     assert tool.annotations.open_world_hint is True
     assert tool.meta is not None
     hints = tool.meta["foundry-mcp/actions"]
-    assert set(hints) == set(ACTION_HINTS)
-    assert hints["deep-research-status"]["readOnlyHint"] is True
-    assert hints["deep-research-delete"]["destructiveHint"] is True
+    assert "deep-research-status" in hints["readOnly"] and "health" in hints["readOnly"]
+    assert set(hints["destructive"]) == {"deep-research-delete", "deep-research-export"}
+    assert "deep-research" not in hints["idempotent"] + hints["readOnly"]
+    assert set(hints["readOnly"] + hints["destructive"] + hints["idempotent"]) <= set(ACTION_HINTS)

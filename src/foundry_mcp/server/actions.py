@@ -32,23 +32,17 @@ Handler = Callable[
 
 
 def tool_description() -> str:
-    """The description a model reads to call the tool correctly."""
+    """The description a model reads to call the tool: what it is for, how to call it, and each
+    action's parameters; the rest is in the resources it names."""
     lines = [
-        "Deep research with cited sources. Runs in the background: start it, poll status, "
-        "read the report. Every response is {success, data, error, meta}; on failure "
-        "data.error_code and data.remediation say what to do.",
-        "",
-        "Actions (action=...) and their parameters:",
+        "Deep research with cited sources, run in the background: deep-research with query "
+        "returns research_id; poll deep-research-status (wait=true) until completed; read "
+        "deep-research-report. Answers are {success, data, error, meta}; on failure "
+        "data.remediation says what to do. Guide: resource research://help.",
     ]
     for action, params in ACTION_PARAMS.items():
         taken = f"Params: {', '.join(params)}." if params else "No params."
         lines.append(f"- {action}: {ACTION_SUMMARIES[action]}. {taken}")
-    lines += [
-        "",
-        "Typical use: research(action='deep-research', query='...') -> research_id; then "
-        "research(action='deep-research-status', research_id=..., wait=true) until status is "
-        "completed; then research(action='deep-research-report', research_id=...).",
-    ]
     return "\n".join(lines)
 
 

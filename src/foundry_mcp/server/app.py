@@ -14,6 +14,7 @@ from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import (
     CallToolResult,
     ListResourcesResult,
@@ -28,7 +29,7 @@ from foundry_mcp.errors import FoundryError
 from foundry_mcp.logs import about
 from foundry_mcp.research.principal import name_of
 from foundry_mcp.server.actions import dispatch, tool_description
-from foundry_mcp.server.arguments import ResearchArguments, input_schema, parse_arguments
+from foundry_mcp.server.arguments import ResearchArguments, parse_arguments
 from foundry_mcp.server.auth import request_principal
 from foundry_mcp.server.envelope import Envelope, compact_text, failure, ok
 from foundry_mcp.server.host import ServiceHost, hosted_service
@@ -37,6 +38,7 @@ from foundry_mcp.server.resources import recent_reports, register_resources
 from foundry_mcp.server.results import tool_annotations, tool_meta
 from foundry_mcp.server.results_status import progress_message
 from foundry_mcp.server.session import session_host
+from foundry_mcp.server.surface import published_input_schema
 from foundry_mcp.server.tasks import ResearchTasks
 
 if TYPE_CHECKING:  # the research code is imported in the background (see server.host)
@@ -98,7 +100,7 @@ def _published_signature() -> inspect.Signature:
 
     The SDK builds the published ``inputSchema`` from this; ``Any`` keeps it from validating.
     """
-    schema = input_schema()
+    schema = published_input_schema()
     required = set(schema.get("required", []))
     parameters = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
     for name, prop in schema["properties"].items():
@@ -146,16 +148,6 @@ def create_server(
     ) -> CallToolResult:
         return _result(await _handle(host, parse_arguments(arguments), principal=principal))
 
-    server = ResearchServer(
-        "foundry-mcp",
-        version=__version__,
-        instructions=SERVER_INSTRUCTIONS,
-        lifespan=lifespan,
-        extensions=[ResearchTasks(TOOL_NAME, run_action, lambda error: _result(failure(error)))],
-        token_verifier=token_verifier,
-        auth=auth,
-    )
-
     async def research(ctx: Context, **_: Any) -> CallToolResult:
         arguments = _validated.get()
         if arguments is None:  # only ResearchServer.call_tool may call this
@@ -169,12 +161,23 @@ def create_server(
         return _result(await _handle(session_host(ctx), arguments, progress, principal))
 
     research.__signature__ = _published_signature()  # type: ignore[attr-defined]
-    server.add_tool(
+    tool = Tool.from_function(
         research,
         name=TOOL_NAME,
         description=tool_description(),
         annotations=tool_annotations(),
         meta=tool_meta(),  # per-action hints: MCP annotates whole tools only
+    )
+    tool.parameters = published_input_schema()  # the compact face, without the SDK's titles
+    server = ResearchServer(
+        "foundry-mcp",
+        version=__version__,
+        instructions=SERVER_INSTRUCTIONS,
+        lifespan=lifespan,
+        tools=[tool],
+        extensions=[ResearchTasks(TOOL_NAME, run_action, lambda error: _result(failure(error)))],
+        token_verifier=token_verifier,
+        auth=auth,
     )
 
     register_resources(server)

@@ -50,20 +50,17 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
 }
 
 ACTION_SUMMARIES: dict[str, str] = {
-    "deep-research": "start a research in the background; returns research_id at once",
-    "deep-research-status": "status, phase, iteration, counts, tokens; wait=true long-polls",
-    "deep-research-report": "executive summary + one page of the cited report; page with offset",
-    "deep-research-list": "researches newest first; filter by status; page with cursor",
-    "deep-research-events": "the audit trail of a research (phases, provider calls, decisions)",
-    "deep-research-cancel": "stop a running research (partial results stay, resumable)",
-    "deep-research-resume": "continue a cancelled/failed/timed-out/interrupted research",
-    "deep-research-delete": "delete a research (cancels it first if running)",
-    "deep-research-restore": "bring an archived (dropped) source back into a stopped research",
-    "deep-research-export": (
-        "the report as markdown, the research as json, or its cited sources as bibtex/ris; "
-        "returned, or written to path in the workspace"
-    ),
-    "health": "check every provider: key present, a cheap live call, and the fix for each problem",
+    "deep-research": "start (or continue, resume, cancel)",
+    "deep-research-status": "where it is",
+    "deep-research-report": "summary and a page of the report",
+    "deep-research-list": "newest first",
+    "deep-research-events": "audit trail",
+    "deep-research-cancel": "stop; resumable",
+    "deep-research-resume": "go on",
+    "deep-research-delete": "delete",
+    "deep-research-restore": "bring an archived source back",
+    "deep-research-export": "markdown, json, bibtex, ris",
+    "health": "check the providers",
 }
 
 DEEP_RESEARCH_ACTIONS = ("start", "continue", "resume", "cancel")

@@ -1,33 +1,24 @@
 """The response envelope every ``research`` call returns.
 
-``data`` is published as the union of the action result models (``server.results``) while it
-stays the plain payload dict at runtime: dispatch checks it against its own action's model,
-which a union could not do.
+It is published as the compact ``outputSchema`` of ``server.surface`` (``data`` an object);
+the shape of each action's ``data`` is the resource ``research://schemas``, and dispatch checks
+every payload against its own action's model.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import uuid
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import BaseModel, Field, GetJsonSchemaHandler, TypeAdapter
+from pydantic import BaseModel, Field, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from foundry_mcp import __version__
 from foundry_mcp.errors import FoundryError
-from foundry_mcp.server.results import ActionResult
-
-
-class _PublishedAsActionResult:
-    """Publishes a field's schema as :data:`ActionResult`, leaving its validation alone."""
-
-    @classmethod
-    def __get_pydantic_json_schema__(
-        cls, _: CoreSchema, handler: GetJsonSchemaHandler
-    ) -> JsonSchemaValue:
-        return handler(TypeAdapter(ActionResult).core_schema)
+from foundry_mcp.server.surface import OUTPUT_SCHEMA
 
 
 class Meta(BaseModel):
@@ -40,15 +31,15 @@ class Envelope(BaseModel):
     """``{success, data, error, meta}``; on failure ``data`` holds code, type and remediation."""
 
     success: bool
-    data: Annotated[dict[str, Any], _PublishedAsActionResult] = Field(
-        default_factory=dict,
-        description=(
-            "The action's result, in the shape of that action; on failure, error_code, "
-            "error_type and remediation."
-        ),
-    )
+    data: dict[str, Any] = Field(default_factory=dict)
     error: str | None = None
     meta: Meta = Field(default_factory=Meta)
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, _: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return copy.deepcopy(OUTPUT_SCHEMA)
 
 
 def ok(data: dict[str, Any], warnings: list[str] | None = None) -> Envelope:

@@ -1,4 +1,5 @@
-"""The MCP resources: a research's report, claims, sources and events, and recent reports.
+"""The MCP resources: the tool's guide and result schemas, a research's report, claims,
+sources and events, and recent reports.
 
 The four templates read one research each; a failed read is a resource error carrying the
 same message as the tool's error for that id (``RESEARCH_NOT_FOUND``, ``REPORT_NOT_READY``).
@@ -19,6 +20,7 @@ from foundry_mcp.errors import FoundryError
 from foundry_mcp.server.auth import request_principal
 from foundry_mcp.server.host import ServiceHost
 from foundry_mcp.server.session import session_host
+from foundry_mcp.server.surface import HELP_URI, SCHEMAS_URI, help_document, schemas_document
 
 if TYPE_CHECKING:  # the research code is imported in the background (see server.host)
     from foundry_mcp.research.principal import Principal
@@ -63,7 +65,20 @@ TEMPLATES: list[tuple[str, str, str, Reader]] = [
 
 
 def register_resources(server: MCPServer[Any]) -> None:
-    """Add the ``research://{research_id}/<part>`` templates to ``server``."""
+    """Add the tool's guide and result schemas, and the ``research://{research_id}/<part>``
+    templates, to ``server``."""
+    server.resource(
+        HELP_URI,
+        name="research-help",
+        description="Every action and parameter of the research tool, in full.",
+        mime_type="text/markdown",
+    )(help_document)
+    server.resource(
+        SCHEMAS_URI,
+        name="research-schemas",
+        description="The JSON Schema of each research action's data.",
+        mime_type="application/schema+json",
+    )(schemas_document)
     for part, mime_type, description, read in TEMPLATES:
         server.resource(
             f"research://{{research_id}}/{part}",

@@ -1,5 +1,6 @@
 """What each action of the ``research`` tool returns in ``data``: one pydantic model per action,
-published in the tool's ``outputSchema`` (see ``server.envelope``) and checked in dispatch.
+published as the resource ``research://schemas`` (see ``server.surface``) and checked in
+dispatch.
 
 The models list every key the research service returns and allow more (a newer field never
 breaks a client). A payload that does not fit its model is a bug in foundry-mcp: it is logged and
@@ -11,10 +12,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
+from pydantic.json_schema import models_json_schema
 
 from foundry_mcp.providers.breaker import CircuitState
 from foundry_mcp.providers.search.base import SourceType
@@ -229,6 +231,28 @@ def result_model(action: str, given: Mapping[str, Any]) -> type[Result]:
     return RESULT_MODELS[action]
 
 
+def result_schemas() -> dict[str, Any]:
+    """Every shape ``data`` may take, as one JSON Schema document: ``$defs`` (shared by all) and,
+    for each action, the ``$ref`` of its result (``variants`` for a parameter that changes it)."""
+    _, schema = models_json_schema(
+        [(model, "serialization") for model in get_args(ActionResult)],
+        ref_template="#/$defs/{model}",
+    )
+    actions: dict[str, Any] = {
+        action: {"$ref": f"#/$defs/{model.__name__}"} for action, model in RESULT_MODELS.items()
+    }
+    actions["deep-research"]["variants"] = {
+        "deep_research_action=continue|resume": {"$ref": "#/$defs/ResumeResult"},
+        "deep_research_action=cancel": {"$ref": "#/$defs/CancelResult"},
+    }
+    actions["deep-research-report"]["variants"] = {
+        "evidence=true": {"$ref": "#/$defs/EvidenceResult"}
+    }
+    actions["failure"] = {"$ref": "#/$defs/ErrorData"}
+    _, errors = models_json_schema([(ErrorData, "serialization")], ref_template="#/$defs/{model}")
+    return {"$defs": {**schema["$defs"], **errors["$defs"]}, "actions": actions}
+
+
 def conform(action: str, given: Mapping[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
     """``payload`` checked against its model and dumped as JSON, keys exactly as given; a payload
     that does not fit is logged (it is our bug) and returned as it is."""
@@ -273,15 +297,14 @@ ACTIONS_META_KEY = "foundry-mcp/actions"
 
 
 def tool_meta() -> dict[str, Any]:
-    """The tool's ``_meta``: each action's hints, under MCP's annotation names."""
+    """The tool's ``_meta``: which actions only read, which destroy and which of the others
+    may be repeated to the same effect (MCP annotates whole tools only)."""
+    writing = {a: h for a, h in ACTION_HINTS.items() if not h.read_only}
     return {
         ACTIONS_META_KEY: {
-            action: {
-                "readOnlyHint": hints.read_only,
-                "destructiveHint": hints.destructive,
-                "idempotentHint": hints.idempotent,
-            }
-            for action, hints in ACTION_HINTS.items()
+            "readOnly": [a for a, h in ACTION_HINTS.items() if h.read_only],
+            "destructive": [a for a, h in writing.items() if h.destructive],
+            "idempotent": [a for a, h in writing.items() if h.idempotent],
         }
     }
 
