@@ -562,10 +562,10 @@ def drive(server: RawServer, question: Question, mode: str, run: Run) -> tuple[f
     run.status, run.error, run.mode = status["status"], status.get("error"), status["mode"]
     tree = status.get("tree") or {}
     run.sub_questions = len(tree.get("sub_questions") or [])
-    counts = status.get("counts") or {}
-    run.sources, run.findings = counts.get("sources", 0), counts.get("findings", 0)
-    run.sub_queries = counts.get("sub_queries", 0)
-    run.prompt_tokens = int((status.get("tokens") or {}).get("input") or 0)
+    progress = status.get("progress") or {}
+    run.sources, run.findings = progress.get("sources", 0), progress.get("findings", 0)
+    run.sub_queries = progress.get("sub_queries_total", 0)
+    run.prompt_tokens = int(status["usage"]["total"]["input_tokens"])
     run.fidelity = status.get("fidelity") or {}
     run.warnings = len(status.get("warnings") or [])
     run.lead = lead_in(server, research_id, began)

@@ -107,7 +107,7 @@ async def research_once(
             sub_questions=len(state.sub_questions),
             llm_calls=len(llm.requests_to("/v1/chat/completions")),
             searches=len(search.requests_to("/search")),
-            prompt_tokens=status["tokens"]["input"],
+            prompt_tokens=status["usage"]["total"]["input_tokens"],
             facts_searched=corpus.served_facts(search.requests_to("/search")),
             facts_reported=facts_in(state.report),
             researchers=researchers,

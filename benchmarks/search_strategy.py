@@ -204,7 +204,7 @@ async def research_once(label: str, strategy: str, iterations: int, tavily_spent
             searches={name: len(s.requests_to(SEARCH_PATHS[name])) for name, s in servers.items()},
             search_calls=state.search_calls,
             llm_calls=len(llm.requests_to("/v1/chat/completions")),
-            prompt_tokens=status["tokens"]["input"],
+            prompt_tokens=status["usage"]["total"]["input_tokens"],
             sources=len(state.sources),
             facts_found=facts_in(texts),
             facts_reported=facts_in(state.report),

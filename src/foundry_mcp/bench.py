@@ -277,10 +277,11 @@ class BenchRun:
 
 def _figures(status: dict[str, Any]) -> dict[str, Any]:
     """Tokens and estimated cost of a research, from its status."""
+    spent = status["usage"]["total"]
     return {
-        "input_tokens": status["tokens"]["input"],
-        "output_tokens": status["tokens"]["output"],
-        "cost_usd": status["usage"]["total_cost_usd"],
+        "input_tokens": spent["input_tokens"],
+        "output_tokens": spent["output_tokens"],
+        "cost_usd": spent["cost_usd"],
     }
 
 

@@ -70,14 +70,15 @@ def _done_fraction(status: dict[str, Any]) -> float:
 
 def _figures(status: dict[str, Any]) -> list[tuple[str, str]]:
     """The numbers shown on either display, as (label, value); the live line abbreviates."""
-    counts = status["counts"]
-    cost = (status.get("usage") or {}).get("total_cost_usd")
+    progress = status["progress"]
+    spent = status["usage"]["total"]
+    cost = spent.get("cost_usd")
     return [
         ("iteration", f"{status['iteration']}/{status['max_iterations']}"),
-        ("sub-queries", f"{counts['sub_queries_completed']}/{counts['sub_queries']}"),
-        ("sources", str(counts["sources"])),
-        ("findings", str(counts["findings"])),
-        ("tokens", str(status["tokens"]["total"])),
+        ("sub-queries", f"{progress['sub_queries_done']}/{progress['sub_queries_total']}"),
+        ("sources", str(progress["sources"])),
+        ("findings", str(progress["findings"])),
+        ("tokens", str(spent["input_tokens"] + spent["output_tokens"])),
         ("cost", "?" if cost is None else f"~${cost:.4f}"),
     ]
 

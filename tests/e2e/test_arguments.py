@@ -54,9 +54,9 @@ WRONG_CALLS: list[tuple[dict[str, Any], str, str]] = [
     ({"action": 7}, "UNKNOWN_ACTION", "action"),
     ({"action": "deep-research-purge"}, "UNKNOWN_ACTION", "action"),
     (
-        {"action": "deep-research", "deep_research_action": "explode"},
-        "UNKNOWN_ACTION",
-        "deep_research_action",
+        {"action": "deep-research-report", "evidence": True},
+        "VALIDATION_ERROR",
+        "evidence",
     ),
 ]
 

@@ -211,8 +211,8 @@ def test_sigkill_in_any_phase_then_resume_in_a_new_process(
         assert final["status"] == "completed", final
         assert final["iteration"] == 2, final
         # Deterministic planner and refiner: three planned queries and one follow-up, once each.
-        assert final["counts"]["sub_queries"] == 4, final
-        assert final["counts"]["sub_queries_completed"] == 4, final
+        assert final["progress"]["sub_queries_total"] == 4, final
+        assert final["progress"]["sub_queries_done"] == 4, final
 
         report = ok(second.call({"action": "deep-research-report", "research_id": research_id}))
         assert report["status"] == "completed"

@@ -39,9 +39,8 @@ async def test_every_quote_is_the_stored_source_text_at_its_span(
         while offset is not None:  # paged like the report
             page = await call(
                 client,
-                action="deep-research-report",
+                action="deep-research-evidence",
                 research_id=research_id,
-                evidence=True,
                 offset=offset,
                 max_chars=1000,
             )

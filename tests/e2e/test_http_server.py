@@ -116,8 +116,7 @@ ACTIONS: list[tuple[str, dict[str, Any]]] = [
     ("deep-research-restore", {"item_id": "src-00000000"}),
     ("deep-research-cancel", {}),
     ("deep-research-resume", {}),
-    ("deep-research", {"deep_research_action": "resume"}),
-    ("deep-research", {"deep_research_action": "cancel"}),
+    ("deep-research-evidence", {}),
     ("deep-research-delete", {}),
 ]
 

@@ -38,8 +38,8 @@ async def test_whole_research_through_mcp(
 
         final = await run_to_end(client, research_id)
         assert final["status"] == "completed", final
-        assert final["counts"]["findings"] >= 2
-        assert final["tokens"]["total"] > 0
+        assert final["progress"]["findings"] >= 2
+        assert final["usage"]["total"]["output_tokens"] > 0
 
         report = await call(client, action="deep-research-report", research_id=research_id)
         assert report["success"], report
@@ -119,9 +119,7 @@ async def test_cancel_and_delete_through_mcp(
         final = await run_to_end(client, research_id, timeout=10)
         assert final["status"] == "cancelled"
 
-        again = await call(
-            client, action="deep-research", deep_research_action="cancel", research_id=research_id
-        )
+        again = await call(client, action="deep-research-cancel", research_id=research_id)
         assert again["success"] and again["data"]["status"] == "cancelled"
 
         deleted = await call(client, action="deep-research-delete", research_id=research_id)
@@ -187,8 +185,8 @@ BAD_CALLS: list[tuple[dict[str, Any], str, str | None]] = [
         "task_timeout",
     ),
     (
-        {"action": "deep-research", "query": "ok?", "deep_research_action": "explode"},
-        "UNKNOWN_ACTION",
+        {"action": "deep-research", "query": "ok?", "deep_research_action": "cancel"},
+        "VALIDATION_ERROR",
         "deep_research_action",
     ),
     (

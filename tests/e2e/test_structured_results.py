@@ -12,7 +12,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from mcp import Client
 
-from foundry_mcp.server.results import ACTION_HINTS, ActionResult, result_model
+from foundry_mcp.server.results import ACTION_HINTS, RESULT_MODELS, ActionResult
 from tests.e2e.conftest import TERMINAL
 from tests.e2e.test_mcp_stdio import _stdio
 from tests.fakes import FakeHTTPServer
@@ -49,12 +49,7 @@ class Checked:
         assert envelope is not None, result
         assert result.is_error == (not envelope["success"])
         self.envelope.validate(envelope)
-        given = {k: v for k, v in arguments.items() if k != "action"}
-        name = (
-            result_model(arguments["action"], given).__name__
-            if envelope["success"]
-            else "ErrorData"
-        )
+        name = RESULT_MODELS[arguments["action"]].__name__ if envelope["success"] else "ErrorData"
         self.data_validator(name).validate(envelope["data"])  # its own model, not just the union
         self.models.add(name)
         text = result.content[0].text  # type: ignore[union-attr]
@@ -85,20 +80,18 @@ async def test_every_action_answers_in_the_published_schema(
                 status = polled["data"]
         assert status["status"] == "completed", status
         report = await call(action="deep-research-report", research_id=rid)
-        await call(action="deep-research-report", research_id=rid, evidence=True)
+        await call(action="deep-research-evidence", research_id=rid)
         await call(action="deep-research-list")
         await call(action="deep-research-events", research_id=rid)
         await call(action="deep-research-export", research_id=rid, format="json")
-        source_id = report["data"]["sources"][0]["id"]
+        source_id = report["data"]["sources"][0]["source_id"]
         await call(action="deep-research-restore", research_id=rid, item_id=source_id)
         await call(action="health")
 
         other = (await call(action="deep-research", query="How do B-trees split?"))["data"]
         await call(action="deep-research-cancel", research_id=other["research_id"])
         await call(action="deep-research-resume", research_id=other["research_id"])
-        await call(
-            action="deep-research", deep_research_action="cancel", research_id=other["research_id"]
-        )
+        await call(action="deep-research-cancel", research_id=other["research_id"])
         await call(action="deep-research-delete", research_id=other["research_id"])
 
         missing = await call(action="deep-research-status", research_id="deepres-000000000000")

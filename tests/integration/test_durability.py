@@ -319,8 +319,9 @@ async def test_a_version_one_store_is_migrated_on_open(settings: Settings) -> No
         assert state.report == old.report
         status = await service.status(old.id)
         assert status["status"] == "completed"
-        tokens = {key: status["tokens"][key] for key in ("input", "output", "total", "calls")}
-        assert tokens == {"input": 900, "output": 100, "total": 1000, "calls": 4}
+        spent = status["usage"]["total"]
+        tokens = {key: spent[key] for key in ("input_tokens", "output_tokens", "calls")}
+        assert tokens == {"input_tokens": 900, "output_tokens": 100, "calls": 4}
         assert service.list()["items"][0]["research_id"] == old.id
     db = sqlite3.connect(research_dir / "research.db")
     assert db.execute("PRAGMA user_version").fetchone()[0] == DB_VERSION

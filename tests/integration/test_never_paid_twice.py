@@ -138,7 +138,7 @@ async def test_a_stopped_research_does_not_buy_its_report_again(
     assert any(e["data"]["purpose"] == "synthesis" for e in replays)
     assert sum(asked_before.values()) < sum(asked.values())
     # Every distinct request was paid once and counted once.
-    assert final["tokens"]["calls"] == len(asked) == journaled
+    assert final["usage"]["total"]["calls"] == len(asked) == journaled
 
 
 def _requests(server: FakeHTTPServer) -> Counter[str]:

@@ -50,8 +50,8 @@ async def test_research_completes_with_resolved_citations(
     assert ("planner", "execute_planning") in actions
     assert ("supervisor", "evaluate_phase") in actions
     assert ("supervisor", "decide_iteration") in actions
-    assert status["tokens"]["calls"] == sum(brain.calls.values())
-    assert status["tokens"]["total"] > 0
+    assert status["usage"]["total"]["calls"] == sum(brain.calls.values())
+    assert status["usage"]["total"]["output_tokens"] > 0
 
 
 async def test_anthropic_provider_runs_a_whole_research(

@@ -180,7 +180,7 @@ async def test_runtime_overhead_shrinks_every_call_and_status_shows_the_figures(
             started = service.start(QUESTION, max_iterations=1, max_sources_per_query=2)
             status = await wait_until(service, started["research_id"], TERMINAL)
         assert status["status"] == "completed", status["error"]
-        figures[overhead] = status["tokens"]["budget"]
+        figures[overhead] = status["token_budget"]
         largest[overhead] = max(
             estimate_tokens(s) + estimate_tokens(u)
             for agent, s, u in brain.history[asked_before:]

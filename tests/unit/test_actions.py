@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from foundry_mcp.errors import InputError
 from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.server.actions import HANDLERS, dispatch, tool_description
 from foundry_mcp.server.arguments import ResearchArguments, parse_arguments
@@ -41,7 +42,6 @@ SAMPLES: dict[str, Any] = {
     "wait_timeout": 12.0,
     "offset": 13,
     "max_chars": 1400,
-    "evidence": True,
     "limit": 15,
     "cursor": "sample-cursor",
     "completed_only": True,
@@ -102,7 +102,7 @@ def test_every_action_of_the_schema_has_a_handler() -> None:
     assert set(actions) == set(HANDLERS)
 
 
-@pytest.mark.parametrize("action", [a for a in HANDLERS if a != "deep-research"])
+@pytest.mark.parametrize("action", list(HANDLERS))
 async def test_the_description_lists_exactly_what_the_dispatcher_reads(action: str) -> None:
     reached, warnings = await _reached(action)
     assert reached == _documented(action)
@@ -110,18 +110,30 @@ async def test_the_description_lists_exactly_what_the_dispatcher_reads(action: s
     assert ignored == set(SAMPLES) - reached
 
 
-async def test_deep_research_reads_its_parameters_across_its_sub_actions() -> None:
-    started, start_warnings = await _reached("deep-research", deep_research_action="start")
-    resumed, _ = await _reached("deep-research", deep_research_action="resume")
-    cancelled, _ = await _reached("deep-research", deep_research_action="cancel")
-    assert "research_id" not in started
-    assert any("research_id is ignored" in w for w in start_warnings)
-    assert "research_id" in resumed and "research_id" in cancelled
-    documented = _documented("deep-research") - {"deep_research_action"}
-    assert started | resumed | cancelled == documented
+async def test_the_evidence_action_asks_the_service_for_evidence() -> None:
+    service = RecordingService()
+    arguments = parse_arguments(
+        {"action": "deep-research-evidence", "research_id": SAMPLES["research_id"]}
+    )
+    await dispatch(service, arguments)  # type: ignore[arg-type]
+    assert service.received["evidence"] is True
+    service = RecordingService()
+    arguments = parse_arguments(
+        {"action": "deep-research-report", "research_id": SAMPLES["research_id"]}
+    )
+    await dispatch(service, arguments)  # type: ignore[arg-type]
+    assert not service.received.get("evidence", False)
+
+
+@pytest.mark.parametrize("retired", ["deep_research_action", "evidence"])
+def test_a_retired_parameter_says_what_replaced_it(retired: str) -> None:
+    with pytest.raises(InputError) as refused:
+        parse_arguments({"action": "deep-research", "query": "q", retired: "cancel"})
+    assert retired in refused.value.message
+    assert "action='deep-research-" in refused.value.remediation
 
 
 def test_every_schema_parameter_is_read_by_some_action() -> None:
-    parameters = set(ResearchArguments.model_fields) - {"action", "deep_research_action"}
+    parameters = set(ResearchArguments.model_fields) - {"action"}
     described = set().union(*(_documented(action) for action in HANDLERS))
     assert parameters <= described

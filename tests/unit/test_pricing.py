@@ -125,7 +125,7 @@ def test_status_and_usage_payloads_show_cost() -> None:
     state.llm_usage.max_cost_usd = 1.0
     usage = status_payload(state)["usage"]
     assert usage == usage_payload(state)
-    assert usage["total_cost_usd"] == 0.25
+    assert usage["total"]["cost_usd"] == 0.25
     assert usage["by_phase"]["planning"]["cost_usd"] == 0.25
     assert usage["by_provider"]["openai"]["calls"] == 1
     assert usage["max_cost_usd"] == 1.0 and usage["cost_ceiling_reached"] is False

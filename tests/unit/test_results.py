@@ -43,7 +43,6 @@ from foundry_mcp.server.results import (
     ErrorData,
     SearchPlan,
     conform,
-    result_model,
     tool_annotations,
     tool_meta,
 )
@@ -86,10 +85,10 @@ def check(calls: list[Call]) -> set[str]:
     """Every payload fits its model exactly; returns the models seen."""
     seen = set()
     for action, given, payload in calls:
-        model = result_model(action, given)
+        model = RESULT_MODELS[action]
         validated = model.model_validate(payload)  # strict: raises on a wrong type
         assert undeclared(validated) == [], f"{action} {given}: not declared on {model.__name__}"
-        assert conform(action, given, payload) == json.loads(json.dumps(payload))
+        assert conform(action, payload) == json.loads(json.dumps(payload))
         seen.add(model.__name__)
     return seen
 
@@ -124,7 +123,7 @@ async def test_every_action_returns_what_its_model_declares(
         source_id = service.store.load(rid).sources[0].id
         calls += [
             await run(service, "deep-research-report", research_id=rid, max_chars=1000),
-            await run(service, "deep-research-report", research_id=rid, evidence=True),
+            await run(service, "deep-research-evidence", research_id=rid),
             await run(service, "deep-research-list", limit=5),
             await run(service, "deep-research-events", research_id=rid, limit=500),
             await run(service, "deep-research-export", research_id=rid, format="markdown"),
@@ -139,8 +138,6 @@ async def test_every_action_returns_what_its_model_declares(
         calls += [
             await run(service, "deep-research-cancel", research_id=other),
             await run(service, "deep-research-resume", research_id=other),
-            await run(service, "deep-research", deep_research_action="cancel", research_id=other),
-            await run(service, "deep-research", deep_research_action="resume", research_id=other),
             await run(service, "deep-research-cancel", research_id=other),
             await run(service, "deep-research-delete", research_id=other),
         ]
@@ -223,18 +220,9 @@ def test_every_action_has_a_model_and_hints_and_every_model_is_published() -> No
     assert set(RESULT_MODELS) == set(HANDLERS) == set(ACTION_HINTS)
     published = set(get_args(ActionResult))
     assert set(RESULT_MODELS.values()) <= published
-    assert published == {
-        *RESULT_MODELS.values(),
-        result_model("deep-research-report", {"evidence": True}),
-        ErrorData,
-    }
-    assert (
-        result_model("deep-research", {"deep_research_action": "continue"}).__name__
-        == "ResumeResult"
-    )
-    assert (
-        result_model("deep-research", {"deep_research_action": "cancel"}).__name__ == "CancelResult"
-    )
+    assert published == {*RESULT_MODELS.values(), ErrorData}
+    # One shape per action.
+    assert len(set(RESULT_MODELS.values())) == len(RESULT_MODELS)
 
 
 def test_the_tool_hints_are_those_of_its_least_careful_action() -> None:
@@ -257,11 +245,11 @@ def test_a_payload_that_does_not_fit_is_logged_and_returned_unchanged(
 ) -> None:
     drifted = {"research_id": "deepres-0123456789ab", "deleted": "yes, gone", "new_key": None}
     with caplog.at_level(logging.ERROR, logger="foundry_mcp.server.results"):
-        assert conform("deep-research-delete", {}, drifted) is drifted
+        assert conform("deep-research-delete", drifted) is drifted
     assert "does not fit DeleteResult" in caplog.text and "deleted" in caplog.text
     # An extra key is not drift at runtime: it passes through.
     fits = {"research_id": "deepres-0123456789ab", "deleted": True, "new_key": None}
-    assert conform("deep-research-delete", {}, fits) == fits
+    assert conform("deep-research-delete", fits) == fits
 
 
 def test_the_text_content_is_the_envelope_without_nulls() -> None:

@@ -70,7 +70,7 @@ async def dispatch(
     ]
     use = {name: given[name] for name in accepted if name in given}
     payload, more = await handler(service, use, on_progress, principal)
-    return conform(arguments.action, use, payload), warnings + more
+    return conform(arguments.action, payload), warnings + more
 
 
 def _limits(use: dict[str, Any]) -> dict[str, Any]:
@@ -88,14 +88,7 @@ async def _deep_research(
     _: ProgressCallback | None,
     principal: Principal | None,
 ) -> Payload:
-    sub_action = use.get("deep_research_action", "start")
-    if sub_action in ("continue", "resume"):
-        return await _resume(service, use, None, principal)
-    if sub_action == "cancel":
-        return await service.cancel(use.get("research_id"), principal), []
     warnings = service.start_warnings()
-    if "research_id" in use:
-        warnings.append("research_id is ignored when starting a new research.")
     await service.check_spending(principal)
     payload = service.start(
         use.get("query"),
@@ -139,7 +132,21 @@ async def _report(
         use.get("research_id"),
         offset=use.get("offset"),
         max_chars=use.get("max_chars"),
-        evidence=bool(use.get("evidence")),
+        principal=principal,
+    )
+
+
+async def _evidence(
+    service: ResearchService,
+    use: dict[str, Any],
+    _: ProgressCallback | None,
+    principal: Principal | None,
+) -> Payload:
+    return service.report(
+        use.get("research_id"),
+        offset=use.get("offset"),
+        max_chars=use.get("max_chars"),
+        evidence=True,
         principal=principal,
     )
 
@@ -249,6 +256,7 @@ HANDLERS: dict[str, Handler] = {
     "deep-research": _deep_research,
     "deep-research-status": _status,
     "deep-research-report": _report,
+    "deep-research-evidence": _evidence,
     "deep-research-list": _list,
     "deep-research-events": _events,
     "deep-research-cancel": _cancel,

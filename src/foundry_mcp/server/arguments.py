@@ -34,11 +34,10 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
         "source_types",
         "preferred_sources",
         *LIMIT_PARAMS,
-        "deep_research_action",
-        "research_id",
     ),
     "deep-research-status": ("research_id", "wait", "wait_timeout"),
-    "deep-research-report": ("research_id", "offset", "max_chars", "evidence"),
+    "deep-research-report": ("research_id", "offset", "max_chars"),
+    "deep-research-evidence": ("research_id", "offset", "max_chars"),
     "deep-research-list": ("limit", "cursor", "completed_only", "status"),
     "deep-research-events": ("research_id", "cursor", "limit"),
     "deep-research-cancel": ("research_id",),
@@ -50,25 +49,32 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
 }
 
 ACTION_SUMMARIES: dict[str, str] = {
-    "deep-research": "start (or continue, resume, cancel)",
+    "deep-research": "start one",
     "deep-research-status": "where it is",
     "deep-research-report": "summary and a page of the report",
+    "deep-research-evidence": "the report's checked sentences and their quotes",
     "deep-research-list": "newest first",
     "deep-research-events": "audit trail",
     "deep-research-cancel": "stop; resumable",
-    "deep-research-resume": "go on",
+    "deep-research-resume": "go on, or continue a completed one",
     "deep-research-delete": "delete",
     "deep-research-restore": "bring an archived source back",
     "deep-research-export": "markdown, json, bibtex, ris",
     "health": "check the providers",
 }
 
-DEEP_RESEARCH_ACTIONS = ("start", "continue", "resume", "cancel")
+# Parameters of earlier versions, and what replaced them.
+RETIRED_PARAMS = {
+    "deep_research_action": "to continue or resume a research use "
+    "action='deep-research-resume'; to cancel one, action='deep-research-cancel'",
+    "evidence": "for the checked sentences and their quotes use action='deep-research-evidence'",
+}
 
 Action = Literal[
     "deep-research",
     "deep-research-status",
     "deep-research-report",
+    "deep-research-evidence",
     "deep-research-list",
     "deep-research-events",
     "deep-research-cancel",
@@ -202,13 +208,6 @@ class ResearchArguments(BaseModel):
     task_timeout: TaskTimeout | None = _limit(
         "task_timeout", "deep-research/resume: overall timeout in seconds"
     )
-    deep_research_action: Literal["start", "continue", "resume", "cancel"] | None = Field(
-        None,
-        description=(
-            "deep-research: start (default), continue, resume or cancel; the last three need "
-            "research_id."
-        ),
-    )
     research_id: str | None = Field(
         None, description="The id returned by deep-research, e.g. 'deepres-0123456789ab'."
     )
@@ -227,20 +226,13 @@ class ResearchArguments(BaseModel):
     offset: Offset | None = Field(
         None,
         description=(
-            "deep-research-report: first character of the page (with evidence=true: first "
-            "cited sentence)."
+            "deep-research-report: first character of the page; deep-research-evidence: "
+            "first checked sentence."
         ),
     )
     max_chars: PageChars | None = Field(
         None,
-        description="deep-research-report: page size, 1000-100000 (default 20000).",
-    )
-    evidence: bool | None = Field(
-        None,
-        description=(
-            "deep-research-report: instead of the report, its cited sentences with verdicts "
-            "and the quoted passages behind them (source number, text, character span)."
-        ),
+        description="deep-research-report / -evidence: page size, 1000-100000 (default 20000).",
     )
     limit: PageSize | None = Field(
         None,
@@ -307,11 +299,16 @@ def _refusal(error: ErrorDetails, raw: dict[str, Any], count: int) -> InputError
     field = str(error["loc"][0]) if error["loc"] else "arguments"
     kind = error["type"]
     more = f" ({count - 1} more problem(s) after this one)" if count > 1 else ""
-    if field in ("action", "deep_research_action") and kind != "missing":
-        choices = ACTION_PARAMS if field == "action" else DEEP_RESEARCH_ACTIONS
+    if field == "action" and kind != "missing":
         return UnknownActionError(
-            f"Unknown {field} {_shown(raw.get(field))}{more}.",
-            remediation=f"Use one of: {', '.join(choices)}.",
+            f"Unknown action {_shown(raw.get(field))}{more}.",
+            remediation=f"Use one of: {', '.join(ACTION_PARAMS)}.",
+            details={"field": field},
+        )
+    if kind == "extra_forbidden" and field in RETIRED_PARAMS:
+        return InputError(
+            f"The parameter '{field}' was removed{more}.",
+            remediation=f"Leave it out: {RETIRED_PARAMS[field]}.",
             details={"field": field},
         )
     if kind == "missing":

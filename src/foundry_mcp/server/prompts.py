@@ -30,8 +30,8 @@ Take foundry-mcp research {research_id} further with the `research` tool.
 
 1. Call `research` with action="deep-research-status" and research_id="{research_id}".
 2. If it is queued or running, repeat that call with wait=true until it ends.
-3. If it ended cancelled, failed, timed_out or interrupted, continue it: action="deep-research", \
-deep_research_action="continue", research_id="{research_id}"; then follow its status as in step 2.
+3. If it ended cancelled, failed, timed_out or interrupted, resume it: action="deep-research-resume", \
+research_id="{research_id}"; then follow its status as in step 2.
 4. Once it is completed, read its report (action="deep-research-report", research_id=\
 "{research_id}", paging with offset=next_offset) {task}"""
 
@@ -41,7 +41,7 @@ and answer this follow-up from it, citing the report's numbered sources:
 {question}
 
 If the report does not answer it, say so, and offer to continue the research with a higher \
-max_iterations (deep_research_action="continue") or to start a new one on the follow-up."""
+max_iterations (action="deep-research-resume" with max_iterations) or to start a new one on the follow-up."""
 
 FOLLOWUP_SUMMARY = "and summarise what it found, citing the report's numbered sources."
 

@@ -11,7 +11,6 @@ idempotent) are published in the tool's ``_meta``, since MCP annotates whole too
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from typing import Any, Literal, NamedTuple, get_args
 
 from mcp.types import ToolAnnotations
@@ -74,14 +73,14 @@ class StartResult(Result):
 
 
 class CancelResult(Result):
-    """``deep-research-cancel`` (and ``deep-research`` with ``deep_research_action='cancel'``)."""
+    """``deep-research-cancel``."""
 
     research_id: str
     status: StatusName = Field(description="After the request.")
 
 
 class ResumeResult(Result):
-    """``deep-research-resume`` (and ``deep-research`` with ``continue`` or ``resume``)."""
+    """``deep-research-resume``: a stopped research goes on, a completed one for more rounds."""
 
     research_id: str
     status: StatusName
@@ -189,6 +188,7 @@ RESULT_MODELS: dict[str, type[Result]] = {
     "deep-research": StartResult,
     "deep-research-status": StatusResult,
     "deep-research-report": ReportResult,
+    "deep-research-evidence": EvidenceResult,
     "deep-research-list": ListResult,
     "deep-research-events": EventsResult,
     "deep-research-cancel": CancelResult,
@@ -199,7 +199,7 @@ RESULT_MODELS: dict[str, type[Result]] = {
     "health": HealthResult,
 }
 
-# What ``data`` may be, as published: every action's model, the variants and the failure.
+# What ``data`` may be, as published: every action's model and the failure.
 ActionResult = (
     StartResult
     | StatusResult
@@ -217,23 +217,9 @@ ActionResult = (
 )
 
 
-def result_model(action: str, given: Mapping[str, Any]) -> type[Result]:
-    """The model of one call's ``data``: the action's, or the variant its parameters select
-    (``deep-research`` acting as resume or cancel, a report page of evidence)."""
-    if action == "deep-research":
-        sub_action = given.get("deep_research_action", "start")
-        if sub_action in ("continue", "resume"):
-            return ResumeResult
-        if sub_action == "cancel":
-            return CancelResult
-    if action == "deep-research-report" and given.get("evidence"):
-        return EvidenceResult
-    return RESULT_MODELS[action]
-
-
 def result_schemas() -> dict[str, Any]:
     """Every shape ``data`` may take, as one JSON Schema document: ``$defs`` (shared by all) and,
-    for each action, the ``$ref`` of its result (``variants`` for a parameter that changes it)."""
+    for each action, the ``$ref`` of its result (one shape per action)."""
     _, schema = models_json_schema(
         [(model, "serialization") for model in get_args(ActionResult)],
         ref_template="#/$defs/{model}",
@@ -241,22 +227,15 @@ def result_schemas() -> dict[str, Any]:
     actions: dict[str, Any] = {
         action: {"$ref": f"#/$defs/{model.__name__}"} for action, model in RESULT_MODELS.items()
     }
-    actions["deep-research"]["variants"] = {
-        "deep_research_action=continue|resume": {"$ref": "#/$defs/ResumeResult"},
-        "deep_research_action=cancel": {"$ref": "#/$defs/CancelResult"},
-    }
-    actions["deep-research-report"]["variants"] = {
-        "evidence=true": {"$ref": "#/$defs/EvidenceResult"}
-    }
     actions["failure"] = {"$ref": "#/$defs/ErrorData"}
     _, errors = models_json_schema([(ErrorData, "serialization")], ref_template="#/$defs/{model}")
     return {"$defs": {**schema["$defs"], **errors["$defs"]}, "actions": actions}
 
 
-def conform(action: str, given: Mapping[str, Any], payload: dict[str, Any]) -> dict[str, Any]:
-    """``payload`` checked against its model and dumped as JSON, keys exactly as given; a payload
-    that does not fit is logged (it is our bug) and returned as it is."""
-    model = result_model(action, given)
+def conform(action: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` checked against its action's model and dumped as JSON, keys exactly as given;
+    a payload that does not fit is logged (it is our bug) and returned as it is."""
+    model = RESULT_MODELS[action]
     try:
         checked = model.model_validate(payload)
     except ValidationError as exc:
@@ -281,6 +260,7 @@ ACTION_HINTS: dict[str, ActionHints] = {
     "deep-research": ActionHints(read_only=False, destructive=False, idempotent=False),
     "deep-research-status": ActionHints(read_only=True, destructive=False, idempotent=True),
     "deep-research-report": ActionHints(read_only=True, destructive=False, idempotent=True),
+    "deep-research-evidence": ActionHints(read_only=True, destructive=False, idempotent=True),
     "deep-research-list": ActionHints(read_only=True, destructive=False, idempotent=True),
     "deep-research-events": ActionHints(read_only=True, destructive=False, idempotent=True),
     # Partial results stay and the research can be resumed; cancelling again changes nothing.

@@ -1,5 +1,5 @@
 """The published shape of ``deep-research-report``: a page of the report with its sources,
-decisions, usage and fidelity, or (``evidence=true``) a page of its checked sentences."""
+decisions, usage and fidelity; and ``deep-research-evidence``, a page of its checked sentences."""
 
 from __future__ import annotations
 
@@ -33,13 +33,12 @@ class ReportMetadata(Result):
     sources_examined: int
     confidence_summary: dict[str, int] = Field(description="Findings per confidence.")
     dropped_citations: int
-    cited_source_ids: list[str] = Field(description="In report order: [n] is the n-th.")
     verification: VerificationSummary | None
 
 
 class CitedSource(Result):
     number: int = Field(description="Its [n] in the report.")
-    id: str
+    source_id: str
     title: str
     url: str | None
 
@@ -127,7 +126,7 @@ class Claim(Result):
 
 
 class EvidenceResult(Result):
-    """``deep-research-report`` with ``evidence=true``: a page of the checked sentences."""
+    """``deep-research-evidence``: a page of the report's checked sentences."""
 
     research_id: str
     status: StatusName

@@ -61,13 +61,6 @@ class Progress(Result):
     sub_queries_total: int
     sources: int
     findings: int
-
-
-class Counts(Result):
-    sub_queries: int
-    sub_queries_completed: int
-    sources: int
-    findings: int
     gaps: int
     gaps_unaddressed: int
 
@@ -91,14 +84,6 @@ class TokenBudget(Result):
     client_budget: int = Field(description="Tokens left in the client's context for a response.")
 
 
-class Tokens(Result):
-    input: int
-    output: int
-    total: int
-    calls: int = Field(description="LLM calls made.")
-    budget: TokenBudget
-
-
 class UsageTotals(Result):
     input_tokens: int
     output_tokens: int
@@ -110,9 +95,7 @@ class UsageTotals(Result):
 class Usage(Result):
     """Tokens and estimated cost of the research's LLM calls."""
 
-    total_cost_usd: float
     cost_is_estimate: bool
-    unpriced_calls: int
     max_cost_usd: float | None = Field(description="The cost ceiling of the last run.")
     cost_ceiling_reached: bool
     total: UsageTotals
@@ -120,10 +103,6 @@ class Usage(Result):
     by_provider: dict[str, UsageTotals]
     by_model: dict[str, UsageTotals] = Field(description="Keyed by provider:model.")
     models_by_phase: dict[str, list[str]] = Field(description="The models that ran each phase.")
-    provider_choice: str | None = Field(
-        description="Why this LLM, when no configuration named one and it was found on this "
-        "machine (an API key, an assistant's program, a local server); else null."
-    )
 
 
 class RecentDecision(Result):
@@ -139,7 +118,8 @@ class SubQuestionBrief(Result):
     priority: float = Field(description="0..1")
     status: BranchStatusName
     phase: str = Field(description="The sub-question researcher's current phase.")
-    iteration: str = Field(description="Rounds used/budget, e.g. '1/2'.")
+    iteration: int = Field(description="Rounds used.")
+    max_iterations: int
     sources: int
     findings: int
     confidence: ConfidenceName | None = Field(description="Of its answer, once written.")
@@ -211,15 +191,18 @@ class StatusResult(Result):
     iteration: int
     max_iterations: int
     progress: Progress
-    counts: Counts
     elapsed_s: float = Field(description="Seconds of the current or last run.")
     last_activity_at: Timestamp
     stale: bool = Field(description="Active but without activity for 3 minutes.")
     next_action: str = Field(description="One sentence: what to call next.")
-    tokens: Tokens
     usage: Usage
+    token_budget: TokenBudget
     search_calls: int
     provider: str = Field(description="provider:model")
+    provider_choice: str | None = Field(
+        description="Why this LLM, when no configuration named one and it was found on this "
+        "machine (an API key, an assistant's program, a local server); else null."
+    )
     report_available: bool
     error: str | None = Field(description="Why the last run ended failed, timed out, ...")
     error_code: str | None
@@ -234,9 +217,9 @@ class StatusResult(Result):
 def progress_message(status: dict[str, Any]) -> str:
     """One line of a status for a progress notification or a task's ``statusMessage``:
     ``running: analysis, iteration 1/3, 12 sources, 30 findings``."""
-    counts = status.get("counts") or {}
+    progress = status.get("progress") or {}
     return (
         f"{status['status']}: {status.get('phase')}, iteration {status.get('iteration')}/"
-        f"{status.get('max_iterations')}, {counts.get('sources', 0)} sources, "
-        f"{counts.get('findings', 0)} findings"
+        f"{status.get('max_iterations')}, {progress.get('sources', 0)} sources, "
+        f"{progress.get('findings', 0)} findings"
     )

@@ -31,8 +31,7 @@ SHORT: dict[str, str] = {
     "preferred_sources": "Domains or https:// prefixes to favour.",
     "research_id": "deepres-... from deep-research.",
     "wait": "Block until it moves.",
-    "offset": "First character (evidence: first sentence).",
-    "evidence": "Checked sentences and quotes instead.",
+    "offset": "Report: first character; evidence: first sentence.",
     "path": "File to write, in the working directory.",
 }
 # What validation enforces but a caller need not read: lengths of texts and lists.
@@ -99,21 +98,21 @@ def tokens_estimate(text: str) -> int:
 
 # What each action does, for the guide (the tool's description has a few words each).
 ACTION_GUIDE: dict[str, str] = {
-    "deep-research": "Start a research in the background; it answers with research_id at once. "
-    "With deep_research_action: continue a completed research for more rounds, resume a stopped "
-    "one, or cancel one (those three need research_id).",
+    "deep-research": "Start a research in the background; it answers with research_id at once.",
     "deep-research-status": "Status, phase, iteration, counts, tokens, cost and progress. "
     "wait=true blocks until the status, phase or iteration moves (at most wait_timeout seconds).",
     "deep-research-report": "The executive summary and one page of the cited report (page on "
-    "with offset); evidence=true gives the cited sentences with their verdicts and the quotes "
-    "the fact-checker saw instead.",
+    "with offset).",
+    "deep-research-evidence": "The report's checked sentences, a page at a time: each with its "
+    "verdict, its sources as numbered in the report and the quotes the fact-checker saw.",
     "deep-research-list": "Research newest first, a page at a time (cursor), optionally of some "
     "statuses only or completed ones.",
     "deep-research-events": "A research's audit trail: phases, provider calls, decisions.",
     "deep-research-cancel": "Stop a running research; its partial results stay and it can be "
     "resumed. Cancelling again changes nothing.",
     "deep-research-resume": "Continue a cancelled, failed, timed-out or interrupted research "
-    "from where it stopped, without redoing finished work; the limits may be raised.",
+    "from where it stopped, without redoing finished work; the limits may be raised. A completed "
+    "research given a larger max_iterations goes on for more rounds.",
     "deep-research-delete": "Delete a research, cancelling it first if it runs.",
     "deep-research-restore": "Bring an archived (dropped) source back into a stopped research; "
     "resume it to have the source analysed.",

@@ -168,15 +168,7 @@ class ResearchTasks(Extension):
         if params.name != self._tool_name:
             return False
         arguments = params.arguments or {}
-        action = arguments.get("action")
-        if action == "deep-research-resume":
-            return True
-        return action == "deep-research" and arguments.get("deep_research_action") in (
-            None,
-            "start",
-            "continue",
-            "resume",
-        )
+        return arguments.get("action") in ("deep-research", "deep-research-resume")
 
     async def _research_of(
         self, ctx: ServerRequestContext[Any, Any], task_id: str, principal: Principal | None

@@ -126,7 +126,10 @@ class ResearchReader:
             "status": state.status.value,
             "summary": report_summary(state.report),
             **report_page(state.report, offset, max_chars),
-            "report_metadata": metadata.model_dump() if metadata else None,
+            # The cited ids are `sources`, in report order.
+            "report_metadata": (
+                metadata.model_dump(exclude={"cited_source_ids"}) if metadata else None
+            ),
             "sources": cited_sources(state),
             "decision_log": decision_log(state),
             "usage": usage_payload(state),

@@ -73,12 +73,6 @@ def status_payload(
             "sub_queries_total": len(state.sub_queries),
             "sources": sources,
             "findings": findings,
-        },
-        "counts": {
-            "sub_queries": len(state.sub_queries),
-            "sub_queries_completed": completed,
-            "sources": sources,
-            "findings": findings,
             "gaps": len(state.gaps),
             "gaps_unaddressed": len(state.unaddressed_gaps()),
         },
@@ -86,16 +80,12 @@ def status_payload(
         "last_activity_at": last_activity,
         "stale": stale,
         "next_action": next_action(state, status, stale),
-        "tokens": {
-            "input": state.llm_usage.total.input_tokens,
-            "output": state.llm_usage.total.output_tokens,
-            "total": state.llm_usage.total.input_tokens + state.llm_usage.total.output_tokens,
-            "calls": state.llm_usage.total.calls,
-            "budget": token_budget_payload(state),
-        },
         "usage": usage_payload(state),
+        "token_budget": token_budget_payload(state),
         "search_calls": state.search_calls,
         "provider": f"{state.llm_provider}:{state.llm_model}",
+        # Set when no configuration named the LLM and one was found on this machine.
+        "provider_choice": state.metadata.get("provider_choice"),
         "report_available": state.report is not None,
         "error": state.error,
         "error_code": state.error_code,
@@ -140,7 +130,8 @@ def research_tree(state: ResearchState) -> dict[str, Any] | None:
                 "priority": sq.priority,
                 "status": sq.status.value,
                 "phase": sq.phase,
-                "iteration": f"{sq.iterations_used}/{sq.iteration_budget}",
+                "iteration": sq.iterations_used,
+                "max_iterations": sq.iteration_budget,
                 "sources": sq.source_count,
                 "findings": len(sq.finding_ids),
                 "confidence": sq.synthesis.confidence.value if sq.synthesis else None,
@@ -212,7 +203,7 @@ def cited_sources(state: ResearchState) -> list[dict[str, Any]]:
     """The report's numbered sources, in order."""
     by_id = state.source_by_id()
     return [
-        {"number": n, "id": sid, "title": by_id[sid].title, "url": by_id[sid].url}
+        {"number": n, "source_id": sid, "title": by_id[sid].title, "url": by_id[sid].url}
         for sid, n in citation_numbers(state).items()
         if sid in by_id
     ]
@@ -239,7 +230,7 @@ def all_sources(state: ResearchState) -> dict[str, Any]:
         "sources": [
             {
                 "number": numbers.get(s.id),
-                "id": s.id,
+                "source_id": s.id,
                 "title": s.title,
                 "url": s.url,
                 "provider": s.provider,
@@ -281,9 +272,7 @@ def usage_payload(state: ResearchState) -> dict[str, Any]:
         }
 
     return {
-        "total_cost_usd": round(usage.total.cost_usd, 6),
         "cost_is_estimate": True,
-        "unpriced_calls": usage.total.unpriced_calls,
         "max_cost_usd": usage.max_cost_usd,
         "cost_ceiling_reached": usage.cost_ceiling_reached,
         "total": totals(usage.total),
@@ -291,8 +280,6 @@ def usage_payload(state: ResearchState) -> dict[str, Any]:
         "by_provider": {name: totals(item) for name, item in usage.by_provider.items()},
         "by_model": {name: totals(item) for name, item in usage.by_model.items()},
         "models_by_phase": {phase: list(models) for phase, models in usage.models_by_phase.items()},
-        # Set when no configuration named the LLM and one was found on this machine.
-        "provider_choice": state.metadata.get("provider_choice"),
     }
 
 
