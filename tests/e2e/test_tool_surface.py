@@ -14,6 +14,7 @@ from foundry_mcp.server import create_server
 from foundry_mcp.server.arguments import ACTION_PARAMS, ResearchArguments
 from foundry_mcp.server.results import RESULT_MODELS
 from foundry_mcp.server.surface import tokens_estimate
+from tests.e2e.test_mcp_stdio import _stdio
 
 pytestmark = pytest.mark.anyio
 
@@ -31,11 +32,13 @@ async def _tools_list(client: Client) -> dict[str, Any]:
     return listed.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-async def test_the_whole_tool_list_costs_at_most_1500_tokens() -> None:
-    async with Client(create_server(), mode="legacy") as client:
+@pytest.mark.stdio
+async def test_the_whole_tool_list_costs_at_most_1500_tokens(research_env: dict[str, str]) -> None:
+    async with _stdio(research_env) as client:  # the server as an editor starts it
         listed = await _tools_list(client)
     text = json.dumps(listed, separators=(",", ":"), ensure_ascii=False)
     assert o200k_tokens(text) <= TOOLS_LIST_TOKENS, len(text)
+    print(f"tools/list: {len(text):,} characters, {o200k_tokens(text):,} tokens")
     (tool,) = listed["tools"]
     assert "outputSchema" in tool and tool["outputSchema"]["required"] == [
         "success",
