@@ -184,7 +184,7 @@ async def run_bench(service: ResearchService, args: argparse.Namespace) -> int:
 def _check_providers(service: ResearchService) -> None:
     """Fail the run at once, not task by task, when no LLM or search provider is usable."""
     service.providers.resolve_llm(None, None)
-    service.providers.search_providers()
+    service.providers.search_providers(announce=False)
 
 
 class BenchRun:

@@ -2,14 +2,14 @@
 
 A research runs in the foreground with its progress on stderr and its report on stdout; the
 other commands print JSON (or the report) on stdout. With ``--json`` every command prints one
-JSON document on stdout. Errors go to stderr with their fix, phrased for a shell.
+JSON document on stdout. Errors go to stderr with their fix, phrased for a shell
+(:mod:`foundry_mcp.cli_wording`). ``doctor`` is in :mod:`foundry_mcp.cli_doctor`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import signal
 import sys
 from pathlib import Path
@@ -17,19 +17,25 @@ from typing import Any
 
 import anyio
 
-from foundry_mcp import __version__
+from foundry_mcp.cli_doctor import doctor
 from foundry_mcp.cli_progress import TERMINAL, follow_progress
-from foundry_mcp.config import PROJECT_CONFIG, Settings, protected_keys_in
+from foundry_mcp.cli_wording import RESEARCH_ID, for_the_terminal
+from foundry_mcp.config import PROJECT_CONFIG, protected_keys_in
 from foundry_mcp.errors import FoundryError
-from foundry_mcp.providers.extract import extractor_problem
 from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.trust import TrustStore
 
 
 def fail(exc: FoundryError, *, as_json: bool = False) -> int:
     """Report an error: its message and fix on stderr, and with ``--json`` also as one JSON
-    document on stdout (``success: false``, the MCP envelope's error fields). Exit code 2."""
-    message, remediation = for_the_shell(exc.message), for_the_shell(exc.remediation)
+    document on stdout (``success: false``, the MCP envelope's error fields). Exit code 2.
+
+    Both are said for the terminal (:mod:`foundry_mcp.cli_wording`): commands, not tool calls.
+    """
+    named = RESEARCH_ID.search(exc.message)
+    research_id = named.group(0) if named else None
+    message = for_the_terminal(exc.message, research_id)
+    remediation = for_the_terminal(exc.remediation, research_id)
     print(f"error: {message}", file=sys.stderr)
     print(f"  fix: {remediation}", file=sys.stderr)
     if as_json:
@@ -47,37 +53,8 @@ def fail(exc: FoundryError, *, as_json: bool = False) -> int:
     return 2
 
 
-_ENV_BLOCK = "in the MCP server's env block"
-_ENV_VARIABLE = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")
-
-
-def for_the_shell(text: str) -> str:
-    """Say where a setting goes for a terminal user: the remediations are written for an MCP
-    client's ``env`` block, which a shell does not have."""
-    parts = text.split(_ENV_BLOCK)
-    for i in range(1, len(parts)):
-        named = _ENV_VARIABLE.findall(parts[i - 1].rsplit(". ", 1)[-1]) or ["NAME"]
-        exports = " ".join(f"{variable}=..." for variable in dict.fromkeys(named))
-        place = f"in your shell environment (export {exports})"
-        if "~/.foundry-mcp.toml" not in parts[i].split(". ", 1)[0]:
-            place += " or in ~/.foundry-mcp.toml"
-        parts[i] = place + parts[i]
-    return "".join(parts)
-
-
 def print_json(payload: Any) -> None:
     print(json.dumps(payload, indent=2, ensure_ascii=False))
-
-
-def _for_the_shell_within(value: Any) -> Any:
-    """``for_the_shell`` applied to every string of a JSON-like value (doctor's fixes)."""
-    if isinstance(value, str):
-        return for_the_shell(value)
-    if isinstance(value, list):
-        return [_for_the_shell_within(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _for_the_shell_within(item) for key, item in value.items()}
-    return value
 
 
 async def run_research(service: ResearchService, args: argparse.Namespace) -> int:
@@ -99,6 +76,9 @@ async def run_research(service: ResearchService, args: argparse.Namespace) -> in
         preferred_sources=args.prefer,
         **limits,
     )
+    # What the start had to say (a provider left out, where keyless searches go) comes first.
+    for warning in (started.get("search") or {}).get("warnings") or []:
+        print(f"warning: {for_the_terminal(warning)}", file=sys.stderr)
     return await _follow(service, started["research_id"], as_json=args.json)
 
 
@@ -139,7 +119,8 @@ async def _follow(
         return 130
     completed = status["status"] == "completed"
     if not completed:
-        print(f"research ended {status['status']}: {status['error'] or ''}", file=sys.stderr)
+        error = for_the_terminal(status.get("error") or "", research_id)
+        print(f"research ended {status['status']}: {error}", file=sys.stderr)
         print(f"Continue with: foundry-mcp resume {research_id}", file=sys.stderr)
     report = service.full_report(research_id) if completed else None
     if as_json:
@@ -267,67 +248,4 @@ async def delete_research(service: ResearchService, args: argparse.Namespace) ->
     return 0
 
 
-async def doctor(service: ResearchService, args: argparse.Namespace) -> int:
-    settings: Settings = service.settings
-    checks: dict[str, Any] = {
-        "version": __version__,
-        "config_files": settings.sources,
-        "research_dir": str(settings.research.research_dir),
-    }
-    try:  # where research is kept: the SQLite file, or the shared PostgreSQL database
-        checks["store"] = service.store.describe().as_dict()
-    except FoundryError as exc:
-        checks["store"] = f"not usable: {exc.message} {exc.remediation}"
-    untrusted = settings.untrusted
-    if untrusted is not None:
-        checks["untrusted_config"] = {
-            "file": str(untrusted.path),
-            "reason": untrusted.reason,
-            "ignored_keys": untrusted.ignored_keys,
-            "fix": f"foundry-mcp trust {untrusted.path}",
-        }
-    choice = service.providers.llm_choice
-    if choice is not None:
-        checks["llm_choice"] = choice.statement
-    try:
-        name, model = service.providers.resolve_llm(None, None)
-        checks["llm"] = f"ok: {name}:{model}"
-    except FoundryError as exc:
-        checks["llm"] = f"not usable: {exc.message} {exc.remediation}"
-    try:
-        usable, warnings = service.providers.search_providers()
-        checks["search"] = f"ok: {', '.join(usable)}" + (
-            f" ({' '.join(warnings)})" if warnings else ""
-        )
-    except FoundryError as exc:
-        checks["search"] = f"not usable: {exc.message} {exc.remediation}"
-    # Every known or configured provider: key present, a cheap live call, the fix.
-    health = await service.health()
-    checks["providers"] = [
-        {
-            key: entry[key]
-            for key in (
-                "name",
-                "role",
-                "in_use",
-                "key_present",
-                "model",
-                "status",
-                "problem",
-                "fix",
-            )
-            if entry.get(key) is not None
-        }
-        for entry in health["providers"]
-    ]
-    checks["problems"] = health["problems"]
-    checks["warnings"] = settings.trust_warnings()
-    extraction = await anyio.to_thread.run_sync(extractor_problem)
-    checks["page_extraction"] = (
-        "ok: trafilatura" if extraction is None else f"degraded: {extraction}"
-    )
-    if extraction is not None:
-        checks["warnings"].append(extraction)
-    print_json(_for_the_shell_within(checks))
-    configured = all(not str(v).startswith("not usable") for v in checks.values())
-    return 0 if configured and health["ok"] else 1
+__all__ = ["doctor", "fail", "print_json"]  # doctor lives in cli_doctor; cli finds it here

@@ -71,7 +71,8 @@ def test_cli_errors_are_one_line_with_a_fix(research_env: dict[str, str]) -> Non
 
     bad_site = _run(research_env, "research", "What is a monad?", "--prefer", "not a site")
     assert bad_site.returncode == 2
-    assert "preferred_sources" in bad_site.stderr and "Traceback" not in bad_site.stderr
+    # The field is named as the terminal knows it: the --prefer option.
+    assert "--prefer" in bad_site.stderr and "Traceback" not in bad_site.stderr
 
     bad_id = _run(research_env, "report", "../../etc/passwd")
     assert bad_id.returncode == 2

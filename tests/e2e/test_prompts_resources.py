@@ -123,7 +123,9 @@ async def test_sources_events_and_listed_reports_after_a_research(
     cited = [s for s in items if s["cited"]]
     # The cited ones come first, as the report numbers them; the rest carry no number.
     assert items[: len(cited)] == cited
-    assert [{k: s[k] for k in ("number", "source_id", "title", "url")} for s in cited] == report["sources"]
+    assert [{k: s[k] for k in ("number", "source_id", "title", "url")} for s in cited] == report[
+        "sources"
+    ]
     assert all(s["number"] is None for s in items[len(cited) :])
     assert {s["url"] for s in items} <= served_urls(tavily_server)
     assert all(s["provider"] and s["quality"] for s in items)

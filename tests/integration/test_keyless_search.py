@@ -178,7 +178,7 @@ async def test_unknown_backends_leave_a_clear_error(tmp_path: Path) -> None:
 
 def test_with_no_key_the_keyless_search_is_used(tmp_path: Path) -> None:
     registry = ProviderRegistry(_settings(tmp_path, ""))
-    assert registry.search_providers() == (["ddgs"], [])
+    assert registry.search_providers(announce=False) == (["ddgs"], [])
     assert registry.search_providers(["news"])[0] == ["ddgs"]
     assert registry.search_types("ddgs") == ("web", "news")
     docs = tmp_path / "docs"

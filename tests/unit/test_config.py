@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from foundry_mcp.config import Settings, load_settings
+from foundry_mcp.config.untrusted import every_key
 from foundry_mcp.errors import ConfigError
 from foundry_mcp.trust import TrustStore
 
@@ -326,11 +328,24 @@ def test_config_error_from_env_never_contains_the_api_key(dirs: tuple[Path, Path
     assert SECRET not in _all_text(error)
 
 
-def test_the_sample_file_loads_and_sets_every_key_to_its_default(tmp_path: Path) -> None:
-    sample = Path(__file__).resolve().parents[2] / "foundry-mcp.toml"
+def test_the_example_file_loads_and_sets_every_key_to_its_default(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parents[2] / "foundry-mcp.example.toml"
     home = tmp_path / "home"
     home.mkdir()
-    loaded = load_settings(env={"FOUNDRY_MCP_CONFIG": str(sample)}, cwd=tmp_path, home=home)
+    loaded = load_settings(env={"FOUNDRY_MCP_CONFIG": str(example)}, cwd=tmp_path, home=home)
     defaults = Settings()
     assert loaded.research.model_dump() == defaults.research.model_dump()
     assert loaded.logging == defaults.logging and loaded.providers == {}
+    # Keys whose mere presence changes a choice stay commented out: a copy changes nothing.
+    for key in ("default_provider", "deep_research_providers"):
+        assert key not in loaded.research.model_fields_set, key
+
+
+def test_the_example_file_names_every_key() -> None:
+    text = (Path(__file__).resolve().parents[2] / "foundry-mcp.example.toml").read_text()
+    missing = [
+        f"[{'.'.join(table)}] {key}"
+        for table, key, _ in every_key()
+        if table and not re.search(rf"^#?\s*{re.escape(key)}\s*=", text, re.MULTILINE)
+    ]
+    assert missing == []

@@ -26,7 +26,7 @@ LAYERS = (
     ("research",),
     ("runtime",),
     ("server",),
-    ("bench", "cli_progress", "cli_commands", "cli", "__main__"),
+    ("bench", "cli_wording", "cli_progress", "cli_doctor", "cli_commands", "cli", "__main__"),
 )
 MAX_MODULE_LINES = 400
 MAX_RESEARCH_ENTRIES = 15

@@ -67,5 +67,5 @@ def _parse_toml(path: Path, data: bytes) -> dict[str, Any]:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(
             f"{path} is not valid TOML: {exc}.",
-            remediation=f"Fix the syntax of {path} (see the sample foundry-mcp.toml).",
+            remediation=f"Fix the syntax of {path} (docs/configuration.md lists every key).",
         ) from None

@@ -113,6 +113,7 @@ def load_settings(
         raise _config_error(exc, origin) from None
     settings._sources = sources
     settings._untrusted = untrusted
+    settings._origins = origin
     return settings
 
 

@@ -71,6 +71,8 @@ class Settings(Section):
     )
     _sources: list[str] = PrivateAttr(default_factory=list)
     _untrusted: UntrustedProjectConfig | None = PrivateAttr(default=None)
+    # Where each key that was set came from: a file's path or "environment variable NAME".
+    _origins: dict[tuple[str, ...], str] = PrivateAttr(default_factory=dict)
 
     @property
     def sources(self) -> list[str]:
@@ -81,6 +83,11 @@ class Settings(Section):
     def untrusted(self) -> UntrustedProjectConfig | None:
         """The project file whose protected keys were ignored, if any were."""
         return self._untrusted
+
+    def origin_of(self, *key: str) -> str | None:
+        """Where ``key`` (e.g. ``"research", "default_provider"``) was set: a file's path or
+        ``environment variable NAME``; None when it has its default."""
+        return self._origins.get(key)
 
     def trust_warnings(self) -> list[str]:
         """One warning naming the ignored keys and the fix, or none."""

@@ -11,7 +11,8 @@ is used as it is. Otherwise the first of these is chosen:
 
 The choice carries its reason, which ``doctor``, the first status of a research and its report
 state, so it is never silent. With nothing found, the default provider stays, and its error says
-what the machine could offer.
+what the machine could offer. A configured default that cannot run (no key) has an error naming
+the file or environment variable that set it: a copied configuration is a common surprise.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ ASSISTANT_CLIS = (
 # Provider name, port and product of the local servers probed.
 LOCAL_SERVERS = (("ollama", 11434, "Ollama"), ("lmstudio", 1234, "LM Studio"))
 PROBE_TIMEOUT_S = 0.3
+# The setting that turns detection off, as a key for ``Settings.origin_of``.
+DEFAULT_PROVIDER_KEY = ("research", "default_provider")
 
 Which = Callable[[str], str | None]
 # Asks a local server for its models: the first model id, or None when nothing answers.
@@ -67,7 +70,10 @@ def choose_llm(
     """The default LLM provider for these settings on this machine (see the module)."""
     configured = settings.research.default_provider
     if "default_provider" in settings.research.model_fields_set:
-        return LLMChoice(configured, "configured as [research] default_provider", detected=False)
+        reason = (
+            f"configured by {default_provider_origin(settings) or '[research] default_provider'}"
+        )
+        return LLMChoice(configured, reason, detected=False)
     for name in KEYED_LLMS:
         if settings.provider(name).key() is not None:
             reason = "its API key is configured"
@@ -125,10 +131,30 @@ def apply_choice(settings: Settings, choice: LLMChoice) -> Settings:
     return settings.model_copy(update={"research": research, "providers": providers})
 
 
-def zero_key_hint() -> str:
-    """What a machine without API keys can use, for the remediation of a missing key."""
-    programs = ", ".join(f"{product} (`{program}`)" for _, program, product in ASSISTANT_CLIS)
-    return (
-        f"Without an API key: log in to one of {programs}, or run Ollama or LM Studio, and "
+def zero_key_hint(settings: Settings | None = None) -> str:
+    """What a machine without API keys can use, for the remediation of a missing key.
+
+    When ``settings`` set ``[research] default_provider``, the hint names where (the file or
+    the environment variable), since that setting is what keeps those programs unused.
+    """
+    named = [f"{product} (`{program}`)" for _, program, product in ASSISTANT_CLIS]
+    programs = f"{', '.join(named[:-1])} or {named[-1]}"
+    hint = (
+        f"Without an API key: install and log in to {programs}, or run Ollama or LM Studio; "
         "foundry-mcp uses it when [research] default_provider is not set."
     )
+    where = settings.origin_of(*DEFAULT_PROVIDER_KEY) if settings else None
+    if where is None:
+        return hint
+    if where.startswith("environment variable "):
+        return f"{hint} It is set by the {where}: unset it to let foundry-mcp choose."
+    return f"{hint} It is set in {where}: remove it there to let foundry-mcp choose."
+
+
+def default_provider_origin(settings: Settings) -> str | None:
+    """Who set ``[research] default_provider``, for a sentence ("named by ..."): the file, or
+    the environment variable; None when it has its default."""
+    where = settings.origin_of(*DEFAULT_PROVIDER_KEY)
+    if where is None or where.startswith("environment variable "):
+        return f"the {where}" if where else None
+    return f"[research] default_provider in {where}"

@@ -146,8 +146,8 @@ def _trafilatura_problem() -> str:
                 reason = (
                     f"trafilatura cannot be imported ({exc}); web pages are read with a simpler "
                     "extractor that keeps menus and footers. Reinstall foundry-mcp with its "
-                    "dependencies (pip install --force-reinstall foundry-mcp), or pip install "
-                    "lxml_html_clean."
+                    "dependencies (in its clone: pip install --force-reinstall .), or pip "
+                    "install lxml_html_clean."
                 )
                 log.warning("%s", reason)
                 _import_problem.append(reason)

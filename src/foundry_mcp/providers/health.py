@@ -8,6 +8,7 @@ API keys are never part of the report: only whether one is present.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -49,7 +50,7 @@ async def check_providers(
         if entry["name"] in policies:
             entry["circuit"] = policies[entry["name"]]["circuit"]["state"]
         if entry["in_use"] and entry["status"] != "ok":
-            problems.append(f"{entry['name']}: {entry['problem']} Fix: {entry['fix']}")
+            problems.append(problem_line(entry))
     secrets = [settings.provider(name).key() for name in settings.providers]
     report: dict[str, Any] = {
         "ok": not problems,
@@ -72,7 +73,7 @@ def _uses(registry: ProviderRegistry) -> dict[str, list[str]]:
             name, _ = parse_provider_spec(spec)
             uses.setdefault(name, []).append(group if position == 0 else f"{group} fallback")
     try:  # the search providers a research started now would use
-        searching, _ = registry.search_providers()
+        searching, _ = registry.search_providers(announce=False)
     except FoundryError:  # none can run: the listed ones that cannot, each with its fix
         listed = (raw.strip().lower() for raw in research.deep_research_providers)
         searching = [name for name in listed if registry.search_problem(name)]
@@ -195,9 +196,10 @@ async def _probe(registry: ProviderRegistry, entry: dict[str, Any], timeout: flo
             fix=f"Check [providers.{name}] base_url, your network and the provider's status page.",
         )
     except ProviderError as exc:
-        entry.update(status="error", error_kind=exc.kind, problem=exc.message, fix=exc.remediation)
+        fix = for_a_check(exc.remediation)
+        entry.update(status="error", error_kind=exc.kind, problem=exc.message, fix=fix)
     except FoundryError as exc:
-        entry.update(status="error", problem=exc.message, fix=exc.remediation)
+        entry.update(status="error", problem=exc.message, fix=for_a_check(exc.remediation))
     except Exception as exc:  # a health check reports, it never fails
         entry.update(
             status="error",
@@ -207,6 +209,25 @@ async def _probe(registry: ProviderRegistry, entry: dict[str, Any], timeout: flo
     else:
         entry["status"] = "ok"
     entry["latency_s"] = round(time.perf_counter() - started, 3)
+
+
+def problem_line(entry: dict[str, Any]) -> str:
+    """``name: problem Fix: fix``, without naming the provider twice when its problem starts
+    with its name ("ddgs: cannot reach ...", "openai rejected the API key ...")."""
+    name, problem = entry["name"], entry["problem"] or "unknown problem."
+    for separator in (": ", " "):
+        problem = problem.removeprefix(f"{name}{separator}")
+    named = f"{name}: {problem}"
+    return f"{named} Fix: {entry['fix']}" if entry.get("fix") else named
+
+
+# "then resume the research" and its kin: a provider error's advice that a check has no use for.
+_RESUME = re.compile(r"(?:[;,]\s*|\s+)(?:then\s+)?resume the research(?: by its id)?(?=[.;:,]|$)")
+
+
+def for_a_check(remediation: str) -> str:
+    """A provider error's fix as advice after a health check: nothing is to be resumed."""
+    return _RESUME.sub("", remediation)
 
 
 def _role(kind: str | None) -> str | None:

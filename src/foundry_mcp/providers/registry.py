@@ -12,7 +12,7 @@ from foundry_mcp.config.provider_settings import (
     CLI_LLM_KINDS,
 )
 from foundry_mcp.errors import ProviderNotConfiguredError
-from foundry_mcp.providers.detection import LLMChoice, zero_key_hint
+from foundry_mcp.providers.detection import LLMChoice, default_provider_origin, zero_key_hint
 from foundry_mcp.providers.llm.base import LLMProvider
 from foundry_mcp.providers.resilience import ResilienceRegistry
 from foundry_mcp.providers.search.base import SearchProvider, SourceType
@@ -94,9 +94,12 @@ class ProviderRegistry:
         keyless_ok = kind == "openai" and settings.base_url is not None and name != "openai"
         # An assistant's program (claude-cli...) answers on its own login: no key.
         if settings.key() is None and not keyless_ok and kind not in CLI_LLM_KINDS:
+            # The default provider, set in a file or variable: say where, it may be a surprise.
+            named_by = None if provider_id else default_provider_origin(self._settings)
             raise ProviderNotConfiguredError(
-                f"No API key is configured for the LLM provider '{name}'.",
-                remediation=f"{key_hint(name)} {zero_key_hint()}",
+                f"No API key is configured for the LLM provider '{name}'"
+                + (f", named by {named_by}." if named_by else "."),
+                remediation=f"{key_hint(name)} {zero_key_hint(self._settings)}",
             )
         # A program-backed provider (claude-cli...) lets its program choose when none is named.
         default = CLI_DEFAULT_MODEL if kind in CLI_LLM_KINDS else DEFAULT_MODELS.get(name)
@@ -137,8 +140,10 @@ class ProviderRegistry:
                 except ProviderNotConfiguredError as exc:
                     if group in LENIENT_ROUTE_GROUPS:
                         continue
+                    where = self._settings.origin_of("research", key)
                     raise ProviderNotConfiguredError(
-                        f"[research] {key} names '{spec}': {exc.message}",
+                        f"[research] {key}{f' (set in {where})' if where else ''} names "
+                        f"'{spec}': {exc.message}",
                         remediation=f"{exc.remediation} Or correct [research] {key}.",
                     ) from None
             if resolved:
@@ -200,10 +205,24 @@ class ProviderRegistry:
 
     # ------------------------------------------------------------------ search
 
-    def search_providers(self, source_types: Sequence[str] = ()) -> tuple[list[str], list[str]]:
+    def search_providers(
+        self, source_types: Sequence[str] = (), *, announce: bool = True
+    ) -> tuple[list[str], list[str]]:
         """The search providers of a research asking for ``source_types``, and warnings (see
-        :meth:`SearchSelection.for_research`)."""
-        return self._selection.for_research(source_types)
+        :meth:`SearchSelection.for_research`).
+
+        With ``announce`` (a research is starting), the first time the web search with no key
+        is chosen for lack of keys the warnings say where the questions go and how to turn it
+        off (:mod:`foundry_mcp.providers.keyless_notice`); pass False to only look.
+        """
+        usable, warnings = self._selection.for_research(source_types)
+        if announce:
+            from foundry_mcp.providers.keyless_notice import announce_once
+
+            notice = announce_once(self._settings, usable)
+            if notice is not None:
+                warnings = [*warnings, notice]
+        return usable, warnings
 
     def usable_search_providers(self, names: list[str]) -> tuple[list[str], list[str]]:
         """The named search providers that can run, and warnings for the rest."""

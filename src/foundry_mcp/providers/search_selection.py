@@ -221,7 +221,7 @@ class SearchSelection:
                 else ""
             )
             return (
-                f"Search provider '{name}' has no {missing}; skipped. Set {where}api_key and "
+                f"Search provider '{name}' needs {missing}; skipped. Set {where}api_key and "
                 f"cse_id in [providers.{name}] of ~/.foundry-mcp.toml."
             )
         if kind == "local" and not self._settings.research.local.paths:

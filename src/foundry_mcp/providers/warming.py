@@ -61,7 +61,7 @@ def warm_defaults(
     for name, model in pairs:
         quietly(f"the {name} LLM", _warm_llm, registry, name, model, stop=stop)
     with contextlib.suppress(ProviderNotConfiguredError):
-        usable, _ = registry.search_providers()
+        usable, _ = registry.search_providers(announce=False)
         for search in usable:
             quietly(f"the {search} search", registry.search, search, stop=stop)
     quietly("the page fetcher", registry.fetcher, stop=stop)

@@ -19,8 +19,8 @@ def open_store(research: ResearchSettings) -> Store:
         raise ConfigError(
             "[research] store_url names a PostgreSQL database, but the PostgreSQL driver is "
             "not installed.",
-            remediation="Install foundry-mcp with its postgres extra: "
-            "pip install 'foundry-mcp[postgres]'.",
+            remediation="Install the postgres extra from the foundry-mcp clone: "
+            "pip install '.[postgres]'.",
         ) from None
     try:
         research.research_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
