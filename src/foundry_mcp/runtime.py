@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import importlib
 import logging
 import threading
@@ -104,8 +105,8 @@ def warm_up(providers: ProviderRegistry, stop: threading.Event | None = None) ->
     LLM providers that have keys. Their token counters load meanwhile in a thread of their own,
     as a tiktoken encoding may have to be downloaded once (the first research would download it
     too); no other request leaves the machine. A step that fails is logged at debug level and
-    left to the real call path; once ``stop`` is set, the steps left are skipped. Sets
-    ``providers.warmed`` at the end.
+    left to the real call path; once ``stop`` is set, the steps left are skipped. At the end
+    it settles the heap (:func:`settle_heap`) and sets ``providers.warmed``.
     """
     try:
         pairs = default_llms(providers)
@@ -120,7 +121,29 @@ def warm_up(providers: ProviderRegistry, stop: threading.Event | None = None) ->
         counters.join()
         warm_others(providers, stop)
     finally:
+        settle_heap()
         providers.warmed.set()
+
+
+_settled = threading.Lock()
+_heap_settled = False
+
+
+def settle_heap() -> None:
+    """Put what start-up built out of the garbage collector's sight, once per process.
+
+    A full collection walks every object the process tracks: with an LLM SDK imported that is
+    70-110 ms here (more on a slower machine), on the event loop, and the first research
+    allocates enough to set one off within its first second, stalling whatever the loop
+    serves then (the start answer, a status call). Frozen objects (``gc.freeze``: the modules, clients and settings start-up made,
+    which live as long as the process anyway) are never walked again, so later collections
+    take a fraction of a millisecond. Freezing only moves lists, so it costs nothing itself.
+    """
+    global _heap_settled
+    with _settled:
+        if not _heap_settled:
+            gc.freeze()
+            _heap_settled = True
 
 
 def _warm_counters(pairs: list[tuple[str, str]], stop: threading.Event | None) -> None:

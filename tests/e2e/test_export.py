@@ -46,7 +46,7 @@ async def test_export_each_format_through_mcp(
         assert exported["markdown"] == report["report"]
         state = ResearchExport.model_validate_json(exported["json"])
         assert state.research_id == research_id and state.report == report["report"]
-        keys = [s["id"] for s in report["sources"]]
+        keys = [s["source_id"] for s in report["sources"]]
         assert keys and all(f"@misc{{{key}," in exported["bibtex"] for key in keys)
         assert exported["ris"].count("ER  - \n") == len(keys)
 

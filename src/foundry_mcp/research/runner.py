@@ -27,6 +27,11 @@ log = logging.getLogger(__name__)
 
 # Why a research is interrupted when its server stops cleanly (SIGTERM, the editor closing it).
 SERVER_STOPPED = "The server stopped while the research was running."
+# How long a run waits before its first step. The call that started it is answered once it
+# returns, by the transport's writer in a couple of worker-thread hops (well under 1 ms on an
+# idle loop); a run that began at once would put its state load, its first save and the
+# planner's prompt building on the event loop between the call and its answer.
+ANSWER_FIRST_SECONDS = 0.005
 
 
 def abort(state: ResearchState, status: Status, reason: str) -> None:
@@ -56,6 +61,10 @@ class ResearchRunner:
         self.deleted: set[str] = set()
 
     async def run(self, job: Job) -> None:
+        # The answer to the call that started the run goes first (see ANSWER_FIRST_SECONDS);
+        # a cancel meanwhile is obeyed just after, as if it came at the first step.
+        with anyio.CancelScope(shield=True):
+            await anyio.sleep(ANSWER_FIRST_SECONDS)
         state = self.store.load(job.research_id)
         state.attach(lambda kind, data: self.event(state.id, kind, data))
         # Every line the run logs, down to the providers, names the research and its principal.

@@ -37,7 +37,7 @@ from foundry_mcp.server.prompts import register_prompts
 from foundry_mcp.server.resources import recent_reports, register_resources
 from foundry_mcp.server.results import tool_annotations, tool_meta
 from foundry_mcp.server.results_status import progress_message
-from foundry_mcp.server.session import session_host
+from foundry_mcp.server.session import session_host, wants_progress
 from foundry_mcp.server.surface import published_input_schema
 from foundry_mcp.server.tasks import ResearchTasks
 
@@ -158,7 +158,9 @@ def create_server(
             await ctx.report_progress(snapshot["elapsed_s"], None, progress_message(snapshot))
 
         principal = request_principal()  # the bearer token's holder; None without tokens
-        return _result(await _handle(session_host(ctx), arguments, progress, principal))
+        # Without a listener, a waiting status must not read the whole research every second.
+        reporter = progress if wants_progress(ctx) else None
+        return _result(await _handle(session_host(ctx), arguments, reporter, principal))
 
     research.__signature__ = _published_signature()  # type: ignore[attr-defined]
     tool = Tool.from_function(

@@ -20,8 +20,9 @@ from foundry_mcp.errors import FoundryError
 from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.models import ResearchState, Status
 from foundry_mcp.research.runner import ResearchRunner, abort
-from foundry_mcp.research.store.owners import Owner
+from foundry_mcp.research.store.owners import Owner, Ownership
 from foundry_mcp.research.store.protocol import Store
+from foundry_mcp.research.store.records import StatusRead
 
 log = logging.getLogger(__name__)
 
@@ -81,10 +82,27 @@ class OwnershipWatch:
         if not state.status.is_active:
             return state
         ownership = self.store.ownership(research_id)
-        if ownership is None:
+        if ownership is None or not self._orphaned(state, ownership):
             return state
-        if ownership.is_alive(self.owner, self.jobs.is_running(research_id)):
-            return state
+        self._interrupt(research_id, ownership)
+        return self.store.load(research_id)
+
+    def settled(self, read: StatusRead) -> StatusRead:
+        """``read`` (``Store.load_status``) as it is, or read again after recording its
+        research ``interrupted`` when it is active and its owner is gone."""
+        if not self._orphaned(read.state, read.ownership):
+            return read
+        self._interrupt(read.state.id, read.ownership)
+        return self.store.load_status(read.state.id)
+
+    def _orphaned(self, state: ResearchState, ownership: Ownership) -> bool:
+        """Whether ``state`` is active while no live process holds it."""
+        running_here = self.jobs.is_running(state.id)
+        return state.status.is_active and not ownership.is_alive(self.owner, running_here)
+
+    def _interrupt(self, research_id: str, ownership: Ownership) -> None:
+        """Record a dead owner's research ``interrupted``, unless another process took it over
+        first."""
         if self.store.disown(research_id, ownership.token):
             state = self.store.load(research_id)
             if state.status.is_active:
@@ -92,7 +110,6 @@ class OwnershipWatch:
                 state.error = OWNER_STOPPED
                 self.store.save(state)
                 self.runner.event(research_id, "interrupted", {"previous_owner_pid": ownership.pid})
-        return self.store.load(research_id)
 
     def recover_orphans(self) -> list[str]:
         """Mark research left active by stopped processes as interrupted; returns their ids."""

@@ -1,8 +1,9 @@
 """The read side of the research service: status (with the long poll), report pages, the list
 and the audit trail, as plain payload dictionaries.
 
-Every read of a single research goes through ``OwnershipWatch.load_checked``, so a research
-whose process died is reported ``interrupted``, never ``running``.
+Every read of a single research goes through ``OwnershipWatch`` (``load_checked``; for a
+status, ``settled``), so a research whose process died is reported ``interrupted``, never
+``running``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,12 @@ from foundry_mcp.research.service.views import (
 )
 from foundry_mcp.research.store.paging import not_a_cursor
 from foundry_mcp.research.store.protocol import Store
-from foundry_mcp.research.store.records import validate_research_id
+from foundry_mcp.research.store.records import (
+    Fingerprint,
+    StatusRead,
+    research_not_found,
+    validate_research_id,
+)
 
 WAIT_POLL_SECONDS = 0.1
 EVENTS_PAGE = 500  # the most deep-research-events returns at once
@@ -38,13 +44,12 @@ EVENTS_PAGE = 500  # the most deep-research-events returns at once
 ProgressCallback = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-def status_of(store: Store, state: ResearchState) -> dict[str, Any]:
-    """The status payload of ``state``, with its cancel request and latest event from ``store``."""
-    ownership = store.ownership(state.id)
+def status_of(read: StatusRead) -> dict[str, Any]:
+    """The status payload of a research as ``Store.load_status`` read it."""
     return status_payload(
-        state,
-        cancel_requested=bool(ownership and ownership.cancel_requested),
-        last_event_at=store.last_event_at(state.id),
+        read.state,
+        cancel_requested=read.ownership.cancel_requested,
+        last_event_at=read.last_event_at,
     )
 
 
@@ -62,16 +67,20 @@ class ResearchReader:
         wait: bool = False,
         wait_timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        principal: str | None = None,
     ) -> dict[str, Any]:
         """The research's status; with ``wait``, first block until it moves (long poll).
 
-        While waiting, ``on_progress`` receives the status every second.
+        One store statement answers (``Store.load_status``). A wait sleeps on the store's
+        change notice, reading only the research's fingerprint when woken; ``on_progress``
+        (given only when the caller asked for progress) receives the status every second.
+        With ``principal``, another principal's research is not found, as an unknown id.
         """
         research_id = validate_research_id(research_id)
         timeout = 30.0 if wait_timeout is None else wait_timeout
         check_range("wait_timeout", timeout, 0, MAX_WAIT_SECONDS, integer=False)
-        state = self.watch.load_checked(research_id)
-        if wait and state.status.is_active:
+        read = self._read(research_id, principal)
+        if wait and read.state.status.is_active:
             # The store wakes the wait on every save (PostgreSQL: NOTIFY; SQLite: polling);
             # the poll ends when the status, phase or iteration moved.
             before = last = self.store.fingerprint(research_id)
@@ -79,17 +88,25 @@ class ResearchReader:
             next_report = time.monotonic()
             while (left := deadline - time.monotonic()) > 0:
                 if on_progress is not None and time.monotonic() >= next_report:
-                    await on_progress(status_of(self.store, self.watch.load_checked(research_id)))
+                    await on_progress(status_of(self._read(research_id, principal)))
                     next_report = time.monotonic() + 1.0
                 if on_progress is not None:
                     left = min(left, max(WAIT_POLL_SECONDS, next_report - time.monotonic()))
                 await self.store.wait_for_change(research_id, left, since=last)
                 now = self.store.fingerprint(research_id)
-                if now is None or before is None or now[:3] != before[:3]:
+                if _moved(before, now):
                     break
                 last = now
-            state = self.watch.load_checked(research_id)
-        return status_of(self.store, state)
+            read = self._read(research_id, principal)
+        return status_of(read)
+
+    def _read(self, research_id: str, principal: str | None) -> StatusRead:
+        """The research as a status reads it (``OwnershipWatch.settled``); with ``principal``,
+        ``RESEARCH_NOT_FOUND`` unless it is that principal's."""
+        read = self.store.load_status(research_id)
+        if principal is not None and read.principal != principal:
+            raise research_not_found(research_id)
+        return self.watch.settled(read)
 
     def report(
         self,
@@ -223,6 +240,17 @@ class ResearchReader:
             page = self.events(research_id, cursor=page["next_cursor"], limit=EVENTS_PAGE)
             events += page["events"]
         return _to_json({"research_id": page["research_id"], "events": events})
+
+
+def _moved(before: Fingerprint | None, now: Fingerprint | None) -> bool:
+    """Whether a research moved for a waiting status: its status, phase or iteration changed,
+    or it is gone. A queued research that began running has not moved: its run starts a few
+    milliseconds after the start answer (``runner.ANSWER_FIRST_SECONDS``), and a wait begun
+    at once would otherwise end then, with nothing new to tell."""
+    if before is None or now is None:
+        return True
+    began = (before[0], now[0]) == (Status.QUEUED.value, Status.RUNNING.value)
+    return now[1:3] != before[1:3] or (now[0] != before[0] and not began)
 
 
 def _to_json(payload: dict[str, Any]) -> str:

@@ -238,11 +238,15 @@ class ResearchService:
     ) -> dict[str, Any]:
         """The research's status; with ``wait``, first block until it moves (long poll).
 
-        While waiting, ``on_progress`` receives the status every second.
+        While waiting, ``on_progress`` receives the status every second. Another principal's
+        research is not found, as an unknown id.
         """
-        self._reveal(research_id, principal)
         return await self.reader.status(
-            research_id, wait=wait, wait_timeout=wait_timeout, on_progress=on_progress
+            research_id,
+            wait=wait,
+            wait_timeout=wait_timeout,
+            on_progress=on_progress,
+            principal=name_of(principal),
         )
 
     def report(

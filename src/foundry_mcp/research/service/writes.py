@@ -44,10 +44,15 @@ from foundry_mcp.research.service.restore import restore_content
 from foundry_mcp.research.service.views import shorten
 from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.store.protocol import Store
-from foundry_mcp.research.store.records import validate_research_id
+from foundry_mcp.research.store.records import Fingerprint, validate_research_id
 
 CANCEL_WAIT_SECONDS = 2.0
 DELETE_WAIT_SECONDS = 10.0
+
+
+def _is_active(fingerprint: Fingerprint | None) -> bool:
+    """Whether a research's stored status (read without its state) says it is being worked on."""
+    return fingerprint is not None and Status(fingerprint[0]).is_active
 
 
 class ResearchWriter:
@@ -204,9 +209,9 @@ class ResearchWriter:
             await self.jobs.wait(research_id, CANCEL_WAIT_SECONDS)
         else:  # run by another process: its heartbeat picks the request up
             with anyio.move_on_after(CANCEL_WAIT_SECONDS):
-                while self.store.load(research_id).status.is_active:
+                while _is_active(self.store.fingerprint(research_id)):
                     await anyio.sleep(WAIT_POLL_SECONDS)
-        status = status_of(self.store, self.store.load(research_id))["status"]
+        status = status_of(self.store.load_status(research_id))["status"]
         return {"research_id": research_id, "status": status}
 
     def resume(

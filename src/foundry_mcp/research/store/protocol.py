@@ -25,6 +25,7 @@ from foundry_mcp.research.store.records import (
     Fingerprint,
     JournalEntry,
     ResearchSummary,
+    StatusRead,
     StoreInfo,
 )
 
@@ -89,6 +90,11 @@ class Store(Protocol):
     def load(self, research_id: str) -> ResearchState:
         """The saved state, without its page text (``load_pages``); ``ResearchNotFoundError``
         if there is none."""
+        ...
+
+    def load_status(self, research_id: str) -> StatusRead:
+        """The state (without page text) with its ownership, principal and newest event time,
+        read in one statement: all a status answer needs; ``ResearchNotFoundError`` if none."""
         ...
 
     def load_pages(self, *states: ResearchState) -> None:

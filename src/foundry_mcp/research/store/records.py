@@ -12,7 +12,8 @@ from datetime import datetime
 from typing import Any
 
 from foundry_mcp.errors import InvalidResearchIdError, ResearchNotFoundError
-from foundry_mcp.research.models import RESEARCH_ID_PATTERN, Status
+from foundry_mcp.research.models import RESEARCH_ID_PATTERN, ResearchState, Status
+from foundry_mcp.research.store.owners import Ownership
 
 # (status, phase, iteration, updated_at) of a research, read without loading its state.
 Fingerprint = tuple[str, str, int, str]
@@ -44,6 +45,17 @@ class ResearchSummary:
     iteration: int
     created_at: str
     updated_at: str
+
+
+@dataclass(frozen=True)
+class StatusRead:
+    """What a status answer needs of one research, read in one statement: its state (without
+    page text), who holds it, whose it is, and when its newest event was recorded."""
+
+    state: ResearchState
+    ownership: Ownership
+    principal: str | None
+    last_event_at: str | None
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ says is left), for :meth:`Ownership.is_alive`.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from foundry_mcp.research.store.owners import (
     Owner,
@@ -21,6 +22,12 @@ from foundry_mcp.research.store.owners import (
 from foundry_mcp.research.store.postgres.database import Database
 
 _LEASE_UNTIL = "now() + make_interval(secs => %s::float8)"
+# The lease columns of a research row, in the order ``ownership_of`` reads them (the lease as
+# the seconds it has left on the database's clock).
+OWNERSHIP_COLUMNS = (
+    "owner_token, owner_pid, owner_host, extract(epoch FROM lease_until - now())::float8, "
+    "cancel_requested, owner_started"
+)
 
 
 def lease_columns(owner: Owner, lease_seconds: float) -> list[tuple[str, str, object]]:
@@ -34,6 +41,13 @@ def lease_columns(owner: Owner, lease_seconds: float) -> list[tuple[str, str, ob
     ]
 
 
+def ownership_of(row: Sequence[Any]) -> Ownership:
+    """The ownership in the ``OWNERSHIP_COLUMNS`` of a row, its lease on this host's clock."""
+    token, pid, host, left, cancel_requested, started = row
+    lease_until = None if left is None else time.time() + left
+    return Ownership(token, pid, host, lease_until, bool(cancel_requested), started)
+
+
 class PgLeases:
     """The lease columns of the research table, on the store's connection pool."""
 
@@ -43,16 +57,9 @@ class PgLeases:
     def ownership(self, research_id: str) -> Ownership | None:
         with self._db.connection() as conn:
             row = conn.execute(
-                "SELECT owner_token, owner_pid, owner_host, "
-                "extract(epoch FROM lease_until - now())::float8, cancel_requested, "
-                "owner_started FROM research WHERE id = %s",
-                (research_id,),
+                f"SELECT {OWNERSHIP_COLUMNS} FROM research WHERE id = %s", (research_id,)
             ).fetchone()
-        if row is None:
-            return None
-        token, pid, host, left, cancel_requested, started = row
-        lease_until = None if left is None else time.time() + left
-        return Ownership(token, pid, host, lease_until, bool(cancel_requested), started)
+        return None if row is None else ownership_of(row)
 
     def claim(
         self, research_id: str, owner: Owner, lease_seconds: float, expected_token: str | None

@@ -38,7 +38,12 @@ from foundry_mcp.research.store.postgres.database import (
     schema_version,
 )
 from foundry_mcp.research.store.postgres.events import PgEventLog, PgJournal
-from foundry_mcp.research.store.postgres.leases import PgLeases, lease_columns
+from foundry_mcp.research.store.postgres.leases import (
+    OWNERSHIP_COLUMNS,
+    PgLeases,
+    lease_columns,
+    ownership_of,
+)
 from foundry_mcp.research.store.postgres.notify import Listener
 from foundry_mcp.research.store.postgres.pages import (
     FORGET_PAGES,
@@ -51,6 +56,7 @@ from foundry_mcp.research.store.postgres.shared import admission, shared_key
 from foundry_mcp.research.store.records import (
     Fingerprint,
     ResearchSummary,
+    StatusRead,
     StoreInfo,
     research_not_found,
     validate_research_id,
@@ -204,6 +210,23 @@ class PostgresStore(LeasesAndEvents):
         if found is None:
             raise research_not_found(research_id)
         return decode_state(found[0], research_id)
+
+    def load_status(self, research_id: str) -> StatusRead:
+        """The state with its ownership, principal and newest event time, in one statement;
+        ``ResearchNotFoundError`` if there is none."""
+        validate_research_id(research_id)
+        with self._db.connection() as conn:
+            found = conn.execute(
+                f"SELECT state, principal, {OWNERSHIP_COLUMNS}, (SELECT at FROM events WHERE "
+                "research_id = research.id ORDER BY seq DESC LIMIT 1) FROM research WHERE id = %s",
+                (research_id,),
+            ).fetchone()
+        if found is None:
+            raise research_not_found(research_id)
+        last_event = None if found[8] is None else iso(found[8])
+        return StatusRead(
+            decode_state(found[0], research_id), ownership_of(found[2:8]), found[1], last_event
+        )
 
     def load_pages(self, *states: ResearchState) -> None:
         """Give the sources of ``states`` their page text (one query for all)."""

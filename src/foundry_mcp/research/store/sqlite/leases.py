@@ -9,10 +9,15 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from foundry_mcp.research.store.owners import Owner, Ownership, fenced
+
+# The lease columns of a research row, in the order ``ownership_of`` reads them.
+OWNERSHIP_COLUMNS = (
+    "owner_token, owner_pid, owner_host, lease_until, cancel_requested, owner_started"
+)
 
 
 def lease_columns(owner: Owner, lease_seconds: float) -> dict[str, Any]:
@@ -36,13 +41,9 @@ class Leases:
     def ownership(self, research_id: str) -> Ownership | None:
         with self._lock:
             row = self._db.execute(
-                "SELECT owner_token, owner_pid, owner_host, lease_until, cancel_requested, "
-                "owner_started FROM research WHERE id = ?",
-                (research_id,),
+                f"SELECT {OWNERSHIP_COLUMNS} FROM research WHERE id = ?", (research_id,)
             ).fetchone()
-        if row is None:
-            return None
-        return Ownership(row[0], row[1], row[2], row[3], bool(row[4]), row[5])
+        return None if row is None else ownership_of(row)
 
     def claim(
         self, research_id: str, owner: Owner, lease_seconds: float, expected_token: str | None
@@ -110,6 +111,11 @@ class Leases:
                 (research_id, expected_token),
             )
         return cursor.rowcount == 1
+
+
+def ownership_of(row: Sequence[Any]) -> Ownership:
+    """The ownership in the ``OWNERSHIP_COLUMNS`` of a row."""
+    return Ownership(row[0], row[1], row[2], row[3], bool(row[4]), row[5])
 
 
 def check_held(db: sqlite3.Connection, research_id: str, owner: Owner) -> None:

@@ -30,6 +30,7 @@ from foundry_mcp.research.store.paging import decode_cursor, page
 from foundry_mcp.research.store.records import (
     Fingerprint,
     ResearchSummary,
+    StatusRead,
     StoreInfo,
     research_not_found,
     validate_research_id,
@@ -43,7 +44,13 @@ from foundry_mcp.research.store.sqlite.database import (
 from foundry_mcp.research.store.sqlite.events import EventLog
 from foundry_mcp.research.store.sqlite.files import file_key, file_lock
 from foundry_mcp.research.store.sqlite.journal import LLMJournal
-from foundry_mcp.research.store.sqlite.leases import Leases, check_held, lease_columns
+from foundry_mcp.research.store.sqlite.leases import (
+    OWNERSHIP_COLUMNS,
+    Leases,
+    check_held,
+    lease_columns,
+    ownership_of,
+)
 from foundry_mcp.research.store.sqlite.pages import forget_pages, read_pages, write_pages
 from foundry_mcp.research.store.states import (
     RESEARCH_TABLES,
@@ -169,6 +176,22 @@ class ResearchStore(LeasesAndEvents):
         if found is None:
             raise research_not_found(research_id)
         return decode_state(found[0], research_id)
+
+    def load_status(self, research_id: str) -> StatusRead:
+        """The state with its ownership, principal and newest event time, in one statement;
+        ``ResearchNotFoundError`` if there is none."""
+        validate_research_id(research_id)
+        with self._lock:
+            found = self._db.execute(
+                f"SELECT state, principal, {OWNERSHIP_COLUMNS}, (SELECT at FROM events WHERE "
+                "research_id = research.id ORDER BY seq DESC LIMIT 1) FROM research WHERE id = ?",
+                (research_id,),
+            ).fetchone()
+        if found is None:
+            raise research_not_found(research_id)
+        return StatusRead(
+            decode_state(found[0], research_id), ownership_of(found[2:8]), found[1], found[8]
+        )
 
     def load_pages(self, *states: ResearchState) -> None:
         """Give the sources of ``states`` their page text (one query for all)."""
