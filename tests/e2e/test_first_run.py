@@ -106,15 +106,19 @@ def test_a_research_in_a_fresh_clone_uses_claude_and_says_once_where_searches_go
     assert "public search engines" not in second.stderr
 
 
-def test_doctor_in_a_fresh_clone_finds_claude(clone: Path, new_user: dict[str, str]) -> None:
-    doctor = subprocess.run(
+def _doctor(env: dict[str, str], clone: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, "-m", "foundry_mcp", "doctor"],
-        env=new_user,
+        env=env,
         cwd=clone,
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_doctor_in_a_fresh_clone_finds_claude(clone: Path, new_user: dict[str, str]) -> None:
+    doctor = _doctor(new_user, clone)
     checks = json.loads(doctor.stdout)
     assert checks["config_files"] == [str(Path(new_user["HOME"]) / ".foundry-mcp.toml")]
     assert checks["llm"].startswith("ok: claude-cli")
@@ -151,15 +155,7 @@ async def test_the_server_an_editor_starts_in_the_clone_uses_claude_and_says_it_
 def test_doctor_says_failing_for_a_program_that_is_not_logged_in(
     clone: Path, new_user: dict[str, str]
 ) -> None:
-    env = {**new_user, "FAKE_CLI_MODE": "not_logged_in"}
-    doctor = subprocess.run(
-        [sys.executable, "-m", "foundry_mcp", "doctor"],
-        env=env,
-        cwd=clone,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    doctor = _doctor({**new_user, "FAKE_CLI_MODE": "not_logged_in"}, clone)
     checks = json.loads(doctor.stdout)
     assert checks["llm"].startswith("failing: claude-cli"), checks["llm"]
     assert "not logged in" in checks["llm"]

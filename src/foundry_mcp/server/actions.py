@@ -122,33 +122,24 @@ async def _status(
     return payload, []
 
 
-async def _report(
-    service: ResearchService,
-    use: dict[str, Any],
-    _: ProgressCallback | None,
-    principal: Principal | None,
-) -> Payload:
-    return service.report(
-        use.get("research_id"),
-        offset=use.get("offset"),
-        max_chars=use.get("max_chars"),
-        principal=principal,
-    )
+def _report_pages(evidence: bool) -> Handler:
+    """The handler of a report page (``evidence``: a page of its checked sentences)."""
 
+    async def handler(
+        service: ResearchService,
+        use: dict[str, Any],
+        _: ProgressCallback | None,
+        principal: Principal | None,
+    ) -> Payload:
+        return service.report(
+            use.get("research_id"),
+            offset=use.get("offset"),
+            max_chars=use.get("max_chars"),
+            evidence=evidence,
+            principal=principal,
+        )
 
-async def _evidence(
-    service: ResearchService,
-    use: dict[str, Any],
-    _: ProgressCallback | None,
-    principal: Principal | None,
-) -> Payload:
-    return service.report(
-        use.get("research_id"),
-        offset=use.get("offset"),
-        max_chars=use.get("max_chars"),
-        evidence=True,
-        principal=principal,
-    )
+    return handler
 
 
 async def _list(
@@ -255,8 +246,8 @@ async def _health(
 HANDLERS: dict[str, Handler] = {
     "deep-research": _deep_research,
     "deep-research-status": _status,
-    "deep-research-report": _report,
-    "deep-research-evidence": _evidence,
+    "deep-research-report": _report_pages(evidence=False),
+    "deep-research-evidence": _report_pages(evidence=True),
     "deep-research-list": _list,
     "deep-research-events": _events,
     "deep-research-cancel": _cancel,
