@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from foundry_mcp import __version__
+from foundry_mcp import __version__, cli_migrate
 from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.logs import LOG_FORMATS, LogFormat, configure_logging
@@ -47,6 +47,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if command == "trust":
         return cli_commands.trust_file(args)
+    if command == "migrate":  # two stores, not the research service
+        return cli_migrate.run_migrate(args)
     as_json = bool(getattr(args, "json", False))
     try:
         settings = load_settings()
@@ -282,6 +284,7 @@ def _parser() -> argparse.ArgumentParser:
     trust.add_argument("path", nargs="?", help="the file to trust (default: ./foundry-mcp.toml)")
     trust.add_argument("--revoke", action="store_true", help="stop trusting the file")
     trust.add_argument("--list", action="store_true", help="show the trusted files")
+    cli_migrate.add_parser(commands, as_json)
     return parser
 
 
