@@ -4,7 +4,8 @@ What runs. A throwaway PostgreSQL (``tests/postgres.py``; or ``--store-url``), t
 and Tavily servers of ``tests/fakes`` with realistic latency (``benchmarks/simulated.py``: LLM
 0.4 s + 5 ms per output token, search 0.3 s), and two workers, A and B: ``foundry-mcp serve
 --http`` processes (``tests/e2e/teamserver.py``), each under its own host name (``worker-a``,
-``worker-b``: only the lease tells one whether the other is alive, as between two machines), its
+``worker-b``, and each its own node: only the lease tells one whether the other is alive, as
+between two machines), its
 own ``research_dir`` (local caches only) and its own provider keys (``sk-worker-a``,
 ``tvly-worker-a``, ...), so that every request a fake receives names the worker that sent it.
 Both share the store, the tokens of two principals (alice, bob) and ``[research]
@@ -161,14 +162,18 @@ ANSWERED_MARGIN = 0.05  # an LLM answer sent this long before the kill was journ
 KILL_CUT_SECONDS = 1.0  # a request of A's the fake finished reading this close to the kill
 LLM_PATH = "/v1/chat/completions"
 SEARCH_PATH = "/search"
-# Runs foundry-mcp's command line under another host name: the name must be changed before
-# foundry_mcp is imported (``Owner.host`` reads it then). The worker dies with the benchmark
-# (prctl PR_SET_PDEATHSIG, Linux), even when the benchmark is SIGKILLed.
+# Runs foundry-mcp's command line as another machine: another host name (changed before
+# foundry_mcp is imported: ``Owner.host`` reads it then) and another node (``Owner.node``: where
+# a pid can be checked), so that only the lease tells one worker whether the other is alive. The
+# worker dies with the benchmark (prctl PR_SET_PDEATHSIG, Linux), even when the benchmark is
+# SIGKILLed.
 LAUNCHER = """
 import ctypes, signal, socket, sys
 ctypes.CDLL(None).prctl(1, signal.SIGKILL)
 host = sys.argv.pop(1)
 socket.gethostname = lambda: host
+from foundry_mcp.research.store import owners
+owners.this_node = lambda: "node-of-" + host
 from foundry_mcp.cli import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -394,7 +399,10 @@ def write_config(path: Path, lease: float) -> None:
     path.write_text(
         f"[research]\nlease_seconds = {lease}\n\n"
         "[research.fetch]\nenabled = false\n\n"
-        "[providers.openai]\nmax_retries = 0\n\n[providers.tavily]\nmax_retries = 0\n"
+        # 8 slots, as the figures of docs/benchmarks.md were measured with (a team server's
+        # default is now [server] llm_max_in_flight, 32).
+        "[providers.openai]\nmax_retries = 0\nmax_in_flight = 8\n\n"
+        "[providers.tavily]\nmax_retries = 0\n"
     )
 
 

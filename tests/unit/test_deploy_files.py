@@ -534,6 +534,8 @@ def load_healthcheck() -> ModuleType:
 
 
 class _Readiness:
+    current = None  # no service: /health reads no store
+
     def __init__(self, readiness: str) -> None:
         self.readiness = readiness
 

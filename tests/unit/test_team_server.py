@@ -227,6 +227,8 @@ def test_host_and_origin_lists() -> None:
 
 
 class _Host:
+    current = None  # no service: /health reads no store
+
     def __init__(self, readiness: str) -> None:
         self.readiness = readiness
 

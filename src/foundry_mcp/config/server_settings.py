@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import (
     Field,
+    PrivateAttr,
     SecretStr,
     field_validator,
     model_validator,
@@ -13,6 +14,11 @@ from foundry_mcp.config.section import Section
 
 PRINCIPAL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$"
 MIN_TOKEN_CHARS = 16
+# A team worker runs many people's research at once, each with up to
+# ``deep_research_max_concurrent`` LLM calls (3 by default, parts of a report too): 32 lets about
+# ten research progress without queueing behind one another; the provider's requests_per_minute
+# still paces them (docs/team-server.md, "LLM calls in flight").
+TEAM_LLM_MAX_IN_FLIGHT = 32
 TOKEN_RECIPE = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
 
 
@@ -55,6 +61,24 @@ class ServerSettings(Section):
     # Limits of every principal whose token entry sets none.
     max_concurrent_researches: int | None = Field(None, ge=1, le=1000)
     max_cost_usd_per_day: float | None = Field(None, gt=0)
+    # Any worker answers any request: no MCP session is kept between requests, so a plain
+    # round-robin balancer needs no affinity (docs/team-server.md, "Stateless mode").
+    stateless: bool = False
+    # LLM calls in flight at once per provider in one team-server process, across every
+    # research it runs, for providers whose table sets no max_in_flight (the local default is 8).
+    llm_max_in_flight: int = Field(TEAM_LLM_MAX_IN_FLIGHT, ge=1, le=100)
+    _team: bool = PrivateAttr(default=False)  # set by ``serve --http`` (``as_team_server``)
+
+    @property
+    def team(self) -> bool:
+        """Whether this process is the team server (``foundry-mcp serve --http``)."""
+        return self._team
+
+    def as_team_server(self) -> ServerSettings:
+        """A copy that says this process is the team server (its defaults apply)."""
+        copy = self.model_copy()
+        copy._team = True
+        return copy
 
     @field_validator("host")
     @classmethod

@@ -129,6 +129,9 @@ class ResilienceRegistry:
         if name not in self._policies:
             provider = self._settings.provider(name)
             defaults = KIND_DEFAULTS.get(self._settings.provider_kind(name) or "", {})
+            server = self._settings.server
+            if role == "llm" and server.team:  # one process serves a whole team
+                defaults = {"max_in_flight": server.llm_max_in_flight, **defaults}
             unset = {k: v for k, v in defaults.items() if k not in provider.model_fields_set}
             self._policies[name] = ProviderPolicy(
                 name,

@@ -47,6 +47,11 @@ class ServiceHost:
             return "starting"
         return "ready" if self._service is not None else "failed"
 
+    @property
+    def current(self) -> ResearchService | None:
+        """The service if it is open now, without waiting (``GET /health``)."""
+        return self._service
+
     async def settled(self) -> FoundryError | None:
         """Wait until the service is open or could not open; the reason it could not."""
         await self._settled.wait()

@@ -18,7 +18,12 @@ and its Host/Origin checks), served by uvicorn.
   address it listens on (when that is neither loopback nor a wildcard), or a name of
   ``[server] allowed_hosts`` / ``allowed_origins`` (a reverse proxy's, say).
 - ``GET /health`` answers without a token, for load balancers: whether the research service is
-  ready, nothing about tokens or research.
+  ready and its store reachable (from the outage the store records when a statement cannot
+  reach it, refreshed by at most one cheap statement every ``STORE_PROBE_SECONDS``), nothing
+  about tokens or research. Not ready (the store unreachable) is HTTP 503.
+- **Stateless mode** (``[server] stateless``): the SDK keeps no MCP session between requests, so
+  any worker of a team answers any request and a balancer needs no affinity. Everything a
+  request needs is in the shared store (research, task ids signed with the store's key).
 - **A service that cannot start stops the server.** When the research service fails to open
   (the store unreachable, say), the server logs why and exits with ``EXIT_SERVICE_FAILED``, so
   that a service manager starts it again, instead of answering 503 forever.
@@ -31,7 +36,10 @@ import logging
 import signal
 import socket
 import sys
+import time
 from collections.abc import Callable
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import uvicorn
@@ -39,6 +47,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from foundry_mcp import __version__
 from foundry_mcp.config import TOKENS_ENV, ServerSettings, Settings
@@ -46,6 +55,9 @@ from foundry_mcp.errors import ConfigError, FoundryError
 from foundry_mcp.server.app import create_server
 from foundry_mcp.server.auth import ConfiguredTokens, auth_settings, word_refusals
 from foundry_mcp.server.host import ServiceHost
+
+if TYPE_CHECKING:
+    from foundry_mcp.research.store.protocol import Store
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +69,9 @@ LISTEN_BACKLOG = 2048
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 LOOPBACK_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 HANGUP = (signal.SIGHUP,) if sys.platform != "win32" else ()
+STORE_PROBE_SECONDS = 5.0  # at most one statement per this long for /health
+STORE_PROBE_WAIT_SECONDS = 1.0  # a probe that takes longer is answered from what is known
+PROBE_RESEARCH_ID = "deepres-000000000000"  # well formed, never issued
 
 
 def is_loopback(host: str) -> bool:
@@ -100,11 +115,15 @@ def transport_security(server: ServerSettings, host: str, port: int) -> Transpor
 
 
 class HealthProbe:
-    """``GET /health``: the process answers, and whether its research service is ready."""
+    """``GET /health``: the process answers, whether its research service is ready, and
+    whether its store answers."""
 
-    def __init__(self) -> None:
+    def __init__(self, probe_seconds: float = STORE_PROBE_SECONDS) -> None:
         self._host: ServiceHost | None = None
         self._attached = anyio.Event()
+        self._probe_seconds = probe_seconds
+        self._probed_at = -probe_seconds  # monotonic time of the last probe started
+        self._probing = False
 
     def attach(self, host: ServiceHost) -> None:
         self._host = host
@@ -118,13 +137,74 @@ class HealthProbe:
 
     async def answer(self, _: Request) -> JSONResponse:
         readiness = self._host.readiness if self._host is not None else "starting"
-        failed = readiness == "failed"
-        body = {
-            "status": "unavailable" if failed else "ok",
-            "research_service": readiness,
-            "version": __version__,
-        }
-        return JSONResponse(body, status_code=503 if failed else 200)
+        body: dict[str, object] = {"status": "ok", "research_service": readiness}
+        service = self._host.current if self._host is not None else None
+        if readiness == "ready" and service is not None:
+            store = _sync_store(service.store)
+            await self._refresh(store)
+            outage = store.unavailable()
+            body["store"] = "ok" if outage is None else "unavailable"
+            if outage is not None:
+                body["research_service"] = "unavailable"
+                body["store_error"] = outage.message
+        if readiness == "failed" or "store_error" in body:
+            body["status"] = "unavailable"
+        body["version"] = __version__
+        return JSONResponse(body, status_code=200 if body["status"] == "ok" else 503)
+
+    async def _refresh(self, store: Store) -> None:
+        """At most once every ``probe_seconds``, one cheap statement (its failure, or its
+        success, is what the store then records), waited for ``STORE_PROBE_WAIT_SECONDS`` at
+        most; a load balancer's probes never cost a query each."""
+        now = time.monotonic()
+        if self._probing or now - self._probed_at < self._probe_seconds:
+            return
+        self._probing, self._probed_at = True, now
+        with anyio.move_on_after(STORE_PROBE_WAIT_SECONDS):
+            await anyio.to_thread.run_sync(self._probe, store, abandon_on_cancel=True)
+
+    def _probe(self, store: Store) -> None:
+        try:
+            store.fingerprint(PROBE_RESEARCH_ID)  # one indexed lookup of an id never issued
+        except FoundryError:
+            pass  # recorded by the store: ``unavailable()`` says why
+        except Exception:
+            log.debug("the store probe failed", exc_info=True)
+        finally:
+            self._probing = False
+
+
+class CompleteResponses:
+    """Ends an event stream cut short properly: the final empty chunk is sent.
+
+    When the server is asked to stop, ``sse-starlette`` (the SDK's event streams) ends every
+    open stream at once, returning without the last body message; uvicorn would log each one
+    as an ERROR ("ASGI callable returned without completing response"). Completing it here
+    ends the stream as the client expects (it then reconnects, to another worker), and a clean
+    stop with sessions open logs no error.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = completed = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started, completed
+            if message["type"] == "http.response.start":
+                started = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                completed = True
+            await send(message)
+
+        await self.app(scope, receive, tracked)
+        if started and not completed:
+            with suppress(Exception):  # the client may be gone already
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def build_app(
@@ -135,6 +215,7 @@ def build_app(
     probe: HealthProbe | None = None,
 ) -> Starlette:
     """The ASGI app of the team server listening on ``host:port``."""
+    settings = settings.model_copy(update={"server": settings.server.as_team_server()})
     server_settings = settings.server
     verifier = ConfiguredTokens(server_settings) if server_settings.tokens else None
     probe = probe or HealthProbe()
@@ -148,6 +229,7 @@ def build_app(
     server.custom_route(HEALTH_PATH, methods=["GET"], name="health")(probe.answer)
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
+        stateless_http=server_settings.stateless,
         transport_security=transport_security(server_settings, host, port),
         host=host,
     )
@@ -171,7 +253,7 @@ async def serve_http(settings: Settings, host: str, port: int) -> int:
     )
     _log_start(settings.server, host, port)
     config = uvicorn.Config(
-        app,
+        CompleteResponses(app),
         log_config=None,  # our handlers and format (text or JSON) for uvicorn's lines too
         timeout_graceful_shutdown=STOP_GRACE_SECONDS,
         lifespan="on",
@@ -227,6 +309,8 @@ def _log_start(server: ServerSettings, host: str, port: int) -> None:
         MCP_PATH,
         HEALTH_PATH,
     )
+    if server.stateless:
+        log.info("stateless: no MCP session is kept, any worker of the store answers any request")
     principals = ConfiguredTokens(server).principals
     if principals:
         log.info(
@@ -266,3 +350,9 @@ async def _stop_on_hangup(server: uvicorn.Server, hung_up: anyio.Event) -> None:
             log.warning("SIGHUP received: saving running research, then stopping")
             hung_up.set()
             server.should_exit = True
+
+
+def _sync_store(store: Any) -> Store:
+    """The store itself, also when the service holds it behind a thread wrapper (``.sync``)."""
+    inner: Store = getattr(store, "sync", store)
+    return inner
