@@ -88,7 +88,7 @@ async def research_once(
             # Measure a server that has finished starting (SDK imports run in a thread).
             await anyio.to_thread.run_sync(service.providers.warmed.wait, 30)
             began = time.perf_counter()
-            started = service.start(
+            started = await service.start(
                 QUESTION, mode=mode, max_concurrent=max_concurrent, max_iterations=iterations
             )
             research_id = started["research_id"]
@@ -98,7 +98,7 @@ async def research_once(
             wall = time.perf_counter() - began
             status = await service.status(research_id)
             state = service.store.load(research_id)
-            researchers = timeline(service, research_id)
+            researchers = await timeline(service, research_id)
         return Run(
             label=label,
             wall=wall,
@@ -114,13 +114,13 @@ async def research_once(
         )
 
 
-def timeline(service: ResearchService, research_id: str) -> Timeline:
+async def timeline(service: ResearchService, research_id: str) -> Timeline:
     """Read the research's audit trail: events tagged with a branch are its researchers'."""
     spans: dict[str, tuple[datetime, datetime]] = {}
     gathering: dict[str, datetime] = {}
     cursor: str | None = None
     while True:
-        page = service.events(research_id, cursor=cursor, limit=500)
+        page = await service.events(research_id, cursor=cursor, limit=500)
         for event in page["events"]:
             at = datetime.fromisoformat(event["at"])
             branch = event["data"].get("branch")

@@ -66,7 +66,7 @@ async def research_to_end(
     the start call, its final status and its saved state (with its sources' page text)."""
     await anyio.to_thread.run_sync(service.providers.warmed.wait, 30)
     began = time.perf_counter()
-    started = service.start(question, **options)
+    started = await service.start(question, **options)
     job = service.jobs.get(started["research_id"])
     assert job is not None
     await job.done.wait()

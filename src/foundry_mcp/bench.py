@@ -231,7 +231,7 @@ class BenchRun:
         """Run the task's research to its end; its summary record (and its answer, if any)."""
         record: dict[str, Any] = {"status": "failed", "research_id": None, **EMPTY_FIGURES}
         try:
-            started = self.service.start(
+            started = await self.service.start(
                 task.prompt,
                 max_iterations=self.max_iterations,
                 mode=self.mode,
@@ -244,8 +244,8 @@ class BenchRun:
                 record["status"] = status["status"]
                 record["error"] = status["error"] or f"the research ended {status['status']}"
                 return record
-            article = self.service.full_report(started["research_id"])
-            payload, _ = self.service.report(started["research_id"])
+            article = await self.service.full_report(started["research_id"])
+            payload, _ = await self.service.report(started["research_id"])
         except FoundryError as exc:
             record["error"] = exc.message
             return record

@@ -64,7 +64,7 @@ async def run_research(service: ResearchService, args: argparse.Namespace) -> in
         "max_sources_per_query": args.max_sources,
         "task_timeout": args.timeout,
     }
-    started = service.start(
+    started = await service.start(
         args.query,
         provider_id=args.provider,
         model=args.model,
@@ -83,7 +83,7 @@ async def run_research(service: ResearchService, args: argparse.Namespace) -> in
 
 
 async def resume_research(service: ResearchService, args: argparse.Namespace) -> int:
-    started = service.resume(args.research_id, max_iterations=args.max_iterations)
+    started = await service.resume(args.research_id, max_iterations=args.max_iterations)
     return await _follow(service, started["research_id"], as_json=args.json)
 
 
@@ -122,7 +122,7 @@ async def _follow(
         error = for_the_terminal(status.get("error") or "", research_id)
         print(f"research ended {status['status']}: {error}", file=sys.stderr)
         print(f"Continue with: foundry-mcp resume {research_id}", file=sys.stderr)
-    report = service.full_report(research_id) if completed else None
+    report = await service.full_report(research_id) if completed else None
     if as_json:
         print_json({**status, "report": report})
     elif report is not None:
@@ -183,16 +183,16 @@ async def show_status(service: ResearchService, args: argparse.Namespace) -> int
 
 async def print_report(service: ResearchService, args: argparse.Namespace) -> int:
     if args.json:
-        payload, warnings = service.report(args.research_id)
+        payload, warnings = await service.report(args.research_id)
         print_json({**payload, "warnings": warnings})
     else:
-        print(service.full_report(args.research_id))
+        print(await service.full_report(args.research_id))
     return 0
 
 
 async def export_research(service: ResearchService, args: argparse.Namespace) -> int:
     """The export on stdout, or written to ``--out`` inside the current directory."""
-    done = service.export(
+    done = await service.export(
         args.research_id,
         format=args.format,
         path=args.out,
@@ -210,7 +210,7 @@ async def export_research(service: ResearchService, args: argparse.Namespace) ->
 
 async def list_researches(service: ResearchService, args: argparse.Namespace) -> int:
     print_json(
-        service.list(limit=args.limit, completed_only=args.completed_only, status=args.status)
+        await service.list(limit=args.limit, completed_only=args.completed_only, status=args.status)
     )
     return 0
 
@@ -219,7 +219,7 @@ async def print_events(service: ResearchService, args: argparse.Namespace) -> in
     cursor: str | None = None
     events: list[dict[str, Any]] = []
     while True:
-        page = service.events(args.research_id, cursor=cursor, limit=500)
+        page = await service.events(args.research_id, cursor=cursor, limit=500)
         for event in page["events"]:
             if args.json:
                 events.append(event)
@@ -234,7 +234,7 @@ async def print_events(service: ResearchService, args: argparse.Namespace) -> in
 
 
 async def restore_source(service: ResearchService, args: argparse.Namespace) -> int:
-    print_json(service.restore_content(args.research_id, args.item_id))
+    print_json(await service.restore_content(args.research_id, args.item_id))
     return 0
 
 

@@ -22,7 +22,7 @@ from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.pricing import shipped_prices
 from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.research.service.takeover import Takeover, takeover_enabled
-from foundry_mcp.research.store.opening import open_store
+from foundry_mcp.research.store.opening import open_async_store
 from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 
 log = logging.getLogger(__name__)
@@ -52,14 +52,14 @@ async def research_runtime(
     if choice.detected:
         log.info("%s", choice.statement)
     settings = apply_choice(settings, choice)
-    store = open_store(settings.research)
+    io = await anyio.to_thread.run_sync(open_async_store, settings.research)
     providers = ProviderRegistry(settings, choice)
     # Ready the first research's path in a thread now, so that it does not stall the loop.
     stop_warming = start_warm_up(providers) if warm else None
     try:
         async with anyio.create_task_group() as task_group:
-            service = ResearchService(settings, store, providers, JobRunner(task_group), hooks)
-            chores = service.housekeeping(resume=serving)
+            service = ResearchService(settings, io, providers, JobRunner(task_group), hooks)
+            chores = await service.housekeeping(resume=serving)
             if any(chores.values()):
                 log.info(
                     "start-up: %d research interrupted by stopped processes, %d deleted by "
@@ -80,7 +80,7 @@ async def research_runtime(
             stop_warming.set()
         with anyio.CancelScope(shield=True):
             await providers.aclose()
-        store.close()
+            await anyio.to_thread.run_sync(io.close)  # the writes queued are finished first
 
 
 def start_warm_up(providers: ProviderRegistry) -> threading.Event:

@@ -29,11 +29,11 @@ async def test_miscited_facts_stay_in_the_report_cited_to_a_source_that_says_the
         env = {**research_env, "TAVILY_BASE_URL": tavily.base_url}
         settings = load_settings(env=env, cwd=Path(env["HOME"]), home=Path(env["HOME"]))
         async with research_runtime(settings, warm=False) as service:
-            started = service.start(QUESTION, mode="simple", max_iterations=1)
+            started = await service.start(QUESTION, mode="simple", max_iterations=1)
             status = await wait_until(service, started["research_id"], TERMINAL)
             state = service.store.load(started["research_id"])
             service.store.load_pages(state)
-            events = service.events(started["research_id"], limit=500)["events"]
+            events = (await service.events(started["research_id"], limit=500))["events"]
     assert status["status"] == "completed", status["error"]
     assert brain.miscited, "the writer cited no fact wrongly: the test proves nothing"
     report = state.report or ""

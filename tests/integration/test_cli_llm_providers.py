@@ -397,7 +397,7 @@ async def test_a_cancelled_research_leaves_no_program_behind(
 
     monkeypatch.setenv(MODE_ENV, "hang")
     async with research_runtime(settings, warm=False) as service:
-        started = service.start("How do heat pumps work?", provider_id="claude-cli")
+        started = await service.start("How do heat pumps work?", provider_id="claude-cli")
         call = await anyio.to_thread.run_sync(_wait_for_record, calls_dir, "grandchild_pid")
         assert _alive(call["pid"]) and _alive(call["grandchild_pid"])
         await service.cancel(started["research_id"])

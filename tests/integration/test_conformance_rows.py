@@ -46,14 +46,14 @@ async def test_a_cancelled_research_keeps_the_report_it_had_with_a_warning(
 ) -> None:
     hooks = HoldBeforeRefinement()
     async with research_runtime(settings, hooks, warm=False) as service:
-        started = service.start("How do LSM trees compact?", max_iterations=2)
+        started = await service.start("How do LSM trees compact?", max_iterations=2)
         research_id = started["research_id"]
         with anyio.fail_after(30):
             await hooks.reached.wait()
         await service.cancel(research_id)
         hooks.release.set()
         status = await wait_until(service, research_id, TERMINAL)
-        report, warnings = service.report(research_id)
+        report, warnings = await service.report(research_id)
     assert status["status"] == "cancelled"
     assert report["status"] == "cancelled" and "LSM" in report["report"]
     assert any("unfinished run" in w for w in warnings)
@@ -63,7 +63,7 @@ async def test_the_analysts_quality_ratings_are_kept_on_the_sources(
     settings: Settings, brain: ResearchBrain
 ) -> None:
     async with research_runtime(settings, warm=False) as service:
-        started = service.start("What is a write-ahead log?", mode="simple", max_iterations=1)
+        started = await service.start("What is a write-ahead log?", mode="simple", max_iterations=1)
         await wait_until(service, started["research_id"], TERMINAL)
         state = service.store.load(started["research_id"])
     assert state.status is Status.COMPLETED
@@ -80,7 +80,7 @@ async def test_providers_are_only_read_and_nothing_is_written_outside_the_store(
 ) -> None:
     before = _files(tmp_path)
     async with research_runtime(settings, warm=False) as service:
-        started = service.start("What is a bloom filter?", max_iterations=1)
+        started = await service.start("What is a bloom filter?", max_iterations=1)
         status = await wait_until(service, started["research_id"], TERMINAL)
     assert status["status"] == "completed"
     asked = {(r.method, r.path) for r in [*openai_server.requests, *tavily_server.requests]}

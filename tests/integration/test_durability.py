@@ -47,7 +47,7 @@ async def test_cancel_during_gathering_stops_at_once_and_resume_repeats_nothing(
     settings.research.deep_research_max_concurrent = 1  # one search at a time, so some finish
     tavily_server.latency = 0.3
     async with research_runtime(settings, warm=False) as service:
-        started = service.start("How do hash joins spill to disk?", max_iterations=1)
+        started = await service.start("How do hash joins spill to disk?", max_iterations=1)
         rid = started["research_id"]
         await _until(service, rid, lambda s: len(s.completed_sub_queries()) >= 1)
         done_before = {sq.query for sq in service.store.load(rid).completed_sub_queries()}
@@ -74,7 +74,7 @@ async def test_cancel_during_gathering_stops_at_once_and_resume_repeats_nothing(
 
         before_resume = len(_searched(tavily_server))
         tavily_server.latency = 0
-        service.resume(rid)
+        await service.resume(rid)
         status = await wait_until(service, rid, TERMINAL)
         assert status["status"] == "completed", status["error"]
     repeated = [q for q in _searched(tavily_server)[before_resume:] if q in done_before]
@@ -87,14 +87,14 @@ async def test_a_phase_timeout_ends_timed_out_and_resume_finishes(
     settings.research.deep_research_gathering_timeout = 1
     tavily_server.latency = 3
     async with research_runtime(settings, warm=False) as service:
-        rid = service.start("What is a bitmap index?", max_iterations=1)["research_id"]
+        rid = (await service.start("What is a bitmap index?", max_iterations=1))["research_id"]
         status = await wait_until(service, rid, TERMINAL)
         assert status["status"] == "timed_out"
         assert "gathering phase exceeded its timeout of 1 s" in status["error"]
         assert service.store.load(rid).metadata["timeout_phase"] == "gathering"
 
         tavily_server.latency = 0
-        resumed = service.resume(rid, task_timeout=120)
+        resumed = await service.resume(rid, task_timeout=120)
         assert resumed["phase"] == "gathering"
         status = await wait_until(service, rid, TERMINAL)
         assert status["status"] == "completed"
@@ -105,7 +105,7 @@ async def test_long_poll_returns_early_on_a_change_and_at_the_timeout_otherwise(
 ) -> None:
     openai_server.latency = 1.5
     async with research_runtime(settings, warm=False) as service:
-        rid = service.start("What is a trie?")["research_id"]
+        rid = (await service.start("What is a trie?"))["research_id"]
         await _until(service, rid, lambda s: s.status is Status.RUNNING)
         began = time.monotonic()
         status = await service.status(rid, wait=True, wait_timeout=0.6)
@@ -131,17 +131,19 @@ async def test_two_processes_one_store_run_each_research_once(
         research_runtime(settings, warm=False) as second,
     ):
         assert first.owner.token != second.owner.token
-        rid = first.start("How does MVCC avoid read locks?", max_iterations=1)["research_id"]
+        rid = (await first.start("How does MVCC avoid read locks?", max_iterations=1))[
+            "research_id"
+        ]
         await _until(first, rid, lambda s: s.status is Status.RUNNING)
         seen = await second.status(rid)
         assert seen["status"] == "running"  # the other process is alive: not interrupted
         with pytest.raises(InvalidStateError, match="still being worked on"):
-            second.resume(rid)
+            await second.resume(rid)
         # A cancel from the other process reaches the owner through the store.
         cancelled = await second.cancel(rid)
         assert cancelled["status"] == "cancelled"
         assert (await first.status(rid))["status"] == "cancelled"
-        events = [e["kind"] for e in first.events(rid, limit=500)["events"]]
+        events = [e["kind"] for e in (await first.events(rid, limit=500))["events"]]
         assert events.count("cancel_received") == 1  # obeyed once, not at every wait
 
 
@@ -185,11 +187,11 @@ async def test_an_expired_lease_of_another_host_counts_as_gone(settings: Setting
 
 async def test_the_audit_trail_records_the_whole_run_and_pages(settings: Settings) -> None:
     async with research_runtime(settings, warm=False) as service:
-        rid = service.start("What is a Bloom filter?", max_iterations=1)["research_id"]
+        rid = (await service.start("What is a Bloom filter?", max_iterations=1))["research_id"]
         await wait_until(service, rid, TERMINAL)
         pages, cursor = [], None
         while True:
-            page = service.events(rid, cursor=cursor, limit=7)
+            page = await service.events(rid, cursor=cursor, limit=7)
             pages.append(page["events"])
             cursor = page["next_cursor"]
             if cursor is None:
@@ -215,27 +217,27 @@ async def test_the_audit_trail_records_the_whole_run_and_pages(settings: Setting
 async def test_events_reject_bad_input(settings: Settings) -> None:
     async with research_runtime(settings, warm=False) as service:
         with pytest.raises(ResearchNotFoundError):
-            service.events("deepres-000000000000")
-        rid = service.start("What is a heap?", max_iterations=1)["research_id"]
+            await service.events("deepres-000000000000")
+        rid = (await service.start("What is a heap?", max_iterations=1))["research_id"]
         with pytest.raises(InputError, match="cursor"):
-            service.events(rid, cursor="abc")
+            await service.events(rid, cursor="abc")
         with pytest.raises(InputError, match="limit"):
-            service.events(rid, limit=501)
+            await service.events(rid, limit=501)
 
 
 async def test_list_filters_by_status(settings: Settings, openai_server: FakeHTTPServer) -> None:
     async with research_runtime(settings, warm=False) as service:
-        done = service.start("What is a rope?", max_iterations=1)["research_id"]
+        done = (await service.start("What is a rope?", max_iterations=1))["research_id"]
         await wait_until(service, done, TERMINAL)
         openai_server.latency = 5
-        running = service.start("What is a treap?")["research_id"]
+        running = (await service.start("What is a treap?"))["research_id"]
         await _until(service, running, lambda s: s.status is Status.RUNNING)
         ids = lambda page: [i["research_id"] for i in page["items"]]  # noqa: E731
-        assert ids(service.list(status="running")) == [running]
-        assert ids(service.list(status="completed,failed")) == [done]
-        assert set(ids(service.list())) == {done, running}
+        assert ids(await service.list(status="running")) == [running]
+        assert ids(await service.list(status="completed,failed")) == [done]
+        assert set(ids(await service.list())) == {done, running}
         with pytest.raises(InputError, match="not a research status"):
-            service.list(status="finished")
+            await service.list(status="finished")
 
 
 async def test_completed_research_continues_with_more_iterations(
@@ -251,12 +253,12 @@ async def test_completed_research_continues_with_more_iterations(
 
     brain.overrides["analyzer"] = analyzer
     async with research_runtime(settings, warm=False) as service:
-        rid = service.start("What is consistent hashing?", max_iterations=1)["research_id"]
+        rid = (await service.start("What is consistent hashing?", max_iterations=1))["research_id"]
         await wait_until(service, rid, TERMINAL)
         assert service.store.load(rid).unaddressed_gaps()
         with pytest.raises(InvalidStateError, match="already completed"):
-            service.resume(rid)
-        resumed = service.resume(rid, max_iterations=2)
+            await service.resume(rid)
+        resumed = await service.resume(rid, max_iterations=2)
         assert resumed["phase"] == "refinement" and resumed["resumed_from"] == "completed"
         status = await wait_until(service, rid, TERMINAL)
     assert status["status"] == "completed"
@@ -266,12 +268,12 @@ async def test_completed_research_continues_with_more_iterations(
 
 async def test_cancel_of_a_finished_research_is_refused(settings: Settings) -> None:
     async with research_runtime(settings, warm=False) as service:
-        rid = service.start("What is a segment tree?", max_iterations=1)["research_id"]
+        rid = (await service.start("What is a segment tree?", max_iterations=1))["research_id"]
         await wait_until(service, rid, TERMINAL)
         with pytest.raises(InvalidStateError, match="nothing to cancel"):
             await service.cancel(rid)
         with pytest.raises(ResearchNotFoundError):
-            service.resume("deepres-000000000000")
+            await service.resume("deepres-000000000000")
 
 
 def _old_database(path, state_json: str) -> None:  # type: ignore[no-untyped-def]
@@ -322,7 +324,7 @@ async def test_a_version_one_store_is_migrated_on_open(settings: Settings) -> No
         spent = status["usage"]["total"]
         tokens = {key: spent[key] for key in ("input_tokens", "output_tokens", "calls")}
         assert tokens == {"input_tokens": 900, "output_tokens": 100, "calls": 4}
-        assert service.list()["items"][0]["research_id"] == old.id
+        assert (await service.list())["items"][0]["research_id"] == old.id
     db = sqlite3.connect(research_dir / "research.db")
     assert db.execute("PRAGMA user_version").fetchone()[0] == DB_VERSION
     tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -343,7 +345,7 @@ async def test_retention_deletes_old_finished_research_at_start_up(settings: Set
     store.save(fresh)
     settings.research.retention_days = 30
     async with research_runtime(settings, warm=False) as service:
-        ids = [i["research_id"] for i in service.list()["items"]]
+        ids = [i["research_id"] for i in (await service.list())["items"]]
     assert ids == [fresh.id]
 
 
@@ -352,7 +354,7 @@ async def test_auto_resume_continues_interrupted_research_at_start_up(
 ) -> None:
     openai_server.latency = 0.3
     async with research_runtime(settings, warm=False) as service:
-        rid = service.start("What is a Fenwick tree?", max_iterations=1)["research_id"]
+        rid = (await service.start("What is a Fenwick tree?", max_iterations=1))["research_id"]
         await _until(service, rid, lambda s: bool(s.sub_queries))
     openai_server.latency = 0
     settings.research.auto_resume = True

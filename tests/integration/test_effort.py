@@ -17,7 +17,7 @@ QUESTION = "How do heat pumps perform in cold climates?"
 async def _calls(settings: Settings, brain: ResearchBrain, **given: object) -> int:
     before = len(brain.history)
     async with research_runtime(settings, warm=False) as service:
-        started = service.start(QUESTION, **given)
+        started = await service.start(QUESTION, **given)
         status = await wait_until(service, started["research_id"], TERMINAL)
     assert status["status"] == "completed", status["error"]
     return len(brain.history) - before
@@ -35,8 +35,8 @@ async def test_quick_makes_far_fewer_llm_calls_than_standard(
 @pytest.mark.anyio
 async def test_a_preset_sets_what_the_caller_left_out(settings: Settings) -> None:
     async with research_runtime(settings, warm=False) as service:
-        quick = service.start(QUESTION, effort="QUICK", max_sources_per_query=5)
-        deep = service.start(QUESTION, effort="deep")
+        quick = await service.start(QUESTION, effort="QUICK", max_sources_per_query=5)
+        deep = await service.start(QUESTION, effort="deep")
         states = [service.store.load(s["research_id"]) for s in (quick, deep)]
         for started in (quick, deep):
             await wait_until(service, started["research_id"], TERMINAL)

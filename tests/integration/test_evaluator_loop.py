@@ -19,7 +19,7 @@ pytestmark = pytest.mark.anyio
 
 async def _research(settings: Settings, max_iterations: int) -> ResearchState:
     async with research_runtime(settings, warm=False) as service:
-        started = service.start(
+        started = await service.start(
             "How do heat pumps defrost?", max_iterations=max_iterations, mode="simple"
         )
         status = await wait_until(service, started["research_id"], TERMINAL)
@@ -146,7 +146,9 @@ async def test_a_round_that_finds_nothing_new_keeps_the_report_it_has(
 
     brain.overrides["analyzer"] = analyst
     async with research_runtime(settings, warm=False) as service:
-        started = service.start("How do B-trees stay balanced?", mode="simple", max_iterations=3)
+        started = await service.start(
+            "How do B-trees stay balanced?", mode="simple", max_iterations=3
+        )
         status = await wait_until(service, started["research_id"], TERMINAL)
         state = service.store.load(started["research_id"])
     assert status["status"] == "completed", status["error"]

@@ -24,7 +24,7 @@ ONE_FACT = "What is the boiling point of water at sea level?"
 
 
 async def _run(service: ResearchService, question: str, **options: object) -> ResearchState:
-    started = service.start(question, **options)  # type: ignore[arg-type]
+    started = await service.start(question, **options)  # type: ignore[arg-type]
     status = await wait_until(service, started["research_id"], TERMINAL, timeout=60)
     assert status["status"] == "completed", status["error"]
     return service.store.load(started["research_id"])
@@ -36,7 +36,7 @@ async def test_auto_picks_hierarchical_for_a_three_part_comparison(
     async with research_runtime(settings, warm=False) as service:
         state = await _run(service, COMPARISON)
         status = await service.status(state.id)
-        report = service.report(state.id)[0]
+        report = (await service.report(state.id))[0]
     assert state.mode is ResearchMode.HIERARCHICAL
     decision = next(d for d in state.decisions if d.action == "choose_mode")
     assert decision.outputs is not None and decision.outputs["mode"] == "hierarchical"
@@ -94,7 +94,7 @@ async def test_sub_questions_are_researched_concurrently(
     openai_server.latency = 0.2
     async with research_runtime(settings, warm=False) as service:
         state = await _run(service, COMPARISON, mode="hierarchical", max_concurrent=3)
-        events = service.events(state.id, limit=500)["events"]
+        events = (await service.events(state.id, limit=500))["events"]
     started = {
         e["data"]["branch"]
         for e in events
@@ -152,7 +152,7 @@ async def test_a_resumed_hierarchical_research_redoes_nothing_finished(
 ) -> None:
     openai_server.latency = 0.3  # room to stop a researcher between its searches and its answer
     async with research_runtime(settings, warm=False) as service:
-        started = service.start(COMPARISON, mode="hierarchical", max_concurrent=1)
+        started = await service.start(COMPARISON, mode="hierarchical", max_concurrent=1)
         research_id = started["research_id"]
         # Cancel once one sub-question is answered and the next has searched but not answered.
         with anyio.fail_after(30):
@@ -183,7 +183,7 @@ async def test_a_resumed_hierarchical_research_redoes_nothing_finished(
         ]
         assert saved
 
-        service.resume(research_id)
+        await service.resume(research_id)
         status = await wait_until(service, research_id, TERMINAL, timeout=60)
         after = service.store.load(research_id)
     assert status["status"] == "completed", status["error"]
@@ -204,9 +204,9 @@ async def test_a_completed_hierarchical_research_cannot_be_continued_or_restored
     async with research_runtime(settings, warm=False) as service:
         state = await _run(service, COMPARISON, mode="hierarchical")
         with pytest.raises(InvalidStateError) as continued:
-            service.resume(state.id, max_iterations=5)
+            await service.resume(state.id, max_iterations=5)
         with pytest.raises(InvalidStateError) as restored:
-            service.restore_content(state.id, state.sources[0].id)
+            await service.restore_content(state.id, state.sources[0].id)
     assert "only a simple research" in continued.value.message
     assert "simple research only" in restored.value.message
     assert continued.value.remediation and restored.value.remediation

@@ -30,7 +30,7 @@ QUESTION = "Why do honeybee colonies collapse in winter?"
 
 
 async def _run(service: ResearchService, question: str = QUESTION, **kwargs: Any) -> ResearchState:
-    started = service.start(question, max_iterations=1, **kwargs)
+    started = await service.start(question, max_iterations=1, **kwargs)
     status = await wait_until(service, started["research_id"], TERMINAL)
     assert status["status"] == "completed", status["error"]
     return service.store.load(started["research_id"])
@@ -62,7 +62,7 @@ async def test_adaptive_research_weighs_hypotheses_and_reports_them_with_citatio
 ) -> None:
     async with research_runtime(settings, warm=False) as service:
         state = await _run(service, mode="hypotheses")
-        report = service.full_report(state.id)
+        report = await service.full_report(state.id)
         status = await service.status(state.id)
 
     assert state.mode is ResearchMode.HYPOTHESES
@@ -168,7 +168,7 @@ async def test_parallel_exploration_searches_at_once_and_weighs_concurrently(
     brain.overrides["assessor"] = slow_assessor
     async with research_runtime(settings, warm=False) as service:
         state = await _run(service, mode="hypotheses")
-        report = service.full_report(state.id)
+        report = await service.full_report(state.id)
     assert _statuses(state) == [BranchStatus.COMPLETED] * 3
     assert brain.calls["coverage"] == 0
     assert most >= 2, "the assessments ran one after another"
@@ -186,7 +186,7 @@ async def test_a_resumed_research_repeats_no_search_and_no_assessment(
     # The second hypothesis's search hangs, so the research is cancelled in the middle of it.
     tavily_server.delay = lambda request, _: 5.0 if "environmental" in str(request.json) else 0.0
     async with research_runtime(settings, warm=False) as service:
-        rid = service.start(QUESTION, mode="hypotheses", max_iterations=1)["research_id"]
+        rid = (await service.start(QUESTION, mode="hypotheses", max_iterations=1))["research_id"]
         await _until(
             service,
             rid,
@@ -205,7 +205,7 @@ async def test_a_resumed_research_repeats_no_search_and_no_assessment(
         assert len(done) == 1
 
         tavily_server.delay = None
-        service.resume(rid)
+        await service.resume(rid)
         status = await wait_until(service, rid, TERMINAL)
         assert status["status"] == "completed", status["error"]
         state = service.store.load(rid)
@@ -235,7 +235,7 @@ async def test_a_hypothesis_searched_but_not_weighed_is_weighed_on_resume(
 
     brain.overrides["assessor"] = stalled_assessor
     async with research_runtime(settings, warm=False) as service:
-        rid = service.start(QUESTION, mode="hypotheses", max_iterations=1)["research_id"]
+        rid = (await service.start(QUESTION, mode="hypotheses", max_iterations=1))["research_id"]
         with anyio.fail_after(20):
             while not started.is_set():
                 await anyio.sleep(0.02)
@@ -245,7 +245,7 @@ async def test_a_hypothesis_searched_but_not_weighed_is_weighed_on_resume(
         assert stopped.completed_sub_queries()
         searches = len(_searched(tavily_server))
 
-        service.resume(rid)
+        await service.resume(rid)
         status = await wait_until(service, rid, TERMINAL)
         assert status["status"] == "completed", status["error"]
         state = service.store.load(rid)
@@ -284,7 +284,7 @@ async def test_auto_chooses_hypotheses_for_a_which_explanation_question(
     question = "Which explanation best accounts for the decline of honeybee colonies?"
     async with research_runtime(settings, warm=False) as service:
         state = await _run(service, question)
-        report = service.full_report(state.id)
+        report = await service.full_report(state.id)
     assert state.mode is ResearchMode.HYPOTHESES
     assert state.mode_decision is not None
     assert state.mode_decision.assessment is not None

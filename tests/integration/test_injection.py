@@ -114,7 +114,7 @@ async def test_a_page_cannot_put_words_in_another_source(
     env = {**research_env, "TAVILY_BASE_URL": injecting_tavily.base_url}
     settings = load_settings(env=env, cwd=tmp_path, home=Path(env["HOME"]))
     async with research_runtime(settings, warm=False) as service:
-        started = service.start(QUESTION, max_iterations=1)
+        started = await service.start(QUESTION, max_iterations=1)
         status = await wait_until(service, started["research_id"], TERMINAL)
         assert status["status"] == "completed", status["error"]
         state = service.store.load(started["research_id"])

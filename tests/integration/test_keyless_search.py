@@ -254,7 +254,7 @@ async def test_a_research_with_only_the_keyless_search_reads_the_pages(
         )
         settings = _research_env(tmp_path, openai_server, toml)
         async with research_runtime(settings, warm=False) as service:
-            started = service.start("Is tidal energy reliable?", max_iterations=1)
+            started = await service.start("Is tidal energy reliable?", max_iterations=1)
             status = await wait_until(service, started["research_id"], TERMINAL)
             state = service.store.load(started["research_id"])
             service.store.load_pages(state)
@@ -290,7 +290,7 @@ async def test_a_rate_limited_keyless_search_falls_through_to_the_next_provider(
             TAVILY_BASE_URL=tavily.base_url,
         )
         async with research_runtime(settings, warm=False) as service:
-            started = service.start("Is tidal energy reliable?", max_iterations=1)
+            started = await service.start("Is tidal energy reliable?", max_iterations=1)
             status = await wait_until(service, started["research_id"], TERMINAL)
             state = service.store.load(started["research_id"])
             events = service.store.events(started["research_id"], after=0, limit=1000)

@@ -46,10 +46,10 @@ class Journal:
     def __init__(self) -> None:
         self.saved: dict[str, tuple[str, LLMCallRecord]] = {}
 
-    def get(self, key: str) -> tuple[str, LLMCallRecord] | None:
+    async def get(self, key: str) -> tuple[str, LLMCallRecord] | None:
         return self.saved.get(key)
 
-    def put(self, key: str, answer: str, record: LLMCallRecord) -> None:
+    async def put(self, key: str, answer: str, record: LLMCallRecord) -> None:
         self.saved[key] = (answer, record)
 
 
@@ -112,7 +112,9 @@ async def test_a_stopped_research_does_not_buy_its_report_again(
 
     openai_server.delay = slow_checks
     async with research_runtime(settings, warm=False) as service:
-        started = service.start("How do B-trees stay balanced?", mode="simple", max_iterations=1)
+        started = await service.start(
+            "How do B-trees stay balanced?", mode="simple", max_iterations=1
+        )
         research_id = started["research_id"]
         with anyio.fail_after(30):
             while brain.calls["verifier"] == 0:
@@ -122,9 +124,9 @@ async def test_a_stopped_research_does_not_buy_its_report_again(
         assert stopped["status"] == "cancelled" and stopped["phase"] == "synthesis"
         asked_before = _requests(openai_server)
         openai_server.delay = None
-        service.resume(research_id)
+        await service.resume(research_id)
         final = await wait_until(service, research_id, TERMINAL)
-        events = service.events(research_id, limit=500)["events"]
+        events = (await service.events(research_id, limit=500))["events"]
         journaled = service.store.journal.count(research_id)
     assert final["status"] == "completed", final["error"]
     asked = _requests(openai_server)

@@ -56,7 +56,9 @@ async def _run_until_failed(
     settings: Settings, servers: list[FakeHTTPServer], **limits: Any
 ) -> None:
     async with research_runtime(settings, warm=False) as service:
-        started = service.start("How do heat pumps work in winter?", max_iterations=1, **limits)
+        started = await service.start(
+            "How do heat pumps work in winter?", max_iterations=1, **limits
+        )
         status = await wait_until(service, started["research_id"], TERMINAL)
         at_the_end = [len(server.requests) for server in servers]
         assert status["status"] == "failed"

@@ -109,7 +109,7 @@ async def test_state_bytes_written_per_research_do_not_grow_with_page_size(
         written = _count_state_bytes(service)
         for chars in (20_000, 400_000):
             page_chars["now"] = chars
-            research_id = service.start(QUESTION, **limits)["research_id"]
+            research_id = (await service.start(QUESTION, **limits))["research_id"]
             status = await wait_until(service, research_id, TERMINAL, timeout=60)
             assert status["status"] == "completed", status["error"]
             totals[chars] = written[research_id]
@@ -173,7 +173,7 @@ async def test_a_resumed_research_reads_its_sources_text(
         assert SHORT_PAGE not in _raw_state(settings, state.id)
         assert service.store.load(state.id).sources[0].content is None  # what status reads
 
-        service.resume(state.id)
+        await service.resume(state.id)
         status = await wait_until(service, state.id, TERMINAL)
     assert status["status"] == "completed", status["error"]
     assert FACT in _analysed_texts(brain)  # the page, not the snippet, was analysed
@@ -207,7 +207,7 @@ async def test_a_state_with_its_text_inline_resumes_and_moves_the_text_out(
         db.close()
         assert service.store.load(state.id).sources[0].content == SHORT_PAGE  # read inline
 
-        service.resume(state.id)
+        await service.resume(state.id)
         status = await wait_until(service, state.id, TERMINAL)
         assert status["status"] == "completed", status["error"]
         assert FACT in _analysed_texts(brain)
@@ -229,7 +229,7 @@ async def test_the_researchers_of_a_research_get_their_sources_text(settings: Se
                 update={"branch": branch_id, "sources": [Source(title=branch_id, content=text)]}
             )
             service.store.save_branch(branch, owner)
-        branches = _Branches(service.store, owner, research.id, set()).load()
+        branches = await _Branches(service.io, owner, research.id, set()).load()
     assert {key: b.sources[0].content for key, b in branches.items()} == texts
 
 

@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 
 from foundry_mcp.config import Settings
-from foundry_mcp.errors import QuotaExceededError, ResearchNotFoundError
-from foundry_mcp.research.models import ResearchState, Status, utcnow
+from foundry_mcp.errors import QuotaExceededError, ResearchNotFoundError, StoreUnavailableError
+from foundry_mcp.research.models import utcnow
 from foundry_mcp.research.principal import Principal
-from foundry_mcp.research.service.quota import spent_recently
 from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.runtime import research_runtime
 from tests.support import TERMINAL, wait_until
@@ -27,7 +26,7 @@ QUESTION = "How does WAL mode work in SQLite?"
 
 
 async def _completed(service: ResearchService, principal: Principal | None) -> str:
-    started = service.start(QUESTION, effort="quick", principal=principal)
+    started = await service.start(QUESTION, effort="quick", principal=principal)
     status = await wait_until(service, started["research_id"], TERMINAL)
     assert status["status"] == "completed", status
     return str(started["research_id"])
@@ -74,46 +73,48 @@ async def test_a_research_exists_for_its_principal_and_the_local_user_only(
                 refusals.append(_refusal(refused.value, research_id))
             assert refusals[0] == refusals[1] == refusals[2], name
 
-        assert service.list(principal=BOB)["items"] == []
-        assert [i["research_id"] for i in service.list(principal=ALICE)["items"]] == [alices]
-        everyone = {i["research_id"] for i in service.list()["items"]}
+        assert (await service.list(principal=BOB))["items"] == []
+        assert [i["research_id"] for i in (await service.list(principal=ALICE))["items"]] == [
+            alices
+        ]
+        everyone = {i["research_id"] for i in (await service.list())["items"]}
         assert everyone == {alices, local}  # the local user, as ever, sees all
-        assert [rid for rid, _ in service.recent_reports(10, 80, ALICE)] == [alices]
-        assert service.recent_reports(10, 80, BOB) == []
+        assert [rid for rid, _ in await service.recent_reports(10, 80, ALICE)] == [alices]
+        assert await service.recent_reports(10, 80, BOB) == []
 
         # Alice reads and manages her own.
         assert (await service.status(alices, principal=ALICE))["status"] == "completed"
-        assert service.report(alices, principal=ALICE)[0]["research_id"] == alices
+        assert (await service.report(alices, principal=ALICE))[0]["research_id"] == alices
         assert (await service.delete(alices, ALICE))["deleted"] is True
-        events = service.events(local)["events"]
+        events = (await service.events(local))["events"]
         assert not any("principal" in e["data"] for e in events if e["kind"] == "created")
 
 
 async def test_a_principal_runs_at_most_its_limit_at_once(settings: Settings) -> None:
     limited = Principal("alice", max_concurrent_researches=1)
     async with research_runtime(settings, warm=False) as service:
-        first = service.start(QUESTION, effort="quick", principal=limited)
+        first = await service.start(QUESTION, effort="quick", principal=limited)
         with pytest.raises(QuotaExceededError) as refused:
-            service.start("What is a bloom filter?", effort="quick", principal=limited)
+            await service.start("What is a bloom filter?", effort="quick", principal=limited)
         assert refused.value.error_code == "QUOTA_EXCEEDED"
         assert "at most 1 at once (max_concurrent_researches)" in refused.value.message
         assert refused.value.details["active"] == 1
-        other = service.start("What is a bloom filter?", effort="quick", principal=BOB)
+        other = await service.start("What is a bloom filter?", effort="quick", principal=BOB)
         for research_id in (first["research_id"], other["research_id"]):
             await wait_until(service, research_id, TERMINAL)
-        again = service.start("What is a skip list?", effort="quick", principal=limited)
+        again = await service.start("What is a skip list?", effort="quick", principal=limited)
         await wait_until(service, again["research_id"], TERMINAL)
         # A resume starts a run too.
-        busy = service.start(QUESTION, effort="quick", principal=limited)
+        busy = await service.start(QUESTION, effort="quick", principal=limited)
         with pytest.raises(QuotaExceededError):
-            service.resume(first["research_id"], max_iterations=2, principal=limited)
+            await service.resume(first["research_id"], max_iterations=2, principal=limited)
         await wait_until(service, busy["research_id"], TERMINAL)
 
 
 async def test_a_principal_stops_at_its_daily_cost(settings: Settings) -> None:
     async with research_runtime(settings, warm=False) as service:
         await _completed(service, ALICE)
-        spent = spent_recently(service.store, "alice")
+        spent = service.store.spent_since("alice", utcnow() - timedelta(hours=24))
         assert spent > 0  # the fake model is priced
         await service.check_spending(Principal("alice", max_cost_usd_per_day=spent * 2))
         with pytest.raises(QuotaExceededError) as refused:
@@ -124,18 +125,24 @@ async def test_a_principal_stops_at_its_daily_cost(settings: Settings) -> None:
         await service.check_spending(None)
 
 
-async def test_only_the_last_24_hours_count(settings: Settings) -> None:
+async def test_the_spend_survives_deleting_the_research(settings: Settings) -> None:
     async with research_runtime(settings, warm=False) as service:
-        for hours, cost in ((1, 0.25), (23, 0.5), (25, 4.0)):
-            state = ResearchState(
-                query=f"{hours} hours ago?",
-                llm_provider="openai",
-                llm_model="m",
-                principal="alice",
-                created_at=utcnow() - timedelta(hours=hours),
-            )
-            state.status = Status.COMPLETED
-            state.llm_usage.total.cost_usd = cost
-            service.store.save(state)
-        assert spent_recently(service.store, "alice") == pytest.approx(0.75)
-        assert spent_recently(service.store, "bob") == 0
+        research_id = await _completed(service, ALICE)
+        spent = service.store.spent_since("alice", utcnow() - timedelta(hours=24))
+        assert spent > 0
+        await service.delete(research_id)
+        # Deleting the research does not give its money back.
+        assert service.store.spent_since("alice", utcnow() - timedelta(hours=24)) == spent
+        with pytest.raises(QuotaExceededError):
+            await service.check_spending(Principal("alice", max_cost_usd_per_day=spent))
+
+
+async def test_the_quota_refuses_a_start_when_the_spend_cannot_be_read(
+    settings: Settings,
+) -> None:
+    async with research_runtime(settings, warm=False) as service:
+        service.io.reader.close()  # the store's reading side is gone (a database out of reach)
+        with pytest.raises(StoreUnavailableError) as refused:
+            await service.check_spending(Principal("alice", max_cost_usd_per_day=100.0))
+        assert "not started" in refused.value.message
+        await service.check_spending(Principal("bob"))  # no daily limit: nothing to read

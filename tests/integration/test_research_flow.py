@@ -22,7 +22,7 @@ async def test_research_completes_with_resolved_citations(
     settings: Settings, brain: ResearchBrain, tavily_server: FakeHTTPServer
 ) -> None:
     async with research_runtime(settings, warm=False) as service:
-        started = service.start("How do vector databases index embeddings?", max_iterations=2)
+        started = await service.start("How do vector databases index embeddings?", max_iterations=2)
         status = await wait_until(service, started["research_id"], TERMINAL)
         assert status["status"] == "completed", status["error"]
         state = service.store.load(started["research_id"])
@@ -67,13 +67,13 @@ async def test_anthropic_provider_runs_a_whole_research(
     }
     settings = load_settings(env=env, cwd=tmp_path, home=Path(env["HOME"]))
     async with research_runtime(settings, warm=False) as service:
-        started = service.start(
+        started = await service.start(
             "What limits lithium battery recycling?", provider_id="anthropic", max_iterations=1
         )
         assert started["provider"] == "anthropic:claude-sonnet-5"
         status = await wait_until(service, started["research_id"], TERMINAL)
         assert status["status"] == "completed", status["error"]
-        report = service.full_report(started["research_id"])
+        report = await service.full_report(started["research_id"])
     assert anthropic_server.requests_to("/v1/messages")
     assert_citations_resolve(report, served_urls(tavily_server))
 
@@ -84,7 +84,7 @@ async def test_unreadable_plan_falls_back_to_the_question(
     brain.broken_json_for = {"planner"}
     question = "Why is the sky blue at noon?"
     async with research_runtime(settings, warm=False) as service:
-        started = service.start(question, max_iterations=1)
+        started = await service.start(question, max_iterations=1)
         status = await wait_until(service, started["research_id"], TERMINAL)
         state = service.store.load(started["research_id"])
     assert status["status"] == "completed"
@@ -97,7 +97,7 @@ async def test_fenced_json_from_the_model_is_repaired(
 ) -> None:
     brain.json_in_fences = True
     async with research_runtime(settings, warm=False) as service:
-        started = service.start("How do heat pumps work in cold climates?", max_iterations=1)
+        started = await service.start("How do heat pumps work in cold climates?", max_iterations=1)
         status = await wait_until(service, started["research_id"], TERMINAL)
         state = service.store.load(started["research_id"])
     assert status["status"] == "completed"
@@ -111,7 +111,7 @@ async def test_failed_search_marks_the_sub_query_and_the_run_goes_on(
 ) -> None:
     tavily_server.fail_next(500, times=1)
     async with research_runtime(settings, warm=False) as service:
-        started = service.start("How do tides form on Earth?", max_iterations=1)
+        started = await service.start("How do tides form on Earth?", max_iterations=1)
         status = await wait_until(service, started["research_id"], TERMINAL)
         state = service.store.load(started["research_id"])
     assert status["status"] == "completed"
@@ -127,7 +127,7 @@ async def test_hallucinated_citation_is_removed_and_model_sources_replaced(
     brain.hallucinate_citation = True
     brain.include_sources_section = True
     async with research_runtime(settings, warm=False) as service:
-        started = service.start("What causes auroras?", max_iterations=1)
+        started = await service.start("What causes auroras?", max_iterations=1)
         await wait_until(service, started["research_id"], TERMINAL)
         state = service.store.load(started["research_id"])
     assert state.report is not None
@@ -143,7 +143,7 @@ async def test_rejected_llm_key_fails_the_run_with_a_clear_error(
 ) -> None:
     openai_server.fail_next(401, times=5)
     async with research_runtime(settings, warm=False) as service:
-        started = service.start("What is a quasar?")
+        started = await service.start("What is a quasar?")
         status = await wait_until(service, started["research_id"], TERMINAL)
     assert status["status"] == "failed"
     assert "rejected the API key" in status["error"]
@@ -158,7 +158,7 @@ async def test_cancel_then_resume_does_not_redo_finished_work(
 ) -> None:
     async with research_runtime(settings, warm=False) as service:
         openai_server.latency = 0.4
-        started = service.start("How do solar panels degrade over time?", max_iterations=1)
+        started = await service.start("How do solar panels degrade over time?", max_iterations=1)
         research_id = started["research_id"]
         # Let planning and every search finish, then cancel while analysis is in flight.
         with anyio.fail_after(10):
@@ -174,7 +174,7 @@ async def test_cancel_then_resume_does_not_redo_finished_work(
         searched = len(tavily_server.requests_to("/search"))
 
         openai_server.latency = 0
-        resumed = service.resume(research_id)
+        resumed = await service.resume(research_id)
         assert resumed["resumed_from"] == "cancelled"
         status = await wait_until(service, research_id, TERMINAL)
         assert status["status"] == "completed", status["error"]
@@ -195,12 +195,12 @@ async def test_resume_refuses_completed_and_running_research(settings: Settings)
     from foundry_mcp.errors import InvalidStateError
 
     async with research_runtime(settings, warm=False) as service:
-        started = service.start("What is dark matter made of?", max_iterations=1)
+        started = await service.start("What is dark matter made of?", max_iterations=1)
         with pytest.raises(InvalidStateError, match="still being worked on"):
-            service.resume(started["research_id"])
+            await service.resume(started["research_id"])
         await wait_until(service, started["research_id"], TERMINAL)
         with pytest.raises(InvalidStateError, match="already completed"):
-            service.resume(started["research_id"])
+            await service.resume(started["research_id"])
 
 
 async def test_timeout_ends_the_run_timed_out_and_keeps_partial_work(
@@ -209,7 +209,7 @@ async def test_timeout_ends_the_run_timed_out_and_keeps_partial_work(
     monkeypatch.setitem(service_module.LIMIT_BOUNDS, "task_timeout", (0.1, 86400))
     openai_server.latency = 0.5
     async with research_runtime(settings, warm=False) as service:
-        started = service.start("How are exoplanets detected?", task_timeout=0.8)
+        started = await service.start("How are exoplanets detected?", task_timeout=0.8)
         status = await wait_until(service, started["research_id"], TERMINAL)
         state = service.store.load(started["research_id"])
     assert status["status"] == "timed_out"
@@ -223,7 +223,7 @@ async def test_shutdown_interrupts_and_a_new_process_can_resume(
 ) -> None:
     openai_server.latency = 0.3
     async with research_runtime(settings, warm=False) as service:
-        started = service.start("How does CRISPR gene editing work?", max_iterations=1)
+        started = await service.start("How does CRISPR gene editing work?", max_iterations=1)
         research_id = started["research_id"]
         with anyio.fail_after(10):
             while not service.store.load(research_id).sub_queries:
@@ -233,7 +233,7 @@ async def test_shutdown_interrupts_and_a_new_process_can_resume(
     async with research_runtime(settings, warm=False) as service:
         status = await service.status(research_id)
         assert status["status"] == "interrupted"
-        service.resume(research_id)
+        await service.resume(research_id)
         status = await wait_until(service, research_id, TERMINAL)
     assert status["status"] == "completed"
     assert brain.calls["planner"] == 1
@@ -244,10 +244,10 @@ async def test_all_searches_failing_proceeds_and_the_report_says_so(
 ) -> None:
     tavily_server.fail_next(503, times=1000)  # down for good (the gate's retry fails too)
     async with research_runtime(settings, warm=False) as service:
-        started = service.start("How do octopuses camouflage?", max_iterations=1)
+        started = await service.start("How do octopuses camouflage?", max_iterations=1)
         research_id = started["research_id"]
         status = await wait_until(service, research_id, TERMINAL)
-        report = service.full_report(research_id)
+        report = await service.full_report(research_id)
     assert status["status"] == "completed"
     assert any("Every search of iteration 1 failed" in w for w in status["warnings"])
     assert brain.calls["writer"] == 0  # no report written from the model's memory
@@ -260,9 +260,9 @@ async def test_no_findings_gives_an_honest_report_without_asking_the_model(
 ) -> None:
     brain.overrides["analyzer"] = '{"findings": [], "gaps": [], "quality_updates": []}'
     async with research_runtime(settings, warm=False) as service:
-        started = service.start("Is there life on Europa?", max_iterations=1)
+        started = await service.start("Is there life on Europa?", max_iterations=1)
         status = await wait_until(service, started["research_id"], TERMINAL)
-        report = service.full_report(started["research_id"])
+        report = await service.full_report(started["research_id"])
     assert status["status"] == "completed"
     assert brain.calls["writer"] == 0
     assert "makes no claims" in report
@@ -274,7 +274,7 @@ async def test_tavily_search_depth_reaches_the_api(
 ) -> None:
     settings.research.tavily_search_depth = "advanced"
     async with research_runtime(settings, warm=False) as service:
-        started = service.start("What is a radix tree?", max_iterations=1)
+        started = await service.start("What is a radix tree?", max_iterations=1)
         await wait_until(service, started["research_id"], TERMINAL)
     bodies = [r.json for r in tavily_server.requests_to("/search")]
     assert bodies and all(body["search_depth"] == "advanced" for body in bodies)

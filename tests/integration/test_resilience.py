@@ -40,10 +40,10 @@ def _settings(env: dict[str, str], toml: str, **more_env: str) -> Settings:
 
 async def _research(settings: Settings, query: str, **limits: Any) -> tuple[dict[str, Any], Any]:
     async with research_runtime(settings, warm=False) as service:
-        started = service.start(query, **limits)
+        started = await service.start(query, **limits)
         status = await wait_until(service, started["research_id"], TERMINAL)
         state = service.store.load(started["research_id"])
-        events = service.events(started["research_id"], limit=500)["events"]
+        events = (await service.events(started["research_id"], limit=500))["events"]
     return status, (state, events)
 
 
@@ -130,21 +130,21 @@ async def test_phase_provider_specs_are_checked_when_a_research_starts(
     )
     async with research_runtime(settings, warm=False) as service:
         with pytest.raises(ProviderNotConfiguredError) as caught:
-            service.start("What is a pulsar?")
+            await service.start("What is a pulsar?")
     assert "[research] deep_research_analysis_providers" in caught.value.message
     assert "nonsense" in caught.value.message
 
     settings = _settings(research_env, '[research]\ndeep_research_synthesis_provider = "gemini"\n')
     async with research_runtime(settings, warm=False) as service:
         with pytest.raises(ProviderNotConfiguredError) as caught:
-            service.start("What is a pulsar?")
+            await service.start("What is a pulsar?")
     assert "deep_research_synthesis_provider" in caught.value.message
     assert "GEMINI_API_KEY" in caught.value.remediation
 
     # Summarization lists are token management's: an unusable entry is skipped with a warning.
     settings = _settings(research_env, '[research]\nsummarization_providers = ["nonsense"]\n')
     async with research_runtime(settings, warm=False) as service:
-        started = service.start("What is a pulsar?", max_iterations=1)
+        started = await service.start("What is a pulsar?", max_iterations=1)
         assert started["phase_providers"] == {}
         status = await wait_until(service, started["research_id"], TERMINAL)
     assert status["status"] == "completed", status["error"]
@@ -190,9 +190,9 @@ async def test_a_whole_research_runs_on_gemini(
 
 async def test_usage_and_cost_in_status_and_report(settings: Settings) -> None:
     async with research_runtime(settings, warm=False) as service:
-        started = service.start("How do wind turbines work?", max_iterations=1)
+        started = await service.start("How do wind turbines work?", max_iterations=1)
         status = await wait_until(service, started["research_id"], TERMINAL)
-        report, _ = service.report(started["research_id"])
+        report, _ = await service.report(started["research_id"])
     usage = status["usage"]
     assert usage["total"]["cost_usd"] > 0 and usage["total"]["unpriced_calls"] == 0
     assert usage["by_provider"]["openai"]["calls"] == usage["total"]["calls"] > 0
@@ -247,7 +247,7 @@ async def test_cost_ceiling_before_any_report_fails_clearly(
         "[research]\nmax_cost_usd = 1000\n",
     )
     async with research_runtime(settings, warm=False) as service:
-        service.resume(state.id)
+        await service.resume(state.id)
         status = await wait_until(service, state.id, TERMINAL)
     assert status["status"] == "completed", status["error"]
     assert status["usage"]["cost_ceiling_reached"] is False

@@ -874,11 +874,11 @@ async def test_research_runs_on_local_documents_alone(
     settings = _research_settings(tmp_path, openai_server.base_url, toml)
     assert settings.providers.get("tavily") is None  # no Tavily key anywhere
     async with research_runtime(settings, warm=False) as service:
-        started = service.start("How do tides form on Earth?", max_iterations=1)
+        started = await service.start("How do tides form on Earth?", max_iterations=1)
         status = await wait_until(service, started["research_id"], TERMINAL)
         state = service.store.load(started["research_id"])
         service.store.load_pages(state)
-        report = service.full_report(started["research_id"])
+        report = await service.full_report(started["research_id"])
     assert status["status"] == "completed", status["error"]
     assert state.search_providers == ["local"]
     assert any("tavily" in w and "TAVILY_API_KEY" in w for w in state.warnings)
@@ -931,7 +931,7 @@ async def test_research_with_google_and_semantic_scholar_reads_the_pages(
             )
             async with research_runtime(settings, warm=False) as service:
                 # One lane per kind: Google searches the web, Semantic Scholar the papers.
-                started = service.start(
+                started = await service.start(
                     "Do cover crops store soil carbon?",
                     max_iterations=1,
                     max_sources_per_query=4,

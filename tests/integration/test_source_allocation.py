@@ -45,7 +45,7 @@ def _settings(research_env: dict[str, str], tmp_path: Path, *, web: bool = True)
 
 async def _research(settings: Settings, **options: Any) -> ResearchState:
     async with research_runtime(settings, warm=False) as service:
-        started = service.start(QUESTION, max_iterations=1, **options)
+        started = await service.start(QUESTION, max_iterations=1, **options)
         status = await wait_until(service, started["research_id"], TERMINAL)
         assert status["status"] == "completed", status["error"]
         return service.store.load(started["research_id"])
@@ -126,7 +126,7 @@ async def test_hierarchical_researchers_allocate_their_own_sub_questions(
 ) -> None:
     settings = _settings(research_env, tmp_path)
     async with research_runtime(settings, warm=False) as service:
-        started = service.start(
+        started = await service.start(
             "Compare heat pumps, gas boilers and pellet stoves for cold climates",
             max_iterations=1,
             mode="hierarchical",

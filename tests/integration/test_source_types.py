@@ -84,7 +84,7 @@ def _client(settings: Settings) -> Client:
 
 async def _research(settings: Settings, **options: Any) -> ResearchState:
     async with research_runtime(settings, warm=False) as service:
-        started = service.start(QUESTION, max_iterations=1, **options)
+        started = await service.start(QUESTION, max_iterations=1, **options)
         status = await wait_until(service, started["research_id"], TERMINAL)
         assert status["status"] == "completed", status["error"]
         return service.store.load(started["research_id"])
@@ -135,13 +135,13 @@ async def test_source_types_are_stored_and_kept_when_the_research_resumes(
     openai_server.delay = lambda request, response: 0.2  # still planning when cancelled
     settings = _settings(three, tmp_path)
     async with research_runtime(settings, warm=False) as service:
-        started = service.start(QUESTION, max_iterations=1, source_types=["academic"])
+        started = await service.start(QUESTION, max_iterations=1, source_types=["academic"])
         research_id = started["research_id"]
         await service.cancel(research_id)
         stopped = service.store.load(research_id)
         assert stopped.status.value == "cancelled"
         assert stopped.options.search.source_types == ["academic"]
-        service.resume(research_id)
+        await service.resume(research_id)
         status = await wait_until(service, research_id, TERMINAL)
         state = service.store.load(research_id)
     assert status["status"] == "completed", status["error"]
@@ -259,7 +259,7 @@ async def test_the_service_refuses_an_unknown_kind_too(
 
     async with research_runtime(_settings(three, tmp_path), warm=False) as service:
         with pytest.raises(InputError) as caught:
-            service.start(QUESTION, source_types="web, journals")
+            await service.start(QUESTION, source_types="web, journals")
     assert caught.value.details["field"] == "source_types"
     assert "'journals'" in caught.value.message
     assert "academic" in (caught.value.remediation or "")

@@ -107,7 +107,7 @@ async def test_research_with_default_settings_never_touches_private_addresses(
             assert not settings.research.fetch.allow_private_networks
 
             async with research_runtime(settings, warm=False) as service:
-                started = service.start(
+                started = await service.start(
                     "How well do heat pumps work in cold climates?",
                     max_iterations=1,
                     max_sources_per_query=10,

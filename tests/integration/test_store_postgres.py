@@ -185,7 +185,8 @@ def test_a_missing_database_names_the_fix(postgres_server: PostgresServer) -> No
 def _terminate(postgres_server: PostgresServer, condition: str) -> int:
     rows = _sql(
         postgres_server.url(),
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE "
+        # Waits (up to 5 s) until each backend is gone: its goodbye has reached the client.
+        "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE "
         f"datname = 'foundry_test' AND pid <> pg_backend_pid() AND {condition}",
     )
     return len(rows)
@@ -251,19 +252,21 @@ async def test_two_servers_share_research_through_postgresql(
         research_runtime(settings, warm=False) as second,
     ):
         assert isinstance(first.store, PostgresStore)
-        done = first.start("How does MVCC avoid read locks?", max_iterations=1)["research_id"]
+        done = (await first.start("How does MVCC avoid read locks?", max_iterations=1))[
+            "research_id"
+        ]
         final = await wait_until(second, done, TERMINAL)  # followed from the other server
         assert final["status"] == "completed", final
-        page, _ = second.report(done)
+        page, _ = await second.report(done)
         assert page["report"]
-        assert [item["research_id"] for item in second.list()["items"]] == [done]
+        assert [item["research_id"] for item in (await second.list())["items"]] == [done]
         assert first.store.journal.count(done) > 0  # the answers a resume would replay
 
-        running = first.start("What is a B-tree?", max_iterations=1)["research_id"]
+        running = (await first.start("What is a B-tree?", max_iterations=1))["research_id"]
         await wait_until(second, running, {"running"})
         cancelled = await second.cancel(running)  # reaches the owner through the database
         assert cancelled["status"] == "cancelled"
-        events = [e["kind"] for e in first.events(running, limit=500)["events"]]
+        events = [e["kind"] for e in (await first.events(running, limit=500))["events"]]
         assert events.count("cancel_received") == 1  # obeyed once, not at every wait
 
 
@@ -279,12 +282,12 @@ async def test_a_principals_limit_holds_across_servers(
         research_runtime(settings, warm=False) as first,
         research_runtime(settings, warm=False) as second,
     ):
-        running = first.start("What is a B-tree?", effort="quick", principal=alice)
+        running = await first.start("What is a B-tree?", effort="quick", principal=alice)
         with pytest.raises(QuotaExceededError) as refused:  # counted on the other server
-            second.start("What is a skip list?", effort="quick", principal=alice)
+            await second.start("What is a skip list?", effort="quick", principal=alice)
         assert refused.value.details["active"] == 1
         await wait_until(first, running["research_id"], TERMINAL)
-        again = second.start("What is a skip list?", effort="quick", principal=alice)
+        again = await second.start("What is a skip list?", effort="quick", principal=alice)
         await wait_until(second, again["research_id"], TERMINAL)
 
 

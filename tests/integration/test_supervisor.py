@@ -26,7 +26,7 @@ async def _research(
 
 
 async def _run(service: ResearchService, query: str, **limits: int) -> ResearchState:
-    started = service.start(query, **limits)
+    started = await service.start(query, **limits)
     await wait_until(service, started["research_id"], TERMINAL)
     return service.store.load(started["research_id"])
 

@@ -30,7 +30,7 @@ async def _research(
     **limits: Any,
 ) -> ResearchState:
     async with research_runtime(settings, hooks, warm=False) as service:
-        started = service.start(query, mode="simple", **limits)
+        started = await service.start(query, mode="simple", **limits)
         await wait_until(service, started["research_id"], TERMINAL)
         return service.store.load(started["research_id"])
 

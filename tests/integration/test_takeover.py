@@ -33,6 +33,8 @@ LEASE = 3.0
 WORKER_A = """
 import os, socket, sys, time
 socket.gethostname = lambda: "worker-a"  # before foundry_mcp reads it: another machine
+from foundry_mcp.research.store import owners
+owners.this_node = lambda: "node-of-worker-a"
 import anyio
 from pathlib import Path
 from foundry_mcp.config import load_settings
@@ -43,7 +45,7 @@ async def main():
     settings.research.deep_research_max_concurrent = 1  # one search at a time: some finish
     async with research_runtime(settings, warm=False) as service:
         service.watch.lease_seconds = float(sys.argv[1])
-        rid = service.start("How do hash joins spill to disk?", max_iterations=1)["research_id"]
+        rid = (await service.start("How do hash joins spill to disk?", max_iterations=1))["research_id"]
         print(rid, flush=True)
         while len(service.store.load(rid).completed_sub_queries()) < 1:
             await anyio.sleep(0.02)
@@ -67,8 +69,8 @@ def _searched(tavily: FakeHTTPServer) -> list[str]:
     return [r.json["query"] for r in tavily.requests_to("/search") if r.json]
 
 
-def _events(service: ResearchService, research_id: str) -> list[str]:
-    return [e["kind"] for e in service.events(research_id, limit=500)["events"]]
+async def _events(service: ResearchService, research_id: str) -> list[str]:
+    return [e["kind"] for e in (await service.events(research_id, limit=500))["events"]]
 
 
 @pytest.fixture
@@ -134,7 +136,7 @@ async def test_a_killed_workers_research_is_taken_over_after_its_lease(
         assert time.monotonic() - killed_at >= LEASE * 0.8, "taken over before the lease ran out"
         final = await wait_until(b, research_id, TERMINAL)
         assert final["status"] == "completed", final
-        events = _events(b, research_id)
+        events = await _events(b, research_id)
         assert events.count("taken_over") == 1
         assert events.index("interrupted") < events.index("taken_over") < events.index("resumed")
     repeated = [q for q in _searched(tavily_server)[searches_before:] if q in done_before]
@@ -164,15 +166,15 @@ async def test_two_workers_racing_for_an_orphan_run_it_once(
     async with _worker(settings) as b, _worker(settings) as c:
         state = _orphan(b)
         takers = [Takeover(b), Takeover(c)]
-        seen = [taker.orphans() for taker in takers]  # both see it before either claims
+        seen = [await taker.orphans() for taker in takers]  # both see it before either claims
         assert [[o.research_id for o in found] for found in seen] == [[state.id], [state.id]]
-        won = [taker.take_over(found[0]) for taker, found in zip(takers, seen, strict=True)]
+        won = [await taker.take_over(found[0]) for taker, found in zip(takers, seen, strict=True)]
         assert won == [True, False]
         assert b.jobs.is_running(state.id) and not c.jobs.is_running(state.id)
-        assert Takeover(c).scan() == []  # B is alive: nothing left to take
+        assert await Takeover(c).scan() == []  # B is alive: nothing left to take
         final = await wait_until(c, state.id, TERMINAL)
         assert final["status"] == "completed", final
-        assert _events(b, state.id).count("taken_over") == 1
+        assert (await _events(b, state.id)).count("taken_over") == 1
 
 
 async def test_workers_scanning_at_once_take_an_orphan_over_once(
@@ -184,7 +186,7 @@ async def test_workers_scanning_at_once_take_an_orphan_over_once(
         with anyio.fail_after(30):  # (a status read of a stopped research returns at once)
             while b.store.load(state.id).status is not Status.COMPLETED:
                 await anyio.sleep(0.05)
-        events = _events(b, state.id)
+        events = await _events(b, state.id)
         assert events.count("taken_over") == 1 and events.count("run_started") == 1
         assert b.jobs.is_running(state.id) is False and c.jobs.is_running(state.id) is False
 
@@ -208,7 +210,7 @@ async def test_a_cleanly_stopped_workers_research_continues_on_another(
     async with _worker(_settings(research_env, tmp_path, postgres_url)) as b:
         async with _worker(quiet) as a:
             a.settings.research.deep_research_max_concurrent = 1
-            research_id = a.start("How do hash joins spill to disk?", max_iterations=1)[
+            research_id = (await a.start("How do hash joins spill to disk?", max_iterations=1))[
                 "research_id"
             ]
             with anyio.fail_after(20):
@@ -222,7 +224,7 @@ async def test_a_cleanly_stopped_workers_research_continues_on_another(
         tavily_server.latency = 0
         final = await wait_until(b, research_id, TERMINAL - {"interrupted"})
         assert final["status"] == "completed", final
-        assert _events(b, research_id).count("taken_over") == 1
+        assert (await _events(b, research_id)).count("taken_over") == 1
     assert [q for q in _searched(tavily_server)[searches_before:] if q in done_before] == []
     assert brain.calls["planner"] == planner_calls
 

@@ -37,13 +37,13 @@ async def test_a_slow_research_ends_with_its_report_within_the_ceiling(
     openai_server.latency = 0.5  # every LLM call takes half a second
     async with research_runtime(settings, warm=False) as service:
         began = time.monotonic()
-        started = service.start(
+        started = await service.start(
             "How do heat pumps perform in cold climates?", max_time_s=5, max_iterations=3
         )
         status = await wait_until(service, started["research_id"], TERMINAL, timeout=30)
         took = time.monotonic() - began
         state = service.store.load(started["research_id"])
-        report, _ = service.report(started["research_id"])
+        report, _ = await service.report(started["research_id"])
     assert status["status"] == "completed", status["error"]
     assert took < 5 + 1, took
     assert state.report and report["report"].startswith("# ")
@@ -56,7 +56,7 @@ async def test_a_slow_research_ends_with_its_report_within_the_ceiling(
 
 async def test_without_pressure_the_ceiling_changes_nothing(settings: Settings) -> None:
     async with research_runtime(settings, warm=False) as service:
-        started = service.start("What is a skip list?", max_time_s=600, max_iterations=1)
+        started = await service.start("What is a skip list?", max_time_s=600, max_iterations=1)
         status = await wait_until(service, started["research_id"], TERMINAL)
         state = service.store.load(started["research_id"])
     assert status["status"] == "completed"
@@ -67,7 +67,7 @@ async def test_without_pressure_the_ceiling_changes_nothing(settings: Settings) 
 async def test_a_ceiling_under_five_seconds_is_refused(settings: Settings) -> None:
     async with research_runtime(settings, warm=False) as service:
         with pytest.raises(InputError) as refused:
-            service.start("What is a skip list?", max_time_s=1)
+            await service.start("What is a skip list?", max_time_s=1)
     assert refused.value.details["field"] == "max_time_s"
 
 
@@ -79,7 +79,7 @@ async def test_a_hierarchical_research_cut_by_the_ceiling_reports_its_branches_f
     openai_server.latency = 0.4
     async with research_runtime(settings, warm=False) as service:
         began = time.monotonic()
-        started = service.start(
+        started = await service.start(
             "Compare PostgreSQL, MySQL and SQLite for embedded analytics",
             mode="hierarchical",
             max_concurrent=1,
@@ -128,7 +128,7 @@ def the_stop(state: ResearchState) -> dict[str, Any]:
 
 async def run_to_end(settings: Settings, question: str, **options: Any) -> ResearchState:
     async with research_runtime(settings, warm=False) as service:
-        started = service.start(question, mode="simple", **options)
+        started = await service.start(question, mode="simple", **options)
         status = await wait_until(service, started["research_id"], TERMINAL, timeout=30)
         assert status["status"] == "completed", status["error"]
         return service.store.load(started["research_id"])

@@ -7,9 +7,7 @@ Real SDKs talk to loopback fakes; the fake model's window is made small with
 from __future__ import annotations
 
 import hashlib
-import json
 import re
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -124,10 +122,10 @@ async def test_sources_are_shortened_to_fit_and_fidelity_is_reported(
     with fake_tavily(long_corpus(per_query=2, sentences=300)) as tavily:
         settings = make_settings(research_env, tmp_path, tavily, SMALL_WINDOW)
         async with research_runtime(settings, warm=False) as service:
-            started = service.start(QUESTION, max_iterations=1, max_sources_per_query=2)
+            started = await service.start(QUESTION, max_iterations=1, max_sources_per_query=2)
             status = await wait_until(service, started["research_id"], TERMINAL)
             assert status["status"] == "completed", status["error"]
-            report, _ = service.report(started["research_id"])
+            report, _ = await service.report(started["research_id"])
             state = service.store.load(started["research_id"])
 
     options = state.options.token_budget
@@ -177,7 +175,7 @@ async def test_runtime_overhead_shrinks_every_call_and_status_shows_the_figures(
             research_env, tmp_path, long_tavily, f"{SMALL_WINDOW}\nruntime_overhead = {overhead}"
         )
         async with research_runtime(settings, warm=False) as service:
-            started = service.start(QUESTION, max_iterations=1, max_sources_per_query=2)
+            started = await service.start(QUESTION, max_iterations=1, max_sources_per_query=2)
             status = await wait_until(service, started["research_id"], TERMINAL)
         assert status["status"] == "completed", status["error"]
         figures[overhead] = status["token_budget"]
@@ -208,7 +206,7 @@ async def test_content_exceeded_then_dropping_archive_and_restore(
     with fake_tavily(long_corpus(per_query=5, huge_last=True)) as tavily:
         strict = make_settings(research_env, tmp_path, tavily, SMALL_WINDOW)
         async with research_runtime(strict, warm=False) as service:
-            started = service.start(QUESTION, max_iterations=1, max_sources_per_query=5)
+            started = await service.start(QUESTION, max_iterations=1, max_sources_per_query=5)
             status = await wait_until(service, started["research_id"], TERMINAL)
             assert status["status"] == "completed", status["error"]
             first = service.store.load(started["research_id"])
@@ -229,7 +227,7 @@ async def test_content_exceeded_then_dropping_archive_and_restore(
         )
         hooks = HoldBeforeSynthesis()
         async with research_runtime(relaxed, hooks, warm=False) as service:
-            started = service.start(QUESTION, max_iterations=1, max_sources_per_query=5)
+            started = await service.start(QUESTION, max_iterations=1, max_sources_per_query=5)
             research_id = started["research_id"]
             with anyio.fail_after(30):
                 await hooks.reached.wait()
@@ -238,15 +236,15 @@ async def test_content_exceeded_then_dropping_archive_and_restore(
             assert state.status.value == "cancelled" and state.phase is Phase.SYNTHESIS
             archived = list(state.content_archive_hashes)
             assert archived and set(huge_urls(state)) <= set(archived)
-            assert stat.S_IMODE(archive_dir.stat().st_mode) == 0o700
+            # The originals are kept in the research store, where every server reads them.
+            assert not archive_dir.exists()
             for digest in state.content_archive_hashes.values():
-                path = archive_dir / f"{digest.removeprefix('sha256:')}.json"
-                assert stat.S_IMODE(path.stat().st_mode) == 0o600
-                assert json.loads(path.read_text())["content_hash"] == digest
+                record = service.store.archived_content(research_id, digest)
+                assert record is not None and record.content_hash == digest
             status = await service.status(research_id)
             assert status["fidelity"]["archived"] == len(archived)
 
-            restored = service.restore_content(research_id, archived[0])
+            restored = await service.restore_content(research_id, archived[0])
             assert restored["reopened_analysis"]
             hooks.release.set()
 
@@ -259,7 +257,7 @@ async def test_content_exceeded_then_dropping_archive_and_restore(
             + f'\ncontent_archive_enabled = true\nresearch_archive_dir = "{archive_dir}"',
         )
         async with research_runtime(roomy, warm=False) as service:
-            service.resume(research_id)
+            await service.resume(research_id)
             status = await wait_until(service, research_id, TERMINAL)
             assert status["status"] == "completed", status["error"]
             state = service.store.load(research_id)
@@ -326,9 +324,9 @@ async def test_an_overflowing_prompt_is_shrunk_and_sent_again(
 
     openai_server.route("POST", "/v1/chat/completions", strict)
     async with research_runtime(settings, warm=False) as service:
-        started = service.start(QUESTION, max_iterations=1)
+        started = await service.start(QUESTION, max_iterations=1)
         status = await wait_until(service, started["research_id"], TERMINAL)
-        events = service.events(started["research_id"], limit=500)["events"]
+        events = (await service.events(started["research_id"], limit=500))["events"]
     assert status["status"] == "completed", status["error"]
     assert rejected
     overflow = [e["data"] for e in events if e["kind"] == "context_overflow"]
@@ -347,7 +345,7 @@ async def test_switching_token_management_off_restores_the_fixed_cut(
         research_env, tmp_path, long_tavily, "token_management_enabled = false\n" + SMALL_WINDOW
     )
     async with research_runtime(settings, warm=False) as service:
-        started = service.start(QUESTION, max_iterations=1, max_sources_per_query=2)
+        started = await service.start(QUESTION, max_iterations=1, max_sources_per_query=2)
         status = await wait_until(service, started["research_id"], TERMINAL)
     assert status["status"] == "completed", status["error"]
     assert status["fidelity"] == {

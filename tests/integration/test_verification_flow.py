@@ -21,7 +21,7 @@ UNSUPPORTED = "Quantum tunnelling powers every household refrigerator."
 
 async def _research(settings: Settings, question: str) -> ResearchState:
     async with research_runtime(settings, warm=False) as service:
-        started = service.start(question, max_iterations=1)
+        started = await service.start(question, max_iterations=1)
         status = await wait_until(service, started["research_id"], TERMINAL)
         assert status["status"] == "completed", status["error"]
         return service.store.load(started["research_id"])

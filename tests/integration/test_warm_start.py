@@ -152,7 +152,7 @@ async def test_a_failed_warm_up_leaves_research_working(
     caplog.set_level(logging.DEBUG, logger="foundry_mcp")
     async with research_runtime(settings) as service:  # warms in the background
         assert await anyio.to_thread.run_sync(service.providers.warmed.wait, 30)
-        started = service.start("How do heat pumps work?", max_iterations=1)
+        started = await service.start("How do heat pumps work?", max_iterations=1)
         status = await wait_until(service, started["research_id"], TERMINAL)
     assert status["status"] == "completed", status["error"]
     assert openai_server.requests_to("/v1/chat/completions")
@@ -198,7 +198,7 @@ async def test_warm_up_readies_gemini_too(
             assert await anyio.to_thread.run_sync(service.providers.warmed.wait, 30)
             assert service.providers.is_built("gemini")
             assert gemini.requests == []
-            started = service.start("What limits battery recycling?", max_iterations=1)
+            started = await service.start("What limits battery recycling?", max_iterations=1)
             status = await wait_until(service, started["research_id"], TERMINAL)
         assert status["status"] == "completed", status["error"]
         assert gemini.requests

@@ -26,7 +26,16 @@ LAYERS = (
     ("research",),
     ("runtime",),
     ("server",),
-    ("bench", "cli_wording", "cli_progress", "cli_doctor", "cli_commands", "cli", "__main__"),
+    (
+        "bench",
+        "cli_wording",
+        "cli_progress",
+        "cli_doctor",
+        "cli_migrate",
+        "cli_commands",
+        "cli",
+        "__main__",
+    ),
 )
 MAX_MODULE_LINES = 400
 MAX_RESEARCH_ENTRIES = 15

@@ -93,7 +93,7 @@ def test_a_version_five_file_gets_the_page_tables(tmp_path: Path) -> None:
     try:
         assert reopened.load(state.id).id == state.id
         with closing(sqlite3.connect(directory / DB_NAME)) as db:
-            assert db.execute("PRAGMA user_version").fetchone()[0] == DB_VERSION == 6
+            assert db.execute("PRAGMA user_version").fetchone()[0] == DB_VERSION == 7
             tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
         assert {"pages", "research_pages", "research_pages_by_hash"} <= tables
     finally:

@@ -8,6 +8,11 @@ to key points or a headline is written to ``<archive dir>/<sha256 hex>.json``: `
 are atomic: a temporary file in the same directory, fsync, rename, fsync of the directory.
 Records older than ``content_archive_ttl_hours`` are removed at start-up. A record is read back
 by its hash, and the hash is checked against the content.
+
+This directory is one server's. A store can keep the same records where every server of a team
+reads them (``research/store/archive.py``, a subclass of :class:`ContentArchive` that falls back
+to this directory for records written here before); :func:`new_record`, :func:`record_of` and
+:func:`check_record` are what both share.
 """
 
 from __future__ import annotations
@@ -73,6 +78,61 @@ def sha256_of(content: str) -> str:
     return "sha256:" + hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def normal_hash(content_hash: str) -> str:
+    """``sha256:<hex>`` of an archive hash given with or without its prefix; ``ArchiveError``
+    when it is not one."""
+    match = _HASH.match(content_hash.strip().lower())
+    if match is None:
+        raise ArchiveError(
+            f"{content_hash!r} is not an archive hash.",
+            remediation="Pass a hash as stored in content_archive_hashes: 'sha256:<hex>'.",
+        )
+    return "sha256:" + match.group(1)
+
+
+def new_record(
+    *,
+    content: str,
+    item_id: str,
+    item_type: str,
+    reason: str,
+    original_tokens: int,
+    metadata: dict[str, Any] | None = None,
+) -> ArchiveRecord:
+    """The record that archives ``content`` now."""
+    return ArchiveRecord(
+        content_hash=sha256_of(content),
+        content=content,
+        item_id=item_id,
+        item_type=item_type,
+        archived_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        archive_reason=reason,
+        original_tokens=original_tokens,
+        metadata={k: v for k, v in (metadata or {}).items() if v is not None},
+    )
+
+
+def record_of(raw: dict[str, Any]) -> ArchiveRecord:
+    """A record from its JSON (``KeyError``, ``TypeError`` or ``ValueError`` if incomplete)."""
+    return ArchiveRecord(
+        content_hash=str(raw["content_hash"]),
+        content=str(raw["content"]),
+        item_id=str(raw["item_id"]),
+        item_type=str(raw["item_type"]),
+        archived_at=str(raw["archived_at"]),
+        archive_reason=str(raw["archive_reason"]),
+        original_tokens=int(raw["original_tokens"]),
+        metadata=dict(raw.get("metadata") or {}),
+    )
+
+
+def check_record(record: ArchiveRecord, expected_hash: str, name: str) -> ArchiveRecord:
+    """``record`` if its content has ``expected_hash``; ``ArchiveError`` (naming it) if not."""
+    if sha256_of(record.content) != expected_hash:
+        raise ArchiveError(f"The archive record {name} does not match its hash.")
+    return record
+
+
 def archive_dir(research_dir: Path, configured: Path | None) -> Path:
     """``research_archive_dir`` when set, else ``<research_dir>/archive``."""
     return (configured or research_dir / ARCHIVE_SUBDIR).expanduser()
@@ -91,13 +151,7 @@ class ContentArchive:
             os.chmod(self.directory, 0o700)
 
     def path_of(self, content_hash: str) -> Path:
-        match = _HASH.match(content_hash.strip().lower())
-        if match is None:
-            raise ArchiveError(
-                f"{content_hash!r} is not an archive hash.",
-                remediation="Pass a hash as stored in content_archive_hashes: 'sha256:<hex>'.",
-            )
-        return self.directory / f"{match.group(1)}.json"
+        return self.directory / f"{normal_hash(content_hash).removeprefix('sha256:')}.json"
 
     def write(
         self,
@@ -116,15 +170,13 @@ class ContentArchive:
         if target.exists():
             os.utime(target)  # archived again: the TTL starts over
             return content_hash
-        record = ArchiveRecord(
-            content_hash=content_hash,
+        record = new_record(
             content=content,
             item_id=item_id,
             item_type=item_type,
-            archived_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            archive_reason=reason,
+            reason=reason,
             original_tokens=original_tokens,
-            metadata={k: v for k, v in (metadata or {}).items() if v is not None},
+            metadata=metadata,
         )
         data = json.dumps(record.to_json(), ensure_ascii=False).encode("utf-8")
         _atomic_write(target, data)
@@ -140,21 +192,10 @@ class ContentArchive:
         except (OSError, ValueError) as exc:
             raise ArchiveError(f"The archive record {path.name} cannot be read: {exc}.") from None
         try:
-            record = ArchiveRecord(
-                content_hash=str(raw["content_hash"]),
-                content=str(raw["content"]),
-                item_id=str(raw["item_id"]),
-                item_type=str(raw["item_type"]),
-                archived_at=str(raw["archived_at"]),
-                archive_reason=str(raw["archive_reason"]),
-                original_tokens=int(raw["original_tokens"]),
-                metadata=dict(raw.get("metadata") or {}),
-            )
+            record = record_of(raw)
         except (KeyError, TypeError, ValueError) as exc:
             raise ArchiveError(f"The archive record {path.name} is incomplete: {exc}.") from None
-        if sha256_of(record.content) != "sha256:" + path.stem:
-            raise ArchiveError(f"The archive record {path.name} does not match its hash.")
-        return record
+        return check_record(record, "sha256:" + path.stem, path.name)
 
     def purge_expired(self, now: float | None = None) -> int:
         """Remove records older than the TTL (and stale temporary files); returns how many."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -15,6 +16,8 @@ from foundry_mcp.research.jobs import Job
 from foundry_mcp.research.models import LLMCallRecord, ResearchState, Status, utcnow
 from foundry_mcp.research.modes import ResearchKit, playbook_for
 from foundry_mcp.research.pricing import PriceTable
+from foundry_mcp.research.store.aio import AsyncStore
+from foundry_mcp.research.store.archive import StoreArchive
 from foundry_mcp.research.store.owners import (
     LeaseLostError,
     Owner,
@@ -44,16 +47,20 @@ def abort(state: ResearchState, status: Status, reason: str) -> None:
 
 
 class ResearchRunner:
-    """Runs researches this process has claimed; every write is fenced by the lease."""
+    """Runs researches this process has claimed; every write is fenced by the lease.
+
+    Every store call goes through ``io`` (:class:`AsyncStore`), off the event loop; the run's
+    events are queued there in order, its saves and journal entries awaited.
+    """
 
     def __init__(
         self,
-        store: Store,
+        io: AsyncStore,
         providers: ProviderRegistry,
         owner: Owner,
         hooks: SupervisorHooks | None,
     ) -> None:
-        self.store = store
+        self.io = io
         self.providers = providers
         self.owner = owner
         self.hooks = hooks
@@ -65,7 +72,7 @@ class ResearchRunner:
         # a cancel meanwhile is obeyed just after, as if it came at the first step.
         with anyio.CancelScope(shield=True):
             await anyio.sleep(ANSWER_FIRST_SECONDS)
-        state = self.store.load(job.research_id)
+            state = await self.io.read(lambda store: store.load(job.research_id))
         state.attach(lambda kind, data: self.event(state.id, kind, data))
         # Every line the run logs, down to the providers, names the research and its principal.
         with research_context(state.id, state.principal):
@@ -75,12 +82,14 @@ class ResearchRunner:
                 log.warning("research %s is now owned by another process; this run stops", state.id)
             finally:
                 state.attach(None)
-                self.store.release(state.id, self.owner)
+                with anyio.CancelScope(shield=True):
+                    await self.io.write(lambda store: store.release(state.id, self.owner))
 
     async def _run(self, job: Job, state: ResearchState) -> None:
         if job.cancel_requested:  # cancelled before it started: nothing to stop
             abort(state, Status.CANCELLED, "cancelled")
-            self._save(state)
+            with anyio.CancelScope(shield=True):  # the cancel is what this save records
+                await self._save(state)
             self.event(state.id, "run_ended", {"status": state.status.value})
             return
         calls = self.call_logs.setdefault(state.id, CallLog())
@@ -88,7 +97,7 @@ class ResearchRunner:
         state.started_at = utcnow()
         state.error = None
         state.error_code = None
-        self._save(state)
+        await self._save(state)
         self.event(
             state.id,
             "run_started",
@@ -99,12 +108,12 @@ class ResearchRunner:
         )
 
         async def checkpoint() -> None:
-            self._save(state)
+            await self._save(state)
 
         try:
             # The page text of its sources, kept apart from the state (read in a worker thread:
             # megabytes of it must not stall the loop).
-            await anyio.to_thread.run_sync(self.store.load_pages, state)
+            await self.io.read(lambda store: store.load_pages(state))
             llm = await self._research_llm(state, calls)
             search = [
                 self.providers.resilience.wrap_search(
@@ -120,7 +129,7 @@ class ResearchRunner:
                 checkpoint=checkpoint,
                 fetcher=fetcher,
                 hooks=self.hooks,
-                branches=_Branches(self.store, self.owner, state.id, self.deleted),
+                branches=_Branches(self.io, self.owner, state.id, self.deleted),
                 local_providers=frozenset(
                     name
                     for name in state.search_providers
@@ -149,7 +158,8 @@ class ResearchRunner:
             else:
                 abort(state, Status.INTERRUPTED, "interrupted")
                 state.error = SERVER_STOPPED
-            self._finish(state)  # synchronous: runs fully even while cancelled
+            with anyio.CancelScope(shield=True):  # saved in full even while cancelled
+                await self._finish(state)
             raise
         except LeaseLostError:
             raise
@@ -173,7 +183,7 @@ class ResearchRunner:
         else:
             state.status = Status.COMPLETED
             state.completed_at = utcnow()
-        self._finish(state)
+        await self._finish(state)
 
     async def _research_llm(self, state: ResearchState, calls: CallLog) -> ResearchLLM:
         """The research's LLMs: its own provider, the per-phase lists, prices and ceiling.
@@ -199,7 +209,21 @@ class ResearchRunner:
             routes=routes,
             prices=PriceTable.from_settings(settings),
             max_cost_usd=settings.research.max_cost_usd,
-            journal=_Journal(self.store, self.owner, state.id, self.deleted),
+            journal=_Journal(self.io, self.owner, state.id, self.deleted),
+            archive=self._archive(state),
+        )
+
+    def _archive(self, state: ResearchState) -> StoreArchive | None:
+        """The research's content archive, in the store (every server restores from it)."""
+        options = state.options.token_budget
+        if not options.archive_enabled or not options.archive_dir:
+            return None
+        return StoreArchive(
+            self.io.sync,
+            state.id,
+            Path(options.archive_dir),
+            options.archive_ttl_hours,
+            self.owner,
         )
 
     @staticmethod
@@ -218,31 +242,44 @@ class ResearchRunner:
         abort(state, Status.FAILED, "failed")
         state.error = f"{exc.message} No report was written before the ceiling. {exc.remediation}"
 
-    def _finish(self, state: ResearchState) -> None:
-        self._save(state)
+    async def _finish(self, state: ResearchState) -> None:
+        await self._save(state)
         self.event(state.id, "run_ended", {"status": state.status.value, "error": state.error})
         log.info("research %s ended %s", state.id, state.status.value)
 
-    def _save(self, state: ResearchState) -> None:
-        """Save a run's state (fenced), unless the research was deleted while it ran."""
-        if state.id not in self.deleted:
-            self.store.save(state, self.owner)
+    async def _save(self, state: ResearchState) -> None:
+        """Save a run's state (fenced), unless the research was deleted while it ran.
 
-    def event(self, research_id: str, kind: str, data: dict[str, Any]) -> None:
-        """Append to the audit trail; a failure to log never stops the research."""
-        if research_id in self.deleted:
-            return
-        try:
-            self.store.append_event(research_id, kind, data)
-        except Exception:
-            log.exception("could not record %s event for %s", kind, research_id)
+        The state is written on the store's writer thread while the run goes on: its JSON is
+        made in one step that holds the interpreter (pydantic's serializer), so a change the
+        run makes meanwhile lands wholly in this save or wholly in the next.
+        """
+        if state.id not in self.deleted:
+            await self.io.write(lambda store: store.save(state, self.owner))
+
+    def event(
+        self, research_id: str, kind: str, data: dict[str, Any], *, owned: bool = True
+    ) -> None:
+        """Append to the audit trail, queued in order behind this process's other writes; a
+        failure to log never stops the research.
+
+        ``owned``: written as the research's owner, fenced by the lease (a run's events, and a
+        start's or resume's); False for what any server may say of a research it does not run
+        (a cancel request, a dead owner's research interrupted, a restore).
+        """
+        if research_id not in self.deleted:
+            owner = self.owner if owned else None
+            self.io.write_soon(
+                lambda store: store.append_event(research_id, kind, data, owner),
+                f"record the {kind} event of {research_id}",
+            )
 
 
 class _OwnedRecords:
     """What one running research writes to the store besides its state, as its owner."""
 
-    def __init__(self, store: Store, owner: Owner, research_id: str, deleted: set[str]) -> None:
-        self._store = store
+    def __init__(self, io: AsyncStore, owner: Owner, research_id: str, deleted: set[str]) -> None:
+        self._io = io
         self._owner = owner
         self._research_id = research_id
         self._deleted = deleted  # researches deleted while running: nothing more is written
@@ -251,28 +288,33 @@ class _OwnedRecords:
 class _Journal(_OwnedRecords):
     """The research's journal of LLM answers, for its ``ResearchLLM``."""
 
-    def get(self, key: str) -> tuple[str, LLMCallRecord] | None:
-        entry = self._store.journal.get(self._research_id, key)
+    async def get(self, key: str) -> tuple[str, LLMCallRecord] | None:
+        entry = await self._io.read(lambda store: store.journal.get(self._research_id, key))
         if entry is None:
             return None
         return entry.answer, LLMCallRecord.model_validate(entry.record)
 
-    def put(self, key: str, answer: str, record: LLMCallRecord) -> None:
+    async def put(self, key: str, answer: str, record: LLMCallRecord) -> None:
         if self._research_id not in self._deleted:
-            self._store.journal.put(
-                self._research_id, key, answer, record.model_dump(mode="json"), self._owner
+            saved = record.model_dump(mode="json")
+            await self._io.write(
+                lambda store: store.journal.put(self._research_id, key, answer, saved, self._owner)
             )
 
 
 class _Branches(_OwnedRecords):
     """The saved researcher states of one research, for its playbook."""
 
-    def save(self, branch: ResearchState) -> None:
+    async def save(self, branch: ResearchState) -> None:
         if self._research_id not in self._deleted:
-            self._store.save_branch(branch, self._owner)
+            await self._io.write(lambda store: store.save_branch(branch, self._owner))
 
-    def load(self) -> dict[str, ResearchState]:
+    async def load(self) -> dict[str, ResearchState]:
         """The saved researcher states, with the page text of their sources."""
-        branches = self._store.load_branches(self._research_id)
-        self._store.load_pages(*branches.values())
-        return branches
+
+        def read(store: Store) -> dict[str, ResearchState]:
+            branches = store.load_branches(self._research_id)
+            store.load_pages(*branches.values())
+            return branches
+
+        return await self._io.read(read)

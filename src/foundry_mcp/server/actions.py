@@ -90,7 +90,7 @@ async def _deep_research(
 ) -> Payload:
     warnings = service.start_warnings()
     await service.check_spending(principal)
-    payload = service.start(
+    payload = await service.start(
         use.get("query"),
         system_prompt=_text(use, "system_prompt"),
         provider_id=_text(use, "provider_id"),
@@ -131,7 +131,7 @@ def _report_pages(evidence: bool) -> Handler:
         _: ProgressCallback | None,
         principal: Principal | None,
     ) -> Payload:
-        return service.report(
+        return await service.report(
             use.get("research_id"),
             offset=use.get("offset"),
             max_chars=use.get("max_chars"),
@@ -148,7 +148,7 @@ async def _list(
     _: ProgressCallback | None,
     principal: Principal | None,
 ) -> Payload:
-    payload = service.list(
+    payload = await service.list(
         limit=use.get("limit"),
         cursor=_text(use, "cursor"),
         completed_only=bool(use.get("completed_only", False)),
@@ -164,7 +164,7 @@ async def _events(
     _: ProgressCallback | None,
     principal: Principal | None,
 ) -> Payload:
-    payload = service.events(
+    payload = await service.events(
         use.get("research_id"),
         cursor=_text(use, "cursor"),
         limit=use.get("limit"),
@@ -189,7 +189,7 @@ async def _resume(
     principal: Principal | None,
 ) -> Payload:
     await service.check_spending(principal)
-    return service.resume(use.get("research_id"), principal=principal, **_limits(use)), []
+    return await service.resume(use.get("research_id"), principal=principal, **_limits(use)), []
 
 
 async def _delete(
@@ -207,7 +207,7 @@ async def _restore(
     _: ProgressCallback | None,
     principal: Principal | None,
 ) -> Payload:
-    return service.restore_content(use.get("research_id"), use.get("item_id"), principal), []
+    return await service.restore_content(use.get("research_id"), use.get("item_id"), principal), []
 
 
 async def _export(
@@ -224,7 +224,7 @@ async def _export(
             remediation="Omit path: the export comes back in the response's content.",
             details={"field": "path", "reason": "team_server"},
         )
-    payload = service.export(
+    payload = await service.export(
         use.get("research_id"),
         format=use.get("format", "markdown"),
         path=use.get("path"),

@@ -9,7 +9,7 @@ On a team server both the templates and the list serve the caller's own research
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 RECENT_REPORTS = 20
 NAME_CHARS = 80
 
-Reader = Callable[["ResearchService", str, "Principal | None"], str]
+Reader = Callable[["ResearchService", str, "Principal | None"], Awaitable[str]]
 
 TEMPLATES: list[tuple[str, str, str, Reader]] = [
     (
@@ -92,7 +92,7 @@ def _template_reader(read: Reader) -> Callable[..., Any]:
     async def read_part(research_id: str, ctx: Context) -> str:
         try:
             service = await session_host(ctx).service()
-            return read(service, research_id, request_principal())
+            return await read(service, research_id, request_principal())
         except FoundryError as exc:
             raise ResourceError(f"{exc.message} {exc.remediation}") from None
 
@@ -104,7 +104,7 @@ async def recent_reports(host: ServiceHost, principal: Principal | None) -> list
     clients that browse can attach one."""
     try:
         service = await host.service()
-        recent = service.recent_reports(RECENT_REPORTS, NAME_CHARS, principal)
+        recent = await service.recent_reports(RECENT_REPORTS, NAME_CHARS, principal)
     except FoundryError as exc:  # no service, no list: the templates still say why on read
         log.info("no recent reports to list: %s", exc.message)
         return []

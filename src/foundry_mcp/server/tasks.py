@@ -188,7 +188,7 @@ class ResearchTasks(Extension):
     ) -> dict[str, Any]:
         try:
             await service.check_spending(principal)
-            service.resume(research_id, principal=principal)
+            await service.resume(research_id, principal=principal)
         except FoundryError as exc:
             log.warning(
                 "task poll could not resume %s: %s",

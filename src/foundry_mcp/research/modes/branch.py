@@ -153,7 +153,7 @@ async def research_branch(
 
     async def checkpoint() -> None:
         summarize_branch(sub_question, branch)
-        branches.save(branch)
+        await branches.save(branch)
         await kit.checkpoint()
 
     sub_question.status = BranchStatus.RESEARCHING

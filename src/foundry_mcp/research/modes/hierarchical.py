@@ -145,7 +145,7 @@ class HierarchicalPlaybook:
         if phase is Phase.GATHERING:
             return await self._research_sub_questions()
         if phase is Phase.ANALYSIS:
-            return self._consolidate()
+            return await self._consolidate()
         return await self._integrate(guidance)
 
     async def _decompose(self, guidance: str | None) -> dict[str, object]:
@@ -176,7 +176,7 @@ class HierarchicalPlaybook:
     async def _research_sub_questions(self) -> dict[str, object]:
         state, kit = self.state, self.kit
         assert kit.branches is not None
-        saved = kit.branches.load()
+        saved = await kit.branches.load()
         kit.pool.remember(saved.values())
         waiting = [sq for sq in state.sub_questions if sq.status is not BranchStatus.COMPLETED]
         state.record(
@@ -211,14 +211,14 @@ class HierarchicalPlaybook:
             "sources": sum(sq.source_count for sq in state.sub_questions),
         }
 
-    def _consolidate(self) -> dict[str, object]:
+    async def _consolidate(self) -> dict[str, object]:
         """The researchers' sources, findings, contradictions and gaps, gathered in the research.
 
         Rebuilt from the saved researcher states every time, so running it again is harmless.
         """
         state, kit = self.state, self.kit
         assert kit.branches is not None
-        branches = kit.branches.load()
+        branches = await kit.branches.load()
         sources: dict[str, Source] = {}
         findings: list[Finding] = []
         contradictions: list[Contradiction] = []
@@ -263,7 +263,7 @@ class HierarchicalPlaybook:
         if state.metadata.get("time_ceiling_reached"):
             # The ceiling may have stopped the researchers before the analysis phase gathered
             # their work: what they found (answered or not) is gathered now.
-            self._consolidate()
+            await self._consolidate()
         answered = [(sq, sq.synthesis) for sq in state.sub_questions if sq.synthesis is not None]
         answers = [(sq.question, synthesis) for sq, synthesis in answered]
         writing = Writing(

@@ -20,11 +20,11 @@ Checkpoint = Callable[[], Awaitable[None]]
 class BranchStore(Protocol):
     """Where the researchers of a research keep their own states (one per sub-question)."""
 
-    def save(self, branch: ResearchState) -> None:
+    async def save(self, branch: ResearchState) -> None:
         """Save one researcher's state (fenced by the research's lease)."""
         ...
 
-    def load(self) -> dict[str, ResearchState]:
+    async def load(self) -> dict[str, ResearchState]:
         """Every saved researcher state of the research, by branch id."""
         ...
 

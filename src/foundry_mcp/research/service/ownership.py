@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
+from functools import partial
 
 import anyio
 
@@ -20,7 +21,8 @@ from foundry_mcp.errors import FoundryError
 from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.models import ResearchState, Status
 from foundry_mcp.research.runner import ResearchRunner, abort
-from foundry_mcp.research.store.owners import Owner, Ownership
+from foundry_mcp.research.store.aio import AsyncStore
+from foundry_mcp.research.store.owners import LeaseLostError, Owner, Ownership
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.records import StatusRead
 
@@ -37,8 +39,10 @@ OWNER_STOPPED = "The process running this research stopped before it finished."
 class OwnershipWatch:
     """Renews this process's leases, obeys cancel requests, and marks dead owners' research."""
 
-    def __init__(self, store: Store, jobs: JobRunner, runner: ResearchRunner, owner: Owner) -> None:
-        self.store = store
+    def __init__(
+        self, io: AsyncStore, jobs: JobRunner, runner: ResearchRunner, owner: Owner
+    ) -> None:
+        self.io = io
         self.jobs = jobs
         self.runner = runner
         self.owner = owner
@@ -55,7 +59,7 @@ class OwnershipWatch:
             cancel: set[str] = set()
             try:
                 if time.monotonic() - last_renewal >= renew_every:
-                    cancel = self.store.renew(self.owner, running, self.lease_seconds)
+                    cancel = await self.io.write(partial(self._renew, running))
                     last_renewal = time.monotonic()
                 cancel &= set(watched)
                 if not watched:
@@ -63,7 +67,7 @@ class OwnershipWatch:
                 elif not cancel:
                     until_renewal = last_renewal + renew_every - time.monotonic()
                     window = max(0.0, min(CANCEL_WAIT_SECONDS, until_renewal))
-                    cancel = await self.store.wait_for_cancel(self.owner, watched, window)
+                    cancel = await self.io.wait_for_cancel(self.owner, watched, window)
                 if failing:
                     log.warning("heartbeat reached the store again")
                     failing = False
@@ -76,47 +80,65 @@ class OwnershipWatch:
                 self.runner.event(research_id, "cancel_received", {"pid": self.owner.pid})
                 self.jobs.cancel(research_id)
 
-    def load_checked(self, research_id: str) -> ResearchState:
+    def _renew(self, running: list[str], store: Store) -> set[str]:
+        """Renew the leases of ``running``; the research someone asked to cancel."""
+        return store.renew(self.owner, running, self.lease_seconds)
+
+    async def load_checked(self, research_id: str) -> ResearchState:
         """Load a state; an active one whose owner is gone is recorded ``interrupted``."""
-        state = self.store.load(research_id)
-        if not state.status.is_active:
-            return state
-        ownership = self.store.ownership(research_id)
+
+        def read(store: Store) -> tuple[ResearchState, Ownership | None]:
+            state = store.load(research_id)
+            return state, store.ownership(research_id) if state.status.is_active else None
+
+        state, ownership = await self.io.read(read)
         if ownership is None or not self._orphaned(state, ownership):
             return state
-        self._interrupt(research_id, ownership)
-        return self.store.load(research_id)
+        await self._interrupt(research_id, ownership)
+        return await self.io.read(lambda store: store.load(research_id))
 
-    def settled(self, read: StatusRead) -> StatusRead:
+    async def settled(self, read: StatusRead) -> StatusRead:
         """``read`` (``Store.load_status``) as it is, or read again after recording its
         research ``interrupted`` when it is active and its owner is gone."""
         if not self._orphaned(read.state, read.ownership):
             return read
-        self._interrupt(read.state.id, read.ownership)
-        return self.store.load_status(read.state.id)
+        await self._interrupt(read.state.id, read.ownership)
+        return await self.io.read(lambda store: store.load_status(read.state.id))
 
     def _orphaned(self, state: ResearchState, ownership: Ownership) -> bool:
         """Whether ``state`` is active while no live process holds it."""
         running_here = self.jobs.is_running(state.id)
         return state.status.is_active and not ownership.is_alive(self.owner, running_here)
 
-    def _interrupt(self, research_id: str, ownership: Ownership) -> None:
+    async def _interrupt(self, research_id: str, ownership: Ownership) -> None:
         """Record a dead owner's research ``interrupted``, unless another process took it over
         first."""
-        if self.store.disown(research_id, ownership.token):
-            state = self.store.load(research_id)
-            if state.status.is_active:
-                abort(state, Status.INTERRUPTED, "interrupted")
-                state.error = OWNER_STOPPED
-                self.store.save(state)
-                self.runner.event(research_id, "interrupted", {"previous_owner_pid": ownership.pid})
 
-    def recover_orphans(self) -> list[str]:
+        def disown(store: Store) -> bool:
+            if not store.disown(research_id, ownership.token):
+                return False
+            state = store.load(research_id)
+            if not state.status.is_active:
+                return False
+            abort(state, Status.INTERRUPTED, "interrupted")
+            state.error = OWNER_STOPPED
+            try:
+                store.save_unowned(state, None)
+            except LeaseLostError:
+                return False  # another worker took it over between the disown and this save
+            return True
+
+        if await self.io.write(disown):
+            self.runner.event(
+                research_id, "interrupted", {"previous_owner_pid": ownership.pid}, owned=False
+            )
+
+    async def recover_orphans(self) -> list[str]:
         """Mark research left active by stopped processes as interrupted; returns their ids."""
         recovered = []
-        for research_id in self.store.active_ids():
+        for research_id in await self.io.read(lambda store: store.active_ids()):
             try:
-                if self.load_checked(research_id).status is Status.INTERRUPTED:
+                if (await self.load_checked(research_id)).status is Status.INTERRUPTED:
                     recovered.append(research_id)
             except FoundryError:
                 continue

@@ -3,7 +3,9 @@ and the audit trail, as plain payload dictionaries.
 
 Every read of a single research goes through ``OwnershipWatch`` (``load_checked``; for a
 status, ``settled``), so a research whose process died is reported ``interrupted``, never
-``running``.
+``running``. Every store call runs off the event loop (:class:`AsyncStore`). A status the store
+cannot give within ``STATUS_READ_SECONDS`` (a lock held by another process, a paused database)
+is the last one this process read of that research, marked as such, or ``STORE_UNAVAILABLE``.
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any
 
+import anyio
+
 from foundry_mcp.config import MAX_WAIT_SECONDS
-from foundry_mcp.errors import ReportNotReadyError
-from foundry_mcp.research.models import ResearchState, Status
+from foundry_mcp.errors import ReportNotReadyError, StoreUnavailableError
+from foundry_mcp.research.models import ResearchState, Status, utcnow
 from foundry_mcp.research.service.evidence import all_claims, evidence_page
 from foundry_mcp.research.service.inputs import check_range, parse_statuses
 from foundry_mcp.research.service.ownership import OwnershipWatch
@@ -29,9 +34,11 @@ from foundry_mcp.research.service.views import (
     status_payload,
     usage_payload,
 )
+from foundry_mcp.research.store.aio import AsyncStore
 from foundry_mcp.research.store.paging import not_a_cursor
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.records import (
+    Event,
     Fingerprint,
     StatusRead,
     research_not_found,
@@ -39,6 +46,7 @@ from foundry_mcp.research.store.records import (
 )
 
 WAIT_POLL_SECONDS = 0.1
+STATUS_READ_SECONDS = 0.8  # a status answers within a second, from the store or from memory
 EVENTS_PAGE = 500  # the most deep-research-events returns at once
 
 ProgressCallback = Callable[[dict[str, Any]], Awaitable[None]]
@@ -56,9 +64,11 @@ def status_of(read: StatusRead) -> dict[str, Any]:
 class ResearchReader:
     """Answers about any research on disk, whichever process runs it."""
 
-    def __init__(self, store: Store, watch: OwnershipWatch) -> None:
-        self.store = store
+    def __init__(self, io: AsyncStore, watch: OwnershipWatch) -> None:
+        self.io = io
         self.watch = watch
+        # The last status read of each research, answered when the store is slow to.
+        self._last_read: dict[str, tuple[StatusRead, datetime]] = {}
 
     async def status(
         self,
@@ -79,36 +89,68 @@ class ResearchReader:
         research_id = validate_research_id(research_id)
         timeout = 30.0 if wait_timeout is None else wait_timeout
         check_range("wait_timeout", timeout, 0, MAX_WAIT_SECONDS, integer=False)
-        read = self._read(research_id, principal)
-        if wait and read.state.status.is_active:
+        read, stale_since = await self._read(research_id, principal)
+        if wait and read.state.status.is_active and stale_since is None:
             # The store wakes the wait on every save (PostgreSQL: NOTIFY; SQLite: polling);
             # the poll ends when the status, phase or iteration moved.
-            before = last = self.store.fingerprint(research_id)
+            before = last = await self._fingerprint(research_id)
             deadline = time.monotonic() + timeout
             next_report = time.monotonic()
             while (left := deadline - time.monotonic()) > 0:
                 if on_progress is not None and time.monotonic() >= next_report:
-                    await on_progress(status_of(self._read(research_id, principal)))
+                    progress, _ = await self._read(research_id, principal)
+                    await on_progress(status_of(progress))
                     next_report = time.monotonic() + 1.0
                 if on_progress is not None:
                     left = min(left, max(WAIT_POLL_SECONDS, next_report - time.monotonic()))
-                await self.store.wait_for_change(research_id, left, since=last)
-                now = self.store.fingerprint(research_id)
+                await self.io.wait_for_change(research_id, left, since=last)
+                now = await self._fingerprint(research_id)
                 if _moved(before, now):
                     break
                 last = now
-            read = self._read(research_id, principal)
-        return status_of(read)
+            read, stale_since = await self._read(research_id, principal)
+        payload = status_of(read)
+        if stale_since is not None:
+            payload["warnings"] = [
+                f"The research store did not answer within {STATUS_READ_SECONDS:g} s (busy or "
+                f"unreachable); this is the status as read at {stale_since.isoformat()}.",
+                *payload["warnings"],
+            ]
+        return payload
 
-    def _read(self, research_id: str, principal: str | None) -> StatusRead:
-        """The research as a status reads it (``OwnershipWatch.settled``); with ``principal``,
-        ``RESEARCH_NOT_FOUND`` unless it is that principal's."""
-        read = self.store.load_status(research_id)
+    async def _read(
+        self, research_id: str, principal: str | None
+    ) -> tuple[StatusRead, datetime | None]:
+        """The research as a status reads it (``OwnershipWatch.settled``), and None; or, when
+        the store does not answer in time, the last read of it and when that was. With
+        ``principal``, ``RESEARCH_NOT_FOUND`` unless it is that principal's."""
+        try:
+            with anyio.fail_after(STATUS_READ_SECONDS):
+                read = await self.io.read(lambda store: store.load_status(research_id))
+        except TimeoutError:
+            remembered = self._last_read.get(research_id)
+            if remembered is None:
+                raise StoreUnavailableError(
+                    f"The research store did not answer within {STATUS_READ_SECONDS:g} s, and "
+                    f"this server has not read {research_id} before.",
+                    remediation="Try again in a few seconds; if it persists, check the store "
+                    "(another process holding the SQLite database locked, or the PostgreSQL "
+                    "server of [research] store_url).",
+                ) from None
+            read, at = remembered
+            if principal is not None and read.principal != principal:
+                raise research_not_found(research_id) from None
+            return read, at
         if principal is not None and read.principal != principal:
             raise research_not_found(research_id)
-        return self.watch.settled(read)
+        read = await self.watch.settled(read)
+        self._last_read[research_id] = (read, utcnow())
+        return read, None
 
-    def report(
+    async def _fingerprint(self, research_id: str) -> Fingerprint | None:
+        return await self.io.read(lambda store: store.fingerprint(research_id))
+
+    async def report(
         self,
         research_id: Any,
         *,
@@ -126,7 +168,7 @@ class ResearchReader:
         max_chars = (
             20_000 if max_chars is None else check_range("max_chars", max_chars, 1000, 100_000)
         )
-        state = self.watch.load_checked(research_id)
+        state = await self.watch.load_checked(research_id)
         if state.report is None:
             raise _not_ready(state)
         warnings = []
@@ -154,26 +196,26 @@ class ResearchReader:
         }
         return payload, warnings
 
-    def claims(self, research_id: Any) -> str:
+    async def claims(self, research_id: Any) -> str:
         """Every checked sentence of the report with its quotes, as JSON (the MCP resource)."""
-        state = self.watch.load_checked(validate_research_id(research_id))
+        state = await self.watch.load_checked(validate_research_id(research_id))
         if state.report is None:
             raise _not_ready(state)
         return all_claims(state)
 
-    def sources(self, research_id: Any) -> str:
+    async def sources(self, research_id: Any) -> str:
         """Every source the research gathered, cited or not, as JSON (the MCP resource)."""
-        state = self.watch.load_checked(validate_research_id(research_id))
+        state = await self.watch.load_checked(validate_research_id(research_id))
         return _to_json(all_sources(state))
 
-    def full_report(self, research_id: Any) -> str:
+    async def full_report(self, research_id: Any) -> str:
         """The whole markdown report (the MCP resource)."""
-        state = self.watch.load_checked(validate_research_id(research_id))
+        state = await self.watch.load_checked(validate_research_id(research_id))
         if state.report is None:
             raise _not_ready(state)
         return state.report
 
-    def listing(
+    async def listing(
         self,
         *,
         limit: int | None = None,
@@ -186,8 +228,10 @@ class ResearchReader:
         that principal's)."""
         limit = 20 if limit is None else check_range("limit", limit, 1, 100)
         statuses = parse_statuses(status)
-        items, next_cursor = self.store.list_page(
-            limit, cursor, bool(completed_only), statuses, principal=principal
+        items, next_cursor = await self.io.read(
+            lambda store: store.list_page(
+                limit, cursor, bool(completed_only), statuses, principal=principal
+            )
         )
         return {
             "items": [
@@ -205,39 +249,46 @@ class ResearchReader:
             "next_cursor": next_cursor,
         }
 
-    def recent_reports(
+    async def recent_reports(
         self, limit: int, query_chars: int, principal: str | None = None
     ) -> list[tuple[str, str]]:
         """``(research_id, query cut to query_chars)`` of the newest completed research (with
         ``principal``: only that principal's)."""
-        items, _ = self.store.list_page(limit, completed_only=True, principal=principal)
+        items, _ = await self.io.read(
+            lambda store: store.list_page(limit, completed_only=True, principal=principal)
+        )
         return [(item.research_id, shorten(item.query, query_chars)) for item in items]
 
-    def events(
+    async def events(
         self, research_id: Any, *, cursor: str | None = None, limit: int | None = None
     ) -> dict[str, Any]:
         """A page of the research's audit trail, oldest first."""
         research_id = validate_research_id(research_id)
         limit = 50 if limit is None else check_range("limit", limit, 1, 500)
-        self.store.load(research_id)  # RESEARCH_NOT_FOUND for unknown ids
         after = 0
         if cursor:
             if not cursor.isdigit():
                 raise not_a_cursor("deep-research-events")
             after = int(cursor)
-        events = self.store.events(research_id, after, limit)
+
+        def read(store: Store) -> list[Event]:
+            if store.fingerprint(research_id) is None:  # an unknown id
+                raise research_not_found(research_id)
+            return store.events(research_id, after, limit)
+
+        events = await self.io.read(read)
         return {
             "research_id": research_id,
             "events": [{"seq": e.seq, "at": e.at, "kind": e.kind, "data": e.data} for e in events],
             "next_cursor": str(events[-1].seq) if len(events) == limit else None,
         }
 
-    def all_events(self, research_id: Any) -> str:
+    async def all_events(self, research_id: Any) -> str:
         """The whole audit trail, oldest first, as JSON (the MCP resource)."""
-        page = self.events(research_id, limit=EVENTS_PAGE)
+        page = await self.events(research_id, limit=EVENTS_PAGE)
         events = page["events"]
         while page["next_cursor"] is not None:
-            page = self.events(research_id, cursor=page["next_cursor"], limit=EVENTS_PAGE)
+            page = await self.events(research_id, cursor=page["next_cursor"], limit=EVENTS_PAGE)
             events += page["events"]
         return _to_json({"research_id": page["research_id"], "events": events})
 

@@ -2,7 +2,8 @@
 
 The MCP tool and the CLI both call ``ResearchService``; it validates input, talks to the store and
 the job runner, and returns plain payload dictionaries. It raises ``FoundryError`` for everything
-a user can act on.
+a user can act on. Its use cases are coroutines: every store call they make runs off the event
+loop (``research.store.aio``).
 
 ``ResearchService`` is the one public face; each use case lives in a module beside it:
 ``writes`` (start, resume, cancel, restore, delete), ``reads`` (status with the long poll,
@@ -17,6 +18,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 from typing import Any, Unpack
+
+import anyio
 
 from foundry_mcp.config import LIMIT_BOUNDS, MAX_QUERY_CHARS, MAX_WAIT_SECONDS, Settings
 from foundry_mcp.config.research_settings import LimitArgs
@@ -34,8 +37,8 @@ from foundry_mcp.research.service.ownership import OwnershipWatch
 from foundry_mcp.research.service.quota import admitted, check_spending
 from foundry_mcp.research.service.reads import ProgressCallback, ResearchReader
 from foundry_mcp.research.service.writes import ResearchWriter
+from foundry_mcp.research.store.aio import AsyncStore
 from foundry_mcp.research.store.owners import Owner
-from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.records import (
     research_not_found,
     validate_research_id,
@@ -63,30 +66,34 @@ class ResearchService:
     belongs to the principal that started it, and to any other principal it does not exist
     (``RESEARCH_NOT_FOUND``, exactly as for an unknown id). Without one (stdio, the CLI) every
     research is visible, as it always was.
+
+    ``io`` is the store, reached off the event loop; ``store`` is the store itself (``io.sync``),
+    for tools and tests that read it directly.
     """
 
     def __init__(
         self,
         settings: Settings,
-        store: Store,
+        io: AsyncStore,
         providers: ProviderRegistry,
         jobs: JobRunner,
         hooks: SupervisorHooks | None = None,
         owner: Owner | None = None,
     ) -> None:
         self.settings = settings
-        self.store = store
+        self.io = io
+        self.store = io.sync
         self.providers = providers
         self.jobs = jobs
         self.owner = owner or Owner()
-        self.runner = ResearchRunner(store, providers, self.owner, hooks)
+        self.runner = ResearchRunner(io, providers, self.owner, hooks)
         self.context = ContextServices(settings, providers)  # token management
-        self.watch = OwnershipWatch(store, jobs, self.runner, self.owner)
+        self.watch = OwnershipWatch(io, jobs, self.runner, self.owner)
         self.watch.lease_seconds = settings.research.lease_seconds
-        self.reader = ResearchReader(store, self.watch)
+        self.reader = ResearchReader(io, self.watch)
         self.writer = ResearchWriter(
             settings=settings,
-            store=store,
+            io=io,
             providers=providers,
             jobs=jobs,
             runner=self.runner,
@@ -106,7 +113,7 @@ class ResearchService:
         """What a user starting a research should know about the configuration."""
         return self.settings.trust_warnings()
 
-    def start(
+    async def start(
         self,
         query: Any,
         *,
@@ -128,8 +135,8 @@ class ResearchService:
         or address prefixes) get the user's priority boost and are never cut below a headline.
         The research belongs to ``principal``, whose ``max_concurrent_researches`` it must fit.
         """
-        with admitted(self.watch, principal):
-            return self.writer.start(
+        async with admitted(self.watch, principal):
+            return await self.writer.start(
                 query,
                 system_prompt=system_prompt,
                 provider_id=provider_id,
@@ -147,9 +154,9 @@ class ResearchService:
         """``QUOTA_EXCEEDED`` when ``principal`` has spent its daily cost limit; call it before
         starting or resuming one of its research."""
         if principal is not None:
-            await check_spending(self.store, principal)
+            await check_spending(self.io, principal)
 
-    def resume(
+    async def resume(
         self,
         research_id: Any,
         *,
@@ -161,34 +168,35 @@ class ResearchService:
         A completed research given a larger ``max_iterations`` continues with a refinement
         round, if gaps are still open.
         """
-        self._reveal(research_id, principal)
-        with admitted(self.watch, principal):
-            return self.writer.resume(research_id, limits)
+        await self._reveal(research_id, principal)
+        async with admitted(self.watch, principal):
+            return await self.writer.resume(research_id, limits)
 
     async def cancel(self, research_id: Any, principal: Principal | None = None) -> dict[str, Any]:
         """Stop a running research; its partial results stay and it can be resumed."""
-        self._reveal(research_id, principal)
+        await self._reveal(research_id, principal)
         return await self.writer.cancel(research_id)
 
-    def restore_content(
+    async def restore_content(
         self, research_id: Any, item_id: Any, principal: Principal | None = None
     ) -> dict[str, Any]:
         """Bring a dropped (archived) source back into a stopped research; resume it next."""
-        self._reveal(research_id, principal)
-        return self.writer.restore_content(research_id, item_id)
+        await self._reveal(research_id, principal)
+        return await self.writer.restore_content(research_id, item_id)
 
     async def delete(self, research_id: Any, principal: Principal | None = None) -> dict[str, Any]:
         """Delete a research, cancelling it first if it runs here or elsewhere."""
-        self._reveal(research_id, principal)
+        await self._reveal(research_id, principal)
         return await self.writer.delete(research_id)
 
-    def _reveal(self, research_id: Any, principal: Principal | None) -> None:
+    async def _reveal(self, research_id: Any, principal: Principal | None) -> None:
         """Nothing for the principal's own research (or without a principal); otherwise the
         very error an unknown id gets, so that another principal's ids cannot be probed."""
         if principal is None:
             return
         research_id = validate_research_id(research_id)
-        if self.store.principal_of(research_id) != principal.name:
+        owner = await self.io.read(lambda store: store.principal_of(research_id))
+        if owner != principal.name:
             raise research_not_found(research_id)
 
     # ------------------------------------------------------------------ ownership and chores
@@ -197,27 +205,31 @@ class ResearchService:
         """Keep this process's leases alive and obey cancel requests from other processes."""
         await self.watch.heartbeat()
 
-    def recover_orphans(self) -> list[str]:
+    async def recover_orphans(self) -> list[str]:
         """Mark research left active by stopped processes as interrupted; returns their ids."""
-        return self.watch.recover_orphans()
+        return await self.watch.recover_orphans()
 
-    def housekeeping(self, resume: bool = True) -> dict[str, Any]:
+    async def housekeeping(self, resume: bool = True) -> dict[str, Any]:
         """Start-up chores: orphans, retention, and (if configured and ``resume``) auto-resume."""
         research = self.settings.research
-        recovered = self.recover_orphans()
+        recovered = await self.recover_orphans()
         removed = 0
-        if research.retention_days:
-            removed = self.store.delete_older_than(research.retention_days)
+        if days := research.retention_days:
+            removed = await self.io.write(lambda store: store.delete_older_than(days))
         resumed = []
         if research.auto_resume and resume:
-            interrupted, _ = self.store.list_page(AUTO_RESUME_LIMIT, statuses=[Status.INTERRUPTED])
+            interrupted, _ = await self.io.read(
+                lambda store: store.list_page(AUTO_RESUME_LIMIT, statuses=[Status.INTERRUPTED])
+            )
             for research_id in [item.research_id for item in interrupted]:
                 try:
-                    self.resume(research_id)
+                    await self.resume(research_id)
                     resumed.append(research_id)
                 except FoundryError as exc:
                     log.warning("auto-resume of %s failed: %s", research_id, exc.message)
-        archived = self.context.purge_archive()  # content_archive_ttl_hours
+        archived = await anyio.to_thread.run_sync(self.context.purge_archive)  # its TTL
+        ttl = research.content_archive_ttl_hours
+        archived += await self.io.write(lambda store: store.purge_archived(ttl))
         return {
             "interrupted": recovered,
             "deleted": removed,
@@ -249,7 +261,7 @@ class ResearchService:
             principal=name_of(principal),
         )
 
-    def report(
+    async def report(
         self,
         research_id: Any,
         *,
@@ -260,39 +272,39 @@ class ResearchService:
     ) -> tuple[dict[str, Any], list[str]]:
         """A page of the report, its summary and sources (with ``evidence``: a page of its
         checked sentences and their quotes); and warnings for the envelope."""
-        self._reveal(research_id, principal)
-        return self.reader.report(
+        await self._reveal(research_id, principal)
+        return await self.reader.report(
             research_id, offset=offset, max_chars=max_chars, evidence=evidence
         )
 
-    def claims(self, research_id: Any, principal: Principal | None = None) -> str:
+    async def claims(self, research_id: Any, principal: Principal | None = None) -> str:
         """Every checked sentence with its quotes, as JSON (the MCP resource)."""
-        self._reveal(research_id, principal)
-        return self.reader.claims(research_id)
+        await self._reveal(research_id, principal)
+        return await self.reader.claims(research_id)
 
-    def full_report(self, research_id: Any, principal: Principal | None = None) -> str:
+    async def full_report(self, research_id: Any, principal: Principal | None = None) -> str:
         """The whole markdown report (the MCP resource)."""
-        self._reveal(research_id, principal)
-        return self.reader.full_report(research_id)
+        await self._reveal(research_id, principal)
+        return await self.reader.full_report(research_id)
 
-    def sources(self, research_id: Any, principal: Principal | None = None) -> str:
+    async def sources(self, research_id: Any, principal: Principal | None = None) -> str:
         """Every source the research gathered, cited or not, as JSON (the MCP resource)."""
-        self._reveal(research_id, principal)
-        return self.reader.sources(research_id)
+        await self._reveal(research_id, principal)
+        return await self.reader.sources(research_id)
 
-    def all_events(self, research_id: Any, principal: Principal | None = None) -> str:
+    async def all_events(self, research_id: Any, principal: Principal | None = None) -> str:
         """The whole audit trail, oldest first, as JSON (the MCP resource)."""
-        self._reveal(research_id, principal)
-        return self.reader.all_events(research_id)
+        await self._reveal(research_id, principal)
+        return await self.reader.all_events(research_id)
 
-    def recent_reports(
+    async def recent_reports(
         self, limit: int, query_chars: int, principal: Principal | None = None
     ) -> list[tuple[str, str]]:
         """``(research_id, query cut to query_chars)`` of the newest completed research (of
         ``principal`` only, when given)."""
-        return self.reader.recent_reports(limit, query_chars, name_of(principal))
+        return await self.reader.recent_reports(limit, query_chars, name_of(principal))
 
-    def list(
+    async def list(
         self,
         *,
         limit: int | None = None,
@@ -303,7 +315,7 @@ class ResearchService:
     ) -> dict[str, Any]:
         """Research newest first, optionally of some statuses only (of ``principal`` only,
         when given)."""
-        return self.reader.listing(
+        return await self.reader.listing(
             limit=limit,
             cursor=cursor,
             completed_only=completed_only,
@@ -311,7 +323,7 @@ class ResearchService:
             principal=name_of(principal),
         )
 
-    def events(
+    async def events(
         self,
         research_id: Any,
         *,
@@ -320,10 +332,10 @@ class ResearchService:
         principal: Principal | None = None,
     ) -> dict[str, Any]:
         """A page of the research's audit trail, oldest first."""
-        self._reveal(research_id, principal)
-        return self.reader.events(research_id, cursor=cursor, limit=limit)
+        await self._reveal(research_id, principal)
+        return await self.reader.events(research_id, cursor=cursor, limit=limit)
 
-    def export(
+    async def export(
         self,
         research_id: Any,
         *,
@@ -336,8 +348,8 @@ class ResearchService:
     ) -> dict[str, Any]:
         """The research as markdown, json, bibtex or ris: in the payload (bounded), or written
         to ``path`` inside ``workspace`` (default: the working directory)."""
-        self._reveal(research_id, principal)
-        state = self.watch.load_checked(validate_research_id(research_id))
+        await self._reveal(research_id, principal)
+        state = await self.watch.load_checked(validate_research_id(research_id))
         return export_research(
             state,
             format,

@@ -35,6 +35,7 @@ from foundry_mcp.research.models import Status, utcnow
 from foundry_mcp.research.runner import SERVER_STOPPED, abort
 from foundry_mcp.research.service.ownership import OWNER_STOPPED
 from foundry_mcp.research.store.owners import Ownership
+from foundry_mcp.research.store.protocol import Store
 
 if TYPE_CHECKING:
     from foundry_mcp.research.service.research_service import ResearchService
@@ -43,7 +44,7 @@ log = logging.getLogger(__name__)
 
 ORPHAN_WINDOW = timedelta(hours=1)  # older interrupted research is resumed by a person only
 STOPPED = (OWNER_STOPPED, SERVER_STOPPED)  # why research a worker takes over was interrupted
-INTERRUPTED_SCAN = 50  # newest interrupted research looked at per scan
+TAKEOVER_SCAN = 50  # candidates (lease run out, or just interrupted) looked at per scan
 
 
 def takeover_enabled(research: ResearchSettings) -> bool:
@@ -86,18 +87,18 @@ class Takeover:
         while True:
             await anyio.sleep(self.interval * random.uniform(0.5, 1.5))
             try:
-                self.scan()
+                await self.scan()
             except Exception:  # a store that is briefly unreachable must not end the loop
                 log.exception("takeover scan could not reach the store")
 
-    def scan(self) -> list[str]:
+    async def scan(self) -> list[str]:
         """One pass: the ids of the research this worker took over."""
         taken = []
-        for orphan in self.orphans():
+        for orphan in await self.orphans():
             if self.full():
                 log.info("takeover paused: this worker runs %d research", self.running())
                 break
-            if self.take_over(orphan):
+            if await self.take_over(orphan):
                 taken.append(orphan.research_id)
         return taken
 
@@ -107,49 +108,53 @@ class Takeover:
     def full(self) -> bool:
         return self.max_running is not None and self.running() >= self.max_running
 
-    def orphans(self) -> list[Orphan]:
+    async def orphans(self) -> list[Orphan]:
         """Research whose owner is not alive and that should run: active, or just interrupted
-        by its server's stop."""
-        store = self.service.store
+        by its server's stop (read on a reader thread)."""
+        return await self.service.io.read(self._orphans)
+
+    def _orphans(self, store: Store) -> list[Orphan]:
         found = []
-        interrupted, _ = store.list_page(INTERRUPTED_SCAN, statuses=[Status.INTERRUPTED])
-        ids = dict.fromkeys([*store.active_ids(), *(i.research_id for i in interrupted)])
-        for research_id in ids:
-            try:
-                ownership = store.ownership(research_id)
-                if ownership is None or self._alive(research_id, ownership):
-                    continue
-                if ownership.cancel_requested:  # stopping, not to be resumed: left to reads
-                    continue
-                if self._should_run(research_id):
-                    found.append(Orphan(research_id, ownership))
-            except FoundryError:  # deleted meanwhile
-                continue
+        for research_id, ownership in store.takeover_candidates(
+            self.service.owner, ORPHAN_WINDOW.total_seconds(), TAKEOVER_SCAN
+        ):
+            if self._alive(research_id, ownership) or ownership.cancel_requested:
+                continue  # stopping, not to be resumed: left to reads
+            found.append(Orphan(research_id, ownership))
         return found
 
-    def take_over(self, orphan: Orphan) -> bool:
+    async def take_over(self, orphan: Orphan) -> bool:
         """Claim ``orphan`` from its dead owner and resume it here; False if another worker
         was first (or it no longer needs to run)."""
         service, research_id = self.service, orphan.research_id
         previous = orphan.ownership
-        # Compare and swap from the token the scan saw: of several workers, one wins.
-        if not service.store.claim(
-            research_id, service.owner, service.watch.lease_seconds, previous.token
-        ):
-            log.debug("research %s was taken over by another worker", research_id)
-            return False
-        try:
-            state = service.store.load(research_id)
+        lease = service.watch.lease_seconds
+
+        def claim(store: Store) -> str:
+            """Compare and swap from the token the scan saw: of several workers, one wins."""
+            if not store.claim(research_id, service.owner, lease, previous.token):
+                return "lost"
+            state = store.load(research_id)
             if state.status.is_active:  # as ``load_checked`` records a dead owner's research
                 abort(state, Status.INTERRUPTED, "interrupted")
                 state.error = OWNER_STOPPED
-                service.store.save(state, service.owner)
+                store.save(state, service.owner)
+                return "interrupted"
+            if not self._should_run(store, research_id):
+                store.release(research_id, service.owner)
+                return "done"
+            return "claimed"
+
+        try:
+            claimed = await service.io.write(claim)
+            if claimed == "lost":
+                log.debug("research %s was taken over by another worker", research_id)
+            if claimed in ("lost", "done"):
+                return False
+            if claimed == "interrupted":
                 service.runner.event(
                     research_id, "interrupted", {"previous_owner_pid": previous.pid}
                 )
-            elif not self._should_run(research_id):
-                service.store.release(research_id, service.owner)
-                return False
             service.runner.event(
                 research_id,
                 "taken_over",
@@ -160,9 +165,9 @@ class Takeover:
                     "previous_owner_host": previous.host,
                 },
             )
-            resumed = service.writer.resume(research_id)
+            resumed = await service.writer.resume(research_id)
         except FoundryError as exc:
-            service.store.release(research_id, service.owner)
+            await service.io.write(lambda store: store.release(research_id, service.owner))
             log.warning("takeover of research %s failed: %s", research_id, exc.message)
             return False
         log.warning(
@@ -178,9 +183,10 @@ class Takeover:
         running_here = self.service.jobs.is_running(research_id)
         return ownership.is_alive(self.service.owner, running_here)
 
-    def _should_run(self, research_id: str) -> bool:
+    @staticmethod
+    def _should_run(store: Store, research_id: str) -> bool:
         """Active, or interrupted by its server's stop within ``ORPHAN_WINDOW``."""
-        state = self.service.store.load(research_id)
+        state = store.load(research_id)
         if state.status.is_active:
             return True
         if state.status is not Status.INTERRUPTED or state.error not in STOPPED:

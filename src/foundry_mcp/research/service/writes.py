@@ -42,7 +42,9 @@ from foundry_mcp.research.service.ownership import OwnershipWatch
 from foundry_mcp.research.service.reads import WAIT_POLL_SECONDS, status_of
 from foundry_mcp.research.service.restore import restore_content
 from foundry_mcp.research.service.views import shorten
-from foundry_mcp.research.store.owners import Owner
+from foundry_mcp.research.store.aio import AsyncStore
+from foundry_mcp.research.store.archive import StoreArchive
+from foundry_mcp.research.store.owners import LeaseLostError, Owner
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.records import Fingerprint, validate_research_id
 
@@ -62,7 +64,7 @@ class ResearchWriter:
         self,
         *,
         settings: Settings,
-        store: Store,
+        io: AsyncStore,
         providers: ProviderRegistry,
         jobs: JobRunner,
         runner: ResearchRunner,
@@ -71,7 +73,7 @@ class ResearchWriter:
         watch: OwnershipWatch,
     ) -> None:
         self.settings = settings
-        self.store = store
+        self.io = io
         self.providers = providers
         self.jobs = jobs
         self.runner = runner
@@ -79,7 +81,7 @@ class ResearchWriter:
         self.context = context
         self.watch = watch
 
-    def start(
+    async def start(
         self,
         query: Any,
         *,
@@ -159,7 +161,8 @@ class ResearchWriter:
         if stated is not None:
             state.metadata["provider_choice"] = stated
         self._fit_settings(state)  # token budget options from [research]
-        self.store.create(state, self.owner, self.watch.lease_seconds)
+        lease = self.watch.lease_seconds
+        await self.io.write(lambda store: store.create(state, self.owner, lease))
         created: dict[str, Any] = {"query": shorten(query, 300)}
         if principal is not None:
             created["principal"] = principal
@@ -195,7 +198,7 @@ class ResearchWriter:
     async def cancel(self, research_id: Any) -> dict[str, Any]:
         """Stop a running research; its partial results stay and it can be resumed."""
         research_id = validate_research_id(research_id)
-        state = self.watch.load_checked(research_id)
+        state = await self.watch.load_checked(research_id)
         if state.status in (Status.CANCELLING, Status.CANCELLED):
             return {"research_id": research_id, "status": state.status.value}
         if not state.status.is_active:
@@ -203,18 +206,21 @@ class ResearchWriter:
                 f"Research {research_id} is {state.status.value}; there is nothing to cancel.",
                 remediation="Only queued or running research can be cancelled.",
             )
-        self.runner.event(research_id, "cancel_requested", {"by_pid": self.owner.pid})
-        self.store.request_cancel(research_id)  # status says "cancelling" until the run stops
+        self.runner.event(research_id, "cancel_requested", {"by_pid": self.owner.pid}, owned=False)
+        # Status says "cancelling" until the run stops.
+        await self.io.write(lambda store: store.request_cancel(research_id))
         if self.jobs.cancel(research_id):
             await self.jobs.wait(research_id, CANCEL_WAIT_SECONDS)
         else:  # run by another process: its heartbeat picks the request up
             with anyio.move_on_after(CANCEL_WAIT_SECONDS):
-                while _is_active(self.store.fingerprint(research_id)):
+                while _is_active(await self.io.read(lambda store: store.fingerprint(research_id))):
                     await anyio.sleep(WAIT_POLL_SECONDS)
-        status = status_of(self.store.load_status(research_id))["status"]
+        status = status_of(await self.io.read(lambda store: store.load_status(research_id)))[
+            "status"
+        ]
         return {"research_id": research_id, "status": status}
 
-    def resume(
+    async def resume(
         self,
         research_id: Any,
         limits: LimitArgs | None = None,
@@ -225,7 +231,7 @@ class ResearchWriter:
         round, if gaps are still open.
         """
         research_id = validate_research_id(research_id)
-        state = self.watch.load_checked(research_id)
+        state = await self.watch.load_checked(research_id)
         if state.status.is_active:
             raise InvalidStateError(
                 f"Research {research_id} is {state.status.value}; it is still being worked on.",
@@ -241,9 +247,14 @@ class ResearchWriter:
         if not state.options.pinned_provider:
             self.providers.resolve_routes()
         self.providers.usable_search_providers(state.search_providers)
-        ownership = self.store.ownership(research_id)
-        expected = ownership.token if ownership else None
-        if not self.store.claim(research_id, self.owner, self.watch.lease_seconds, expected):
+        lease = self.watch.lease_seconds
+
+        def claim(store: Store) -> bool:
+            ownership = store.ownership(research_id)
+            expected = ownership.token if ownership else None
+            return store.claim(research_id, self.owner, lease, expected)
+
+        if not await self.io.write(claim):
             raise InvalidStateError(
                 f"Research {research_id} was just resumed by another process.",
                 remediation="Follow it with action='deep-research-status'.",
@@ -281,7 +292,7 @@ class ResearchWriter:
         state.completed_at = None
         state.error = None
         self._fit_settings(state)  # current token settings (see restore_content)
-        self.store.save(state, self.owner)
+        await self.io.write(lambda store: store.save(state, self.owner))
         self.runner.event(
             research_id,
             "resumed",
@@ -296,12 +307,12 @@ class ResearchWriter:
             "resumed_from": previous.value,
         }
 
-    def restore_content(self, research_id: Any, item_id: Any) -> dict[str, Any]:
+    async def restore_content(self, research_id: Any, item_id: Any) -> dict[str, Any]:
         """Bring a dropped (archived) source back into a stopped research; resume it next."""
         research_id = validate_research_id(research_id)
         if not isinstance(item_id, str) or not item_id.strip():
             raise InputError("item_id must name a source id.", details={"field": "item_id"})
-        state = self.watch.load_checked(research_id)
+        state = await self.watch.load_checked(research_id)
         if state.mode is not ResearchMode.SIMPLE:
             raise InvalidStateError(
                 f"Research {research_id} ran in {state.mode.value} mode, whose sources belong to "
@@ -311,23 +322,47 @@ class ResearchWriter:
                     "or raise the token budget (model_context_overrides) so nothing is dropped."
                 ),
             )
-        archive = self.context.archive() if state.options.token_budget.archive_enabled else None
-        self.store.load_pages(state)  # a text the store still keeps needs no archive
-        result = restore_content(state, item_id.strip(), archive)
-        self.store.save(state)
-        self.runner.event(research_id, "content_restored", {"item_id": item_id.strip()})
+        enabled = state.options.token_budget.archive_enabled
+        item = item_id.strip()
+
+        def restore(store: Store) -> dict[str, Any]:
+            """Read what the restore needs (the pages the store keeps, the archive in the store)
+            and save, fenced: only while nobody has taken the research up meanwhile."""
+            read = store.load_status(research_id)
+            fresh = read.state
+            store.load_pages(fresh)  # a text the store still keeps needs no archive
+            disk = self.context.archive()
+            archive = StoreArchive.beside(disk, store, research_id) if enabled else None
+            result = restore_content(fresh, item, archive)
+            try:
+                store.save_unowned(fresh, read.ownership.token)
+            except LeaseLostError:
+                raise InvalidStateError(
+                    f"Research {research_id} was resumed by another server meanwhile.",
+                    remediation="Restore the source once it stops "
+                    "(action='deep-research-status' says when).",
+                ) from None
+            return result
+
+        result = await self.io.write(restore)
+        self.runner.event(research_id, "content_restored", {"item_id": item}, owned=False)
         return result
 
     async def delete(self, research_id: Any) -> dict[str, Any]:
         """Delete a research, cancelling it first if it runs here or elsewhere."""
         research_id = validate_research_id(research_id)
-        state = self.watch.load_checked(research_id)  # RESEARCH_NOT_FOUND before anything else
+        # RESEARCH_NOT_FOUND before anything else.
+        state = await self.watch.load_checked(research_id)
         self.runner.deleted.add(research_id)
         if self.jobs.cancel(research_id):
             await self.jobs.wait(research_id, DELETE_WAIT_SECONDS)
-        elif state.status.is_active:
-            self.store.request_cancel(research_id)
-        self.store.delete(research_id)
+
+        def delete(store: Store) -> None:
+            if state.status.is_active:
+                store.request_cancel(research_id)
+            store.delete(research_id)
+
+        await self.io.write(delete)
         self.runner.call_logs.pop(research_id, None)
         return {"research_id": research_id, "deleted": True}
 

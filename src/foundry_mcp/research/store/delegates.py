@@ -31,12 +31,17 @@ class LeaseOperations(Protocol):
     def cancel_requests(self, owner: Owner, research_ids: Iterable[str]) -> set[str]: ...
     def request_cancel(self, research_id: str) -> None: ...
     def disown(self, research_id: str, expected_token: str | None) -> bool: ...
+    def takeover_candidates(
+        self, me: Owner, window_seconds: float, limit: int
+    ) -> list[tuple[str, Ownership]]: ...
 
 
 class EventOperations(Protocol):
     """What a store's audit trail offers (see :mod:`foundry_mcp.research.store.sqlite.events`)."""
 
-    def append(self, research_id: str, kind: str, data: dict[str, Any]) -> int: ...
+    def append(
+        self, research_id: str, kind: str, data: dict[str, Any], owner: Owner | None = None
+    ) -> int: ...
     def page(self, research_id: str, after: int, limit: int) -> list[Event]: ...
     def last_at(self, research_id: str) -> str | None: ...
 
@@ -75,9 +80,18 @@ class LeasesAndEvents:
         """Clear a dead owner's lease so that a late write by it is refused."""
         return self._leases.disown(research_id, expected_token)
 
-    def append_event(self, research_id: str, kind: str, data: dict[str, Any]) -> int:
-        """Append to the research's audit trail; returns the event's sequence number."""
-        return self._events.append(research_id, kind, data)
+    def takeover_candidates(
+        self, me: Owner, window_seconds: float, limit: int
+    ) -> list[tuple[str, Ownership]]:
+        """Research a worker may have to take over, with its ownership (see ``Store``)."""
+        return self._leases.takeover_candidates(me, window_seconds, limit)
+
+    def append_event(
+        self, research_id: str, kind: str, data: dict[str, Any], owner: Owner | None = None
+    ) -> int:
+        """Append to the research's audit trail; returns the event's sequence number. With
+        ``owner``, fenced: ``LeaseLostError`` unless ``owner`` still holds the research."""
+        return self._events.append(research_id, kind, data, owner)
 
     def events(self, research_id: str, after: int, limit: int) -> list[Event]:
         """Events with ``seq > after``, oldest first, at most ``limit``."""

@@ -5,8 +5,18 @@ from __future__ import annotations
 
 from foundry_mcp.config.research_settings import ResearchSettings
 from foundry_mcp.errors import ConfigError
+from foundry_mcp.research.store.aio import AsyncStore
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.sqlite.store import ResearchStore
+
+
+def open_async_store(research: ResearchSettings) -> AsyncStore:
+    """The store of ``research`` settings, to be called from the event loop. SQLite gets a
+    second connection for the reads, so that they never queue behind a write waiting for the
+    database's lock; PostgreSQL's pool serves both."""
+    store = open_store(research)
+    reader = ResearchStore(research.research_dir) if isinstance(store, ResearchStore) else None
+    return AsyncStore(store, reader)
 
 
 def open_store(research: ResearchSettings) -> Store:

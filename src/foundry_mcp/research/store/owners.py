@@ -1,36 +1,74 @@
 """Who runs a research: this process as an owner, the lease it holds, and whether it lives.
 
 The process that runs a research holds a lease on it (owner token, pid, process start time,
-host and ``lease_until``), renewed by a heartbeat. A claim is a compare-and-swap on the owner token, and
-every save by a run is fenced (``LeaseLostError``): it only lands while the run still owns the
-research. Another process asks a run to stop by setting ``cancel_requested``, which the owner's
+host and ``lease_until``), renewed by a heartbeat. The owner token is the worker's identity: a
+random id made when the process starts, never its host name. A claim is a compare-and-swap on
+the owner token, and every save by a run is fenced (``LeaseLostError``): it only lands while
+the run still owns the research. Another process asks a run to stop by setting ``cancel_requested``, which the owner's
 heartbeat reads.
 
-Whether an owner is still alive is decided in one place: :meth:`Ownership.is_alive`. On the
-owner's own host the answer is immediate: a process that is gone, a zombie (killed but not yet
+Whether an owner is still alive is decided in one place: :meth:`Ownership.is_alive`. Where its
+pid means the same process as ours (the same machine, the same boot and the same pid namespace:
+its ``node``) the answer is immediate: a process that is gone, a zombie (killed but not yet
 reaped by its parent), or another process that reuses its pid (its start time differs) is dead,
-whatever its lease says. Across hosts the lease decides.
+whatever its lease says. Everywhere else the lease decides, host name or not: two containers
+may share a host name while each has its own pids.
+
+The node is recorded with the host name in the lease's host column (``host#node``), so no
+column was added: a row written before it has no node, and its lease decides.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import socket
+import sys
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import psutil
+
+NODE_SEPARATOR = "#"  # between the host name and the node in the stored host column
+
+
+def this_node() -> str:
+    """Where a pid names one process: this boot of this machine's kernel and this process's
+    pid namespace (Linux: ``boot_id`` and the namespace's inode, so containers on one machine
+    differ, whatever their host names); elsewhere the host name and boot time. A short digest."""
+    parts: list[str] = []
+    try:
+        parts.append(Path("/proc/sys/kernel/random/boot_id").read_text().strip())
+        parts.append(os.readlink("/proc/self/ns/pid"))
+    except OSError:
+        parts = [sys.platform, socket.gethostname(), str(round(psutil.boot_time()))]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
 class Owner:
     """This process, as the owner of the research it runs."""
 
-    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)  # the worker's instance id
     pid: int = field(default_factory=os.getpid)
-    host: str = field(default_factory=socket.gethostname)
+    host: str = field(default_factory=socket.gethostname)  # shown in logs and events
     started: float | None = field(default_factory=lambda: process_started(os.getpid()))
+    node: str | None = field(default_factory=lambda: this_node())  # where ``pid`` is this process
+
+    @property
+    def stored_host(self) -> str:
+        """The host column's value: the host name, and the node when known."""
+        return f"{self.host}{NODE_SEPARATOR}{self.node}" if self.node else self.host
+
+
+def split_host(stored: str | None) -> tuple[str | None, str | None]:
+    """(host name, node) of a stored host column (node None for a row written before)."""
+    if stored is None:
+        return None, None
+    host, _, node = stored.partition(NODE_SEPARATOR)
+    return host, node or None
 
 
 @dataclass(frozen=True)
@@ -43,6 +81,7 @@ class Ownership:
     lease_until: float | None
     cancel_requested: bool
     started: float | None = None  # the owner's process start time (None: recorded before v4)
+    node: str | None = None  # where its pid is meaningful (None: recorded before; see module)
 
     def is_alive(self, me: Owner, running_here: bool, now: float | None = None) -> bool:
         """Whether a live process holds this research."""
@@ -50,7 +89,8 @@ class Ownership:
             return False
         if self.token == me.token:
             return running_here
-        if self.host == me.host and self.pid and not process_alive(self.pid, self.started):
+        same_node = self.node is not None and self.node == me.node
+        if same_node and self.pid and not process_alive(self.pid, self.started):
             return False  # dead at once: no need to wait for the lease to run out
         return self.lease_until is not None and self.lease_until >= (now or time.time())
 

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from foundry_mcp.context.archive import ArchiveRecord
+from foundry_mcp.errors import FoundryError
 from foundry_mcp.research.models import ResearchState, Status
 from foundry_mcp.research.store.owners import Owner, Ownership
 from foundry_mcp.research.store.records import (
@@ -61,6 +64,11 @@ class Store(Protocol):
         """Where the research is kept; a store that cannot be reached raises a ``FoundryError``."""
         ...
 
+    def unavailable(self) -> FoundryError | None:
+        """Why the last statement could not reach the store, until one does again (None: it
+        answered); read without a statement (``GET /health``)."""
+        ...
+
     def shared_key(self, name: str) -> bytes:
         """A random key that every server of this store reads alike, made on first use."""
         ...
@@ -77,8 +85,18 @@ class Store(Protocol):
 
         The page texts its sources got since they were last saved are kept first, in the same
         transaction (:mod:`~foundry_mcp.research.store.pages`); so do ``save_branch`` and
-        ``create``.
+        ``create``. What the state's estimated cost grew by since the spend ledger last heard of
+        it is booked there in the same transaction (``save_unowned`` and ``create`` too; a
+        branch's cost is its research's).
         """
+        ...
+
+    def save_unowned(self, state: ResearchState, expected_token: str | None) -> None:
+        """Write the state of a research no run of this process holds (a restore of archived
+        content; a dead owner's research recorded ``interrupted`` after ``disown``), fenced:
+        only while its owner token is still ``expected_token`` (None: nobody's) and no lease
+        with that token runs. ``LeaseLostError`` otherwise: another process claimed it since,
+        or it was deleted. Pages and spend as ``save``."""
         ...
 
     def save_branch(self, branch: ResearchState, owner: Owner) -> None: ...
@@ -108,7 +126,10 @@ class Store(Protocol):
         """Whose research it is (None: the local user's); ``ResearchNotFoundError`` if none."""
         ...
 
-    def delete(self, research_id: str) -> bool: ...
+    def delete(self, research_id: str) -> bool:
+        """Delete the research with its events, branches, journal, archived originals and the
+        pages no other research links to, but not its spend; False if there was none."""
+        ...
 
     def list_page(
         self,
@@ -123,7 +144,10 @@ class Store(Protocol):
 
     def active_ids(self) -> list[str]: ...
 
-    def delete_older_than(self, days: float) -> int: ...
+    def delete_older_than(self, days: float) -> int:
+        """Delete (as ``delete``) research not active and untouched for ``days``, and the rows
+        left by research that no longer exists; returns how many research."""
+        ...
 
     # ------------------------------------------------------------------ ownership
 
@@ -145,13 +169,53 @@ class Store(Protocol):
 
     def disown(self, research_id: str, expected_token: str | None) -> bool: ...
 
+    def takeover_candidates(
+        self, me: Owner, window_seconds: float, limit: int
+    ) -> list[tuple[str, Ownership]]:
+        """Research another worker may have to take over, with its ownership, without its
+        state: active research whose lease ran out or was released, and research interrupted
+        within the last ``window_seconds`` that nobody holds; plus those held by processes of
+        ``me``'s own machine (and pid namespace), whose death ``Ownership.is_alive`` tells at
+        once. Not asked to cancel; at most ``limit``, most recently updated first."""
+        ...
+
     # ------------------------------------------------------------------ events
 
-    def append_event(self, research_id: str, kind: str, data: dict[str, Any]) -> int: ...
+    def append_event(
+        self, research_id: str, kind: str, data: dict[str, Any], owner: Owner | None = None
+    ) -> int:
+        """Append to the audit trail; with ``owner``, fenced (``LeaseLostError`` once another
+        process holds the research, or it was deleted). Returns the event's number."""
+        ...
 
     def events(self, research_id: str, after: int, limit: int) -> list[Event]: ...
 
     def last_event_at(self, research_id: str) -> str | None: ...
+
+    # ------------------------------------------------------------------ spend and archive
+
+    def spent_since(self, principal: str, since: datetime) -> float:
+        """What ``principal``'s research cost from the start of the hour of ``since`` on, read
+        in one statement from the spend ledger (which every save books and no deletion
+        removes). ``StoreUnavailableError`` when the store cannot answer: never a guess."""
+        ...
+
+    def archive_content(
+        self, research_id: str, record: ArchiveRecord, owner: Owner | None = None
+    ) -> None:
+        """Keep an archived original of ``research_id`` where every server reads it (its text
+        as a page of the research, deleted with it); with ``owner``, fenced (``LeaseLostError``);
+        without, ``ResearchNotFoundError`` if the research is gone."""
+        ...
+
+    def archived_content(self, research_id: str, content_hash: str) -> ArchiveRecord | None:
+        """The original ``research_id`` archived under ``content_hash`` (its hash unchecked),
+        or None."""
+        ...
+
+    def purge_archived(self, older_than_hours: float) -> int:
+        """Forget archived originals older than ``older_than_hours``; how many."""
+        ...
 
     # ------------------------------------------------------------------ waiting for others
 

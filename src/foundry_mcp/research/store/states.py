@@ -21,8 +21,8 @@ from foundry_mcp.research.models import STATE_SCHEMA_VERSION, ResearchState
 log = logging.getLogger(__name__)
 
 # The tables that hold a research's rows besides its own: deleted with it (and then the pages
-# no research links to any more: store/pages.py).
-RESEARCH_TABLES = ("events", "branches", "llm_journal", "research_pages")
+# no research links to any more: store/pages.py). Not the spend ledger, which outlives it.
+RESEARCH_TABLES = ("events", "branches", "llm_journal", "archived", "research_pages")
 
 State = dict[str, Any]
 

@@ -2,6 +2,8 @@
 
 The SQLite store waits this way (a read costs microseconds there); the PostgreSQL store does
 while its listening connection is down (:mod:`foundry_mcp.research.store.postgres.notify`).
+Each read runs on a worker thread: a read that waits on the disk or a lock never holds up the
+event loop.
 """
 
 from __future__ import annotations
@@ -30,9 +32,11 @@ async def poll_for_change(
     """True once the research's fingerprint differs from ``since`` (default: the one it has
     now), False after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
-    seen = store.fingerprint(research_id) if since is None else since
+    seen = (
+        await anyio.to_thread.run_sync(store.fingerprint, research_id) if since is None else since
+    )
     while True:
-        if store.fingerprint(research_id) != seen:
+        if await anyio.to_thread.run_sync(store.fingerprint, research_id) != seen:
             return True
         left = deadline - time.monotonic()
         if left <= 0:
@@ -48,7 +52,7 @@ async def poll_for_cancel(
     ids = list(research_ids)
     deadline = time.monotonic() + timeout
     while True:
-        asked = store.cancel_requests(owner, ids)
+        asked = await anyio.to_thread.run_sync(store.cancel_requests, owner, ids)
         if asked:
             return asked
         left = deadline - time.monotonic()

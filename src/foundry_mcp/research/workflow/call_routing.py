@@ -101,11 +101,11 @@ def work_phase(purpose: str, phase: str) -> str:
 class AnswerJournal(Protocol):
     """Where a research keeps the answers it paid for (see the module)."""
 
-    def get(self, key: str) -> tuple[str, LLMCallRecord] | None:
+    async def get(self, key: str) -> tuple[str, LLMCallRecord] | None:
         """The saved answer and usage record for ``key``, if any."""
         ...
 
-    def put(self, key: str, answer: str, record: LLMCallRecord) -> None:
+    async def put(self, key: str, answer: str, record: LLMCallRecord) -> None:
         """Save an answer with its usage record (before the answer is used)."""
         ...
 

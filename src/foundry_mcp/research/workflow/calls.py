@@ -39,6 +39,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from foundry_mcp.context.archive import ContentArchive
 from foundry_mcp.context.tokens import estimate_tokens
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.llm.base import LLMProvider, LLMRequest, LLMResponse
@@ -90,8 +91,10 @@ class ResearchLLM:
         prices: PriceTable | None = None,
         max_cost_usd: float | None = None,
         journal: AnswerJournal | None = None,
+        archive: ContentArchive | None = None,
     ) -> None:
         self.provider = provider
+        self.archive = archive  # where dropped originals go (the store's, for every server)
         self.model = model
         self._state = state  # whose phase routes the calls and who hears about them
         self._ledger = state  # whose usage the calls are booked in and the ceiling checked on
@@ -166,7 +169,7 @@ class ResearchLLM:
                 purpose=purpose,
             )
             key = request_key(phase, purpose, route.provider.name, request)
-            saved = self._journal.get(key) if self._journal is not None else None
+            saved = await self._journal.get(key) if self._journal is not None else None
             if saved is not None:
                 return self._replay(key, *saved)
             if not _finishing.get():
@@ -198,7 +201,7 @@ class ResearchLLM:
                 retry_observer.reset(token)
                 self._calls.land(ticket)
                 self._calls.add("llm", started, time.perf_counter())
-            self._book(purpose, phase, route, response, token_counts(response, request), key)
+            await self._book(purpose, phase, route, response, token_counts(response, request), key)
             return response.text
         raise AssertionError("a route list is never empty")
 
@@ -246,7 +249,7 @@ class ResearchLLM:
         )
         return answer
 
-    def _book(
+    async def _book(
         self,
         purpose: str,
         phase: str,
@@ -276,7 +279,7 @@ class ResearchLLM:
             key=key,
         )
         if self._journal is not None:
-            self._journal.put(key, response.text, record)  # on disk before the answer is used
+            await self._journal.put(key, response.text, record)  # kept before the answer is used
         self._ledger.llm_usage.add(record)
         self._state.emit(
             "llm_call",

@@ -282,8 +282,16 @@ class Fitting:
         return [OwnModel(self.llm)]
 
     def archive(self) -> ContentArchive | None:
+        """Where dropped and heavily shortened originals go: the archive the run gave its LLMs
+        (``ResearchLLM.archive``: the research store's, readable by every server), else this
+        server's folder."""
         options = self.options
-        if not options.archive_enabled or not options.archive_dir:
+        if not options.archive_enabled:
+            return None
+        given = getattr(self.llm, "archive", None)
+        if isinstance(given, ContentArchive):
+            return given
+        if not options.archive_dir:
             return None
         return ContentArchive(Path(options.archive_dir), options.archive_ttl_hours)
 

@@ -13,6 +13,7 @@ Every time is ``timestamptz``; leases are measured on the database's clock.
 
 from __future__ import annotations
 
+import select
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,7 +28,7 @@ from psycopg_pool import ConnectionPool
 from foundry_mcp.errors import ConfigError, StoreUnavailableError
 from foundry_mcp.research.store.url import redact_url, scrub
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 CHANGED_CHANNEL = "foundry_research_changed"  # payload: the research id
 CANCEL_CHANNEL = "foundry_cancel_requested"  # payload: the research id
 MIGRATION_LOCK = 0x666F756E647279  # "foundry": the advisory lock key of migrations
@@ -131,8 +132,56 @@ CREATE TABLE research_pages (
 CREATE INDEX research_pages_by_hash ON research_pages (hash);
 """
 
+# The spend ledger (what each research cost, by hour; kept after the research is deleted), filled
+# from the research already stored (a state that is not valid JSON is skipped), and the archived
+# originals of each research (their text is a page of it).
+_VERSION_4 = """
+CREATE TABLE spend (
+    research_id       text NOT NULL,
+    principal         text,
+    hour              timestamptz NOT NULL,
+    cost_usd          double precision NOT NULL,
+    PRIMARY KEY (research_id, hour)
+);
+CREATE INDEX spend_by_principal ON spend (principal, hour);
+DO $$
+DECLARE
+    stored record;
+    cost double precision;
+BEGIN
+    FOR stored IN SELECT id, principal, created_at, state FROM research LOOP
+        BEGIN
+            cost := (stored.state::jsonb #>> '{llm_usage,total,cost_usd}')::double precision;
+        EXCEPTION WHEN others THEN
+            cost := NULL;
+        END;
+        IF cost > 0 THEN
+            INSERT INTO spend (research_id, principal, hour, cost_usd) VALUES
+                (stored.id, stored.principal, date_trunc('hour', stored.created_at, 'UTC'), cost);
+        END IF;
+    END LOOP;
+END $$;
+CREATE TABLE archived (
+    research_id       text NOT NULL,
+    hash              text NOT NULL,
+    item_id           text NOT NULL,
+    item_type         text NOT NULL,
+    reason            text NOT NULL,
+    original_tokens   integer NOT NULL,
+    metadata          jsonb NOT NULL,
+    archived_at       timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (research_id, hash)
+);
+CREATE INDEX archived_by_hash ON archived (hash);
+"""
+
 # (version, statements), oldest first. Never edit a released one: add the next.
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, _VERSION_1), (2, _VERSION_2), (3, _VERSION_3))
+MIGRATIONS: tuple[tuple[int, str], ...] = (
+    (1, _VERSION_1),
+    (2, _VERSION_2),
+    (3, _VERSION_3),
+    (4, _VERSION_4),
+)
 
 
 @dataclass
@@ -147,6 +196,11 @@ class Database:
     @property
     def shown(self) -> str:
         return redact_url(self.url)
+
+    @property
+    def outage(self) -> StoreUnavailableError | None:
+        """Why the last statement could not reach the database, until one does again."""
+        return self._outage
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
@@ -170,6 +224,27 @@ class Database:
 
     def close(self) -> None:
         self.pool.close(timeout=5.0)
+
+
+def check_idle(conn: psycopg.Connection[Any]) -> None:
+    """The pool's check of a connection it hands out, without a round trip: an idle
+    connection the server has written to (a FATAL on a terminated backend, the end of the
+    stream of a restarted server) is checked with a statement, and replaced when that fails;
+    any other is handed out as it is. Checking every connection with a statement would double
+    every statement's round trips."""
+    if conn.closed or conn.broken:
+        raise psycopg.OperationalError("the connection is closed")
+    if _readable(conn.pgconn.socket):
+        ConnectionPool.check_connection(conn)
+
+
+def _readable(fd: int) -> bool:
+    """Whether ``fd`` has something to read (or was closed), without waiting."""
+    if hasattr(select, "poll"):  # any descriptor number, unlike select()
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([fd], [], [], 0)[0])
 
 
 def _lost(exc: psycopg.OperationalError) -> bool:
@@ -198,7 +273,7 @@ def open_database(url: str) -> Database:
         min_size=1,
         max_size=POOL_MAX_SIZE,
         timeout=POOL_TIMEOUT_SECONDS,
-        check=ConnectionPool.check_connection,  # a connection the server dropped is replaced
+        check=check_idle,  # a connection the server dropped is replaced, at no round trip
         name="foundry-mcp-store",
         open=True,
     )

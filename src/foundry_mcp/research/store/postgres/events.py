@@ -24,20 +24,36 @@ class PgEventLog:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def append(self, research_id: str, kind: str, data: dict[str, Any]) -> int:
-        """Append to the research's audit trail; returns the event's sequence number."""
+    def append(
+        self, research_id: str, kind: str, data: dict[str, Any], owner: Owner | None = None
+    ) -> int:
+        """Append to the research's audit trail; returns the event's sequence number. With
+        ``owner``, fenced: ``LeaseLostError`` unless ``owner`` still holds the research (its row
+        share-locked by the same statement, as a journal entry's)."""
         payload = event_json(data)
+        if owner is None:
+            statement = (
+                "INSERT INTO events (research_id, seq, at, kind, data) "
+                "SELECT %s, COALESCE(max(seq), 0) + 1, now(), %s, %s::jsonb "
+                "FROM events WHERE research_id = %s RETURNING seq"
+            )
+            params: tuple[object, ...] = (research_id, kind, payload, research_id)
+        else:
+            statement = (
+                "WITH held AS (SELECT id FROM research WHERE id = %s AND owner_token = %s "
+                "FOR SHARE) INSERT INTO events (research_id, seq, at, kind, data) "
+                "SELECT id, (SELECT COALESCE(max(seq), 0) + 1 FROM events "
+                "WHERE research_id = held.id), now(), %s, %s::jsonb FROM held RETURNING seq"
+            )
+            params = (research_id, owner.token, kind, payload)
         with self._db.connection() as conn:
             for _ in range(APPEND_ATTEMPTS):
                 try:
-                    row = conn.execute(
-                        "INSERT INTO events (research_id, seq, at, kind, data) "
-                        "SELECT %s, COALESCE(max(seq), 0) + 1, now(), %s, %s::jsonb "
-                        "FROM events WHERE research_id = %s RETURNING seq",
-                        (research_id, kind, payload, research_id),
-                    ).fetchone()
+                    row = conn.execute(statement, params).fetchone()
                 except psycopg.errors.UniqueViolation:
                     continue  # another process took this number first
+                if row is None:
+                    fenced(0, research_id)
                 assert row is not None
                 return int(row[0])
         raise RuntimeError(f"could not number an event of {research_id}")

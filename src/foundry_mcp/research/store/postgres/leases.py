@@ -15,12 +15,15 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from foundry_mcp.research.models import Status
 from foundry_mcp.research.store.owners import (
     Owner,
     Ownership,
+    split_host,
 )
 from foundry_mcp.research.store.postgres.database import Database
 
+_ACTIVE = [status.value for status in Status if status.is_active]
 _LEASE_UNTIL = "now() + make_interval(secs => %s::float8)"
 # The lease columns of a research row, in the order ``ownership_of`` reads them (the lease as
 # the seconds it has left on the database's clock).
@@ -35,7 +38,7 @@ def lease_columns(owner: Owner, lease_seconds: float) -> list[tuple[str, str, ob
     return [
         ("owner_token", "%s", owner.token),
         ("owner_pid", "%s", owner.pid),
-        ("owner_host", "%s", owner.host),
+        ("owner_host", "%s", owner.stored_host),
         ("owner_started", "%s", owner.started),
         ("lease_until", _LEASE_UNTIL, lease_seconds),
     ]
@@ -43,9 +46,10 @@ def lease_columns(owner: Owner, lease_seconds: float) -> list[tuple[str, str, ob
 
 def ownership_of(row: Sequence[Any]) -> Ownership:
     """The ownership in the ``OWNERSHIP_COLUMNS`` of a row, its lease on this host's clock."""
-    token, pid, host, left, cancel_requested, started = row
+    token, pid, stored_host, left, cancel_requested, started = row
     lease_until = None if left is None else time.time() + left
-    return Ownership(token, pid, host, lease_until, bool(cancel_requested), started)
+    host, node = split_host(stored_host)
+    return Ownership(token, pid, host, lease_until, bool(cancel_requested), started, node)
 
 
 class PgLeases:
@@ -124,3 +128,20 @@ class PgLeases:
                 (research_id, expected_token),
             )
             return cursor.rowcount == 1
+
+    def takeover_candidates(
+        self, me: Owner, window_seconds: float, limit: int
+    ) -> list[tuple[str, Ownership]]:
+        """Active research whose lease ran out (on the database's clock) or was released,
+        research interrupted within ``window_seconds`` that nobody holds, and research held on
+        ``me``'s node; not asked to cancel; ids and ownership only, newest update first."""
+        with self._db.connection() as conn:
+            rows = conn.execute(
+                f"SELECT id, {OWNERSHIP_COLUMNS} FROM research "
+                "WHERE NOT cancel_requested AND (status = ANY(%s) OR (status = %s AND "
+                "updated_at >= now() - make_interval(secs => %s::float8))) "
+                "AND (owner_token IS NULL OR lease_until IS NULL OR lease_until < now() "
+                "OR owner_host = %s) ORDER BY updated_at DESC LIMIT %s",
+                (_ACTIVE, Status.INTERRUPTED.value, window_seconds, me.stored_host, limit),
+            ).fetchall()
+        return [(row[0], ownership_of(row[1:])) for row in rows]

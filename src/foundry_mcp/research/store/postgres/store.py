@@ -2,8 +2,8 @@
 
 The same interface as the SQLite store (:class:`foundry_mcp.research.store.protocol.Store`),
 over a pool of connections (``psycopg_pool``). Most calls are one statement, so one round trip
-(plus the pool's liveness check) and atomic on its own: a fenced save is one conditional UPDATE
-and a deletion one statement over all the research's tables. A save that keeps new page text and
+(a connection is not checked when taken from the pool) and atomic on its own: a fenced save is
+one conditional UPDATE and a deletion one statement over all the research's tables. A save that keeps new page text and
 a deletion are one transaction of a few, under the page lock (``pages``). Several servers on
 several hosts may use one database at once; leases are measured on the database's clock
 (``leases``). A save or a cancel request is announced by NOTIFY, so waits end at once
@@ -12,8 +12,9 @@ several hosts may use one database at once; leases are measured on the database'
 Use it through :func:`foundry_mcp.research.store.opening.open_store` with ``[research] store_url``.
 Its parts live beside it: ``database`` (connecting, tables, migrations, errors), ``leases``
 (ownership), ``pages`` (page text kept once, outside the states), ``events`` (audit trail and
-LLM journal), ``notify`` (waits on NOTIFY) and ``shared`` (the keys and admission lock the
-servers of a team share).
+LLM journal), ``notify`` (waits on NOTIFY), ``ledger`` and ``archived`` (the spend ledger,
+which outlives deletions, and archived originals) and ``shared`` (the keys and admission lock
+the servers of a team share).
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from foundry_mcp.errors import StoreUnavailableError
 from foundry_mcp.research.models import ResearchState, Status, utcnow
 from foundry_mcp.research.store.delegates import LeasesAndEvents
 from foundry_mcp.research.store.owners import Owner, fenced
 from foundry_mcp.research.store.pages import fill_pages, pages_to_write, wanted_pages
 from foundry_mcp.research.store.paging import decode_cursor, page
+from foundry_mcp.research.store.postgres.archived import PgArchiveAndSpend
 from foundry_mcp.research.store.postgres.database import (
     CANCEL_CHANNEL,
     CHANGED_CHANNEL,
@@ -44,6 +47,7 @@ from foundry_mcp.research.store.postgres.leases import (
     lease_columns,
     ownership_of,
 )
+from foundry_mcp.research.store.postgres.ledger import purge_orphans, save_statement, spend_of
 from foundry_mcp.research.store.postgres.notify import Listener
 from foundry_mcp.research.store.postgres.pages import (
     FORGET_PAGES,
@@ -72,7 +76,7 @@ from foundry_mcp.research.store.waits import poll_for_cancel, poll_for_change
 _ACTIVE = [status.value for status in Status if status.is_active]
 
 
-class PostgresStore(LeasesAndEvents):
+class PostgresStore(PgArchiveAndSpend, LeasesAndEvents):
     """Sessions of research in a PostgreSQL database, readable and writable from any host."""
 
     def __init__(self, url: str, research_dir: Path) -> None:
@@ -95,6 +99,10 @@ class PostgresStore(LeasesAndEvents):
             "postgresql", self._db.shown, version, str(row[0]).split()[0] if row else None
         )
 
+    def unavailable(self) -> StoreUnavailableError | None:
+        """Why the last statement could not reach the database, until one does again."""
+        return self._db.outage
+
     def shared_key(self, name: str) -> bytes:
         """The team's key ``name`` (a row of ``foundry_keys``), the same on every server."""
         return shared_key(self._db, name)
@@ -109,34 +117,34 @@ class PostgresStore(LeasesAndEvents):
         """Write the whole state in one statement (insert or replace).
 
         With ``owner`` the write is fenced: it raises ``LeaseLostError`` unless ``owner`` still
-        holds the research.
+        holds the research. The same statement books in the spend ledger what the state cost
+        since its last save.
         """
+        if owner is None:
+            self._write(state, None, ())
+        else:
+            self._write(state, "owner_token=%s", (owner.token,))
+
+    def save_unowned(self, state: ResearchState, expected_token: str | None) -> None:
+        """Write the state of a research this process does not run (a restore, a dead owner's
+        research recorded ``interrupted``), fenced: only while its owner token is still
+        ``expected_token`` (None: nobody's, as ``disown`` left it) and no lease with that token
+        is running; ``LeaseLostError`` otherwise (another process took it, or it was deleted)."""
+        self._write(
+            state,
+            "owner_token IS NOT DISTINCT FROM %s AND (lease_until IS NULL OR lease_until < now())",
+            (expected_token,),
+        )
+
+    def _write(self, state: ResearchState, fence: str | None, params: tuple[object, ...]) -> None:
+        """Save ``state``: an insert or replace without ``fence``, else an update of the row
+        that matches it (``LeaseLostError`` when none does); its new pages and its spend too."""
         state.updated_at = utcnow()
         pages = pages_to_write(state)
-        values = (
-            state.status.value,
-            state.phase.value,
-            state.iteration,
-            state.updated_at,
-            encode_state(state),
-        )
+        statement, values = save_statement(state, encode_state(state), fence, params)
         with self._db.connection() as conn, saving(conn, pages.pages):
-            if owner is not None:
-                cursor = conn.execute(
-                    "UPDATE research SET status=%s, phase=%s, iteration=%s, updated_at=%s, "
-                    "state=%s WHERE id=%s AND owner_token=%s",
-                    (*values, state.id, owner.token),
-                )
-                fenced(cursor.rowcount, state.id)
-            else:
-                conn.execute(
-                    "INSERT INTO research (status, phase, iteration, updated_at, state, id, "
-                    "query, created_at, principal) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                    "ON CONFLICT (id) DO UPDATE SET status=excluded.status, "
-                    "phase=excluded.phase, iteration=excluded.iteration, "
-                    "updated_at=excluded.updated_at, state=excluded.state",
-                    (*values, state.id, state.query, state.created_at, state.principal),
-                )
+            row = conn.execute(statement, values).fetchone()
+            fenced(row[0] if row else 0, state.id)
             write_pages(conn, state.id, pages.pages)
         pages.committed()
 
@@ -193,9 +201,11 @@ class PostgresStore(LeasesAndEvents):
         columns = ", ".join(column for column, _, _ in row)
         values = ", ".join(value for _, value, _ in row)
         with self._db.connection() as conn, saving(conn, pages.pages):
+            spend, spend_params = spend_of(state)
             conn.execute(
-                f"INSERT INTO research ({columns}) VALUES ({values})",
-                tuple(parameter for _, _, parameter in row),
+                f"WITH saved AS (INSERT INTO research ({columns}) VALUES ({values}) "
+                f"RETURNING id, principal){spend} SELECT count(*) FROM saved",
+                (*(parameter for _, _, parameter in row), *spend_params),
             )
             write_pages(conn, state.id, pages.pages)
         pages.committed()
@@ -337,6 +347,7 @@ class PostgresStore(LeasesAndEvents):
                 f"{others}{FORGET_PAGES} SELECT count(*) FROM gone",
                 (days * 86400.0, _ACTIVE),
             ).fetchone()
+            purge_orphans(conn)  # rows of research deleted before they were fenced
         return int(row[0]) if row else 0
 
     # ------------------------------------------------------------------ waiting for others

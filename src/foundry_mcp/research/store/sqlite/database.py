@@ -4,7 +4,10 @@ One SQLite database in WAL mode under ``research_dir``, readable from any proces
 writes. This module migrates the tables; the JSON of each stored state is migrated when it is
 loaded (:mod:`foundry_mcp.research.store.states`). Version 6 added the page tables (``pages``,
 ``research_pages``: :mod:`foundry_mcp.research.store.pages`); the texts of states written before
-move there on their next save.
+move there on their next save. Version 7 added the spend ledger (``spend``: what each research
+cost, by hour, kept after the research is deleted; filled from the states already stored) and
+the archived originals (``archived``, their text in ``pages``:
+:mod:`foundry_mcp.research.store.archive`).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 from foundry_mcp.errors import ConfigError
 
 DB_NAME = "research.db"
-DB_VERSION = 6
+DB_VERSION = 7
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS research (
@@ -67,7 +70,36 @@ CREATE TABLE IF NOT EXISTS research_pages (
     PRIMARY KEY (research_id, hash)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS research_pages_by_hash ON research_pages (hash);
+CREATE TABLE IF NOT EXISTS spend (
+    research_id       TEXT NOT NULL,
+    principal         TEXT,
+    hour              TEXT NOT NULL,
+    cost_usd          REAL NOT NULL,
+    PRIMARY KEY (research_id, hour)
+);
+CREATE INDEX IF NOT EXISTS spend_by_principal ON spend (principal, hour);
+CREATE TABLE IF NOT EXISTS archived (
+    research_id       TEXT NOT NULL,
+    hash              TEXT NOT NULL,
+    item_id           TEXT NOT NULL,
+    item_type         TEXT NOT NULL,
+    reason            TEXT NOT NULL,
+    original_tokens   INTEGER NOT NULL,
+    metadata          TEXT NOT NULL,
+    archived_at       TEXT NOT NULL,
+    PRIMARY KEY (research_id, hash)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS archived_by_hash ON archived (hash);
 """
+
+# Version 7: the spend of the research stored before the ledger, booked in the hour each began.
+_V7_SPEND = (
+    "INSERT OR IGNORE INTO spend (research_id, principal, hour, cost_usd) "
+    "SELECT id, principal, substr(created_at, 1, 13) || ':00:00+00:00', cost FROM ("
+    "SELECT id, principal, created_at, CASE WHEN json_valid(state) THEN "
+    "json_extract(state, '$.llm_usage.total.cost_usd') END AS cost FROM research) "
+    "WHERE cost > 0"
+)
 
 # Columns added by version 2 (ownership and cross-process cancel); older files are migrated.
 _V2_COLUMNS = {
@@ -136,6 +168,8 @@ def _migrate(db: sqlite3.Connection) -> None:
                 db.execute(f"ALTER TABLE research ADD COLUMN {column} {kind}")
         for statement in _V2_INDEXES:
             db.execute(statement)
+        if version < 7:
+            db.execute(_V7_SPEND)
         db.execute(f"PRAGMA user_version = {DB_VERSION}")
 
 

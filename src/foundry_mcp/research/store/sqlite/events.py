@@ -8,8 +8,10 @@ import threading
 from typing import Any
 
 from foundry_mcp.research.models import utcnow
+from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.store.records import Event, event_json
 from foundry_mcp.research.store.sqlite.database import transaction
+from foundry_mcp.research.store.sqlite.leases import check_held
 
 
 class EventLog:
@@ -19,11 +21,16 @@ class EventLog:
         self._db = db
         self._lock = lock  # the store's: one statement at a time on the shared connection
 
-    def append(self, research_id: str, kind: str, data: dict[str, Any]) -> int:
-        """Append to the research's audit trail; returns the event's sequence number."""
+    def append(
+        self, research_id: str, kind: str, data: dict[str, Any], owner: Owner | None = None
+    ) -> int:
+        """Append to the research's audit trail; returns the event's sequence number. With
+        ``owner``, fenced: ``LeaseLostError`` unless ``owner`` still holds the research."""
         at = utcnow().isoformat()
         payload = event_json(data)
         with self._lock, transaction(self._db):
+            if owner is not None:
+                check_held(self._db, research_id, owner)
             seq = self._db.execute(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM events WHERE research_id = ?",
                 (research_id,),

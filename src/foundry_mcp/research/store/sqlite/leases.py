@@ -10,10 +10,13 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from datetime import timedelta
 from typing import Any
 
-from foundry_mcp.research.store.owners import Owner, Ownership, fenced
+from foundry_mcp.research.models import Status, utcnow
+from foundry_mcp.research.store.owners import Owner, Ownership, fenced, split_host
 
+_ACTIVE = [status.value for status in Status if status.is_active]
 # The lease columns of a research row, in the order ``ownership_of`` reads them.
 OWNERSHIP_COLUMNS = (
     "owner_token, owner_pid, owner_host, lease_until, cancel_requested, owner_started"
@@ -25,7 +28,7 @@ def lease_columns(owner: Owner, lease_seconds: float) -> dict[str, Any]:
     return {
         "owner_token": owner.token,
         "owner_pid": owner.pid,
-        "owner_host": owner.host,
+        "owner_host": owner.stored_host,
         "owner_started": owner.started,
         "lease_until": time.time() + lease_seconds,
     }
@@ -112,10 +115,29 @@ class Leases:
             )
         return cursor.rowcount == 1
 
+    def takeover_candidates(
+        self, me: Owner, window_seconds: float, limit: int
+    ) -> list[tuple[str, Ownership]]:
+        """Active research whose lease ran out or was released, research interrupted within
+        ``window_seconds`` that nobody holds, and research held on ``me``'s node; not asked to
+        cancel; ids and ownership only, most recently updated first."""
+        since = (utcnow() - timedelta(seconds=window_seconds)).isoformat()
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT id, {OWNERSHIP_COLUMNS} FROM research "
+                f"WHERE cancel_requested=0 AND (status IN ({','.join('?' * len(_ACTIVE))}) "
+                "OR (status=? AND updated_at >= ?)) "
+                "AND (owner_token IS NULL OR lease_until IS NULL OR lease_until < ? "
+                "OR owner_host=?) ORDER BY updated_at DESC LIMIT ?",
+                (*_ACTIVE, Status.INTERRUPTED.value, since, time.time(), me.stored_host, limit),
+            ).fetchall()
+        return [(row[0], ownership_of(row[1:])) for row in rows]
+
 
 def ownership_of(row: Sequence[Any]) -> Ownership:
     """The ownership in the ``OWNERSHIP_COLUMNS`` of a row."""
-    return Ownership(row[0], row[1], row[2], row[3], bool(row[4]), row[5])
+    host, node = split_host(row[2])
+    return Ownership(row[0], row[1], host, row[3], bool(row[4]), row[5], node)
 
 
 def check_held(db: sqlite3.Connection, research_id: str, owner: Owner) -> None:

@@ -8,7 +8,8 @@ writer. Never put ``research_dir`` on a network file system (SQLite's locking ne
 branch states), the listing and retention itself; the parts it hands on live beside it:
 ``database`` (the file, its tables and migrations), ``leases`` (who owns a research, the fenced
 saves, cross-process cancel requests), ``pages`` (page text kept once, outside the states),
-``events`` (the audit trail), ``journal`` (the LLM answers paid for) and ``files`` (keys and
+``events`` (the audit trail), ``journal`` (the LLM answers paid for), ``ledger`` (the spend
+ledger, which outlives deletions), ``archived`` (archived originals) and ``files`` (keys and
 the admission lock, beside the database).
 """
 
@@ -16,12 +17,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from foundry_mcp.errors import FoundryError
 from foundry_mcp.research.models import ResearchState, Status, utcnow
 from foundry_mcp.research.store.delegates import LeasesAndEvents
 from foundry_mcp.research.store.owners import Owner, fenced
@@ -35,6 +38,7 @@ from foundry_mcp.research.store.records import (
     research_not_found,
     validate_research_id,
 )
+from foundry_mcp.research.store.sqlite.archived import ArchiveAndSpend
 from foundry_mcp.research.store.sqlite.database import (
     DB_NAME,
     DB_VERSION,
@@ -51,6 +55,7 @@ from foundry_mcp.research.store.sqlite.leases import (
     lease_columns,
     ownership_of,
 )
+from foundry_mcp.research.store.sqlite.ledger import purge_orphans, record_spend
 from foundry_mcp.research.store.sqlite.pages import forget_pages, read_pages, write_pages
 from foundry_mcp.research.store.states import (
     RESEARCH_TABLES,
@@ -61,7 +66,7 @@ from foundry_mcp.research.store.states import (
 from foundry_mcp.research.store.waits import poll_for_cancel, poll_for_change
 
 
-class ResearchStore(LeasesAndEvents):
+class ResearchStore(ArchiveAndSpend, LeasesAndEvents):
     """Sessions of research, saved atomically and readable from any process."""
 
     def __init__(self, research_dir: Path) -> None:
@@ -82,8 +87,28 @@ class ResearchStore(LeasesAndEvents):
         """Write the whole state in one transaction (insert or replace).
 
         With ``owner`` the write is fenced: it raises ``LeaseLostError`` unless ``owner`` still
-        holds the research.
+        holds the research. The cost the state carries since its last save is booked in the
+        spend ledger in the same transaction.
         """
+        if owner is None:
+            self._write(state, None, ())
+        else:
+            self._write(state, "owner_token=?", (owner.token,))
+
+    def save_unowned(self, state: ResearchState, expected_token: str | None) -> None:
+        """Write the state of a research this process does not run (a restore, a dead owner's
+        research recorded ``interrupted``), fenced: only while its owner token is still
+        ``expected_token`` (None: nobody's, as ``disown`` left it) and no lease with that token
+        is running; ``LeaseLostError`` otherwise (another process took it, or it was deleted)."""
+        self._write(
+            state,
+            "owner_token IS ? AND (lease_until IS NULL OR lease_until < ?)",
+            (expected_token, time.time()),
+        )
+
+    def _write(self, state: ResearchState, fence: str | None, params: tuple[Any, ...]) -> None:
+        """Save ``state``: an insert or replace without ``fence``, else an update of the row
+        that matches it (``LeaseLostError`` when none does); its new pages and its spend too."""
         state.updated_at = utcnow()
         pages = pages_to_write(state)
         values = (
@@ -94,11 +119,11 @@ class ResearchStore(LeasesAndEvents):
             encode_state(state),
         )
         with self._lock, transaction(self._db):
-            if owner is not None:
+            if fence is not None:
                 cursor = self._db.execute(
                     "UPDATE research SET status=?, phase=?, iteration=?, updated_at=?, state=? "
-                    "WHERE id=? AND owner_token=?",
-                    (*values, state.id, owner.token),
+                    f"WHERE id=? AND {fence}",
+                    (*values, state.id, *params),
                 )
                 fenced(cursor.rowcount, state.id)
             else:
@@ -111,6 +136,7 @@ class ResearchStore(LeasesAndEvents):
                     (state.id, *values, state.query, state.created_at.isoformat(), state.principal),
                 )
             write_pages(self._db, state.id, pages.pages)
+            record_spend(self._db, state)
         pages.committed()
 
     def save_branch(self, branch: ResearchState, owner: Owner) -> None:
@@ -164,6 +190,7 @@ class ResearchStore(LeasesAndEvents):
                 tuple(row.values()),
             )
             write_pages(self._db, state.id, pages.pages)
+            record_spend(self._db, state)
         pages.committed()
 
     def load(self, research_id: str) -> ResearchState:
@@ -293,6 +320,7 @@ class ResearchStore(LeasesAndEvents):
             ]
             for research_id in ids:
                 self._delete(research_id)
+            purge_orphans(self._db)  # rows of research deleted before they were fenced
         return len(ids)
 
     def _delete(self, research_id: str) -> bool:
@@ -320,6 +348,10 @@ class ResearchStore(LeasesAndEvents):
 
     def describe(self) -> StoreInfo:
         return StoreInfo("sqlite", str(self.research_dir / DB_NAME), DB_VERSION)
+
+    def unavailable(self) -> FoundryError | None:
+        """Never: the database is a file of this machine (its errors are the caller's)."""
+        return None
 
     def shared_key(self, name: str) -> bytes:
         """The key ``name`` of this research directory (a private file beside the database)."""

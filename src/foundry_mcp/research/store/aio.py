@@ -1,0 +1,101 @@
+"""The research store, called from the event loop without ever blocking it.
+
+Every store call waits on something the loop must not wait on: a disk, a lock another process
+holds (SQLite's writer lock; its busy timeout is 30 s), a pool or a network (PostgreSQL). So the
+service and the runner reach the store through :class:`AsyncStore`, which runs each call on a
+worker thread:
+
+* **Writes** run one at a time, in the order they were asked, on one writer thread. A research's
+  events, journal entries and saves therefore reach the store in the order the run made them,
+  and a write stuck on a lock holds up only the writes behind it.
+* **Reads** run on reader threads, on a store of their own where the backend needs one (SQLite:
+  a second connection, which WAL lets read while another connection, or process, writes). A
+  status is answered while a save waits for the lock.
+
+:meth:`AsyncStore.write_soon` queues a write without waiting for it (an event, a journal entry:
+the run goes on, and the order still holds); :meth:`AsyncStore.drain` waits for the queue.
+``AsyncStore.sync`` is the store itself, for code that already runs on a worker thread and for
+tests that look inside.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
+
+from foundry_mcp.research.store.owners import Owner
+from foundry_mcp.research.store.protocol import Store
+from foundry_mcp.research.store.records import Fingerprint
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+READER_THREADS = 4
+
+
+class AsyncStore:
+    """A store's calls on worker threads: writes in order on one thread, reads beside them."""
+
+    def __init__(self, store: Store, reader: Store | None = None) -> None:
+        self.sync = store
+        self._reader = reader or store
+        self._writes = ThreadPoolExecutor(1, thread_name_prefix="store-write")
+        self._reads = ThreadPoolExecutor(READER_THREADS, thread_name_prefix="store-read")
+        self._queued: set[Future[object]] = set()
+
+    @property
+    def reader(self) -> Store:
+        """The store the reads use (``sync`` itself, or its second connection)."""
+        return self._reader
+
+    async def read(self, call: Callable[[Store], T]) -> T:
+        """``call(store)`` on a reader thread."""
+        return await asyncio.wrap_future(self._reads.submit(call, self._reader))
+
+    async def write(self, call: Callable[[Store], T]) -> T:
+        """``call(store)`` on the writer thread, after the writes asked before it."""
+        return await asyncio.wrap_future(self._writes.submit(call, self.sync))
+
+    def write_soon(self, call: Callable[[Store], object], what: str) -> None:
+        """Queue ``call(store)`` on the writer thread without waiting; a failure is logged as
+        ``could not <what>``."""
+        future: Future[object] = self._writes.submit(_logged, call, self.sync, what)
+        self._queued.add(future)
+        future.add_done_callback(self._queued.discard)
+
+    async def wait_for_change(
+        self, research_id: str, timeout: float, since: Fingerprint | None = None
+    ) -> bool:
+        """Wait until the research is saved or deleted, at most ``timeout`` seconds
+        (``Store.wait_for_change``, on the reading side)."""
+        return await self._reader.wait_for_change(research_id, timeout, since)
+
+    async def wait_for_cancel(
+        self, owner: Owner, research_ids: Iterable[str], timeout: float
+    ) -> set[str]:
+        """The ids of ``research_ids`` someone asked to cancel, once there are any; empty after
+        ``timeout`` seconds (``Store.wait_for_cancel``, on the reading side)."""
+        return await self._reader.wait_for_cancel(owner, research_ids, timeout)
+
+    async def drain(self) -> None:
+        """Wait until every write queued so far is done."""
+        await self.write(lambda _: None)
+
+    def close(self) -> None:
+        """Finish the queued writes, stop the threads and close the store (and its reader)."""
+        self._writes.shutdown(wait=True)
+        self._reads.shutdown(wait=True, cancel_futures=True)
+        if self._reader is not self.sync:
+            self._reader.close()
+        self.sync.close()
+
+
+def _logged(call: Callable[[Store], object], store: Store, what: str) -> object:
+    try:
+        return call(store)
+    except Exception:
+        log.exception("could not %s", what)
+        return None
