@@ -25,6 +25,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from foundry_mcp.errors import StoreUnavailableError
 from foundry_mcp.research.models import ResearchState, Status, utcnow
 from foundry_mcp.research.store.delegates import LeasesAndEvents
@@ -359,8 +361,10 @@ class PostgresStore(PgArchiveAndSpend, LeasesAndEvents):
         if not await self._listener.ready():
             return await poll_for_change(self, research_id, timeout, since)
         with self._listener.watch(CHANGED_CHANNEL, [research_id]) as waiter:
-            if since is not None and self.fingerprint(research_id) != since:
-                return True
+            if since is not None:  # a change made before we listened (read off the loop)
+                now = await anyio.to_thread.run_sync(self.fingerprint, research_id)
+                if now != since:
+                    return True
             return await waiter.wait(timeout)
 
     async def wait_for_cancel(
@@ -372,9 +376,10 @@ class PostgresStore(PgArchiveAndSpend, LeasesAndEvents):
         if not await self._listener.ready():
             return await poll_for_cancel(self, owner, ids, timeout)
         with self._listener.watch(CANCEL_CHANNEL, ids) as waiter:
-            asked = self.cancel_requests(owner, ids)  # a request made before we listened
+            # A request made before we listened (the reads run off the loop).
+            asked = await anyio.to_thread.run_sync(self.cancel_requests, owner, ids)
             if asked:
                 return asked
             if not await waiter.wait(timeout):
                 return set()
-        return self.cancel_requests(owner, ids)
+        return await anyio.to_thread.run_sync(self.cancel_requests, owner, ids)
