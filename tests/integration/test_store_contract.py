@@ -10,21 +10,16 @@ from __future__ import annotations
 import base64
 import json
 import random
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import closing
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
-import psycopg
 import pytest
 
-from foundry_mcp.config.research_settings import ResearchSettings
 from foundry_mcp.errors import InputError, InvalidResearchIdError, ResearchNotFoundError
 from foundry_mcp.research.models import (
     Finding,
@@ -35,50 +30,18 @@ from foundry_mcp.research.models import (
     Status,
     SubQuery,
 )
-from foundry_mcp.research.store.opening import open_store
 from foundry_mcp.research.store.owners import (
     LeaseLostError,
     Owner,
 )
 from foundry_mcp.research.store.protocol import Store
-from foundry_mcp.research.store.sqlite.database import DB_NAME
+from tests.stores import Stores, stores_on
 from tests.support import STATE_BASE, stored_state
-
-
-@dataclass
-class Stores:
-    """Opens stores on one backend's storage: several instances stand for several servers."""
-
-    backend: str
-    settings: ResearchSettings
-    opened: list[Store] = field(default_factory=list)
-
-    def open(self) -> Store:
-        store = open_store(self.settings)
-        self.opened.append(store)
-        return store
-
-    def sql(self, statement: str, *params: object) -> list[tuple[Any, ...]]:
-        """Run ``statement`` on the tables behind the stores' back (``?`` marks a parameter)."""
-        if self.backend == "sqlite":
-            with closing(sqlite3.connect(self.settings.research_dir / DB_NAME)) as db, db:
-                return db.execute(statement, params).fetchall()
-        assert self.settings.store_url is not None
-        url = self.settings.store_url.get_secret_value()
-        with psycopg.connect(url, autocommit=True) as conn:
-            cursor = conn.execute(statement.replace("?", "%s"), params)  # type: ignore[arg-type]
-            return cursor.fetchall() if cursor.description else []
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stores]:
-    url = request.getfixturevalue("postgres_url") if request.param == "postgresql" else None
-    opener = Stores(
-        request.param, ResearchSettings(research_dir=tmp_path / "research", store_url=url)
-    )
-    yield opener
-    for store in opener.opened:
-        store.close()
+    yield from stores_on(request, tmp_path)
 
 
 @pytest.fixture

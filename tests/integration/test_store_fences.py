@@ -9,20 +9,14 @@ down. Archived originals live in the store, so any server restores them.
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Iterator
-from contextlib import closing
-from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
-import psycopg
 import pytest
 
-from foundry_mcp.config.research_settings import ResearchSettings
 from foundry_mcp.context.archive import ArchiveError, ContentArchive, new_record
 from foundry_mcp.errors import ResearchNotFoundError, StoreUnavailableError
 from foundry_mcp.research.models import ResearchState, Source, Status, utcnow
@@ -30,52 +24,16 @@ from foundry_mcp.research.store.archive import StoreArchive
 from foundry_mcp.research.store.opening import open_store
 from foundry_mcp.research.store.owners import LeaseLostError, Owner
 from foundry_mcp.research.store.protocol import Store
-from foundry_mcp.research.store.sqlite.database import DB_NAME
 from foundry_mcp.research.workflow.fitting import Fitting
+from tests.stores import Stores, stores_on
 from tests.support import stored_state
 
 ALICE = "alice"
 
 
-@dataclass
-class Stores:
-    """Stores on one backend's storage: several instances stand for several servers."""
-
-    backend: str
-    settings: ResearchSettings
-    opened: list[Store] = field(default_factory=list)
-
-    def open(self) -> Store:
-        store = open_store(self.settings)
-        self.opened.append(store)
-        return store
-
-    def sql(self, statement: str, *params: object) -> list[tuple[Any, ...]]:
-        """Run ``statement`` behind the stores' back (``?`` marks a parameter)."""
-        if self.backend == "sqlite":
-            with closing(sqlite3.connect(self.settings.research_dir / DB_NAME)) as db, db:
-                return db.execute(statement, params).fetchall()
-        assert self.settings.store_url is not None
-        url = self.settings.store_url.get_secret_value()
-        with psycopg.connect(url, autocommit=True) as conn:
-            cursor = conn.execute(statement.replace("?", "%s"), params)  # type: ignore[arg-type]
-            return cursor.fetchall() if cursor.description else []
-
-    def count(self, table: str, research_id: str) -> int:
-        return int(
-            self.sql(f"SELECT count(*) FROM {table} WHERE research_id = ?", research_id)[0][0]
-        )
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Stores]:
-    url = request.getfixturevalue("postgres_url") if request.param == "postgresql" else None
-    opener = Stores(
-        request.param, ResearchSettings(research_dir=tmp_path / "research", store_url=url)
-    )
-    yield opener
-    for store in opener.opened:
-        store.close()
+    yield from stores_on(request, tmp_path)
 
 
 @pytest.fixture
