@@ -62,7 +62,11 @@ class AsyncStore:
     def write_soon(self, call: Callable[[Store], object], what: str) -> None:
         """Queue ``call(store)`` on the writer thread without waiting; a failure is logged as
         ``could not <what>``."""
-        future: Future[object] = self._writes.submit(_logged, call, self.sync, what)
+        try:
+            future: Future[object] = self._writes.submit(_logged, call, self.sync, what)
+        except RuntimeError:  # the store is closed: the process is stopping
+            log.warning("could not %s: the research store is closed", what)
+            return
         self._queued.add(future)
         future.add_done_callback(self._queued.discard)
 
