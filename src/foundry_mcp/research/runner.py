@@ -50,7 +50,8 @@ class ResearchRunner:
     """Runs researches this process has claimed; every write is fenced by the lease.
 
     Every store call goes through ``io`` (:class:`AsyncStore`), off the event loop; the run's
-    events are queued there in order, its saves and journal entries awaited.
+    events are queued there in order, its saves and journal entries awaited. Its reads are
+    patient, as its writes are: a short outage of the database delays the run, not fails it.
     """
 
     def __init__(
@@ -72,7 +73,7 @@ class ResearchRunner:
         # a cancel meanwhile is obeyed just after, as if it came at the first step.
         with anyio.CancelScope(shield=True):
             await anyio.sleep(ANSWER_FIRST_SECONDS)
-            state = await self.io.read(lambda store: store.load(job.research_id))
+            state = await self.io.read(lambda store: store.load(job.research_id), patient=True)
         state.attach(lambda kind, data: self.event(state.id, kind, data))
         # Every line the run logs, down to the providers, names the research and its principal.
         with research_context(state.id, state.principal):
@@ -113,7 +114,7 @@ class ResearchRunner:
         try:
             # The page text of its sources, kept apart from the state (read in a worker thread:
             # megabytes of it must not stall the loop).
-            await self.io.read(lambda store: store.load_pages(state))
+            await self.io.read(lambda store: store.load_pages(state), patient=True)
             llm = await self._research_llm(state, calls)
             search = [
                 self.providers.resilience.wrap_search(
@@ -289,7 +290,9 @@ class _Journal(_OwnedRecords):
     """The research's journal of LLM answers, for its ``ResearchLLM``."""
 
     async def get(self, key: str) -> tuple[str, LLMCallRecord] | None:
-        entry = await self._io.read(lambda store: store.journal.get(self._research_id, key))
+        entry = await self._io.read(
+            lambda store: store.journal.get(self._research_id, key), patient=True
+        )
         if entry is None:
             return None
         return entry.answer, LLMCallRecord.model_validate(entry.record)
@@ -317,4 +320,4 @@ class _Branches(_OwnedRecords):
             store.load_pages(*branches.values())
             return branches
 
-        return await self._io.read(read)
+        return await self._io.read(read, patient=True)

@@ -5,7 +5,8 @@ Every read of a single research goes through ``OwnershipWatch`` (``load_checked`
 status, ``settled``), so a research whose process died is reported ``interrupted``, never
 ``running``. Every store call runs off the event loop (:class:`AsyncStore`). A status the store
 cannot give within ``STATUS_READ_SECONDS`` (a lock held by another process, a paused database)
-is the last one this process read of that research, marked as such, or ``STORE_UNAVAILABLE``.
+or at all (a database out of reach) is the last one this process read of that research, marked
+as such, or ``STORE_UNAVAILABLE``.
 """
 
 from __future__ import annotations
@@ -127,9 +128,13 @@ class ResearchReader:
         try:
             with anyio.fail_after(STATUS_READ_SECONDS):
                 read = await self.io.read(lambda store: store.load_status(research_id))
-        except TimeoutError:
+        except (TimeoutError, StoreUnavailableError) as exc:
+            # Slow to answer, or known out of reach (PostgreSQL fails fast for a few seconds
+            # after a call found the database lost): the last status read, if there is one.
             remembered = self._last_read.get(research_id)
             if remembered is None:
+                if isinstance(exc, StoreUnavailableError):
+                    raise
                 raise StoreUnavailableError(
                     f"The research store did not answer within {STATUS_READ_SECONDS:g} s, and "
                     f"this server has not read {research_id} before.",

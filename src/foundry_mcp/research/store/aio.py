@@ -12,6 +12,10 @@ worker thread:
   a second connection, which WAL lets read while another connection, or process, writes). A
   status is answered while a save waits for the lock.
 
+Writes, and the reads asked ``patient`` (a run's), wait out a short outage of the database
+(:mod:`foundry_mcp.research.store.patience`) instead of failing: a research outlives a database
+paused for a few seconds. The other reads (a status, a report) fail at once.
+
 :meth:`AsyncStore.write_soon` queues a write without waiting for it (an event, a journal entry:
 the run goes on, and the order still holds); :meth:`AsyncStore.drain` waits for the queue.
 ``AsyncStore.sync`` is the store itself, for code that already runs on a worker thread and for
@@ -26,6 +30,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
+from foundry_mcp.research.store import patience
 from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.records import Fingerprint
@@ -51,17 +56,20 @@ class AsyncStore:
         """The store the reads use (``sync`` itself, or its second connection)."""
         return self._reader
 
-    async def read(self, call: Callable[[Store], T]) -> T:
-        """``call(store)`` on a reader thread."""
+    async def read(self, call: Callable[[Store], T], *, patient: bool = False) -> T:
+        """``call(store)`` on a reader thread; ``patient``: waiting out a short outage of the
+        database (a run's reads) instead of failing at once."""
+        if patient:
+            return await asyncio.wrap_future(self._reads.submit(_patiently, call, self._reader))
         return await asyncio.wrap_future(self._reads.submit(call, self._reader))
 
     async def write(self, call: Callable[[Store], T]) -> T:
-        """``call(store)`` on the writer thread, after the writes asked before it."""
-        return await asyncio.wrap_future(self._writes.submit(call, self.sync))
+        """``call(store)`` on the writer thread, after the writes asked before it (patient)."""
+        return await asyncio.wrap_future(self._writes.submit(_patiently, call, self.sync))
 
     def write_soon(self, call: Callable[[Store], object], what: str) -> None:
-        """Queue ``call(store)`` on the writer thread without waiting; a failure is logged as
-        ``could not <what>``."""
+        """Queue ``call(store)`` on the writer thread without waiting (patient); a failure is
+        logged as ``could not <what>``."""
         try:
             future: Future[object] = self._writes.submit(_logged, call, self.sync, what)
         except RuntimeError:  # the store is closed: the process is stopping
@@ -97,9 +105,14 @@ class AsyncStore:
         self.sync.close()
 
 
+def _patiently(call: Callable[[Store], T], store: Store) -> T:
+    with patience.patient():
+        return call(store)
+
+
 def _logged(call: Callable[[Store], object], store: Store, what: str) -> object:
     try:
-        return call(store)
+        return _patiently(call, store)
     except Exception:
         log.exception("could not %s", what)
         return None

@@ -26,6 +26,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
 from foundry_mcp.errors import ConfigError, StoreUnavailableError
+from foundry_mcp.research.store.patience import PATIENT_SECONDS, is_patient
 from foundry_mcp.research.store.url import redact_url, scrub
 
 SCHEMA_VERSION = 4
@@ -37,8 +38,8 @@ POOL_MAX_SIZE = 8
 POOL_TIMEOUT_SECONDS = 5.0  # longest wait for a free or new connection
 CONNECT_TIMEOUT_SECONDS = 10
 # Once the database could not be reached, calls fail at once for this long instead of each
-# waiting for the pool: store calls are made on the event loop, which must stay responsive
-# (status reads, a stop signal) while the database is down.
+# waiting for the pool (status reads, reports and health probes answer quickly while the
+# database is down); patient calls, a run's (``store.patience``), wait for it instead.
 OUTAGE_SECONDS = 3.0
 
 _VERSION_1 = f"""
@@ -192,6 +193,7 @@ class Database:
     pool: ConnectionPool
     _outage: StoreUnavailableError | None = field(default=None, init=False)
     _outage_until: float = field(default=0.0, init=False)
+    _outage_began: float = field(default=0.0, init=False)  # when the current outage was found
 
     @property
     def shown(self) -> str:
@@ -205,18 +207,34 @@ class Database:
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
         """A connection of the pool (autocommit); a lost server is ``StoreUnavailableError``,
-        raised at once for ``OUTAGE_SECONDS`` after one call found it lost."""
-        if self._outage is not None and time.monotonic() < self._outage_until:
+        raised at once for ``OUTAGE_SECONDS`` after one call found it lost. A patient call
+        (``store.patience``) waits for a connection instead, until the outage is
+        ``PATIENT_SECONDS`` old."""
+        now = time.monotonic()
+        wait = self._patience(now)
+        if wait is None and self._outage is not None and now < self._outage_until:
             raise StoreUnavailableError(self._outage.message, remediation=self._outage.remediation)
+        pooled = self.pool.connection() if wait is None else self.pool.connection(timeout=wait)
         try:
-            with self.pool.connection() as conn:
+            with pooled as conn:
                 yield conn
         except psycopg.OperationalError as exc:  # includes the pool's timeout
             error = unavailable(exc, self.url)
             if _lost(exc):
+                if self._outage is None:
+                    self._outage_began = now
                 self._outage, self._outage_until = error, time.monotonic() + OUTAGE_SECONDS
             raise error from None
         self._outage = None
+
+    def _patience(self, now: float) -> float | None:
+        """How long a call may wait for a connection: None for the pool's timeout (a call
+        that is not patient, or an outage too old for patience)."""
+        if not is_patient():
+            return None
+        began = now if self._outage is None else self._outage_began
+        left = began + PATIENT_SECONDS - now
+        return left if left > POOL_TIMEOUT_SECONDS else None
 
     def connect(self) -> psycopg.Connection[Any]:
         """A connection of its own, outside the pool (the listener's)."""
