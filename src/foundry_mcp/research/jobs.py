@@ -7,7 +7,8 @@ When the host shuts down, every run is cancelled and records itself as interrupt
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import anyio
@@ -32,6 +33,7 @@ class JobRunner:
     def __init__(self, task_group: TaskGroup) -> None:
         self._task_group = task_group
         self._jobs: dict[str, Job] = {}
+        self._starting: dict[str, int] = {}  # research being saved or claimed to run here
 
     def start(self, research_id: str, work: Callable[[Job], Awaitable[None]]) -> Job:
         """Run ``work`` in the background; it receives its ``Job``."""
@@ -44,7 +46,21 @@ class JobRunner:
         return self._jobs.get(research_id)
 
     def is_running(self, research_id: str) -> bool:
-        return research_id in self._jobs
+        """Whether this process runs the research, or is about to (see :meth:`starting`)."""
+        return research_id in self._jobs or research_id in self._starting
+
+    @contextmanager
+    def starting(self, research_id: str) -> Iterator[None]:
+        """Within the block the research counts as running here: it is being saved or claimed
+        under this process's lease and its run is not scheduled yet. A status read or a
+        takeover scan meanwhile must not take it for a dead owner's."""
+        self._starting[research_id] = self._starting.get(research_id, 0) + 1
+        try:
+            yield
+        finally:
+            left = self._starting.pop(research_id) - 1
+            if left:
+                self._starting[research_id] = left
 
     def running_ids(self) -> list[str]:
         return list(self._jobs)

@@ -126,6 +126,10 @@ class Takeover:
     async def take_over(self, orphan: Orphan) -> bool:
         """Claim ``orphan`` from its dead owner and resume it here; False if another worker
         was first (or it no longer needs to run)."""
+        with self.service.jobs.starting(orphan.research_id):  # ours before its run starts
+            return await self._take_over(orphan)
+
+    async def _take_over(self, orphan: Orphan) -> bool:
         service, research_id = self.service, orphan.research_id
         previous = orphan.ownership
         lease = service.watch.lease_seconds

@@ -162,12 +162,13 @@ class ResearchWriter:
             state.metadata["provider_choice"] = stated
         self._fit_settings(state)  # token budget options from [research]
         lease = self.watch.lease_seconds
-        await self.io.write(lambda store: store.create(state, self.owner, lease))
         created: dict[str, Any] = {"query": shorten(query, 300)}
         if principal is not None:
             created["principal"] = principal
-        self.runner.event(state.id, "created", created)
-        self.jobs.start(state.id, self.runner.run)
+        with self.jobs.starting(state.id):  # saved under our lease before its run is scheduled
+            await self.io.write(lambda store: store.create(state, self.owner, lease))
+            self.runner.event(state.id, "created", created)
+            self.jobs.start(state.id, self.runner.run)
         return {
             "research_id": state.id,
             "status": state.status.value,
@@ -231,6 +232,10 @@ class ResearchWriter:
         round, if gaps are still open.
         """
         research_id = validate_research_id(research_id)
+        with self.jobs.starting(research_id):  # claimed under our lease before its run starts
+            return await self._resume(research_id, limits)
+
+    async def _resume(self, research_id: str, limits: LimitArgs | None) -> dict[str, Any]:
         state = await self.watch.load_checked(research_id)
         if state.status.is_active:
             raise InvalidStateError(

@@ -1,0 +1,48 @@
+"""A research saved under this process's lease, before its run is scheduled, is this process's.
+
+Saving a new (or resumed) research is awaited off the event loop, so other calls run between
+the save and the run's start: a status, a takeover scan. They must see the research as running
+here, not as a dead owner's: a status would record it ``interrupted`` and a scan would take it
+over from its own process and run it twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from foundry_mcp.config import load_settings
+from foundry_mcp.research.service.takeover import Takeover
+from foundry_mcp.research.store.protocol import Store
+from foundry_mcp.runtime import research_runtime
+from tests.support import TERMINAL, wait_until
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_research_being_started_is_neither_interrupted_nor_taken_over(
+    research_env: dict[str, str], tmp_path: Path
+) -> None:
+    settings = load_settings(env=research_env, cwd=tmp_path, home=Path(research_env["HOME"]))
+    async with research_runtime(settings, warm=False, serving=False) as service:
+        seen: dict[str, Any] = {}
+        write = service.io.write
+
+        async def look_in_the_window(call: Callable[[Store], Any]) -> Any:
+            result = await write(call)
+            stored = await service.io.read(lambda store: store.active_ids())
+            if stored and not seen:  # just after the start's save, before its run starts
+                seen["taken"] = await Takeover(service).scan()
+                seen["status"] = (await service.status(stored[0]))["status"]
+            return result
+
+        service.io.write = look_in_the_window  # type: ignore[method-assign]
+        started = await service.start("What is a rope data type?", max_iterations=1)
+        service.io.write = write  # type: ignore[method-assign]
+        final = await wait_until(service, started["research_id"], TERMINAL)
+
+    assert seen == {"taken": [], "status": "queued"}
+    assert final["status"] == "completed", final["error"]
