@@ -98,7 +98,10 @@ class ResearchRunner:
         state.started_at = utcnow()
         state.error = None
         state.error_code = None
-        await self._save(state)
+        # Saved whole even if a cancel comes meanwhile: the handlers below, which record it,
+        # begin after this save; a cancel in it would leave the research "running", unowned.
+        with anyio.CancelScope(shield=True):
+            await self._save(state)
         self.event(
             state.id,
             "run_started",
