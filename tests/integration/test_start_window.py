@@ -12,9 +12,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from foundry_mcp.config import load_settings
+from foundry_mcp.research.models import ResearchState, Status
 from foundry_mcp.research.service.takeover import Takeover
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.runtime import research_runtime
@@ -46,3 +48,32 @@ async def test_a_research_being_started_is_neither_interrupted_nor_taken_over(
 
     assert seen == {"taken": [], "status": "queued"}
     assert final["status"] == "completed", final["error"]
+
+
+async def test_a_cancel_during_the_runs_first_save_is_recorded_as_cancelled(
+    research_env: dict[str, str], tmp_path: Path
+) -> None:
+    settings = load_settings(env=research_env, cwd=tmp_path, home=Path(research_env["HOME"]))
+    async with research_runtime(settings, warm=False, serving=False) as service:
+        runner = service.runner
+        save = runner._save
+        entered, go_on = anyio.Event(), anyio.Event()
+
+        async def slow_first_save(state: ResearchState) -> None:
+            if state.status is Status.RUNNING and not entered.is_set():
+                entered.set()
+                await go_on.wait()  # the save of "running" takes a while (a busy store)
+            await save(state)
+
+        runner._save = slow_first_save  # type: ignore[method-assign]
+        started = await service.start("What is a rope data type?", max_iterations=1)
+        research_id = started["research_id"]
+        with anyio.fail_after(10):
+            await entered.wait()
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(service.cancel, research_id)
+                await anyio.sleep(0.2)  # the cancel reaches the run during its save
+                go_on.set()
+        final = await wait_until(service, research_id, TERMINAL)
+
+    assert final["status"] == "cancelled", final
