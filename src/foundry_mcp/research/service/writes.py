@@ -165,7 +165,9 @@ class ResearchWriter:
         created: dict[str, Any] = {"query": shorten(query, 300)}
         if principal is not None:
             created["principal"] = principal
-        with self.jobs.starting(state.id):  # saved under our lease before its run is scheduled
+        # Saved under our lease before its run is scheduled; a caller that gives up meanwhile
+        # does not leave a research saved and never run (shielded).
+        with self.jobs.starting(state.id), anyio.CancelScope(shield=True):
             await self.io.write(lambda store: store.create(state, self.owner, lease))
             self.runner.event(state.id, "created", created)
             self.jobs.start(state.id, self.runner.run)
@@ -232,8 +234,11 @@ class ResearchWriter:
         round, if gaps are still open.
         """
         research_id = validate_research_id(research_id)
-        with self.jobs.starting(research_id):  # claimed under our lease before its run starts
-            return await self._resume(research_id, limits)
+        # Claimed under our lease before its run starts, and never left claimed but not run
+        # by a caller that gives up meanwhile (shielded).
+        with self.jobs.starting(research_id), anyio.CancelScope(shield=True):
+            resumed = await self._resume(research_id, limits)
+        return resumed
 
     async def _resume(self, research_id: str, limits: LimitArgs | None) -> dict[str, Any]:
         state = await self.watch.load_checked(research_id)
