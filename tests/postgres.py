@@ -249,9 +249,10 @@ def running_postgres(*, own_process_group: bool = False) -> Iterator[PostgresSer
         shutil.rmtree(folder, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """A PostgreSQL server for the whole session (skipped when PostgreSQL is not installed)."""
+@contextmanager
+def postgres_for_a_test() -> Iterator[PostgresServer]:
+    """A throwaway PostgreSQL server; the test is skipped when PostgreSQL is not installed
+    (failed where it must be, see ``_unavailable``) and failed when it cannot start."""
     try:
         with running_postgres() as running:
             yield running
@@ -259,6 +260,13 @@ def postgres_server() -> Iterator[PostgresServer]:
         _unavailable(str(exc))
     except PostgresStartError as exc:
         pytest.fail(str(exc))
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server for the whole session (skipped when PostgreSQL is not installed)."""
+    with postgres_for_a_test() as running:
+        yield running
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.e2e.conftest import call, run_to_end
 from tests.e2e.teamserver import TeamServer, add_to_config, bearer
+from tests.e2e.test_http_server import INITIALIZE
 from tests.e2e.test_tasks import MODERN, TasksClient, task_request
 from tests.fakes import FakeHTTPServer
 from tests.postgres import PORT, PostgresServer
@@ -299,20 +300,7 @@ async def _open_get_stream(url: str, opened_streams: list[int]) -> None:
     """Open a session by hand and its standalone GET event stream, and keep it open."""
     headers = {"Accept": "application/json, text/event-stream", **bearer(ALICE)}
     async with httpx2.AsyncClient(timeout=None, trust_env=False) as http:
-        opened = await http.post(
-            url,
-            headers=headers,
-            json={
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "1"},
-                },
-            },
-        )
+        opened = await http.post(url, headers=headers, json=INITIALIZE)
         session = opened.headers[SESSION_HEADER]
         headers = {**headers, SESSION_HEADER: session, "mcp-protocol-version": "2025-06-18"}
         await http.post(

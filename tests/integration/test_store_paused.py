@@ -44,13 +44,7 @@ from foundry_mcp.research.store.postgres.database import POOL_TIMEOUT_SECONDS, D
 from foundry_mcp.research.store.records import StatusRead
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer
-from tests.postgres import (
-    PostgresServer,
-    PostgresStartError,
-    PostgresUnavailable,
-    _unavailable,
-    running_postgres,
-)
+from tests.postgres import PostgresServer, postgres_for_a_test
 from tests.support import TERMINAL, stored_state, wait_until
 
 PAUSE_SECONDS = 8.0
@@ -65,13 +59,8 @@ SCHEMA = "paused"
 @pytest.fixture
 def own_postgres() -> Iterator[PostgresServer]:
     """A PostgreSQL server of this test's alone (skipped as ``postgres_server`` is)."""
-    try:
-        with running_postgres() as running:
-            yield running
-    except PostgresUnavailable as exc:
-        _unavailable(str(exc))
-    except PostgresStartError as exc:
-        pytest.fail(str(exc))
+    with postgres_for_a_test() as running:
+        yield running
 
 
 def _server_pids(server: PostgresServer) -> list[int]:

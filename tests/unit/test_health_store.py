@@ -4,6 +4,7 @@ most one cheap statement every few seconds (issue 31, item 5)."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -27,8 +28,10 @@ class _Store:
 
 
 class _Service:
+    """A service whose store's reading side is ``store`` (``AsyncStore.reader``)."""
+
     def __init__(self, store: Any) -> None:
-        self.store = store
+        self.io = SimpleNamespace(reader=store)
 
 
 class _Host:
@@ -60,15 +63,11 @@ async def test_the_store_outage_makes_the_worker_not_ready() -> None:
     assert store.statements == 1  # one probe for the three answers
 
 
-async def test_a_wrapped_store_is_read_through_its_sync_side() -> None:
-    class Wrapped:
-        def __init__(self, inner: _Store) -> None:
-            self.sync = inner
-
+async def test_without_a_probe_interval_every_answer_probes_the_store() -> None:
     store = _Store()
     store.outage = StoreUnavailableError("down")
     probe = HealthProbe(probe_seconds=0)
-    probe.attach(_Host(Wrapped(store)))  # type: ignore[arg-type]
+    probe.attach(_Host(store))  # type: ignore[arg-type]
     code, body = await _answer(probe)
     assert code == 503 and body["store_error"] == "down"
     await _answer(probe)

@@ -59,9 +59,11 @@ def announce_once(settings: Settings, searching: list[str]) -> str | None:
     folder = settings.research.research_dir
     marker = folder / MARKER_FILE
     with _lock:
-        if folder in _said_in_process or marker.exists():
+        if folder in _said_in_process:
             return None
-        _said_in_process.add(folder)
+        _said_in_process.add(folder)  # said now, or by an earlier process: no file look again
+        if marker.exists():
+            return None
         try:
             folder.mkdir(parents=True, exist_ok=True)
             marker.write_text(f"{datetime.now(UTC).isoformat(timespec='seconds')}\n{statement}\n")

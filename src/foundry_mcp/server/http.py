@@ -39,7 +39,7 @@ import sys
 import time
 from collections.abc import Callable
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 import uvicorn
@@ -140,7 +140,7 @@ class HealthProbe:
         body: dict[str, object] = {"status": "ok", "research_service": readiness}
         service = self._host.current if self._host is not None else None
         if readiness == "ready" and service is not None:
-            store = _sync_store(service.store)
+            store = service.io.reader  # the reading side: never behind a waiting write
             await self._refresh(store)
             outage = store.unavailable()
             body["store"] = "ok" if outage is None else "unavailable"
@@ -350,9 +350,3 @@ async def _stop_on_hangup(server: uvicorn.Server, hung_up: anyio.Event) -> None:
             log.warning("SIGHUP received: saving running research, then stopping")
             hung_up.set()
             server.should_exit = True
-
-
-def _sync_store(store: Any) -> Store:
-    """The store itself, also when the service holds it behind a thread wrapper (``.sync``)."""
-    inner: Store = getattr(store, "sync", store)
-    return inner
