@@ -107,7 +107,11 @@ class AsyncStore:
 
 def _patiently(call: Callable[[Store], T], store: Store) -> T:
     with patience.patient():
-        return call(store)
+        try:
+            return call(store)
+        except patience.StatementLost:
+            log.info("the research store's connection was lost during a statement; once more")
+            return call(store)
 
 
 def _logged(call: Callable[[Store], object], store: Store, what: str) -> object:

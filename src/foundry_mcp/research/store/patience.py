@@ -12,6 +12,13 @@ busy timeout (30 s) for another process's lock. Only the wait for a connection i
 nothing was sent yet, so nothing is done twice. Once the outage is older than that, patient
 calls fail as the others do, so a database that stays away does not hold every queued write
 for long. The SQLite store ignores the mark.
+
+A statement whose connection dies while it runs (the server restarted under it) may or may not
+have been applied: the store raises :class:`StatementLost`, and a patient call is made once more
+(:mod:`foundry_mcp.research.store.aio`). Every call a run makes can be: a save writes the whole
+state and books the spend from the total, journal entries are upserts, leases are set to a
+value, a claim by the owner that already holds the research succeeds. Only an event may be
+recorded twice.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from foundry_mcp.errors import StoreUnavailableError
 
 PATIENT_SECONDS = 30.0
 
@@ -39,3 +48,7 @@ def patient() -> Iterator[None]:
 def is_patient() -> bool:
     """Whether the store call running on this thread is patient."""
     return bool(getattr(_calls, "patient", False))
+
+
+class StatementLost(StoreUnavailableError):
+    """The connection to the database died while a statement ran: it may have been applied."""

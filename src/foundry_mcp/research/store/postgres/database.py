@@ -26,7 +26,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
 from foundry_mcp.errors import ConfigError, StoreUnavailableError
-from foundry_mcp.research.store.patience import PATIENT_SECONDS, is_patient
+from foundry_mcp.research.store.patience import PATIENT_SECONDS, StatementLost, is_patient
 from foundry_mcp.research.store.url import redact_url, scrub
 
 SCHEMA_VERSION = 4
@@ -206,17 +206,19 @@ class Database:
 
     @contextmanager
     def connection(self) -> Iterator[psycopg.Connection[Any]]:
-        """A connection of the pool (autocommit); a lost server is ``StoreUnavailableError``,
-        raised at once for ``OUTAGE_SECONDS`` after one call found it lost. A patient call
-        (``store.patience``) waits for a connection instead, until the outage is
-        ``PATIENT_SECONDS`` old."""
+        """A connection of the pool (autocommit); a lost server is ``StoreUnavailableError``
+        (``StatementLost`` when it was lost during a statement), raised at once for
+        ``OUTAGE_SECONDS`` after one call found it lost. A patient call (``store.patience``)
+        waits for a connection instead, until the outage is ``PATIENT_SECONDS`` old."""
         now = time.monotonic()
         wait = self._patience(now)
         if wait is None and self._outage is not None and now < self._outage_until:
             raise StoreUnavailableError(self._outage.message, remediation=self._outage.remediation)
         pooled = self.pool.connection() if wait is None else self.pool.connection(timeout=wait)
+        connected = False
         try:
             with pooled as conn:
+                connected = True
                 yield conn
         except psycopg.OperationalError as exc:  # includes the pool's timeout
             error = unavailable(exc, self.url)
@@ -224,6 +226,8 @@ class Database:
                 if self._outage is None:
                     self._outage_began = now
                 self._outage, self._outage_until = error, time.monotonic() + OUTAGE_SECONDS
+                if connected:  # the statement was sent: the database may have applied it
+                    error = StatementLost(error.message, remediation=error.remediation)
             raise error from None
         self._outage = None
 

@@ -68,14 +68,20 @@ class PgLeases:
     def claim(
         self, research_id: str, owner: Owner, lease_seconds: float, expected_token: str | None
     ) -> bool:
-        """Take the research if its owner token is still ``expected_token`` (compare and swap)."""
+        """Take the research if its owner token is still ``expected_token`` (compare and swap),
+        or is already ``owner``'s (a claim made again after its connection was lost)."""
         lease = lease_columns(owner, lease_seconds)
         assignments = ", ".join(f"{column}={value}" for column, value, _ in lease)
         with self._db.connection() as conn:
             cursor = conn.execute(
                 f"UPDATE research SET {assignments}, cancel_requested=false "
-                "WHERE id=%s AND owner_token IS NOT DISTINCT FROM %s",
-                (*(parameter for _, _, parameter in lease), research_id, expected_token),
+                "WHERE id=%s AND (owner_token IS NOT DISTINCT FROM %s OR owner_token = %s)",
+                (
+                    *(parameter for _, _, parameter in lease),
+                    research_id,
+                    expected_token,
+                    owner.token,
+                ),
             )
             return cursor.rowcount == 1
 

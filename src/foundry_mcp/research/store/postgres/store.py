@@ -205,8 +205,10 @@ class PostgresStore(PgArchiveAndSpend, LeasesAndEvents):
         with self._db.connection() as conn, saving(conn, pages.pages):
             spend, spend_params = spend_of(state)
             conn.execute(
+                # Made again after a lost connection, the insert finds its own row: done.
                 f"WITH saved AS (INSERT INTO research ({columns}) VALUES ({values}) "
-                f"RETURNING id, principal){spend} SELECT count(*) FROM saved",
+                f"ON CONFLICT (id) DO NOTHING RETURNING id, principal){spend} "
+                "SELECT count(*) FROM saved",
                 (*(parameter for _, _, parameter in row), *spend_params),
             )
             write_pages(conn, state.id, pages.pages)

@@ -51,14 +51,15 @@ class Leases:
     def claim(
         self, research_id: str, owner: Owner, lease_seconds: float, expected_token: str | None
     ) -> bool:
-        """Take the research if its owner token is still ``expected_token`` (compare and swap)."""
+        """Take the research if its owner token is still ``expected_token`` (compare and swap),
+        or is already ``owner``'s."""
         with self._lock:
             lease = lease_columns(owner, lease_seconds)
             assignments = ", ".join(f"{column}=?" for column in lease)
             cursor = self._db.execute(
                 f"UPDATE research SET {assignments}, cancel_requested=0 "
-                "WHERE id=? AND owner_token IS ?",
-                (*lease.values(), research_id, expected_token),
+                "WHERE id=? AND (owner_token IS ? OR owner_token = ?)",
+                (*lease.values(), research_id, expected_token, owner.token),
             )
         return cursor.rowcount == 1
 

@@ -1,0 +1,89 @@
+"""A statement whose PostgreSQL connection dies while it runs (the server restarted under it):
+a run's call is made once more and lands; a status read fails at once. Every call a run makes
+can be made twice without harm: a save, a create, a claim by the owner already holding it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from foundry_mcp.errors import StoreUnavailableError
+from foundry_mcp.research.models import ResearchState, Status
+from foundry_mcp.research.store.aio import AsyncStore
+from foundry_mcp.research.store.owners import Owner
+from foundry_mcp.research.store.patience import StatementLost
+from foundry_mcp.research.store.postgres.store import PostgresStore
+from foundry_mcp.research.store.protocol import Store
+
+
+@pytest.fixture
+def store(postgres_url: str, tmp_path: Path) -> Iterator[PostgresStore]:
+    opened = PostgresStore(postgres_url, tmp_path)
+    yield opened
+    opened.close()
+
+
+def _state() -> ResearchState:
+    return ResearchState(query="q", llm_provider="openai", llm_model="m")
+
+
+def _lose_connection_once(store: PostgresStore, attempts: list[int]) -> None:
+    """On the first attempt, the server ends the connection in the middle of a statement."""
+    attempts.append(1)
+    if len(attempts) == 1:
+        with store._db.connection() as conn:
+            conn.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+
+
+def test_the_store_says_a_statement_was_lost_not_only_unreachable(store: PostgresStore) -> None:
+    with pytest.raises(StatementLost) as lost:
+        _lose_connection_once(store, [])
+    assert "cannot be reached" in lost.value.message
+
+
+@pytest.mark.anyio
+async def test_a_runs_save_whose_connection_died_is_made_again(store: PostgresStore) -> None:
+    io = AsyncStore(store)
+    owner, state = Owner(), _state()
+    store.create(state, owner, lease_seconds=30)
+    state.status = Status.RUNNING
+    state.metadata["saved"] = "after the loss"
+    attempts: list[int] = []
+
+    def save(writer: Store) -> None:
+        _lose_connection_once(store, attempts)
+        writer.save(state, owner)
+
+    await io.write(save)
+    assert len(attempts) == 2
+    assert store.load(state.id).metadata["saved"] == "after the loss"
+
+
+@pytest.mark.anyio
+async def test_a_status_read_whose_connection_died_fails_at_once(store: PostgresStore) -> None:
+    io = AsyncStore(store)
+    attempts: list[int] = []
+    with pytest.raises(StoreUnavailableError):
+        await io.read(lambda _: _lose_connection_once(store, attempts))
+    assert attempts == [1]
+
+
+def test_a_create_made_again_is_one_research(store: PostgresStore) -> None:
+    owner, state = Owner(), _state()
+    store.create(state, owner, lease_seconds=30)
+    store.create(state, owner, lease_seconds=30)
+    listed, _ = store.list_page(limit=10)
+    assert [summary.research_id for summary in listed] == [state.id]
+
+
+def test_a_claim_made_again_by_its_winner_still_wins(store: PostgresStore) -> None:
+    dead, taker, other = Owner(), Owner(), Owner()
+    state = _state()
+    store.create(state, dead, lease_seconds=30)
+    assert store.claim(state.id, taker, 30, dead.token)
+    assert store.claim(state.id, taker, 30, dead.token)  # its first answer was lost
+    assert not store.claim(state.id, other, 30, dead.token)
+    ownership = store.ownership(state.id)
+    assert ownership is not None and ownership.token == taker.token
