@@ -143,11 +143,6 @@ def create_server(
             if on_stopped is not None:
                 on_stopped()
 
-    async def run_action(
-        host: ServiceHost, arguments: dict[str, Any], principal: Principal | None
-    ) -> CallToolResult:
-        return _result(await _handle(host, parse_arguments(arguments), principal=principal))
-
     async def research(ctx: Context, **_: Any) -> CallToolResult:
         arguments = _validated.get()
         if arguments is None:  # only ResearchServer.call_tool may call this
@@ -185,6 +180,14 @@ def create_server(
     register_resources(server)
     register_prompts(server)
     return server
+
+
+async def run_action(
+    host: ServiceHost, arguments: dict[str, Any], principal: Principal | None
+) -> CallToolResult:
+    """The research tool's answer to ``arguments`` for ``principal``, outside an MCP request
+    (a task's run, a status answered without a session: ``server.quick_status``)."""
+    return _result(await _handle(host, parse_arguments(arguments), principal=principal))
 
 
 def _result(envelope: Envelope) -> CallToolResult:

@@ -102,8 +102,11 @@ def request_principal() -> Principal | None:
     """The principal of the request being handled: the holder of its bearer token, or None
     when the server takes no tokens (stdio, a loopback server without tokens)."""
     token = get_access_token()
-    if token is None:
-        return None
+    return None if token is None else principal_of(token)
+
+
+def principal_of(token: AccessToken) -> Principal:
+    """The principal a verified bearer token stands for, with its limits."""
     claims: dict[str, Any] = token.claims or {}
     return Principal(
         name=token.client_id,

@@ -44,7 +44,6 @@ from typing import TYPE_CHECKING
 import anyio
 import uvicorn
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -55,6 +54,7 @@ from foundry_mcp.errors import ConfigError, FoundryError
 from foundry_mcp.server.app import create_server
 from foundry_mcp.server.auth import ConfiguredTokens, auth_settings, word_refusals
 from foundry_mcp.server.host import ServiceHost
+from foundry_mcp.server.quick_status import QuickStatus
 
 if TYPE_CHECKING:
     from foundry_mcp.research.store.protocol import Store
@@ -124,6 +124,11 @@ class HealthProbe:
         self._probe_seconds = probe_seconds
         self._probed_at = -probe_seconds  # monotonic time of the last probe started
         self._probing = False
+
+    @property
+    def host(self) -> ServiceHost | None:
+        """The research service's host, once the app's lifespan has started."""
+        return self._host
 
     def attach(self, host: ServiceHost) -> None:
         self._host = host
@@ -213,8 +218,9 @@ def build_app(
     port: int,
     on_stopped: Callable[[], None] | None = None,
     probe: HealthProbe | None = None,
-) -> Starlette:
-    """The ASGI app of the team server listening on ``host:port``."""
+) -> ASGIApp:
+    """The ASGI app of the team server listening on ``host:port`` (stateless: behind
+    :class:`~foundry_mcp.server.quick_status.QuickStatus`)."""
     settings = settings.model_copy(update={"server": settings.server.as_team_server()})
     server_settings = settings.server
     verifier = ConfiguredTokens(server_settings) if server_settings.tokens else None
@@ -227,15 +233,20 @@ def build_app(
         auth=auth_settings(base_url(host, port)) if verifier else None,
     )
     server.custom_route(HEALTH_PATH, methods=["GET"], name="health")(probe.answer)
+    security = transport_security(server_settings, host, port)
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         stateless_http=server_settings.stateless,
-        transport_security=transport_security(server_settings, host, port),
+        transport_security=security,
         host=host,
     )
     if verifier is not None and not word_refusals(app.router.routes, MCP_PATH):
         log.debug("the SDK's app has a new shape; its own 401 message is used")
-    return app
+    if not server_settings.stateless:
+        return app
+    return QuickStatus(
+        app, path=MCP_PATH, security=security, verifier=verifier, host=lambda: probe.host
+    )
 
 
 async def serve_http(settings: Settings, host: str, port: int) -> int:
@@ -284,7 +295,7 @@ def _is_wildcard(host: str) -> bool:
 def _listen(host: str, port: int) -> socket.socket:
     """A listening socket, or a ``ConfigError`` saying why there is none."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         listener.bind((host, port))

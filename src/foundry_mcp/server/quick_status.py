@@ -1,0 +1,195 @@
+"""A stateless team server answers a plain status poll without building an MCP session.
+
+In stateless mode (``[server] stateless``) the SDK builds, for every POST, a transport, a
+JSON-RPC dispatcher and a server session, answers through an event stream and tears them all
+down again: about 2 ms of CPU and a dozen turns of the event loop per request. Status polls are
+most of a team server's requests (every client polls each of its research), so under load
+that plumbing, not the store, set the status latency (docs/benchmarks.md, "Team server").
+
+:class:`QuickStatus` sits in front of the SDK's app and answers one kind of request itself: a
+POST to the MCP endpoint whose body is one JSON-RPC ``tools/call`` of ``research`` with
+``action: "deep-research-status"``, without ``wait``, progress token or task, from a caller the
+SDK would serve: Host and Origin allowed, a valid bearer token when the server takes tokens,
+JSON accepted, no protocol version or one of the handshake era's. The answer comes from the
+tool's own handler (``server.app.run_action``) as the ``application/json`` response the
+streamable HTTP transport allows. Every other request, and any it is unsure of, goes to the
+SDK unchanged, its body replayed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.datastructures import Headers
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from foundry_mcp.errors import FoundryError
+from foundry_mcp.research.principal import Principal
+from foundry_mcp.server.app import TOOL_NAME, run_action
+from foundry_mcp.server.arguments import parse_arguments
+from foundry_mcp.server.auth import principal_of
+from foundry_mcp.server.host import ServiceHost
+
+QUICK_ACTION = "deep-research-status"
+MAX_BODY_BYTES = 16 * 1024  # a status call is a few hundred bytes; larger ones go to the SDK
+
+
+class QuickStatus:
+    """The ASGI app in front of the SDK's: plain status polls answered here, the rest passed on."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        path: str,
+        security: TransportSecuritySettings,
+        verifier: TokenVerifier | None,
+        host: Callable[[], ServiceHost | None],
+    ) -> None:
+        self.app = app
+        self._path = path
+        self._security = TransportSecurityMiddleware(security)
+        self._verifier = verifier
+        self._host = host
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not (
+            scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == self._path
+        ):
+            await self.app(scope, receive, send)
+            return
+        headers = Headers(scope=scope)
+        if not _plain_post(headers):
+            await self.app(scope, receive, send)
+            return
+        received, body = await _read_body(receive)
+        host = self._host()
+        call = await self._quick_call(scope, receive, headers, body) if body is not None else None
+        if call is None or host is None or host.current is None:
+            await self.app(scope, _replaying(received, receive), send)
+            return
+        request_id, arguments, principal = call
+        result = await run_action(host, arguments, principal)
+        answer = {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "result": result.model_dump(by_alias=True, mode="json", exclude_none=True),
+        }
+        await _send_json(send, answer)
+
+    async def _quick_call(
+        self, scope: Scope, receive: Receive, headers: Headers, body: bytes
+    ) -> tuple[str | int, dict[str, Any], Principal | None] | None:
+        """The request id, arguments and principal of a plain status call the SDK would serve;
+        None for anything else."""
+        if await self._security.validate_request(Request(scope, receive), is_post=True):
+            return None  # refused: the SDK says why
+        try:
+            message = json.loads(body)
+        except ValueError:
+            return None
+        parsed = _status_call(message)
+        if parsed is None:
+            return None
+        principal: Principal | None = None
+        if self._verifier is not None:
+            scheme, _, token = headers.get("authorization", "").partition(" ")
+            if scheme.lower() != "bearer" or not token:
+                return None
+            access = await self._verifier.verify_token(token.strip())
+            if access is None:
+                return None
+            principal = principal_of(access)
+        return message["id"], parsed, principal
+
+
+def _plain_post(headers: Headers) -> bool:
+    """A small JSON body, a reply the client accepts as JSON, and no protocol version beyond
+    the handshake era's (the SDK routes the newer ones elsewhere)."""
+    version = headers.get(MCP_PROTOCOL_VERSION_HEADER)
+    accept = headers.get("accept", "")
+    length = headers.get("content-length", "")
+    return (
+        (version is None or version in HANDSHAKE_PROTOCOL_VERSIONS)
+        and "application/json" in accept
+        and "text/event-stream" in accept
+        and length.isdigit()
+        and int(length) <= MAX_BODY_BYTES
+    )
+
+
+def _status_call(message: Any) -> dict[str, Any] | None:
+    """The arguments of a ``research`` status call without wait, progress or task."""
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        return None
+    request_id = message.get("id")
+    if isinstance(request_id, bool) or not isinstance(request_id, str | int):
+        return None
+    params = message.get("params")
+    if message.get("method") != "tools/call" or not isinstance(params, dict):
+        return None
+    arguments = params.get("arguments")
+    meta = params.get("_meta")
+    if (
+        params.get("name") != TOOL_NAME
+        or not isinstance(arguments, dict)
+        or "task" in params
+        or (meta is not None and (not isinstance(meta, dict) or "progressToken" in meta))
+    ):
+        return None
+    try:
+        parsed = parse_arguments(arguments)
+    except FoundryError:
+        return None  # the SDK's path answers the error
+    if parsed.action != QUICK_ACTION or parsed.wait:
+        return None
+    return arguments
+
+
+async def _read_body(receive: Receive) -> tuple[list[Message], bytes | None]:
+    """The request's messages as received, and its body (None past ``MAX_BODY_BYTES`` or when
+    the client went away)."""
+    received: list[Message] = []
+    body = b""
+    while True:
+        message = await receive()
+        received.append(message)
+        if message["type"] != "http.request":
+            return received, None
+        body += message.get("body", b"")
+        if len(body) > MAX_BODY_BYTES:
+            return received, None
+        if not message.get("more_body", False):
+            return received, body
+
+
+def _replaying(received: list[Message], receive: Receive) -> Receive:
+    """``receive`` that first gives back the messages already read."""
+    pending = list(received)
+
+    async def replay() -> Message:
+        return pending.pop(0) if pending else await receive()
+
+    return replay
+
+
+async def _send_json(send: Send, payload: dict[str, Any]) -> None:
+    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,152 @@
+"""A stateless team server answers a plain status poll without an MCP session
+(``server.quick_status``): the same answer as the SDK's path, as JSON, for the same callers.
+Everything else, and every request the SDK would refuse, still goes through the SDK.
+
+One ``foundry-mcp serve --http`` subprocess in stateless mode, with two principals' tokens;
+raw HTTP requests show which path answered (``application/json`` here, an event stream from
+the SDK), the SDK's client shows that its answers are valid results.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.conftest import call, run_to_end
+from tests.e2e.teamserver import TeamServer, add_to_config, bearer, mcp_client
+from tests.fakes import FakeHTTPServer
+
+pytestmark = pytest.mark.anyio
+
+ALICE = "alice-token-quick-3f9a1c7e5b"
+BOB = "bob-token-quick-8e2d4a6c0f"
+QUESTION = "How does WAL mode work in SQLite?"
+HEADERS = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+    "MCP-Protocol-Version": "2025-06-18",
+}
+# Fields of a status that move between two reads of the same research.
+MOVING = {"elapsed_s", "stale", "next_action"}
+
+
+def status_request(research_id: str, **more: Any) -> dict[str, Any]:
+    arguments = {"action": "deep-research-status", "research_id": research_id, **more}
+    return {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": "research", "arguments": arguments},
+    }
+
+
+def post(
+    server: TeamServer, body: dict[str, Any], token: str | None = ALICE, **headers: str
+) -> httpx.Response:
+    return httpx.post(
+        server.url,
+        content=json.dumps(body),
+        headers={**HEADERS, **bearer(token), **headers},
+        timeout=30,
+        trust_env=False,
+    )
+
+
+def sse_result(response: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC message of an event-stream answer."""
+    data = [line[5:] for line in response.text.splitlines() if line.startswith("data:")]
+    return dict(json.loads(data[-1]))
+
+
+def still(data: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in data.items() if key not in MOVING}
+
+
+@pytest.fixture
+def server(research_env: dict[str, str], tavily_server: FakeHTTPServer) -> Iterator[TeamServer]:
+    """A stateless server with two principals' tokens."""
+    add_to_config(research_env, "[server]\nstateless = true\n")
+    env = {**research_env, "FOUNDRY_MCP_TOKENS": f"alice:{ALICE},bob:{BOB}"}
+    with TeamServer(env) as team_server:
+        yield team_server
+
+
+async def _completed_research(server: TeamServer) -> str:
+    async with mcp_client(server.url, ALICE) as client:
+        started = await call(client, action="deep-research", query=QUESTION, effort="quick")
+        assert started["success"], started
+        research_id = str(started["data"]["research_id"])
+        final = await run_to_end(client, research_id)
+        assert final["status"] == "completed", final
+        answered = await call(client, action="deep-research-status", research_id=research_id)
+        assert answered["success"] and answered["data"]["research_id"] == research_id
+    return research_id
+
+
+async def test_a_plain_status_poll_is_answered_as_json_with_the_sdks_answer(
+    server: TeamServer,
+) -> None:
+    team_server = server
+    research_id = await _completed_research(team_server)
+    quick = post(team_server, status_request(research_id))
+    assert quick.status_code == 200
+    assert quick.headers["content-type"] == "application/json"
+    answer = quick.json()
+    assert answer["jsonrpc"] == "2.0" and answer["id"] == 7
+    # The same call with a progress token goes through the SDK (it may send notifications).
+    through_sdk = status_request(research_id)
+    through_sdk["params"]["_meta"] = {"progressToken": "p1"}
+    slow = post(team_server, through_sdk)
+    assert slow.headers["content-type"].startswith("text/event-stream")
+    expected = sse_result(slow)["result"]
+    result = answer["result"]
+    assert result["isError"] is False and expected["isError"] is False
+    assert still(result["structuredContent"]["data"]) == still(
+        expected["structuredContent"]["data"]
+    )
+    assert json.loads(result["content"][0]["text"])["data"]["research_id"] == research_id
+
+
+async def test_only_plain_status_polls_take_the_quick_path(
+    server: TeamServer,
+) -> None:
+    team_server = server
+    research_id = await _completed_research(team_server)
+    waiting = post(team_server, status_request(research_id, wait=True, wait_timeout=0))
+    assert waiting.headers["content-type"].startswith("text/event-stream")
+    report = status_request(research_id)
+    report["params"]["arguments"] = {"action": "deep-research-report", "research_id": research_id}
+    assert post(team_server, report).headers["content-type"].startswith("text/event-stream")
+    not_json = post(team_server, status_request(research_id), Accept="application/json")
+    assert not_json.status_code == 406  # the SDK's own refusal: an event stream must be accepted
+
+
+async def test_the_quick_path_serves_only_whom_the_sdk_serves(
+    server: TeamServer,
+) -> None:
+    team_server = server
+    research_id = await _completed_research(team_server)
+    assert post(team_server, status_request(research_id), token=None).status_code == 401
+    assert post(team_server, status_request(research_id), token="wrong").status_code == 401
+    assert post(team_server, status_request(research_id), Host="evil.example").status_code == 421
+    # Another principal's research is unknown to bob, as on the SDK's path.
+    refused = post(team_server, status_request(research_id), token=BOB).json()["result"]
+    assert refused["isError"] is True
+    assert refused["structuredContent"]["data"]["error_code"] == "RESEARCH_NOT_FOUND"
+
+
+async def test_a_bad_status_call_gets_the_sdks_error(server: TeamServer) -> None:
+    team_server = server
+    unknown = post(team_server, status_request("deepres-000000000000")).json()["result"]
+    assert unknown["isError"] is True
+    assert unknown["structuredContent"]["data"]["error_code"] == "RESEARCH_NOT_FOUND"
+    escaping = post(team_server, status_request("../../etc/passwd")).json()["result"]
+    assert escaping["isError"] is True
+    assert escaping["structuredContent"]["data"]["error_code"] == "INVALID_RESEARCH_ID"
+    malformed = post(team_server, status_request("deepres-000000000000", wait_timeout="soon"))
+    assert malformed.headers["content-type"].startswith("text/event-stream")  # not parsed here
+    assert sse_result(malformed)["result"]["isError"] is True
