@@ -135,9 +135,9 @@ async def test_a_waiting_status_sleeps_until_the_research_moves(backend: Setting
         for name in ("load", "load_status"):
             read = getattr(service.io.reader, name)
 
-            def counted(research_id: str, read: Any = read, name: str = name) -> Any:
+            def counted(research_id: str, *more: Any, read: Any = read, name: str = name) -> Any:
                 full_reads.append(name)
-                return read(research_id)
+                return read(research_id, *more)
 
             setattr(service.io.reader, name, counted)
 
@@ -169,9 +169,11 @@ async def test_a_waiting_status_call_reads_nothing_whole_without_a_progress_toke
     for name in ("load", "load_status"):
         original = getattr(ResearchStore, name)
 
-        def counted(store: ResearchStore, research_id: str, original: Any = original) -> Any:
+        def counted(
+            store: ResearchStore, research_id: str, *more: Any, original: Any = original
+        ) -> Any:
             full_reads.append(time.monotonic())
-            return original(store, research_id)
+            return original(store, research_id, *more)
 
         monkeypatch.setattr(ResearchStore, name, counted)
 

@@ -67,6 +67,22 @@ def _newest_first(states: list[ResearchState]) -> list[str]:
 # --------------------------------------------------------------------------- save / load
 
 
+def test_a_status_read_reuses_a_state_not_saved_since(stores: Stores) -> None:
+    """A state read before is given back while unchanged; another server's save is seen."""
+    store, other = stores.open(), stores.open()
+    state = stored_state(status=Status.RUNNING, research_brief="before")
+    store.save(state)
+    first = store.load_status(state.id)
+    assert first.state.research_brief == "before"
+    again = store.load_status(state.id, first.state)
+    assert again.state is first.state  # not read, not decoded
+    saved = other.load(state.id)
+    saved.research_brief = "after"
+    other.save(saved)
+    moved = store.load_status(state.id, first.state)
+    assert moved.state is not first.state and moved.state.research_brief == "after"
+
+
 def test_round_trip_keeps_every_field(store: Store) -> None:
     state = stored_state(
         status=Status.RUNNING,

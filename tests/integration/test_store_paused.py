@@ -217,7 +217,7 @@ async def test_a_status_the_store_cannot_reach_is_the_last_one_read(
             service.store.create(state, Owner(), 60)
         assert (await service.status(read_before.id))["warnings"] == []
 
-        def out_of_reach(research_id: str) -> StatusRead:
+        def out_of_reach(research_id: str, known: object = None) -> StatusRead:
             raise StoreUnavailableError("The research store cannot be reached: refused.")
 
         monkeypatch.setattr(service.io.reader, "load_status", out_of_reach)

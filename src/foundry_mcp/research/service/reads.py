@@ -125,13 +125,14 @@ class ResearchReader:
         """The research as a status reads it (``OwnershipWatch.settled``), and None; or, when
         the store does not answer in time, the last read of it and when that was. With
         ``principal``, ``RESEARCH_NOT_FOUND`` unless it is that principal's."""
+        remembered = self._last_read.get(research_id)
+        known = remembered[0].state if remembered else None  # not decoded again if unchanged
         try:
             with anyio.fail_after(STATUS_READ_SECONDS):
-                read = await self.io.read(lambda store: store.load_status(research_id))
+                read = await self.io.read(lambda store: store.load_status(research_id, known))
         except (TimeoutError, StoreUnavailableError) as exc:
             # Slow to answer, or known out of reach (PostgreSQL fails fast for a few seconds
             # after a call found the database lost): the last status read, if there is one.
-            remembered = self._last_read.get(research_id)
             if remembered is None:
                 if isinstance(exc, StoreUnavailableError):
                     raise

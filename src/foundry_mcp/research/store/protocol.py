@@ -110,9 +110,11 @@ class Store(Protocol):
         if there is none."""
         ...
 
-    def load_status(self, research_id: str) -> StatusRead:
+    def load_status(self, research_id: str, known: ResearchState | None = None) -> StatusRead:
         """The state (without page text) with its ownership, principal and newest event time,
-        read in one statement: all a status answer needs; ``ResearchNotFoundError`` if none."""
+        read in one statement: all a status answer needs; ``ResearchNotFoundError`` if none.
+        ``known``, a state of it read before, is given back when none was saved since (the
+        same ``updated_at``): the stored state is then neither read nor decoded."""
         ...
 
     def load_pages(self, *states: ResearchState) -> None:

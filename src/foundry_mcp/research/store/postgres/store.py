@@ -225,22 +225,23 @@ class PostgresStore(PgArchiveAndSpend, LeasesAndEvents):
             raise research_not_found(research_id)
         return decode_state(found[0], research_id)
 
-    def load_status(self, research_id: str) -> StatusRead:
-        """The state with its ownership, principal and newest event time, in one statement;
-        ``ResearchNotFoundError`` if there is none."""
+    def load_status(self, research_id: str, known: ResearchState | None = None) -> StatusRead:
+        """The state with its ownership, principal and newest event time, in one statement
+        (``known`` given back when it is still the stored state); ``ResearchNotFoundError`` if
+        there is none."""
         validate_research_id(research_id)
         with self._db.connection() as conn:
             found = conn.execute(
-                f"SELECT state, principal, {OWNERSHIP_COLUMNS}, (SELECT at FROM events WHERE "
-                "research_id = research.id ORDER BY seq DESC LIMIT 1) FROM research WHERE id = %s",
-                (research_id,),
+                "SELECT CASE WHEN updated_at = %s THEN NULL ELSE state END, principal, "
+                f"{OWNERSHIP_COLUMNS}, (SELECT at FROM events WHERE research_id = research.id "
+                "ORDER BY seq DESC LIMIT 1) FROM research WHERE id = %s",
+                (known.updated_at if known else None, research_id),
             ).fetchone()
         if found is None:
             raise research_not_found(research_id)
         last_event = None if found[8] is None else iso(found[8])
-        return StatusRead(
-            decode_state(found[0], research_id), ownership_of(found[2:8]), found[1], last_event
-        )
+        state = known if found[0] is None and known else decode_state(found[0], research_id)
+        return StatusRead(state, ownership_of(found[2:8]), found[1], last_event)
 
     def load_pages(self, *states: ResearchState) -> None:
         """Give the sources of ``states`` their page text (one query for all)."""
