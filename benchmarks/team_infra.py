@@ -30,9 +30,8 @@ from pathlib import Path
 
 import httpx2
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
-from tests.e2e.teamserver import bearer
+from tests.e2e.teamserver import mcp_client
 from tests.postgres import PostgresServer, _command, _server_user
 
 DOWN_SECONDS = 5.0  # a worker that refused a connection is passed over this long
@@ -105,16 +104,8 @@ async def balanced_client(
     """The SDK's client over streamable HTTP through ``balancer`` (``url``'s port is replaced
     on every request), and its transport."""
     transport = BalancedTransport(balancer)
-    http = httpx2.AsyncClient(
-        transport=transport,
-        headers=bearer(token),
-        timeout=httpx2.Timeout(30, read=120),
-        trust_env=False,
-    )
-    async with http:
-        streams = streamable_http_client(url, http_client=http)
-        async with Client(streams, mode="legacy") as client:
-            yield client, transport
+    async with mcp_client(url, token, transport=transport) as client:
+        yield client, transport
 
 
 class RestartablePostgres:

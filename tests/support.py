@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -65,3 +67,14 @@ async def wait_until(
                 return status
             # A research that ended elsewhere answers at once: yield, so the timeout can fire.
             await anyio.sleep(0.02)
+
+
+def exited_pid() -> int:
+    """The pid of a process that has already exited."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(done.stdout)

@@ -149,10 +149,15 @@ async def mcp_client(
     *,
     mode: str = "legacy",
     extensions: Sequence[ClientExtension] = (),
+    transport: httpx2.AsyncBaseTransport | None = None,
 ) -> AsyncIterator[Client]:
-    """The SDK's client over streamable HTTP, sending ``token`` as a bearer token."""
+    """The SDK's client over streamable HTTP, sending ``token`` as a bearer token (through
+    ``transport``, a balancer say, when given)."""
     http = httpx2.AsyncClient(
-        headers=bearer(token), timeout=httpx2.Timeout(30, read=120), trust_env=False
+        transport=transport,
+        headers=bearer(token),
+        timeout=httpx2.Timeout(30, read=120),
+        trust_env=False,
     )
     async with http:
         transport = streamable_http_client(url, http_client=http)

@@ -16,8 +16,8 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager, suppress
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +26,10 @@ import httpx
 import httpx2
 import pytest
 from mcp import Client
-from mcp.client.extension import ClientExtension
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.e2e.conftest import call, run_to_end
-from tests.e2e.teamserver import TeamServer, add_to_config, bearer
+from tests.e2e.teamserver import TeamServer, add_to_config, bearer, mcp_client
 from tests.e2e.test_http_server import INITIALIZE
 from tests.e2e.test_tasks import MODERN, TasksClient, task_request
 from tests.fakes import FakeHTTPServer
@@ -73,27 +72,6 @@ class RoundRobin(httpx2.AsyncBaseTransport):
         await self._inner.aclose()
 
 
-@asynccontextmanager
-async def balanced_client(
-    balancer: RoundRobin,
-    url: str,
-    token: str | None = None,
-    *,
-    mode: str = "legacy",
-    extensions: Sequence[ClientExtension] = (),
-) -> AsyncIterator[Client]:
-    http = httpx2.AsyncClient(
-        transport=balancer,
-        headers=bearer(token),
-        timeout=httpx2.Timeout(30, read=120),
-        trust_env=False,
-    )
-    async with http:
-        transport = streamable_http_client(url, http_client=http)
-        async with Client(transport, mode=mode, extensions=list(extensions)) as client:
-            yield client
-
-
 @contextmanager
 def two_workers(env: dict[str, str]) -> Iterator[tuple[TeamServer, TeamServer]]:
     with TeamServer(env) as first, TeamServer(env) as second:
@@ -114,7 +92,7 @@ async def test_any_worker_answers_any_request_in_stateless_mode(
 ) -> None:
     with two_workers(stateless_env) as (a, b):
         balancer = RoundRobin([a.port, b.port])
-        async with balanced_client(balancer, a.url, ALICE) as client:
+        async with mcp_client(a.url, ALICE, transport=balancer) as client:
             started = await call(client, action="deep-research", query=QUESTION, effort="quick")
             assert started["success"], started
             research_id = started["data"]["research_id"]
@@ -139,8 +117,8 @@ async def test_a_task_is_answered_by_whichever_worker_is_asked(
     with two_workers(stateless_env) as (a, b):
         balancer = RoundRobin([a.port, b.port])
         tasks = TasksClient()
-        async with balanced_client(
-            balancer, a.url, ALICE, mode=MODERN, extensions=[tasks]
+        async with mcp_client(
+            a.url, ALICE, mode=MODERN, extensions=[tasks], transport=balancer
         ) as client:
             result = await client.call_tool(
                 "research", {"action": "deep-research", "query": QUESTION, "effort": "quick"}
@@ -167,7 +145,7 @@ async def test_without_stateless_mode_a_session_lives_in_one_worker(
     with two_workers(env) as (a, b):
         balancer = RoundRobin([a.port, b.port])
         with pytest.raises(Exception):  # noqa: B017 - the second worker knows no such session
-            async with balanced_client(balancer, a.url, ALICE) as client:
+            async with mcp_client(a.url, ALICE, transport=balancer) as client:
                 for _ in range(3):
                     await call(client, action="deep-research-list")
         assert balancer.session_ids  # a session was made, by the first worker only

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 import time
 from datetime import timedelta
 
@@ -26,7 +24,7 @@ from foundry_mcp.research.store.sqlite.store import (
 )
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer, ResearchBrain
-from tests.support import TERMINAL, wait_until
+from tests.support import TERMINAL, exited_pid, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -147,21 +145,10 @@ async def test_two_processes_one_store_run_each_research_once(
         assert events.count("cancel_received") == 1  # obeyed once, not at every wait
 
 
-def _exited_pid() -> int:
-    """The pid of a process that has already exited."""
-    done = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return int(done.stdout)
-
-
 async def test_a_dead_owner_is_detected_and_a_late_write_from_it_is_refused(
     settings: Settings,
 ) -> None:
-    ghost = Owner(pid=_exited_pid())
+    ghost = Owner(pid=exited_pid())
     store = ResearchStore(settings.research.research_dir)
     state = ResearchState(query="What is a B-link tree?", llm_provider="openai", llm_model="m")
     state.status = Status.RUNNING

@@ -18,7 +18,7 @@ from foundry_mcp.research.models import Status
 from foundry_mcp.research.store.opening import open_store
 from foundry_mcp.research.store.owners import Owner, Ownership, split_host, this_node
 from foundry_mcp.research.store.protocol import Store
-from tests.support import stored_state
+from tests.support import exited_pid, stored_state
 
 HOUR = 3600.0
 
@@ -29,16 +29,6 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     opened = open_store(ResearchSettings(research_dir=tmp_path / "research", store_url=url))
     yield opened
     opened.close()
-
-
-def _exited_pid() -> int:
-    done = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return int(done.stdout)
 
 
 def _ids(found: list[tuple[str, Ownership]]) -> set[str]:
@@ -84,7 +74,7 @@ def test_only_research_that_may_need_a_new_worker_is_read(store: Store) -> None:
 
 def test_a_dead_owner_on_this_node_is_seen_before_its_lease_runs_out(store: Store) -> None:
     me = Owner()
-    ghost = Owner(pid=_exited_pid())  # this node, a process that has exited
+    ghost = Owner(pid=exited_pid())  # this node, a process that has exited
     state = stored_state(1, status=Status.RUNNING)
     store.create(state, ghost, lease_seconds=60)
     found = dict(store.takeover_candidates(me, HOUR, 50))
@@ -96,7 +86,7 @@ def test_a_host_name_alone_never_declares_an_owner_dead(store: Store) -> None:
     """Two containers with one host name, each with its own pids: the other's pid is not ours
     to check, so its lease decides."""
     me = Owner()
-    twin = Owner(host=me.host, pid=_exited_pid(), node="fedcba9876543210")
+    twin = Owner(host=me.host, pid=exited_pid(), node="fedcba9876543210")
     state = stored_state(1, status=Status.RUNNING)
     store.create(state, twin, lease_seconds=60)
     ownership = store.ownership(state.id)
@@ -107,7 +97,7 @@ def test_a_host_name_alone_never_declares_an_owner_dead(store: Store) -> None:
 
 def test_a_lease_written_before_nodes_is_decided_by_the_lease(store: Store) -> None:
     me = Owner()
-    old = Owner(pid=_exited_pid(), node=None)  # as a row of an older foundry-mcp
+    old = Owner(pid=exited_pid(), node=None)  # as a row of an older foundry-mcp
     state = stored_state(1, status=Status.RUNNING)
     store.create(state, old, lease_seconds=60)
     ownership = store.ownership(state.id)

@@ -186,8 +186,16 @@ async def run_action(
     host: ServiceHost, arguments: dict[str, Any], principal: Principal | None
 ) -> CallToolResult:
     """The research tool's answer to ``arguments`` for ``principal``, outside an MCP request
-    (a task's run, a status answered without a session: ``server.quick_status``)."""
-    return _result(await _handle(host, parse_arguments(arguments), principal=principal))
+    (a task's run)."""
+    return await answer(host, parse_arguments(arguments), principal)
+
+
+async def answer(
+    host: ServiceHost, arguments: ResearchArguments, principal: Principal | None
+) -> CallToolResult:
+    """The research tool's answer to parsed ``arguments`` for ``principal`` (a task's run, a
+    status answered without a session: ``server.quick_status``)."""
+    return _result(await _handle(host, arguments, principal=principal))
 
 
 def _result(envelope: Envelope) -> CallToolResult:

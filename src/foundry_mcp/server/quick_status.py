@@ -11,7 +11,7 @@ POST to the MCP endpoint whose body is one JSON-RPC ``tools/call`` of ``research
 ``action: "deep-research-status"``, without ``wait``, progress token or task, from a caller the
 SDK would serve: Host and Origin allowed, a valid bearer token when the server takes tokens,
 JSON accepted, no protocol version or one of the handshake era's. The answer comes from the
-tool's own handler (``server.app.run_action``) as the ``application/json`` response the
+tool's own handler (``server.app.answer``) as the ``application/json`` response the
 streamable HTTP transport allows. Every other request, and any it is unsure of, goes to the
 SDK unchanged, its body replayed.
 """
@@ -32,8 +32,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.research.principal import Principal
-from foundry_mcp.server.app import TOOL_NAME, run_action
-from foundry_mcp.server.arguments import parse_arguments
+from foundry_mcp.server.app import TOOL_NAME, answer
+from foundry_mcp.server.arguments import ResearchArguments, parse_arguments
 from foundry_mcp.server.auth import principal_of
 from foundry_mcp.server.host import ServiceHost
 
@@ -60,33 +60,36 @@ class QuickStatus:
         self._host = host
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        host = self._host()
         if not (
-            scope["type"] == "http" and scope["method"] == "POST" and scope["path"] == self._path
+            scope["type"] == "http"
+            and scope["method"] == "POST"
+            and scope["path"] == self._path
+            and host is not None
+            and host.current is not None  # the research service is open
+            and _plain_post(Headers(scope=scope))
         ):
             await self.app(scope, receive, send)
             return
-        headers = Headers(scope=scope)
-        if not _plain_post(headers):
-            await self.app(scope, receive, send)
-            return
         received, body = await _read_body(receive)
-        host = self._host()
-        call = await self._quick_call(scope, receive, headers, body) if body is not None else None
-        if call is None or host is None or host.current is None:
+        call = None if body is None else await self._quick_call(scope, receive, body)
+        if call is None:
             await self.app(scope, _replaying(received, receive), send)
             return
         request_id, arguments, principal = call
-        result = await run_action(host, arguments, principal)
-        answer = {
-            "jsonrpc": "2.0",
-            "id": request_id,
-            "result": result.model_dump(by_alias=True, mode="json", exclude_none=True),
-        }
-        await _send_json(send, answer)
+        result = await answer(host, arguments, principal)
+        await _send_json(
+            send,
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "result": result.model_dump(by_alias=True, mode="json", exclude_none=True),
+            },
+        )
 
     async def _quick_call(
-        self, scope: Scope, receive: Receive, headers: Headers, body: bytes
-    ) -> tuple[str | int, dict[str, Any], Principal | None] | None:
+        self, scope: Scope, receive: Receive, body: bytes
+    ) -> tuple[str | int, ResearchArguments, Principal | None] | None:
         """The request id, arguments and principal of a plain status call the SDK would serve;
         None for anything else."""
         if await self._security.validate_request(Request(scope, receive), is_post=True):
@@ -100,7 +103,8 @@ class QuickStatus:
             return None
         principal: Principal | None = None
         if self._verifier is not None:
-            scheme, _, token = headers.get("authorization", "").partition(" ")
+            authorization = Headers(scope=scope).get("authorization", "")
+            scheme, _, token = authorization.partition(" ")
             if scheme.lower() != "bearer" or not token:
                 return None
             access = await self._verifier.verify_token(token.strip())
@@ -125,8 +129,8 @@ def _plain_post(headers: Headers) -> bool:
     )
 
 
-def _status_call(message: Any) -> dict[str, Any] | None:
-    """The arguments of a ``research`` status call without wait, progress or task."""
+def _status_call(message: Any) -> ResearchArguments | None:
+    """The parsed arguments of a ``research`` status call without wait, progress or task."""
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         return None
     request_id = message.get("id")
@@ -150,7 +154,7 @@ def _status_call(message: Any) -> dict[str, Any] | None:
         return None  # the SDK's path answers the error
     if parsed.action != QUICK_ACTION or parsed.wait:
         return None
-    return arguments
+    return parsed
 
 
 async def _read_body(receive: Receive) -> tuple[list[Message], bytes | None]:
