@@ -1,7 +1,9 @@
 """Background runs: each research runs in its own cancel scope inside a long-lived task group.
 
 The task group belongs to whoever hosts the service: the MCP server's lifespan, or the CLI.
-When the host shuts down, every run is cancelled and records itself as interrupted.
+When the host shuts down, every run is cancelled and records itself as interrupted. Runs begin
+at a paced rate (:mod:`foundry_mcp.research.pacing`), so that a crowd of starts or takeovers
+does not stall the server's other requests.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from dataclasses import dataclass, field
 
 import anyio
 from anyio.abc import TaskGroup
+
+from foundry_mcp.research.pacing import Pacer
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +34,9 @@ class Job:
 class JobRunner:
     """Starts, tracks and cancels the research runs of this process."""
 
-    def __init__(self, task_group: TaskGroup) -> None:
+    def __init__(self, task_group: TaskGroup, pacer: Pacer | None = None) -> None:
         self._task_group = task_group
+        self._pacer = pacer or Pacer()
         self._jobs: dict[str, Job] = {}
         self._starting: dict[str, int] = {}  # research being saved or claimed to run here
 
@@ -90,6 +95,14 @@ class JobRunner:
     async def _run(self, job: Job, work: Callable[[Job], Awaitable[None]]) -> None:
         try:
             with job.scope:
+                try:
+                    await self._pacer.turn()
+                except anyio.get_cancelled_exc_class():
+                    # Cancelled (or the server stopping) before its turn came: the run begins
+                    # at once all the same, so that it records the cancel, or "interrupted", as
+                    # it does at any other step (the scope stays cancelled: its next unshielded
+                    # wait raises again).
+                    pass
                 await work(job)
         except Exception:  # the work records its own failures; this is a last resort
             log.exception("research %s crashed", job.research_id)
