@@ -17,7 +17,7 @@ from functools import partial
 
 import anyio
 
-from foundry_mcp.errors import FoundryError
+from foundry_mcp.errors import FoundryError, StoreUnavailableError
 from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.models import ResearchState, Status
 from foundry_mcp.research.runner import ResearchRunner, abort
@@ -71,9 +71,9 @@ class OwnershipWatch:
                 if failing:
                     log.warning("heartbeat reached the store again")
                     failing = False
-            except Exception:  # a busy or failing store must not kill the heartbeat
+            except Exception as exc:  # a busy or failing store must not kill the heartbeat
                 if not failing:
-                    log.exception("heartbeat could not reach the store; retrying")
+                    store_failed(log, "heartbeat", exc)
                 failing = True
                 await anyio.sleep(IDLE_SECONDS)
             for research_id in cancel:
@@ -143,3 +143,13 @@ class OwnershipWatch:
             except FoundryError:
                 continue
         return recovered
+
+
+def store_failed(logger: logging.Logger, loop: str, exc: Exception) -> None:
+    """Log that a background loop (the heartbeat, the takeover scan) could not reach the store:
+    a warning for a store out of reach (a database restarting says so, it needs no traceback),
+    the whole traceback for anything else."""
+    if isinstance(exc, StoreUnavailableError):
+        logger.warning("%s could not reach the store; retrying: %s", loop, exc.message)
+    else:
+        logger.error("%s could not reach the store; retrying", loop, exc_info=exc)

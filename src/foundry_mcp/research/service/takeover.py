@@ -33,7 +33,7 @@ from foundry_mcp.config.research_settings import ResearchSettings
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.research.models import Status, utcnow
 from foundry_mcp.research.runner import SERVER_STOPPED, abort
-from foundry_mcp.research.service.ownership import OWNER_STOPPED
+from foundry_mcp.research.service.ownership import OWNER_STOPPED, store_failed
 from foundry_mcp.research.store.owners import Ownership
 from foundry_mcp.research.store.protocol import Store
 
@@ -88,8 +88,8 @@ class Takeover:
             await anyio.sleep(self.interval * random.uniform(0.5, 1.5))
             try:
                 await self.scan()
-            except Exception:  # a store that is briefly unreachable must not end the loop
-                log.exception("takeover scan could not reach the store")
+            except Exception as exc:  # a store that is briefly unreachable must not end the loop
+                store_failed(log, "takeover scan", exc)
 
     async def scan(self) -> list[str]:
         """One pass: the ids of the research this worker took over."""
