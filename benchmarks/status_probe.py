@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import IO, Any
 
 import anyio
-from anyio.abc import TaskGroup
 from mcp import Client
 
 from benchmarks.team_infra import BalancedTransport, Balancer, CallFailed, research_call
@@ -51,13 +50,12 @@ BROKEN_IN_A_ROW = 3  # a client whose calls broke this often is replaced by a ne
 class Probe:
     """Clients by principal, the research to poll, and the file the calls go to."""
 
-    def __init__(self, args: argparse.Namespace, out: IO[str], calls: TaskGroup) -> None:
+    def __init__(self, args: argparse.Namespace, out: IO[str]) -> None:
         self.balancer = Balancer(dict(args.port))
         self.url = f"http://127.0.0.1:{args.port[0][1]}{MCP_PATH}"  # the balancer sets the port
         self.tokens: dict[str, str] = dict(args.token)
         self.ids_path: Path = args.ids
         self.out = out
-        self.calls = calls
         self.clients: dict[str, tuple[Client, BalancedTransport]] = {}
         self.retired: dict[str, anyio.Event] = {}  # set: the principal's client is replaced
         self.broken: dict[str, int] = {}
@@ -78,19 +76,23 @@ class Probe:
         return known[self.turn % len(known)]
 
     async def hold_client(self, principal: str) -> None:
-        """Open the principal's client and keep it open until it is replaced (a task: the
-        SDK's client is closed by the task that opened it)."""
-        retired = self.retired[principal] = anyio.Event()
-        transport = BalancedTransport(self.balancer)
-        async with mcp_client(self.url, self.tokens[principal], transport=transport) as client:
-            self.clients[principal] = (client, transport)
-            self.broken[principal] = 0
-            await retired.wait()
+        """Keep a client of the principal open (a task: the SDK's client is closed by the task
+        that opened it), and open a new one when it is retired or fails (its worker died
+        under a call)."""
+        while True:
+            retired = self.retired[principal] = anyio.Event()
+            transport = BalancedTransport(self.balancer)
+            try:
+                async with mcp_client(self.url, self.tokens[principal], transport=transport) as c:
+                    self.clients[principal] = (c, transport)
+                    self.broken[principal] = 0
+                    await retired.wait()
+            except Exception:  # its calls in flight are recorded broken by their own tasks
+                await anyio.sleep(0.05)
 
     def replace_client(self, principal: str) -> None:
         """A new client for the principal; the old one closes (its calls in flight break)."""
         self.retired[principal].set()
-        self.calls.start_soon(self.hold_client, principal)
 
     async def poll(self, principal: str, research_id: str) -> None:
         """One status call, written to the output whatever became of it."""
@@ -126,7 +128,7 @@ class Probe:
 
 async def run(args: argparse.Namespace, out: IO[str]) -> None:
     async with anyio.create_task_group() as calls:
-        probe = Probe(args, out, calls)
+        probe = Probe(args, out)
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
 
             async def stop_on_signal() -> None:

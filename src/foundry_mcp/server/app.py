@@ -194,7 +194,7 @@ async def answer(
     host: ServiceHost, arguments: ResearchArguments, principal: Principal | None
 ) -> CallToolResult:
     """The research tool's answer to parsed ``arguments`` for ``principal`` (a task's run, a
-    status answered without a session: ``server.quick_status``)."""
+    status answered without a session: ``server.quick_answers``)."""
     return _result(await _handle(host, arguments, principal=principal))
 
 

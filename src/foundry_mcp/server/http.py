@@ -54,7 +54,7 @@ from foundry_mcp.errors import ConfigError, FoundryError
 from foundry_mcp.server.app import create_server
 from foundry_mcp.server.auth import ConfiguredTokens, auth_settings, word_refusals
 from foundry_mcp.server.host import ServiceHost
-from foundry_mcp.server.quick_status import QuickStatus
+from foundry_mcp.server.quick_answers import QuickAnswers
 
 if TYPE_CHECKING:
     from foundry_mcp.research.store.protocol import Store
@@ -220,7 +220,7 @@ def build_app(
     probe: HealthProbe | None = None,
 ) -> ASGIApp:
     """The ASGI app of the team server listening on ``host:port`` (stateless: behind
-    :class:`~foundry_mcp.server.quick_status.QuickStatus`)."""
+    :class:`~foundry_mcp.server.quick_answers.QuickAnswers`)."""
     settings = settings.model_copy(update={"server": settings.server.as_team_server()})
     server_settings = settings.server
     verifier = ConfiguredTokens(server_settings) if server_settings.tokens else None
@@ -244,7 +244,7 @@ def build_app(
         log.debug("the SDK's app has a new shape; its own 401 message is used")
     if not server_settings.stateless:
         return app
-    return QuickStatus(
+    return QuickAnswers(
         app, path=MCP_PATH, security=security, verifier=verifier, host=lambda: probe.host
     )
 

@@ -1,25 +1,32 @@
-"""A stateless team server answers a plain status poll without building an MCP session.
+"""A stateless team server answers status polls and the handshake without an MCP session.
 
 In stateless mode (``[server] stateless``) the SDK builds, for every POST, a transport, a
 JSON-RPC dispatcher and a server session, answers through an event stream and tears them all
 down again: about 2 ms of CPU and a dozen turns of the event loop per request. Status polls are
-most of a team server's requests (every client polls each of its research), so under load
-that plumbing, not the store, set the status latency (docs/benchmarks.md, "Team server").
+most of a team server's requests (every client polls each of its research), and every client
+opens its session with two more, so under load that plumbing, not the store, set the status
+latency (docs/benchmarks.md, "Team server").
 
-:class:`QuickStatus` sits in front of the SDK's app and answers one kind of request itself: a
-POST to the MCP endpoint whose body is one JSON-RPC ``tools/call`` of ``research`` with
-``action: "deep-research-status"``, without ``wait``, progress token or task, from a caller the
-SDK would serve: Host and Origin allowed, a valid bearer token when the server takes tokens,
-JSON accepted, no protocol version or one of the handshake era's. The answer comes from the
-tool's own handler (``server.app.answer``) as the ``application/json`` response the
-streamable HTTP transport allows. Every other request, and any it is unsure of, goes to the
-SDK unchanged, its body replayed.
+:class:`QuickAnswers` sits in front of the SDK's app and answers three kinds of POST to the MCP
+endpoint itself, when they come from a caller the SDK would serve (Host and Origin allowed, a
+valid bearer token when the server takes tokens, JSON accepted, no protocol version or one of
+the handshake era's):
+
+* one JSON-RPC ``tools/call`` of ``research`` with ``action: "deep-research-status"``, without
+  ``wait``, progress token or task: the answer comes from the tool's own handler
+  (``server.app.answer``), as the ``application/json`` response the streamable HTTP transport
+  allows;
+* ``initialize``, once the SDK has answered one like it, and ``notifications/initialized``
+  (:mod:`foundry_mcp.server.handshake`).
+
+Every other request, and any it is unsure of, goes to the SDK unchanged, its body replayed.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from mcp.server.auth.provider import TokenVerifier
@@ -35,14 +42,16 @@ from foundry_mcp.research.principal import Principal
 from foundry_mcp.server.app import TOOL_NAME, answer
 from foundry_mcp.server.arguments import ResearchArguments, parse_arguments
 from foundry_mcp.server.auth import principal_of
+from foundry_mcp.server.handshake import Handshake, is_initialize, is_initialized
 from foundry_mcp.server.host import ServiceHost
 
 QUICK_ACTION = "deep-research-status"
 MAX_BODY_BYTES = 16 * 1024  # a status call is a few hundred bytes; larger ones go to the SDK
 
 
-class QuickStatus:
-    """The ASGI app in front of the SDK's: plain status polls answered here, the rest passed on."""
+class QuickAnswers:
+    """The ASGI app in front of the SDK's: plain status polls and the handshake answered here,
+    the rest passed on."""
 
     def __init__(
         self,
@@ -58,60 +67,79 @@ class QuickStatus:
         self._security = TransportSecurityMiddleware(security)
         self._verifier = verifier
         self._host = host
+        self._handshake = Handshake()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        host = self._host()
         if not (
             scope["type"] == "http"
             and scope["method"] == "POST"
             and scope["path"] == self._path
-            and host is not None
-            and host.current is not None  # the research service is open
             and _plain_post(Headers(scope=scope))
         ):
             await self.app(scope, receive, send)
             return
         received, body = await _read_body(receive)
-        call = None if body is None else await self._quick_call(scope, receive, body)
-        if call is None:
-            await self.app(scope, _replaying(received, receive), send)
+        message = _json_of(body)
+        replayed = _replaying(received, receive)
+        if is_initialize(message):
+            known = self._handshake.answer(message)
+            if known is not None and await self._admitted(scope, receive):
+                await _send_json(send, known)
+            else:
+                await self.app(scope, replayed, self._handshake.recording(message, send))
             return
-        request_id, arguments, principal = call
-        result = await answer(host, arguments, principal)
+        if is_initialized(message) and await self._admitted(scope, receive):
+            await _send_accepted(send)
+            return
+        host = self._host()
+        arguments = _status_call(message)
+        if host is None or host.current is None or arguments is None:  # the service is not open
+            await self.app(scope, replayed, send)
+            return
+        admitted = await self._admitted(scope, receive)
+        if not admitted:
+            await self.app(scope, replayed, send)
+            return
+        result = await answer(host, arguments, admitted.principal)
         await _send_json(
             send,
             {
                 "jsonrpc": "2.0",
-                "id": request_id,
+                "id": message["id"],
                 "result": result.model_dump(by_alias=True, mode="json", exclude_none=True),
             },
         )
 
-    async def _quick_call(
-        self, scope: Scope, receive: Receive, body: bytes
-    ) -> tuple[str | int, ResearchArguments, Principal | None] | None:
-        """The request id, arguments and principal of a plain status call the SDK would serve;
-        None for anything else."""
+    async def _admitted(self, scope: Scope, receive: Receive) -> Admitted | None:
+        """The caller, if the SDK would serve it: Host and Origin allowed, and a valid bearer
+        token when the server takes tokens; None otherwise (the SDK refuses it, saying why)."""
         if await self._security.validate_request(Request(scope, receive), is_post=True):
-            return None  # refused: the SDK says why
-        try:
-            message = json.loads(body)
-        except ValueError:
             return None
-        parsed = _status_call(message)
-        if parsed is None:
+        if self._verifier is None:
+            return Admitted(None)
+        authorization = Headers(scope=scope).get("authorization", "")
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not token:
             return None
-        principal: Principal | None = None
-        if self._verifier is not None:
-            authorization = Headers(scope=scope).get("authorization", "")
-            scheme, _, token = authorization.partition(" ")
-            if scheme.lower() != "bearer" or not token:
-                return None
-            access = await self._verifier.verify_token(token.strip())
-            if access is None:
-                return None
-            principal = principal_of(access)
-        return message["id"], parsed, principal
+        access = await self._verifier.verify_token(token.strip())
+        return None if access is None else Admitted(principal_of(access))
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """A caller the SDK would serve, and its principal (None: the server takes no tokens)."""
+
+    principal: Principal | None
+
+
+def _json_of(body: bytes | None) -> Any:
+    """The JSON of a body; None when there is none or it is not JSON."""
+    if body is None:
+        return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
 
 
 def _plain_post(headers: Headers) -> bool:
@@ -182,6 +210,12 @@ def _replaying(received: list[Message], receive: Receive) -> Receive:
         return pending.pop(0) if pending else await receive()
 
     return replay
+
+
+async def _send_accepted(send: Send) -> None:
+    """202 Accepted without a body: what the transport answers a notification."""
+    await send({"type": "http.response.start", "status": 202, "headers": []})
+    await send({"type": "http.response.body", "body": b""})
 
 
 async def _send_json(send: Send, payload: dict[str, Any]) -> None:

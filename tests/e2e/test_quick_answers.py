@@ -1,5 +1,5 @@
 """A stateless team server answers a plain status poll without an MCP session
-(``server.quick_status``): the same answer as the SDK's path, as JSON, for the same callers.
+(``server.quick_answers``): the same answer as the SDK's path, as JSON, for the same callers.
 Everything else, and every request the SDK would refuse, still goes through the SDK.
 
 One ``foundry-mcp serve --http`` subprocess in stateless mode, with two principals' tokens;
@@ -150,3 +150,66 @@ async def test_a_bad_status_call_gets_the_sdks_error(server: TeamServer) -> None
     malformed = post(team_server, status_request("deepres-000000000000", wait_timeout="soon"))
     assert malformed.headers["content-type"].startswith("text/event-stream")  # not parsed here
     assert sse_result(malformed)["result"]["isError"] is True
+
+
+def initialize_request(request_id: int, client: str, version: str = "2025-06-18") -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": client, "version": "1.0"},
+        },
+    }
+
+
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def post_initialize(server: TeamServer, body: dict[str, Any], token: str | None) -> httpx.Response:
+    """An ``initialize`` without a protocol version header, as a client sends it."""
+    headers = {**HEADERS, **bearer(token)}
+    del headers["MCP-Protocol-Version"]
+    return httpx.post(
+        server.url, content=json.dumps(body), headers=headers, timeout=30, trust_env=False
+    )
+
+
+def initialize(server: TeamServer, body: dict[str, Any], token: str | None = ALICE) -> Any:
+    """The JSON-RPC answer to an ``initialize``, and the response's content type."""
+    response = post_initialize(server, body, token)
+    assert response.status_code == 200, response.text
+    kind = response.headers["content-type"]
+    return (response.json() if kind == "application/json" else sse_result(response)), kind
+
+
+async def test_the_handshake_is_answered_with_the_sdks_own_answer(server: TeamServer) -> None:
+    first, first_kind = initialize(server, initialize_request(1, "editor-one"))
+    again, again_kind = initialize(server, initialize_request(2, "editor-two"), token=BOB)
+
+    assert first_kind.startswith("text/event-stream")  # the SDK answered the first
+    assert again_kind == "application/json"  # the next one like it, here
+    assert again == {**first, "id": 2}
+    assert first["result"]["serverInfo"]["name"] == "foundry-mcp"
+    # Another protocol version is another kind: the SDK answers it, and picks its version.
+    older, older_kind = initialize(server, initialize_request(3, "editor-one", "2025-03-26"))
+    assert older_kind.startswith("text/event-stream")
+    assert older["result"]["protocolVersion"] == "2025-03-26"
+    accepted = post(server, INITIALIZED)
+    assert accepted.status_code == 202 and accepted.content == b""
+    # The SDK's client connects through it and works.
+    async with mcp_client(server.url, ALICE) as client:
+        listed = await call(client, action="deep-research-list")
+        assert listed["success"], listed
+
+
+async def test_the_handshake_is_answered_only_to_whom_the_sdk_serves(server: TeamServer) -> None:
+    initialize(server, initialize_request(1, "editor-one"))  # remembered from here on
+
+    for token in (None, "wrong"):
+        refused = post_initialize(server, initialize_request(2, "editor-two"), token)
+        assert refused.status_code == 401
+        assert post(server, INITIALIZED, token=token).status_code == 401
+    assert post(server, INITIALIZED, Host="evil.example").status_code == 421
