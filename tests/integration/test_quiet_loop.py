@@ -49,8 +49,9 @@ def backend(
 
 @contextmanager
 def statements(store: Store) -> Iterator[list[str]]:
-    """The SQL the store's reader threads send to ``store`` within the block, where a status
-    reads (PostgreSQL: the pool's empty liveness check of each checkout included, as ``""``)."""
+    """The SQL of the store's status reads within the block: SQLite's on its reader thread;
+    PostgreSQL's on the event loop (its async pool: ``store/postgres/status_reads.py``, the
+    pool's empty liveness check of a checkout included, as ``""``)."""
     seen: list[str] = []
 
     def mine() -> bool:
@@ -70,15 +71,16 @@ def statements(store: Store) -> Iterator[list[str]]:
             connection.set_trace_callback(None)
         return
     assert isinstance(store, PostgresStore)
-    original = psycopg.Connection.execute
+    original = psycopg.AsyncConnection.execute
 
-    def execute(self: psycopg.Connection[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
-        if mine():
-            seen.append(str(query))
-        return original(self, query, *args, **kwargs)
+    async def execute(
+        self: psycopg.AsyncConnection[Any], query: Any, *args: Any, **kwargs: Any
+    ) -> Any:
+        seen.append(str(query))
+        return await original(self, query, *args, **kwargs)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(psycopg.Connection, "execute", execute)
+        patch.setattr(psycopg.AsyncConnection, "execute", execute)
         yield seen
 
 
@@ -132,14 +134,18 @@ async def test_a_waiting_status_sleeps_until_the_research_moves(backend: Setting
         state = stored_state(status=Status.RUNNING, phase=Phase.PLANNING)
         service.store.create(state, other, 60)
         full_reads: list[str] = []
-        for name in ("load", "load_status"):
-            read = getattr(service.io.reader, name)
+        load, load_status = service.io.reader.load, service.io.load_status
 
-            def counted(research_id: str, *more: Any, read: Any = read, name: str = name) -> Any:
-                full_reads.append(name)
-                return read(research_id, *more)
+        def counted_load(research_id: str) -> Any:
+            full_reads.append("load")
+            return load(research_id)
 
-            setattr(service.io.reader, name, counted)
+        async def counted_load_status(research_id: str, *more: Any) -> Any:
+            full_reads.append("load_status")
+            return await load_status(research_id, *more)
+
+        service.io.reader.load = counted_load  # type: ignore[method-assign]
+        service.io.load_status = counted_load_status  # type: ignore[method-assign]
 
         moved_at = 0.0
 

@@ -44,10 +44,8 @@ from foundry_mcp.research.store.postgres.database import (
 )
 from foundry_mcp.research.store.postgres.events import PgEventLog, PgJournal
 from foundry_mcp.research.store.postgres.leases import (
-    OWNERSHIP_COLUMNS,
     PgLeases,
     lease_columns,
-    ownership_of,
 )
 from foundry_mcp.research.store.postgres.ledger import purge_orphans, save_statement, spend_of
 from foundry_mcp.research.store.postgres.notify import Listener
@@ -59,6 +57,14 @@ from foundry_mcp.research.store.postgres.pages import (
     write_pages,
 )
 from foundry_mcp.research.store.postgres.shared import admission, shared_key
+from foundry_mcp.research.store.postgres.status_reads import (
+    FINGERPRINT_QUERY,
+    STATUS_QUERY,
+    AsyncStatusReads,
+    fingerprint_of,
+    status_parameters,
+    status_read,
+)
 from foundry_mcp.research.store.records import (
     Fingerprint,
     ResearchSummary,
@@ -231,17 +237,12 @@ class PostgresStore(PgArchiveAndSpend, LeasesAndEvents):
         there is none."""
         validate_research_id(research_id)
         with self._db.connection() as conn:
-            found = conn.execute(
-                "SELECT CASE WHEN updated_at = %s THEN NULL ELSE state END, principal, "
-                f"{OWNERSHIP_COLUMNS}, (SELECT at FROM events WHERE research_id = research.id "
-                "ORDER BY seq DESC LIMIT 1) FROM research WHERE id = %s",
-                (known.updated_at if known else None, research_id),
-            ).fetchone()
-        if found is None:
-            raise research_not_found(research_id)
-        last_event = None if found[8] is None else iso(found[8])
-        state = known if found[0] is None and known else decode_state(found[0], research_id)
-        return StatusRead(state, ownership_of(found[2:8]), found[1], last_event)
+            found = conn.execute(STATUS_QUERY, status_parameters(research_id, known)).fetchone()
+        return status_read(found, research_id, known)
+
+    def status_reads(self) -> AsyncStatusReads:
+        """The status reads of this store on the event loop (psycopg's async pool)."""
+        return AsyncStatusReads(self._db)
 
     def load_pages(self, *states: ResearchState) -> None:
         """Give the sources of ``states`` their page text (one query for all)."""
@@ -255,11 +256,8 @@ class PostgresStore(PgArchiveAndSpend, LeasesAndEvents):
     def fingerprint(self, research_id: str) -> Fingerprint | None:
         """(status, phase, iteration, updated_at) without loading the whole state."""
         with self._db.connection() as conn:
-            found = conn.execute(
-                "SELECT status, phase, iteration, updated_at FROM research WHERE id = %s",
-                (research_id,),
-            ).fetchone()
-        return None if found is None else (found[0], found[1], found[2], iso(found[3]))
+            found = conn.execute(FINGERPRINT_QUERY, (research_id,)).fetchone()
+        return fingerprint_of(found)
 
     def principal_of(self, research_id: str) -> str | None:
         """Whose research it is (None: the local user's); ``ResearchNotFoundError`` if none."""
