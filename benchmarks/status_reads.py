@@ -2,22 +2,27 @@
 psycopg's async pool on the event loop.
 
 The research store runs PostgreSQL on worker threads behind ``AsyncStore`` (writes in order on
-one writer thread, a run's reads on reader threads), except the call a team server answers
-most: a status, and a long poll's fingerprint, read on the event loop through psycopg's
-``AsyncConnectionPool`` (``store/postgres/status_reads.py``). This measures both ways for a
-status, the same statement and the same decoding, from a throwaway PostgreSQL on this machine:
-``AsyncStore.read`` of ``Store.load_status`` (a reader thread) against
-``AsyncStore.load_status`` (the event loop).
+one writer thread, reads on reader threads; ``docs/architecture.md``). This measures what the
+other design, psycopg's ``AsyncConnectionPool`` on the event loop, would change for the call a
+team server answers most, a status: the same statement and the same decoding
+(``store/postgres/status.py``), read both ways from a throwaway PostgreSQL on this machine.
 
 The states are real: one research runs first against the fake providers (no simulated
 latency), and its final state is stored under ``--research`` ids (about 30 KB each, without
-page text, like those of ``benchmarks/team_load.py``). Each way then reads ``--reads`` statuses,
-the research in turn, twice: as a server's poll mostly is, the state unchanged since its last
-read (``known``: the row's state is not sent nor decoded), and with every state decoded. Each
-round runs sequentially (one call at a time: the latency of one call) and with 16 callers at
+page text, like those of ``benchmarks/team_load.py``). Each way then reads ``--reads``
+statuses, the research in turn, twice: as a server's poll mostly is, the state unchanged since
+its last read (``known``: the row's state is neither sent nor decoded), and with every state
+decoded. Each round runs one call at a time (the latency of one call) and with 16 callers at
 once (throughput). It prints, per way and round: the CPU of this process per read (both ways
-do the same work besides the access path, so the difference is the path's), p50 and p99
-latency, and the reads per second. Run from the repository root:
+do the same work besides the access path), p50 and p99 latency, and the reads per second.
+
+Alone, the async pool costs less: about half the CPU of an unchanged read, and half the p99
+with 16 callers. A team server under load is another matter: its event loop is what a status
+waits for, and the async pool moves the driver's I/O and the decoding of changed states onto
+it. With the status reads on the async pool (bf9fbfd, reverted after this run), ``team_load.py``'s
+100 research answered statuses at p99 61 and 71 ms (seeds 7 and 8) against 34 and 35 ms on
+the reader threads; decoding in a thread after an async read was worse still (134, 68 ms).
+Run from the repository root:
 
     python benchmarks/status_reads.py [--reads 2000] [--research 50]
 
@@ -33,6 +38,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -42,6 +48,12 @@ from benchmarks.simulated import research_to_end, run_settings
 from foundry_mcp.research.models import ResearchState
 from foundry_mcp.research.store.aio import AsyncStore
 from foundry_mcp.research.store.owners import Owner
+from foundry_mcp.research.store.postgres.database import connection_options
+from foundry_mcp.research.store.postgres.status import (
+    STATUS_QUERY,
+    status_parameters,
+    status_read,
+)
 from foundry_mcp.research.store.postgres.store import PostgresStore
 from foundry_mcp.research.store.records import StatusRead
 from foundry_mcp.runtime import research_runtime
@@ -106,14 +118,24 @@ async def measure(read: Read, ids: list[str], reads: int, unchanged: bool) -> di
     return figures
 
 
-async def compare(store: PostgresStore, ids: list[str], reads: int) -> None:
+async def compare(url: str, store: PostgresStore, ids: list[str], reads: int) -> None:
+    from psycopg_pool import AsyncConnectionPool
+
     io = AsyncStore(store)
 
     async def through_threads(research_id: str, known: ResearchState | None) -> StatusRead:
         return await io.read(lambda s: s.load_status(research_id, known))
 
+    pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+        url, kwargs=connection_options(url), min_size=4, max_size=8, open=False
+    )
+    await pool.open(wait=True)
+
     async def through_async_pool(research_id: str, known: ResearchState | None) -> StatusRead:
-        return await io.load_status(research_id, known)  # the store's AsyncStatusReads
+        async with pool.connection() as conn:
+            cursor = await conn.execute(STATUS_QUERY, status_parameters(research_id, known))
+            found = await cursor.fetchone()
+        return status_read(found, research_id, known)
 
     print(
         f"{'way':<34} {'state':<10} {'CPU/read':>9} {'p50':>8} {'p99':>8} {'reads/s':>8}"
@@ -122,7 +144,7 @@ async def compare(store: PostgresStore, ids: list[str], reads: int) -> None:
     for unchanged in (True, False):
         for label, read in (
             ("AsyncStore, reader threads", through_threads),
-            ("psycopg AsyncConnectionPool (ours)", through_async_pool),
+            ("psycopg AsyncConnectionPool", through_async_pool),
         ):
             f = await measure(read, ids, reads, unchanged)
             state = "unchanged" if unchanged else "decoded"
@@ -131,7 +153,8 @@ async def compare(store: PostgresStore, ids: list[str], reads: int) -> None:
                 f"{f['p99_1']:6.3f}ms {f['rate1']:8.0f}   {'':>11}{f['cpu16']:7.3f}ms "
                 f"{f['p50_16']:6.3f}ms {f['p99_16']:6.3f}ms {f['rate16']:8.0f}"
             )
-    await io.aclose()
+    await pool.close()
+    io.close()
 
 
 def main() -> None:
@@ -148,7 +171,7 @@ def main() -> None:
         print(
             f"{args.research} research of {size} KB (the state of a real run), {args.reads} reads"
         )
-        anyio.run(compare, store, ids, args.reads)
+        anyio.run(compare, pg.url(), store, ids, args.reads)
 
 
 if __name__ == "__main__":

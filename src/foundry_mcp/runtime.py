@@ -80,7 +80,7 @@ async def research_runtime(
             stop_warming.set()
         with anyio.CancelScope(shield=True):
             await providers.aclose()
-            await io.aclose()  # the writes queued are finished first
+            await anyio.to_thread.run_sync(io.close)  # the writes queued are finished first
 
 
 def start_warm_up(providers: ProviderRegistry) -> threading.Event:

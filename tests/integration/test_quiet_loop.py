@@ -49,9 +49,8 @@ def backend(
 
 @contextmanager
 def statements(store: Store) -> Iterator[list[str]]:
-    """The SQL of the store's status reads within the block: SQLite's on its reader thread;
-    PostgreSQL's on the event loop (its async pool: ``store/postgres/status_reads.py``, the
-    pool's empty liveness check of a checkout included, as ``""``)."""
+    """The SQL the store's reader threads send to ``store`` within the block, where a status
+    reads (PostgreSQL: the pool's empty liveness check of each checkout included, as ``""``)."""
     seen: list[str] = []
 
     def mine() -> bool:
@@ -71,16 +70,15 @@ def statements(store: Store) -> Iterator[list[str]]:
             connection.set_trace_callback(None)
         return
     assert isinstance(store, PostgresStore)
-    original = psycopg.AsyncConnection.execute
+    original = psycopg.Connection.execute
 
-    async def execute(
-        self: psycopg.AsyncConnection[Any], query: Any, *args: Any, **kwargs: Any
-    ) -> Any:
-        seen.append(str(query))
-        return await original(self, query, *args, **kwargs)
+    def execute(self: psycopg.Connection[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+        if mine():
+            seen.append(str(query))
+        return original(self, query, *args, **kwargs)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(psycopg.AsyncConnection, "execute", execute)
+        patch.setattr(psycopg.Connection, "execute", execute)
         yield seen
 
 
@@ -134,18 +132,14 @@ async def test_a_waiting_status_sleeps_until_the_research_moves(backend: Setting
         state = stored_state(status=Status.RUNNING, phase=Phase.PLANNING)
         service.store.create(state, other, 60)
         full_reads: list[str] = []
-        load, load_status = service.io.reader.load, service.io.load_status
+        for name in ("load", "load_status"):
+            read = getattr(service.io.reader, name)
 
-        def counted_load(research_id: str) -> Any:
-            full_reads.append("load")
-            return load(research_id)
+            def counted(research_id: str, *more: Any, read: Any = read, name: str = name) -> Any:
+                full_reads.append(name)
+                return read(research_id, *more)
 
-        async def counted_load_status(research_id: str, *more: Any) -> Any:
-            full_reads.append("load_status")
-            return await load_status(research_id, *more)
-
-        service.io.reader.load = counted_load  # type: ignore[method-assign]
-        service.io.load_status = counted_load_status  # type: ignore[method-assign]
+            setattr(service.io.reader, name, counted)
 
         moved_at = 0.0
 

@@ -28,9 +28,6 @@ class Recorder:
         self.calls.append((what, threading.current_thread().name))
         return what
 
-    def status_reads(self) -> None:
-        return None  # statuses read as any other read, on a reader thread
-
     def close(self) -> None:
         self.closed = True
 

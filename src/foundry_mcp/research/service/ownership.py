@@ -103,7 +103,7 @@ class OwnershipWatch:
         if not self._orphaned(read.state, read.ownership):
             return read
         await self._interrupt(read.state.id, read.ownership)
-        return await self.io.load_status(read.state.id)
+        return await self.io.read(lambda store: store.load_status(read.state.id))
 
     def _orphaned(self, state: ResearchState, ownership: Ownership) -> bool:
         """Whether ``state`` is active while no live process holds it."""

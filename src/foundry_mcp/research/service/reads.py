@@ -129,7 +129,7 @@ class ResearchReader:
         known = remembered[0].state if remembered else None  # not decoded again if unchanged
         try:
             with anyio.fail_after(STATUS_READ_SECONDS):
-                read = await self.io.load_status(research_id, known)
+                read = await self.io.read(lambda store: store.load_status(research_id, known))
         except (TimeoutError, StoreUnavailableError) as exc:
             # Slow to answer, or known out of reach (PostgreSQL fails fast for a few seconds
             # after a call found the database lost): the last status read, if there is one.
@@ -154,7 +154,7 @@ class ResearchReader:
         return read, None
 
     async def _fingerprint(self, research_id: str) -> Fingerprint | None:
-        return await self.io.fingerprint(research_id)
+        return await self.io.read(lambda store: store.fingerprint(research_id))
 
     async def report(
         self,

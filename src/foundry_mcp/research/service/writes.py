@@ -216,9 +216,11 @@ class ResearchWriter:
             await self.jobs.wait(research_id, CANCEL_WAIT_SECONDS)
         else:  # run by another process: its heartbeat picks the request up
             with anyio.move_on_after(CANCEL_WAIT_SECONDS):
-                while _is_active(await self.io.fingerprint(research_id)):
+                while _is_active(await self.io.read(lambda store: store.fingerprint(research_id))):
                     await anyio.sleep(WAIT_POLL_SECONDS)
-        status = status_of(await self.io.load_status(research_id))["status"]
+        status = status_of(await self.io.read(lambda store: store.load_status(research_id)))[
+            "status"
+        ]
         return {"research_id": research_id, "status": status}
 
     async def resume(

@@ -10,9 +10,7 @@ worker thread:
   and a write stuck on a lock holds up only the writes behind it.
 * **Reads** run on reader threads, on a store of their own where the backend needs one (SQLite:
   a second connection, which WAL lets read while another connection, or process, writes). A
-  status is answered while a save waits for the lock. A store that offers its status reads as
-  async calls (``Store.status_reads``: PostgreSQL, through psycopg's async pool) has them
-  awaited on the event loop instead (:meth:`AsyncStore.load_status`, :meth:`fingerprint`).
+  status is answered while a save waits for the lock.
 
 Writes, and the reads asked ``patient`` (a run's), wait out a short outage of the database
 (:mod:`foundry_mcp.research.store.patience`) instead of failing: a research outlives a database
@@ -32,13 +30,10 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
-import anyio
-
-from foundry_mcp.research.models import ResearchState
 from foundry_mcp.research.store import patience
 from foundry_mcp.research.store.owners import Owner
-from foundry_mcp.research.store.protocol import StatusReads, Store
-from foundry_mcp.research.store.records import Fingerprint, StatusRead
+from foundry_mcp.research.store.protocol import Store
+from foundry_mcp.research.store.records import Fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +47,6 @@ class AsyncStore:
     def __init__(self, store: Store, reader: Store | None = None) -> None:
         self.sync = store
         self._reader = reader or store
-        self._statuses: StatusReads | None = store.status_reads()
         self._writes = ThreadPoolExecutor(1, thread_name_prefix="store-write")
         self._reads = ThreadPoolExecutor(READER_THREADS, thread_name_prefix="store-read")
         self._queued: set[Future[object]] = set()
@@ -84,19 +78,6 @@ class AsyncStore:
         self._queued.add(future)
         future.add_done_callback(self._queued.discard)
 
-    async def load_status(self, research_id: str, known: ResearchState | None = None) -> StatusRead:
-        """``Store.load_status``: on the event loop where the store offers it (PostgreSQL),
-        else on a reader thread; never patient."""
-        if self._statuses is not None:
-            return await self._statuses.load_status(research_id, known)
-        return await self.read(lambda store: store.load_status(research_id, known))
-
-    async def fingerprint(self, research_id: str) -> Fingerprint | None:
-        """``Store.fingerprint``, as :meth:`load_status` reads."""
-        if self._statuses is not None:
-            return await self._statuses.fingerprint(research_id)
-        return await self.read(lambda store: store.fingerprint(research_id))
-
     async def wait_for_change(
         self, research_id: str, timeout: float, since: Fingerprint | None = None
     ) -> bool:
@@ -114,12 +95,6 @@ class AsyncStore:
     async def drain(self) -> None:
         """Wait until every write queued so far is done."""
         await self.write(lambda _: None)
-
-    async def aclose(self) -> None:
-        """Close the status reads of the event loop, then as :meth:`close` (in a thread)."""
-        if self._statuses is not None:
-            await self._statuses.aclose()
-        await anyio.to_thread.run_sync(self.close)
 
     def close(self) -> None:
         """Finish the queued writes, stop the threads and close the store (and its reader)."""

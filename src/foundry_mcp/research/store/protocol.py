@@ -7,10 +7,8 @@ by the servers of a team). :func:`~foundry_mcp.research.store.opening.open_store
 the configuration. The rows they hand back are in :mod:`~foundry_mcp.research.store.records`.
 
 The interface is synchronous: a SQLite call takes microseconds and a PostgreSQL one a network
-round trip; ``AsyncStore`` makes them on worker threads. The two waits are async, as they last
-up to their timeout: a long poll and the owner's heartbeat await them without holding a thread.
-A store may also offer its status reads as async calls (``status_reads``: PostgreSQL's, on the
-event loop through psycopg's async pool).
+round trip, short enough to make from async code. The two waits are async, as they last up to
+their timeout: a long poll and the owner's heartbeat await them without holding a thread.
 """
 
 from __future__ import annotations
@@ -47,18 +45,6 @@ class Journal(Protocol):
         ...
 
     def count(self, research_id: str) -> int: ...
-
-
-class StatusReads(Protocol):
-    """A store's status reads, awaited on the event loop (opened there on first use)."""
-
-    async def load_status(
-        self, research_id: str, known: ResearchState | None = None
-    ) -> StatusRead: ...
-
-    async def fingerprint(self, research_id: str) -> Fingerprint | None: ...
-
-    async def aclose(self) -> None: ...
 
 
 class Store(Protocol):
@@ -137,11 +123,6 @@ class Store(Protocol):
         ...
 
     def fingerprint(self, research_id: str) -> Fingerprint | None: ...
-
-    def status_reads(self) -> StatusReads | None:
-        """``load_status`` and ``fingerprint`` awaited on the event loop, where the store can
-        (PostgreSQL: psycopg's async pool); None: ``AsyncStore`` reads them on a thread."""
-        ...
 
     def principal_of(self, research_id: str) -> str | None:
         """Whose research it is (None: the local user's); ``ResearchNotFoundError`` if none."""

@@ -10,8 +10,7 @@ import psycopg
 
 from foundry_mcp.context.archive import ArchiveRecord, normal_hash
 from foundry_mcp.research.store.owners import Owner, fenced
-from foundry_mcp.research.store.postgres.database import Database
-from foundry_mcp.research.store.postgres.failures import unavailable
+from foundry_mcp.research.store.postgres.database import Database, unavailable
 from foundry_mcp.research.store.postgres.ledger import spent_since_in
 from foundry_mcp.research.store.postgres.pages import lock_for_writes, write_pages
 from foundry_mcp.research.store.records import research_not_found

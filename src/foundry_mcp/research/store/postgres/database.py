@@ -27,7 +27,6 @@ from psycopg_pool import ConnectionPool
 
 from foundry_mcp.errors import ConfigError, StoreUnavailableError
 from foundry_mcp.research.store.patience import PATIENT_SECONDS, StatementLost, is_patient
-from foundry_mcp.research.store.postgres.failures import unavailable
 from foundry_mcp.research.store.url import redact_url, scrub
 
 SCHEMA_VERSION = 4
@@ -213,8 +212,8 @@ class Database:
         waits for a connection instead, until the outage is ``PATIENT_SECONDS`` old."""
         now = time.monotonic()
         wait = self._patience(now)
-        if wait is None:
-            self.check_outage()
+        if wait is None and self._outage is not None and now < self._outage_until:
+            raise StoreUnavailableError(self._outage.message, remediation=self._outage.remediation)
         pooled = self.pool.connection() if wait is None else self.pool.connection(timeout=wait)
         connected = False
         try:
@@ -222,30 +221,14 @@ class Database:
                 connected = True
                 yield conn
         except psycopg.OperationalError as exc:  # includes the pool's timeout
-            error = self.failed(exc, now)
-            if connected and _lost(exc):  # the statement was sent: it may have been applied
-                error = StatementLost(error.message, remediation=error.remediation)
+            error = unavailable(exc, self.url)
+            if _lost(exc):
+                if self._outage is None:
+                    self._outage_began = now
+                self._outage, self._outage_until = error, time.monotonic() + OUTAGE_SECONDS
+                if connected:  # the statement was sent: the database may have applied it
+                    error = StatementLost(error.message, remediation=error.remediation)
             raise error from None
-        self.reached()
-
-    def check_outage(self) -> None:
-        """``StoreUnavailableError`` at once while a call found the database lost less than
-        ``OUTAGE_SECONDS`` ago."""
-        if self._outage is not None and time.monotonic() < self._outage_until:
-            raise StoreUnavailableError(self._outage.message, remediation=self._outage.remediation)
-
-    def failed(self, exc: psycopg.OperationalError, began: float) -> StoreUnavailableError:
-        """The error of a call that began at ``began`` and failed with ``exc``; the outage
-        starts (or goes on) when the database is out of reach."""
-        error = unavailable(exc, self.url)
-        if _lost(exc):
-            if self._outage is None:
-                self._outage_began = began
-            self._outage, self._outage_until = error, time.monotonic() + OUTAGE_SECONDS
-        return error
-
-    def reached(self) -> None:
-        """A call reached the database: the outage, if any, is over."""
         self._outage = None
 
     def _patience(self, now: float) -> float | None:
@@ -273,11 +256,11 @@ def check_idle(conn: psycopg.Connection[Any]) -> None:
     every statement's round trips."""
     if conn.closed or conn.broken:
         raise psycopg.OperationalError("the connection is closed")
-    if readable(conn.pgconn.socket):
+    if _readable(conn.pgconn.socket):
         ConnectionPool.check_connection(conn)
 
 
-def readable(fd: int) -> bool:
+def _readable(fd: int) -> bool:
     """Whether ``fd`` has something to read (or was closed), without waiting."""
     if hasattr(select, "poll"):  # any descriptor number, unlike select()
         poller = select.poll()
@@ -371,6 +354,39 @@ def migrate(conn: psycopg.Connection[Any], url: str) -> None:
             if version > current:
                 conn.execute(statements)  # no parameters: the statements run as one script
                 conn.execute("INSERT INTO foundry_schema (version) VALUES (%s)", (version,))
+
+
+_REFUSED_LOGIN = (
+    "password authentication failed",
+    "no pg_hba.conf entry",
+    "authentication failed",
+    "password is required",
+    "role ",  # role "x" does not exist
+)
+
+
+def unavailable(exc: psycopg.Error, url: str) -> StoreUnavailableError:
+    """The error of a connection that failed, with the fix for its cause and no password."""
+    reason = scrub(str(exc).strip().rstrip("."), url) or type(exc).__name__
+    shown = redact_url(url)
+    # A refused login carries no SQLSTATE in psycopg; the server's (English) words say why.
+    state = getattr(exc, "sqlstate", None) or ""
+    said = reason.lower()
+    if state.startswith("28") or any(words in said for words in _REFUSED_LOGIN):
+        fix = (
+            "Check the user and password in [research] store_url (or FOUNDRY_MCP_STORE_URL), "
+            "and that the server's pg_hba.conf lets this host log in as that user."
+        )
+    elif state == "3D000" or ("database" in said and "does not exist" in said):
+        fix = "Create the database (createdb -O <user> <database>, see docs/team-server.md)."
+    else:
+        fix = (
+            f"Start PostgreSQL or correct the host and port of {shown}; `pg_isready -d "
+            "<store_url>` tells whether it answers. Then try again."
+        )
+    return StoreUnavailableError(
+        f"The research store {shown} cannot be reached: {reason}.", remediation=fix
+    )
 
 
 def iso(moment: datetime) -> str:

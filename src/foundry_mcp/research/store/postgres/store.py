@@ -57,14 +57,7 @@ from foundry_mcp.research.store.postgres.pages import (
     write_pages,
 )
 from foundry_mcp.research.store.postgres.shared import admission, shared_key
-from foundry_mcp.research.store.postgres.status_reads import (
-    FINGERPRINT_QUERY,
-    STATUS_QUERY,
-    AsyncStatusReads,
-    fingerprint_of,
-    status_parameters,
-    status_read,
-)
+from foundry_mcp.research.store.postgres.status import STATUS_QUERY, status_parameters, status_read
 from foundry_mcp.research.store.records import (
     Fingerprint,
     ResearchSummary,
@@ -240,10 +233,6 @@ class PostgresStore(PgArchiveAndSpend, LeasesAndEvents):
             found = conn.execute(STATUS_QUERY, status_parameters(research_id, known)).fetchone()
         return status_read(found, research_id, known)
 
-    def status_reads(self) -> AsyncStatusReads:
-        """The status reads of this store on the event loop (psycopg's async pool)."""
-        return AsyncStatusReads(self._db)
-
     def load_pages(self, *states: ResearchState) -> None:
         """Give the sources of ``states`` their page text (one query for all)."""
         wanted = wanted_pages(*states)
@@ -256,8 +245,11 @@ class PostgresStore(PgArchiveAndSpend, LeasesAndEvents):
     def fingerprint(self, research_id: str) -> Fingerprint | None:
         """(status, phase, iteration, updated_at) without loading the whole state."""
         with self._db.connection() as conn:
-            found = conn.execute(FINGERPRINT_QUERY, (research_id,)).fetchone()
-        return fingerprint_of(found)
+            found = conn.execute(
+                "SELECT status, phase, iteration, updated_at FROM research WHERE id = %s",
+                (research_id,),
+            ).fetchone()
+        return None if found is None else (found[0], found[1], found[2], iso(found[3]))
 
     def principal_of(self, research_id: str) -> str | None:
         """Whose research it is (None: the local user's); ``ResearchNotFoundError`` if none."""

@@ -204,11 +204,6 @@ class ResearchStore(ArchiveAndSpend, LeasesAndEvents):
             raise research_not_found(research_id)
         return decode_state(found[0], research_id)
 
-    def status_reads(self) -> None:
-        """None: ``AsyncStore`` reads statuses on its reader thread (a local file's reads
-        take microseconds; the thread keeps them from waiting on the writer's lock)."""
-        return None
-
     def load_status(self, research_id: str, known: ResearchState | None = None) -> StatusRead:
         """The state with its ownership, principal and newest event time, in one statement
         (``known`` given back when it is still the stored state); ``ResearchNotFoundError`` if
