@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 
 import pytest
+from starlette.types import Receive, Scope, Send
 
 from foundry_mcp.config import ServerSettings, Settings, load_settings
 from foundry_mcp.errors import ConfigError
@@ -319,3 +320,16 @@ def test_text_lines_name_the_research_after_the_message() -> None:
     assert plain.endswith(": plain")
     assert local.endswith("in a local run [research deepres-0123456789ab]")
     assert alices.endswith("[research deepres-0123456789ab, principal alice]")
+
+
+def test_the_team_server_parses_http_with_httptools() -> None:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    from foundry_mcp.server.http import server_config
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        raise AssertionError("not called")
+
+    config = server_config(app)
+    config.load()
+    assert config.http_protocol_class is HttpToolsProtocol

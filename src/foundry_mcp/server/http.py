@@ -263,13 +263,7 @@ async def serve_http(settings: Settings, host: str, port: int) -> int:
         settings, host, port, lambda: log.info("stopped; running research saved"), probe
     )
     _log_start(settings.server, host, port)
-    config = uvicorn.Config(
-        CompleteResponses(app),
-        log_config=None,  # our handlers and format (text or JSON) for uvicorn's lines too
-        timeout_graceful_shutdown=STOP_GRACE_SECONDS,
-        lifespan="on",
-    )
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(server_config(app))
     hung_up, failed = anyio.Event(), anyio.Event()
     async with anyio.create_task_group() as task_group:
         if HANGUP:  # uvicorn itself stops on SIGINT and SIGTERM
@@ -341,6 +335,19 @@ def _log_start(server: ServerSettings, host: str, port: int) -> None:
             "allowed_hosts",
             port,
         )
+
+
+def server_config(app: ASGIApp) -> uvicorn.Config:
+    """uvicorn's settings for the team server's app: our log handlers, the grace of a clean
+    stop, the lifespan, and the HTTP parser in C (httptools, a dependency; h11 costs a worker a
+    fifth more CPU per request)."""
+    return uvicorn.Config(
+        CompleteResponses(app),
+        log_config=None,  # our handlers and format (text or JSON) for uvicorn's lines too
+        timeout_graceful_shutdown=STOP_GRACE_SECONDS,
+        lifespan="on",
+        http="httptools",
+    )
 
 
 async def _stop_on_failure(server: uvicorn.Server, probe: HealthProbe, failed: anyio.Event) -> None:
