@@ -111,18 +111,47 @@ async def test_a_plain_status_poll_is_answered_as_json_with_the_sdks_answer(
     assert json.loads(result["content"][0]["text"])["data"]["research_id"] == research_id
 
 
-async def test_only_plain_status_polls_take_the_quick_path(
+async def test_calls_that_need_a_session_go_to_the_sdk(
     server: TeamServer,
 ) -> None:
     team_server = server
     research_id = await _completed_research(team_server)
     waiting = post(team_server, status_request(research_id, wait=True, wait_timeout=0))
     assert waiting.headers["content-type"].startswith("text/event-stream")
-    report = status_request(research_id)
-    report["params"]["arguments"] = {"action": "deep-research-report", "research_id": research_id}
-    assert post(team_server, report).headers["content-type"].startswith("text/event-stream")
+    with_progress = status_request(research_id)
+    with_progress["params"]["_meta"] = {"progressToken": "p1"}
+    assert post(team_server, with_progress).headers["content-type"].startswith("text/event-stream")
     not_json = post(team_server, status_request(research_id), Accept="application/json")
     assert not_json.status_code == 406  # the SDK's own refusal: an event stream must be accepted
+
+
+async def test_a_plain_start_and_report_are_answered_as_json(server: TeamServer) -> None:
+    start = status_request("unused")
+    start["params"]["arguments"] = {"action": "deep-research", "query": QUESTION, "effort": "quick"}
+    started = post(server, start)
+    assert started.headers["content-type"] == "application/json"
+    envelope = started.json()["result"]["structuredContent"]
+    assert envelope["success"], envelope
+    research_id = envelope["data"]["research_id"]
+    async with mcp_client(server.url, ALICE) as client:
+        final = await run_to_end(client, research_id)
+    assert final["status"] == "completed", final
+
+    report = status_request(research_id)
+    report["params"]["arguments"] = {"action": "deep-research-report", "research_id": research_id}
+    quick = post(server, report)
+    assert quick.headers["content-type"] == "application/json"
+    report["params"]["_meta"] = {"progressToken": "p2"}  # the SDK's path, for comparison
+    through_sdk = post(server, report)
+    assert through_sdk.headers["content-type"].startswith("text/event-stream")
+    quick_result, sdk_result = quick.json()["result"], sse_result(through_sdk)["result"]
+    assert quick_result["isError"] is sdk_result["isError"] is False
+    assert quick_result["structuredContent"]["data"] == sdk_result["structuredContent"]["data"]
+    # Another principal's research is unknown to bob here too.
+    refused = post(server, report, token=BOB)
+    assert sse_result(refused)["result"]["structuredContent"]["data"]["error_code"] == (
+        "RESEARCH_NOT_FOUND"
+    )
 
 
 async def test_the_quick_path_serves_only_whom_the_sdk_serves(

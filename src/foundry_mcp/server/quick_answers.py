@@ -1,21 +1,22 @@
-"""A stateless team server answers status polls and the handshake without an MCP session.
+"""A stateless team server answers plain tool calls and the handshake without an MCP session.
 
 In stateless mode (``[server] stateless``) the SDK builds, for every POST, a transport, a
 JSON-RPC dispatcher and a server session, answers through an event stream and tears them all
 down again: about 2 ms of CPU and a dozen turns of the event loop per request. Status polls are
-most of a team server's requests (every client polls each of its research), and every client
-opens its session with two more, so under load that plumbing, not the store, set the status
-latency (docs/benchmarks.md, "Team server").
+most of a team server's requests (every client polls each of its research), every client opens
+its session with two more, and a crowd of starts comes all at once, so under load that
+plumbing, not the store, set the status latency (docs/benchmarks.md, "Team server").
 
 :class:`QuickAnswers` sits in front of the SDK's app and answers three kinds of POST to the MCP
 endpoint itself, when they come from a caller the SDK would serve (Host and Origin allowed, a
 valid bearer token when the server takes tokens, JSON accepted, no protocol version or one of
 the handshake era's):
 
-* one JSON-RPC ``tools/call`` of ``research`` with ``action: "deep-research-status"``, without
-  ``wait``, progress token or task: the answer comes from the tool's own handler
-  (``server.app.answer``), as the ``application/json`` response the streamable HTTP transport
-  allows;
+* one JSON-RPC ``tools/call`` of ``research`` without progress token or task, and without
+  ``wait`` (a status, a start, a report, a list: one request, one answer): the answer comes
+  from the tool's own handler (``server.app.answer``, what the SDK's path calls too when there
+  is no progress to report), as the ``application/json`` response the streamable HTTP
+  transport allows;
 * ``initialize``, once the SDK has answered one like it, and ``notifications/initialized``
   (:mod:`foundry_mcp.server.handshake`).
 
@@ -45,12 +46,11 @@ from foundry_mcp.server.auth import principal_of
 from foundry_mcp.server.handshake import Handshake, is_initialize, is_initialized
 from foundry_mcp.server.host import ServiceHost
 
-QUICK_ACTION = "deep-research-status"
-MAX_BODY_BYTES = 16 * 1024  # a status call is a few hundred bytes; larger ones go to the SDK
+MAX_BODY_BYTES = 16 * 1024  # a call is a few hundred bytes; larger ones go to the SDK
 
 
 class QuickAnswers:
-    """The ASGI app in front of the SDK's: plain status polls and the handshake answered here,
+    """The ASGI app in front of the SDK's: plain tool calls and the handshake answered here,
     the rest passed on."""
 
     def __init__(
@@ -92,7 +92,7 @@ class QuickAnswers:
             await _send_accepted(send)
             return
         host = self._host()
-        arguments = _status_call(message)
+        arguments = _plain_call(message)
         if host is None or host.current is None or arguments is None:  # the service is not open
             await self.app(scope, replayed, send)
             return
@@ -157,8 +157,8 @@ def _plain_post(headers: Headers) -> bool:
     )
 
 
-def _status_call(message: Any) -> ResearchArguments | None:
-    """The parsed arguments of a ``research`` status call without wait, progress or task."""
+def _plain_call(message: Any) -> ResearchArguments | None:
+    """The parsed arguments of a ``research`` call without wait, progress token or task."""
     if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
         return None
     request_id = message.get("id")
@@ -180,7 +180,7 @@ def _status_call(message: Any) -> ResearchArguments | None:
         parsed = parse_arguments(arguments)
     except FoundryError:
         return None  # the SDK's path answers the error
-    if parsed.action != QUICK_ACTION or parsed.wait:
+    if parsed.wait:  # a long poll: the SDK's path, which can report progress
         return None
     return parsed
 
