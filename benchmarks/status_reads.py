@@ -19,9 +19,9 @@ do the same work besides the access path), p50 and p99 latency, and the reads pe
 Alone, the async pool costs less: about half the CPU of an unchanged read, and half the p99
 with 16 callers. A team server under load is another matter: its event loop is what a status
 waits for, and the async pool moves the driver's I/O and the decoding of changed states onto
-it. With the status reads on the async pool (bf9fbfd, reverted after this run), ``team_load.py``'s
-100 research answered statuses at p99 61 and 71 ms (seeds 7 and 8) against 34 and 35 ms on
-the reader threads; decoding in a thread after an async read was worse still (134, 68 ms).
+it. With the status reads on the async pool (bf9fbfd, reverted after these runs),
+``team_load.py``'s 100 research answered statuses at p99 67 and 151 ms (seeds 7 and 8) against
+61 and 79 ms on the reader threads, the two versions run in turn.
 Run from the repository root:
 
     python benchmarks/status_reads.py [--reads 2000] [--research 50]
