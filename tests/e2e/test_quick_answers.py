@@ -1,6 +1,7 @@
-"""A stateless team server answers a plain status poll without an MCP session
-(``server.quick_answers``): the same answer as the SDK's path, as JSON, for the same callers.
-Everything else, and every request the SDK would refuse, still goes through the SDK.
+"""A stateless team server answers a plain tool call (a status poll, a start, a report) and the
+handshake without an MCP session (``server.quick_answers``): the same answer as the SDK's path,
+as JSON, for the same callers. Everything else, and every request the SDK would refuse, still
+goes through the SDK.
 
 One ``foundry-mcp serve --http`` subprocess in stateless mode, with two principals' tokens;
 raw HTTP requests show which path answered (``application/json`` here, an event stream from

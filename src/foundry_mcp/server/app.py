@@ -193,8 +193,8 @@ async def run_action(
 async def answer(
     host: ServiceHost, arguments: ResearchArguments, principal: Principal | None
 ) -> CallToolResult:
-    """The research tool's answer to parsed ``arguments`` for ``principal`` (a task's run, a
-    status answered without a session: ``server.quick_answers``)."""
+    """The research tool's answer to parsed ``arguments`` for ``principal``, with no progress
+    to report (a task's run, a plain call answered without a session: ``server.quick_answers``)."""
     return _result(await _handle(host, arguments, principal=principal))
 
 

@@ -91,13 +91,12 @@ class QuickAnswers:
         if is_initialized(message) and await self._admitted(scope, receive):
             await _send_accepted(send)
             return
-        host = self._host()
-        arguments = _plain_call(message)
-        if host is None or host.current is None or arguments is None:  # the service is not open
-            await self.app(scope, replayed, send)
-            return
-        admitted = await self._admitted(scope, receive)
-        if not admitted:
+        arguments, host = _plain_call(message), self._host()
+        service_open = host is not None and host.current is not None
+        admitted = None
+        if arguments is not None and service_open:
+            admitted = await self._admitted(scope, receive)
+        if host is None or arguments is None or admitted is None:
             await self.app(scope, replayed, send)
             return
         result = await answer(host, arguments, admitted.principal)
