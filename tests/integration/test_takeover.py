@@ -10,19 +10,24 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import Any, cast
 
 import anyio
 import pytest
 
 from foundry_mcp.config import Settings, load_settings
+from foundry_mcp.errors import StoreUnavailableError
 from foundry_mcp.research.models import ResearchState, Status
 from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.research.service.takeover import Takeover, takeover_enabled
 from foundry_mcp.research.store.owners import Owner
+from foundry_mcp.research.store.patience import is_patient
+from foundry_mcp.research.store.postgres.store import PostgresStore
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer, ResearchBrain
 from tests.support import TERMINAL, wait_until
@@ -248,3 +253,47 @@ async def test_a_cli_command_takes_nothing_over(
         await anyio.sleep(0.6)  # several scan intervals of a server
         assert not cli.jobs.is_running(state.id)
         assert cli.store.load(state.id).status is Status.RUNNING  # left for the workers
+
+
+async def test_a_takeover_waits_out_an_outage_that_begins_after_its_claim(
+    research_env: dict[str, str], postgres_url: str, tmp_path: Path
+) -> None:
+    """PostgreSQL restarting just after the claim: the takeover's reads wait for it, as its
+    writes do, instead of failing at once and leaving the research claimed but not run."""
+    settings = _settings(research_env, tmp_path, postgres_url, take_over_orphans=False)
+    async with _worker(settings) as b:
+        state = _orphan(b)
+        store = cast(PostgresStore, b.io.sync)
+        restarting = _refuse_impatient_calls(store, cast(PostgresStore, b.io.reader))
+        claim = store.claim
+
+        def claim_then_restart(*args: Any, **kwargs: Any) -> bool:
+            won = claim(*args, **kwargs)
+            restarting.set()
+            return won
+
+        store.claim = claim_then_restart  # type: ignore[method-assign]
+        taker = Takeover(b)
+        assert await taker.take_over((await taker.orphans())[0])
+        restarting.clear()
+        final = await wait_until(b, state.id, TERMINAL)
+        assert final["status"] == "completed", final
+        assert (await _events(b, state.id)).count("taken_over") == 1
+
+
+def _refuse_impatient_calls(*stores: PostgresStore) -> threading.Event:
+    """While the event is set, the stores' calls that are not patient fail at once, as they do
+    while a database restarts (``Database.connection``); patient calls go through."""
+    restarting = threading.Event()
+    for database in {id(store._db): store._db for store in stores}.values():
+        connect = database.connection
+
+        @contextmanager
+        def connection(connect: Any = connect) -> Iterator[Any]:
+            if restarting.is_set() and not is_patient():
+                raise StoreUnavailableError("The research store cannot be reached: restarting.")
+            with connect() as conn:
+                yield conn
+
+        database.connection = connection  # type: ignore[method-assign]
+    return restarting

@@ -84,18 +84,19 @@ class OwnershipWatch:
         """Renew the leases of ``running``; the research someone asked to cancel."""
         return store.renew(self.owner, running, self.lease_seconds)
 
-    async def load_checked(self, research_id: str) -> ResearchState:
-        """Load a state; an active one whose owner is gone is recorded ``interrupted``."""
+    async def load_checked(self, research_id: str, *, patient: bool = False) -> ResearchState:
+        """Load a state; an active one whose owner is gone is recorded ``interrupted``.
+        ``patient``: the reads wait out a short outage of the database (a run's, a takeover's)."""
 
         def read(store: Store) -> tuple[ResearchState, Ownership | None]:
             state = store.load(research_id)
             return state, store.ownership(research_id) if state.status.is_active else None
 
-        state, ownership = await self.io.read(read)
+        state, ownership = await self.io.read(read, patient=patient)
         if ownership is None or not self._orphaned(state, ownership):
             return state
         await self._interrupt(research_id, ownership)
-        return await self.io.read(lambda store: store.load(research_id))
+        return await self.io.read(lambda store: store.load(research_id), patient=patient)
 
     async def settled(self, read: StatusRead) -> StatusRead:
         """``read`` (``Store.load_status``) as it is, or read again after recording its

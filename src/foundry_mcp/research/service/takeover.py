@@ -169,10 +169,10 @@ class Takeover:
                     "previous_owner_host": previous.host,
                 },
             )
-            resumed = await service.writer.resume(research_id)
+            resumed = await service.writer.resume(research_id, patient=True)
         except FoundryError as exc:
-            await service.io.write(lambda store: store.release(research_id, service.owner))
             log.warning("takeover of research %s failed: %s", research_id, exc.message)
+            await self._let_go(research_id)
             return False
         log.warning(
             "took over research %s from a stopped worker (host %s, pid %s): resumed at %s",
@@ -182,6 +182,18 @@ class Takeover:
             resumed["phase"],
         )
         return True
+
+    async def _let_go(self, research_id: str) -> None:
+        """Release a research whose takeover failed half-way, so the next scan (of any worker)
+        takes it up without waiting for the lease; if the store cannot say so either, the lease
+        runs out instead."""
+        service = self.service
+        try:
+            await service.io.write(lambda store: store.release(research_id, service.owner))
+        except FoundryError as exc:
+            log.warning(
+                "research %s stays claimed until its lease runs out: %s", research_id, exc.message
+            )
 
     def _alive(self, research_id: str, ownership: Ownership) -> bool:
         running_here = self.service.jobs.is_running(research_id)

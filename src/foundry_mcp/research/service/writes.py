@@ -227,21 +227,26 @@ class ResearchWriter:
         self,
         research_id: Any,
         limits: LimitArgs | None = None,
+        *,
+        patient: bool = False,
     ) -> dict[str, Any]:
         """Continue an unfinished research from its saved phase, without redoing work.
 
         A completed research given a larger ``max_iterations`` continues with a refinement
-        round, if gaps are still open.
+        round, if gaps are still open. ``patient``: its reads wait out a short outage of the
+        database, as its writes do (a takeover, which no user is waiting on).
         """
         research_id = validate_research_id(research_id)
         # Claimed under our lease before its run starts, and never left claimed but not run
         # by a caller that gives up meanwhile (shielded).
         with self.jobs.starting(research_id), anyio.CancelScope(shield=True):
-            resumed = await self._resume(research_id, limits)
+            resumed = await self._resume(research_id, limits, patient)
         return resumed
 
-    async def _resume(self, research_id: str, limits: LimitArgs | None) -> dict[str, Any]:
-        state = await self.watch.load_checked(research_id)
+    async def _resume(
+        self, research_id: str, limits: LimitArgs | None, patient: bool
+    ) -> dict[str, Any]:
+        state = await self.watch.load_checked(research_id, patient=patient)
         if state.status.is_active:
             raise InvalidStateError(
                 f"Research {research_id} is {state.status.value}; it is still being worked on.",
