@@ -1,5 +1,6 @@
 """A statement whose PostgreSQL connection dies while it runs (the server restarted under it):
-a run's call is made once more and lands; a status read fails at once. Every call a run makes
+a run's call is made again, on another connection each time, and lands; a status read fails at
+once. Every call a run makes
 can be made twice without harm: a save, a create, a claim by the owner already holding it."""
 
 from __future__ import annotations
@@ -29,10 +30,11 @@ def _state() -> ResearchState:
     return ResearchState(query="q", llm_provider="openai", llm_model="m")
 
 
-def _lose_connection_once(store: PostgresStore, attempts: list[int]) -> None:
-    """On the first attempt, the server ends the connection in the middle of a statement."""
+def _lose_connection_once(store: PostgresStore, attempts: list[int], times: int = 1) -> None:
+    """On the first ``times`` attempts, the server ends the connection in the middle of a
+    statement."""
     attempts.append(1)
-    if len(attempts) == 1:
+    if len(attempts) <= times:
         with store._db.connection() as conn:
             conn.execute("SELECT pg_terminate_backend(pg_backend_pid())")
 
@@ -59,6 +61,26 @@ async def test_a_runs_save_whose_connection_died_is_made_again(store: PostgresSt
     await io.write(save)
     assert len(attempts) == 2
     assert store.load(state.id).metadata["saved"] == "after the loss"
+
+
+@pytest.mark.anyio
+async def test_a_runs_save_is_made_again_as_often_as_its_connection_dies(
+    store: PostgresStore,
+) -> None:
+    """After a restart several pooled connections can be dead: each one lost is dropped."""
+    io = AsyncStore(store)
+    owner, state = Owner(), _state()
+    store.create(state, owner, lease_seconds=30)
+    state.metadata["saved"] = "after three losses"
+    attempts: list[int] = []
+
+    def save(writer: Store) -> None:
+        _lose_connection_once(store, attempts, times=3)
+        writer.save(state, owner)
+
+    await io.write(save)
+    assert len(attempts) == 4
+    assert store.load(state.id).metadata["saved"] == "after three losses"
 
 
 @pytest.mark.anyio

@@ -148,7 +148,7 @@ async def test_status_answers_while_postgresql_is_paused(
                 else:
                     assert status["research_id"] == research_id
                     assert status["status"] == "running", status
-                    stale = any("did not answer within" in w for w in status["warnings"])
+                    stale = any("This is the status as read at" in w for w in status["warnings"])
                     how = "remembered" if stale else "read"
                 answers.append((time.monotonic() - asked, how))
                 await anyio.sleep(STATUS_EVERY)
@@ -172,14 +172,17 @@ async def test_status_answers_while_postgresql_is_paused(
 class _Pool:
     """A pool that cannot give a connection: it records how long each call would wait."""
 
+    timeout = 0.0  # its own: it fails at once
+
     def __init__(self) -> None:
         self.waits: list[float | None] = []
 
-    @contextmanager
-    def connection(self, timeout: float | None = None) -> Iterator[Any]:
+    def getconn(self, timeout: float | None = None) -> Any:
         self.waits.append(timeout)
         raise PoolTimeout("couldn't get a connection after 5.00 sec")
-        yield  # a generator, as the pool's context manager is
+
+    def putconn(self, conn: Any) -> None:
+        raise AssertionError("no connection was given")
 
 
 def _call(db: Database) -> None:
@@ -196,13 +199,13 @@ def test_a_patient_call_waits_for_a_connection_until_the_outage_is_old(
     _call(db)  # failed at once, not asked
     with patient():
         _call(db)  # asked, with patience for the rest of the outage's PATIENT_SECONDS
-    assert len(pool.waits) == 2 and pool.waits[0] is None
+    assert len(pool.waits) == 2 and pool.waits[0] == pool.timeout
     assert PATIENT_SECONDS - 1 < (pool.waits[1] or 0) <= PATIENT_SECONDS
     later = time.monotonic() + PATIENT_SECONDS - POOL_TIMEOUT_SECONDS + 0.1
     monkeypatch.setattr(store_pg_db.time, "monotonic", lambda: later)
     with patient():
         _call(db)  # an outage that old: patient calls wait no longer than the others
-    assert pool.waits[2] is None
+    assert pool.waits[2] == pool.timeout
 
 
 @pytest.mark.anyio
@@ -223,6 +226,9 @@ async def test_a_status_the_store_cannot_reach_is_the_last_one_read(
         monkeypatch.setattr(service.io.reader, "load_status", out_of_reach)
         remembered = await service.status(read_before.id)
         assert (remembered["status"], remembered["phase"]) == ("running", "gathering")
-        assert "did not answer within" in remembered["warnings"][0]
+        assert remembered["warnings"][0].startswith(
+            "The research store cannot be reached: refused."
+        )
+        assert "This is the status as read at" in remembered["warnings"][0]
         with pytest.raises(StoreUnavailableError, match="cannot be reached"):
             await service.status(never_read.id)

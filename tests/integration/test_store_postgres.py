@@ -13,7 +13,6 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -27,13 +26,8 @@ from foundry_mcp.research.models import ResearchState, Status
 from foundry_mcp.research.principal import Principal
 from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.store.postgres import database as store_pg_db
-from foundry_mcp.research.store.postgres.database import (
-    MIGRATIONS,
-    OUTAGE_SECONDS,
-    SCHEMA_VERSION,
-    Database,
-    open_database,
-)
+from foundry_mcp.research.store.postgres.database import OUTAGE_SECONDS, Database, open_database
+from foundry_mcp.research.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 from foundry_mcp.research.store.postgres.store import PostgresStore
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer
@@ -336,15 +330,18 @@ def test_an_unreachable_store_fails_every_command_with_the_fix(
 class _FailingPool:
     """A pool whose every connection fails with ``error``."""
 
+    timeout = 5.0
+
     def __init__(self, error: psycopg.Error) -> None:
         self.error = error
         self.asked = 0
 
-    @contextmanager
-    def connection(self) -> Iterator[Any]:
+    def getconn(self, timeout: float | None = None) -> Any:
         self.asked += 1
         raise self.error
-        yield  # a generator, as the pool's context manager is
+
+    def putconn(self, conn: Any) -> None:
+        raise AssertionError("no connection was given")
 
 
 def _fail(db: Database) -> StoreUnavailableError:

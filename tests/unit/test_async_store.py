@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import threading
 import time
+from functools import partial
 from typing import Any, cast
 
 import anyio
 import pytest
 
-from foundry_mcp.research.store.aio import AsyncStore
+from foundry_mcp.research.store.aio import READER_THREADS, AsyncStore
 from foundry_mcp.research.store.protocol import Store
 
 pytestmark = pytest.mark.anyio
@@ -67,6 +68,25 @@ async def test_a_read_answers_while_a_write_waits_for_a_lock() -> None:
     assert time.monotonic() - began < 0.5
     assert reader.calls[0][1].startswith("store-read")
     writer.gate.set()
+    io.close()
+
+
+async def test_a_status_answers_while_every_patient_read_waits_for_the_database() -> None:
+    """Runs' reads waiting out an outage (as many as there are reader threads, and more) do
+    not hold up a read that fails fast, such as a status's."""
+    recorder = Recorder()
+    io = AsyncStore(_store(recorder))
+
+    def waiting(store: Any) -> None:
+        recorder.gate.wait(5)  # a connection the pool has not got back yet
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(READER_THREADS + 1):
+            tg.start_soon(partial(io.read, waiting, patient=True))
+        await anyio.sleep(0.05)  # they hold their threads
+        with anyio.fail_after(1):
+            assert await io.read(_note("status")) == "status"
+        recorder.gate.set()
     io.close()
 
 

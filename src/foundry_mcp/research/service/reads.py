@@ -90,8 +90,8 @@ class ResearchReader:
         research_id = validate_research_id(research_id)
         timeout = 30.0 if wait_timeout is None else wait_timeout
         check_range("wait_timeout", timeout, 0, MAX_WAIT_SECONDS, integer=False)
-        read, stale_since = await self._read(research_id, principal)
-        if wait and read.state.status.is_active and stale_since is None:
+        read, stale = await self._read(research_id, principal)
+        if wait and read.state.status.is_active and stale is None:
             # The store wakes the wait on every save (PostgreSQL: NOTIFY; SQLite: polling);
             # the poll ends when the status, phase or iteration moved.
             before = last = await self._fingerprint(research_id)
@@ -109,22 +109,17 @@ class ResearchReader:
                 if _moved(before, now):
                     break
                 last = now
-            read, stale_since = await self._read(research_id, principal)
+            read, stale = await self._read(research_id, principal)
         payload = status_of(read)
-        if stale_since is not None:
-            payload["warnings"] = [
-                f"The research store did not answer within {STATUS_READ_SECONDS:g} s (busy or "
-                f"unreachable); this is the status as read at {stale_since.isoformat()}.",
-                *payload["warnings"],
-            ]
+        if stale is not None:
+            payload["warnings"] = [stale, *payload["warnings"]]
         return payload
 
-    async def _read(
-        self, research_id: str, principal: str | None
-    ) -> tuple[StatusRead, datetime | None]:
+    async def _read(self, research_id: str, principal: str | None) -> tuple[StatusRead, str | None]:
         """The research as a status reads it (``OwnershipWatch.settled``), and None; or, when
-        the store does not answer in time, the last read of it and when that was. With
-        ``principal``, ``RESEARCH_NOT_FOUND`` unless it is that principal's."""
+        the store does not answer in time or is known out of reach, the last read of it and a
+        warning saying why and when that read was. With ``principal``, ``RESEARCH_NOT_FOUND``
+        unless it is that principal's."""
         remembered = self._last_read.get(research_id)
         known = remembered[0].state if remembered else None  # not decoded again if unchanged
         try:
@@ -146,7 +141,13 @@ class ResearchReader:
             read, at = remembered
             if principal is not None and read.principal != principal:
                 raise research_not_found(research_id) from None
-            return read, at
+            why = (
+                exc.message
+                if isinstance(exc, StoreUnavailableError)
+                else f"The research store did not answer within {STATUS_READ_SECONDS:g} s "
+                "(busy or unreachable)."
+            )
+            return read, f"{why} This is the status as read at {at.isoformat()}."
         if principal is not None and read.principal != principal:
             raise research_not_found(research_id)
         read = await self.watch.settled(read)

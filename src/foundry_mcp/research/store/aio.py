@@ -14,7 +14,8 @@ worker thread:
 
 Writes, and the reads asked ``patient`` (a run's), wait out a short outage of the database
 (:mod:`foundry_mcp.research.store.patience`) instead of failing: a research outlives a database
-paused for a few seconds. The other reads (a status, a report) fail at once.
+paused for a few seconds. The other reads (a status, a report) fail at once; they have reader
+threads of their own, so they never queue behind a run's reads that wait for the database.
 
 :meth:`AsyncStore.write_soon` queues a write without waiting for it (an event, a journal entry:
 the run goes on, and the order still holds); :meth:`AsyncStore.drain` waits for the queue.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
@@ -49,6 +51,11 @@ class AsyncStore:
         self._reader = reader or store
         self._writes = ThreadPoolExecutor(1, thread_name_prefix="store-write")
         self._reads = ThreadPoolExecutor(READER_THREADS, thread_name_prefix="store-read")
+        # A run's reads wait out an outage: on threads of their own, so that a status never
+        # queues behind them while the database is away.
+        self._patient_reads = ThreadPoolExecutor(
+            READER_THREADS, thread_name_prefix="store-read-patient"
+        )
         self._queued: set[Future[object]] = set()
 
     @property
@@ -60,7 +67,8 @@ class AsyncStore:
         """``call(store)`` on a reader thread; ``patient``: waiting out a short outage of the
         database (a run's reads) instead of failing at once."""
         if patient:
-            return await asyncio.wrap_future(self._reads.submit(_patiently, call, self._reader))
+            future = self._patient_reads.submit(_patiently, call, self._reader)
+            return await asyncio.wrap_future(future)
         return await asyncio.wrap_future(self._reads.submit(call, self._reader))
 
     async def write(self, call: Callable[[Store], T]) -> T:
@@ -100,18 +108,25 @@ class AsyncStore:
         """Finish the queued writes, stop the threads and close the store (and its reader)."""
         self._writes.shutdown(wait=True)
         self._reads.shutdown(wait=True, cancel_futures=True)
+        self._patient_reads.shutdown(wait=True, cancel_futures=True)
         if self._reader is not self.sync:
             self._reader.close()
         self.sync.close()
 
 
 def _patiently(call: Callable[[Store], T], store: Store) -> T:
+    """``call(store)``, waiting out a short outage; made again while its connection is lost
+    during a statement (each time on another: the pool drops the lost one), for as long as
+    the outage is young enough for patience."""
+    began = time.monotonic()
     with patience.patient():
-        try:
-            return call(store)
-        except patience.StatementLost:
-            log.info("the research store's connection was lost during a statement; once more")
-            return call(store)
+        while True:
+            try:
+                return call(store)
+            except patience.StatementLost:
+                if time.monotonic() - began > patience.PATIENT_SECONDS:
+                    raise
+                log.info("the research store's connection was lost during a statement; again")
 
 
 def _logged(call: Callable[[Store], object], store: Store, what: str) -> object:

@@ -14,8 +14,10 @@ calls fail as the others do, so a database that stays away does not hold every q
 for long. The SQLite store ignores the mark.
 
 A statement whose connection dies while it runs (the server restarted under it) may or may not
-have been applied: the store raises :class:`StatementLost`, and a patient call is made once more
-(:mod:`foundry_mcp.research.store.aio`). Every call a run makes can be: a save writes the whole
+have been applied: the store raises :class:`StatementLost`, and a patient call is made again,
+on another connection, as often as that happens within ``PATIENT_SECONDS`` (a restart can leave
+several pooled connections dead; :mod:`foundry_mcp.research.store.aio`). Every call a run makes
+can be made more than once: a save writes the whole
 state and books the spend from the total, journal entries are upserts, leases are set to a
 value, a claim by the owner that already holds the research succeeds. Only an event may be
 recorded twice.

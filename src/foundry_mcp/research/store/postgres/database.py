@@ -1,14 +1,7 @@
-"""The PostgreSQL database of a shared store: connecting (a pool), the tables and their
-migrations, and the driver's failures turned into errors a user can act on.
-
-Migrations are ordered and numbered; the numbers applied are rows of ``foundry_schema``. At open
-a store reads the highest one and, when it is behind, applies the rest in one transaction under
-an advisory lock, so that of two servers starting at once one migrates and the other waits and
-finds nothing left to do. A role that may not create tables can use a database migrated before.
-
-A research row changing (saved, created, deleted) and a cancel request are announced with
-NOTIFY by triggers, whatever statement made them (:mod:`foundry_mcp.research.store.postgres.notify`).
-Every time is ``timestamptz``; leases are measured on the database's clock.
+"""The PostgreSQL database of a shared store: connecting (a pool, with what it knows of an
+outage), and the driver's failures turned into errors a user can act on. The tables and their
+migrations are :mod:`foundry_mcp.research.store.postgres.schema`. Every time is
+``timestamptz``; leases are measured on the database's clock.
 """
 
 from __future__ import annotations
@@ -23,16 +16,12 @@ from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from foundry_mcp.errors import ConfigError, StoreUnavailableError
 from foundry_mcp.research.store.patience import PATIENT_SECONDS, StatementLost, is_patient
+from foundry_mcp.research.store.postgres.schema import migrate
 from foundry_mcp.research.store.url import redact_url, scrub
-
-SCHEMA_VERSION = 4
-CHANGED_CHANNEL = "foundry_research_changed"  # payload: the research id
-CANCEL_CHANNEL = "foundry_cancel_requested"  # payload: the research id
-MIGRATION_LOCK = 0x666F756E647279  # "foundry": the advisory lock key of migrations
 
 POOL_MAX_SIZE = 8
 POOL_TIMEOUT_SECONDS = 5.0  # longest wait for a free or new connection
@@ -41,148 +30,7 @@ CONNECT_TIMEOUT_SECONDS = 10
 # waiting for the pool (status reads, reports and health probes answer quickly while the
 # database is down); patient calls, a run's (``store.patience``), wait for it instead.
 OUTAGE_SECONDS = 3.0
-
-_VERSION_1 = f"""
-CREATE TABLE research (
-    id                text PRIMARY KEY,
-    status            text NOT NULL,
-    phase             text NOT NULL,
-    iteration         integer NOT NULL,
-    query             text NOT NULL,
-    principal         text,
-    created_at        timestamptz NOT NULL,
-    updated_at        timestamptz NOT NULL,
-    state             text NOT NULL,
-    owner_token       text,
-    owner_pid         integer,
-    owner_host        text,
-    owner_started     double precision,
-    lease_until       timestamptz,
-    cancel_requested  boolean NOT NULL DEFAULT false
-);
-CREATE INDEX research_by_created ON research (created_at DESC, id DESC);
-CREATE INDEX research_by_status ON research (status, created_at DESC, id DESC);
-CREATE INDEX research_by_owner ON research (owner_token);
-CREATE INDEX research_by_principal ON research (principal, created_at DESC, id DESC);
-CREATE TABLE branches (
-    research_id       text NOT NULL,
-    branch_id         text NOT NULL,
-    updated_at        timestamptz NOT NULL,
-    state             text NOT NULL,
-    PRIMARY KEY (research_id, branch_id)
-);
-CREATE TABLE llm_journal (
-    research_id       text NOT NULL,
-    key               text NOT NULL,
-    at                timestamptz NOT NULL,
-    answer            text NOT NULL,
-    record            jsonb NOT NULL,
-    PRIMARY KEY (research_id, key)
-);
-CREATE TABLE events (
-    research_id       text NOT NULL,
-    seq               integer NOT NULL,
-    at                timestamptz NOT NULL,
-    kind              text NOT NULL,
-    data              jsonb NOT NULL,
-    PRIMARY KEY (research_id, seq)
-);
-CREATE FUNCTION foundry_notify_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP = 'DELETE' THEN
-        PERFORM pg_notify('{CHANGED_CHANNEL}', OLD.id);
-    ELSE
-        PERFORM pg_notify('{CHANGED_CHANNEL}', NEW.id);
-    END IF;
-    RETURN NULL;
-END $$;
-CREATE FUNCTION foundry_notify_cancel() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_notify('{CANCEL_CHANNEL}', NEW.id);
-    RETURN NULL;
-END $$;
-CREATE TRIGGER research_changed AFTER INSERT OR DELETE OR UPDATE OF updated_at ON research
-    FOR EACH ROW EXECUTE FUNCTION foundry_notify_changed();
-CREATE TRIGGER research_cancel_requested AFTER UPDATE OF cancel_requested ON research
-    FOR EACH ROW WHEN (NEW.cancel_requested) EXECUTE FUNCTION foundry_notify_cancel();
-"""
-
-# Keys every server of the team shares (the one task ids are signed with), made on first use.
-_VERSION_2 = """
-CREATE TABLE foundry_keys (
-    name              text PRIMARY KEY,
-    value             bytea NOT NULL,
-    created_at        timestamptz NOT NULL DEFAULT now()
-);
-"""
-
-# Page text kept once per store, outside the research states (store/pages.py), as UTF-8 bytes;
-# the texts of states written before move here on their next save.
-_VERSION_3 = """
-CREATE TABLE pages (
-    hash              text PRIMARY KEY,
-    content           bytea NOT NULL,
-    chars             integer NOT NULL,
-    created_at        timestamptz NOT NULL DEFAULT now()
-);
-CREATE TABLE research_pages (
-    research_id       text NOT NULL,
-    hash              text NOT NULL,
-    PRIMARY KEY (research_id, hash)
-);
-CREATE INDEX research_pages_by_hash ON research_pages (hash);
-"""
-
-# The spend ledger (what each research cost, by hour; kept after the research is deleted), filled
-# from the research already stored (a state that is not valid JSON is skipped), and the archived
-# originals of each research (their text is a page of it).
-_VERSION_4 = """
-CREATE TABLE spend (
-    research_id       text NOT NULL,
-    principal         text,
-    hour              timestamptz NOT NULL,
-    cost_usd          double precision NOT NULL,
-    PRIMARY KEY (research_id, hour)
-);
-CREATE INDEX spend_by_principal ON spend (principal, hour);
-DO $$
-DECLARE
-    stored record;
-    cost double precision;
-BEGIN
-    FOR stored IN SELECT id, principal, created_at, state FROM research LOOP
-        BEGIN
-            cost := (stored.state::jsonb #>> '{llm_usage,total,cost_usd}')::double precision;
-        EXCEPTION WHEN others THEN
-            cost := NULL;
-        END;
-        IF cost > 0 THEN
-            INSERT INTO spend (research_id, principal, hour, cost_usd) VALUES
-                (stored.id, stored.principal, date_trunc('hour', stored.created_at, 'UTC'), cost);
-        END IF;
-    END LOOP;
-END $$;
-CREATE TABLE archived (
-    research_id       text NOT NULL,
-    hash              text NOT NULL,
-    item_id           text NOT NULL,
-    item_type         text NOT NULL,
-    reason            text NOT NULL,
-    original_tokens   integer NOT NULL,
-    metadata          jsonb NOT NULL,
-    archived_at       timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (research_id, hash)
-);
-CREATE INDEX archived_by_hash ON archived (hash);
-"""
-
-# (version, statements), oldest first. Never edit a released one: add the next.
-MIGRATIONS: tuple[tuple[int, str], ...] = (
-    (1, _VERSION_1),
-    (2, _VERSION_2),
-    (3, _VERSION_3),
-    (4, _VERSION_4),
-)
+CHECKOUT_SLICE_SECONDS = 0.1  # how often a call waiting for the pool looks for a known outage
 
 
 @dataclass
@@ -212,24 +60,72 @@ class Database:
         waits for a connection instead, until the outage is ``PATIENT_SECONDS`` old."""
         now = time.monotonic()
         wait = self._patience(now)
-        if wait is None and self._outage is not None and now < self._outage_until:
-            raise StoreUnavailableError(self._outage.message, remediation=self._outage.remediation)
-        pooled = self.pool.connection() if wait is None else self.pool.connection(timeout=wait)
+        self._fail_fast(wait)
         connected = False
         try:
-            with pooled as conn:
-                connected = True
-                yield conn
+            conn = self._checkout(wait)
+            try:
+                with conn:
+                    connected = True
+                    yield conn
+            finally:
+                self.pool.putconn(conn)
         except psycopg.OperationalError as exc:  # includes the pool's timeout
             error = unavailable(exc, self.url)
             if _lost(exc):
-                if self._outage is None:
-                    self._outage_began = now
-                self._outage, self._outage_until = error, time.monotonic() + OUTAGE_SECONDS
+                self._mark_lost(error, now)
                 if connected:  # the statement was sent: the database may have applied it
                     error = StatementLost(error.message, remediation=error.remediation)
             raise error from None
         self._outage = None
+
+    def _fail_fast(self, wait: float | None) -> None:
+        """Raise the known outage for a call that is not patient (``wait`` None)."""
+        if wait is None and self._outage is not None and time.monotonic() < self._outage_until:
+            raise StoreUnavailableError(self._outage.message, remediation=self._outage.remediation)
+
+    def _checkout(self, wait: float | None) -> psycopg.Connection[Any]:
+        """A connection of the pool: a patient call waits up to ``wait`` seconds; any other up
+        to the pool's timeout, asked for in short slices, so that it gives up as soon as the
+        database is known lost (the listener may learn it meanwhile) instead of holding its
+        thread for the whole timeout while statuses queue behind it."""
+        if wait is not None:
+            return self.pool.getconn(timeout=wait)
+        deadline = time.monotonic() + self.pool.timeout
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return self.pool.getconn(timeout=max(0.0, min(left, CHECKOUT_SLICE_SECONDS)))
+            except PoolTimeout:
+                if left <= CHECKOUT_SLICE_SECONDS:
+                    raise
+            self._fail_fast(None)
+
+    def found_lost(self, exc: psycopg.OperationalError) -> None:
+        """Take the database as out of reach, as a call that found it so would: the listening
+        connection ending (a restart, a shutdown) says so before any call has to wait for the
+        pool. An error that is not a lost database (a refused statement) changes nothing."""
+        if _lost(exc):
+            self._mark_lost(unavailable(exc, self.url), time.monotonic())
+
+    def found_reachable(self) -> None:
+        """The database answered a connection of its own (the listener's): once the pool can
+        give a connection again (it reconnects on its own schedule, a second or two behind),
+        calls go to the database at once, not only once ``OUTAGE_SECONDS`` have passed. Until
+        then a status answers the last one read instead of waiting for the pool."""
+        if self._outage is None:
+            return
+        try:
+            self.pool.check()  # idle connections from before the outage: tried, and replaced
+            self.pool.putconn(self.pool.getconn(timeout=POOL_TIMEOUT_SECONDS))
+        except psycopg.OperationalError:  # the pool's timeout: calls find out on their own
+            return
+        self._outage = None
+
+    def _mark_lost(self, error: StoreUnavailableError, now: float) -> None:
+        if self._outage is None:
+            self._outage_began = now
+        self._outage, self._outage_until = error, time.monotonic() + OUTAGE_SECONDS
 
     def _patience(self, now: float) -> float | None:
         """How long a call may wait for a connection: None for the pool's timeout (a call
@@ -320,40 +216,6 @@ def connection_options(url: str) -> dict[str, Any]:
     }
     options.update({key: value for key, value in defaults.items() if key not in given})
     return options
-
-
-def schema_version(conn: psycopg.Connection[Any]) -> int:
-    """The highest migration applied to the database (0: none)."""
-    found = conn.execute("SELECT to_regclass('foundry_schema') IS NOT NULL").fetchone()
-    if not found or not found[0]:
-        return 0
-    row = conn.execute("SELECT COALESCE(max(version), 0) FROM foundry_schema").fetchone()
-    return int(row[0]) if row else 0
-
-
-def migrate(conn: psycopg.Connection[Any], url: str) -> None:
-    """Apply the migrations the database lacks, one server at a time (an advisory lock)."""
-    current = schema_version(conn)
-    if current == SCHEMA_VERSION:
-        return
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS foundry_schema (version integer PRIMARY KEY, "
-            "applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        current = schema_version(conn)  # another server may have migrated meanwhile
-        if current > SCHEMA_VERSION:
-            raise ConfigError(
-                f"The research store {redact_url(url)} has schema version {current}, newer "
-                f"than this foundry-mcp's ({SCHEMA_VERSION}).",
-                remediation="Upgrade foundry-mcp on this host to the version the other "
-                "servers of the team run.",
-            )
-        for version, statements in MIGRATIONS:
-            if version > current:
-                conn.execute(statements)  # no parameters: the statements run as one script
-                conn.execute("INSERT INTO foundry_schema (version) VALUES (%s)", (version,))
 
 
 _REFUSED_LOGIN = (

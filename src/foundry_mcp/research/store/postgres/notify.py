@@ -9,6 +9,11 @@ event loop (``call_soon_threadsafe``), so no thread is held while it waits.
 When the listening connection breaks, every waiter is woken (it may have missed a
 notification: it reads the store again) and the thread connects again; until it listens, waits
 fall back to reading the store every few tens of milliseconds.
+
+The listening connection is also the first to learn that the database went away: a restart
+ends it at once, while a call would wait for the pool's timeout to find out. So the listener
+tells the store (``lost``: calls that are not patient fail at once, and a status answers the
+last one read) and tells it again when it listens once more (``reached``).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from typing import Any
 import anyio
 import psycopg
 
-from foundry_mcp.research.store.postgres.database import CANCEL_CHANNEL, CHANGED_CHANNEL
+from foundry_mcp.research.store.postgres.schema import CANCEL_CHANNEL, CHANGED_CHANNEL
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +71,16 @@ class Waiter:
 class Listener:
     """The store's LISTENing connection, in a daemon thread, and who waits for what."""
 
-    def __init__(self, connect: Callable[[], psycopg.Connection[Any]]) -> None:
+    def __init__(
+        self,
+        connect: Callable[[], psycopg.Connection[Any]],
+        *,
+        lost: Callable[[psycopg.OperationalError], object] = lambda exc: None,
+        reached: Callable[[], object] = lambda: None,
+    ) -> None:
         self._connect = connect
+        self._lost = lost
+        self._reached = reached
         self._lock = threading.Lock()
         self._waiters: dict[tuple[str, str], set[Waiter]] = defaultdict(set)
         self._listening = threading.Event()
@@ -130,6 +143,7 @@ class Listener:
                     conn.execute(f"LISTEN {CHANGED_CHANNEL}")
                     conn.execute(f"LISTEN {CANCEL_CHANNEL}")
                     self._listening.set()
+                    self._reached()
                     warned = False
                     if connected_before:  # notifications may have been sent meanwhile
                         self._wake_all()
@@ -138,6 +152,8 @@ class Listener:
                         for note in conn.notifies(timeout=POLL_SECONDS):
                             self._wake(note.channel, note.payload)
             except psycopg.Error as exc:
+                if isinstance(exc, psycopg.OperationalError):
+                    self._lost(exc)
                 (log.debug if warned else log.warning)(
                     "the store's listening connection failed (%s); connecting again",
                     type(exc).__name__,
@@ -146,9 +162,12 @@ class Listener:
             except Exception:  # a bug: the waits still end, by polling or at their timeout
                 log.exception("the store's listening thread failed; connecting again")
             finally:
+                was_listening = self._listening.is_set()
                 self._listening.clear()
                 self._wake_all()
-            self._closing.wait(RECONNECT_SECONDS)
+            # A connection that just ended is tried again soon: if only it was lost (its
+            # backend ended), the database is back within a moment, and the store with it.
+            self._closing.wait(POLL_SECONDS if was_listening else RECONNECT_SECONDS)
 
     def _wake(self, channel: str, research_id: str) -> None:
         with self._lock:

@@ -34,14 +34,7 @@ from foundry_mcp.research.store.owners import Owner, fenced
 from foundry_mcp.research.store.pages import fill_pages, pages_to_write, wanted_pages
 from foundry_mcp.research.store.paging import decode_cursor, page
 from foundry_mcp.research.store.postgres.archived import PgArchiveAndSpend
-from foundry_mcp.research.store.postgres.database import (
-    CANCEL_CHANNEL,
-    CHANGED_CHANNEL,
-    Database,
-    iso,
-    open_database,
-    schema_version,
-)
+from foundry_mcp.research.store.postgres.database import Database, iso, open_database
 from foundry_mcp.research.store.postgres.events import PgEventLog, PgJournal
 from foundry_mcp.research.store.postgres.leases import (
     PgLeases,
@@ -55,6 +48,11 @@ from foundry_mcp.research.store.postgres.pages import (
     read_pages,
     saving,
     write_pages,
+)
+from foundry_mcp.research.store.postgres.schema import (
+    CANCEL_CHANNEL,
+    CHANGED_CHANNEL,
+    schema_version,
 )
 from foundry_mcp.research.store.postgres.shared import admission, shared_key
 from foundry_mcp.research.store.postgres.status import STATUS_QUERY, status_parameters, status_read
@@ -86,7 +84,9 @@ class PostgresStore(PgArchiveAndSpend, LeasesAndEvents):
         self._leases = PgLeases(self._db)
         self._events = PgEventLog(self._db)
         self.journal = PgJournal(self._db)
-        self._listener = Listener(self._db.connect)
+        self._listener = Listener(
+            self._db.connect, lost=self._db.found_lost, reached=self._db.found_reachable
+        )
 
     def close(self) -> None:
         self._listener.close()
