@@ -1,6 +1,7 @@
-"""The clients of a run of ``benchmarks/team_load.py``: each research's own MCP client, through
-the balancer, starts it and polls its status until it ends (``follow``), timing every status
-call (``poll_status``); and each principal's list of research at the end (``list_ids``).
+"""The clients of a run of ``benchmarks/team_load.py``: each research's own MCP client
+(``benchmarks/team_raw.py``, or the SDK's with ``--sdk-clients``), through the balancer, starts
+it and polls its status until it ends (``follow``), timing every status call (``poll_status``);
+and each principal's list of research at the end (``list_ids``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import anyio
 
 from benchmarks.team_bench import OPTIONS, POLL_SECONDS, TOKENS, Bench, Research, StatusCall
 from benchmarks.team_infra import BalancedTransport, CallFailed, balanced_client, research_call
+from benchmarks.team_raw import RawClient, raw_client
 from tests.e2e.teamserver import mcp_client
 
 if TYPE_CHECKING:
@@ -27,7 +29,7 @@ FINAL = {"completed", "failed", "cancelled", "timed_out"}
 
 
 async def poll_status(
-    bench: Bench, client: Client, transport: BalancedTransport, research: Research
+    bench: Bench, client: Client | RawClient, transport: BalancedTransport, research: Research
 ) -> str:
     """One ``deep-research-status`` call, timed and recorded; the status it read."""
     sent, began = time.time(), time.perf_counter()
@@ -65,7 +67,12 @@ async def follow(bench: Bench, research: Research) -> None:
         # from a client error by the worker its last request went to.
         transport = BalancedTransport(bench.balancer)
         try:
-            async with mcp_client(bench.mcp_url, token, transport=transport) as client:
+            opened = (
+                mcp_client(bench.mcp_url, token, transport=transport)
+                if bench.args.sdk_clients
+                else raw_client(bench.mcp_url, token, transport=transport)
+            )
+            async with opened as client:
                 if not research.research_id:
                     sent = time.perf_counter()
                     started = await research_call(

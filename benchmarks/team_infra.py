@@ -38,6 +38,7 @@ import httpx2
 from mcp import Client
 from mcp.types import CallToolRequest, CallToolRequestParams, CallToolResult
 
+from benchmarks.team_raw import RawClient
 from tests.e2e.teamserver import mcp_client
 from tests.postgres import PostgresServer, _command, _server_user
 
@@ -205,8 +206,8 @@ class CallFailed(Exception):
         self.code = code
 
 
-async def research_call(client: Client, **arguments: Any) -> dict[str, Any]:
-    """Call the research tool; its envelope.
+async def research_call(client: Client | RawClient, **arguments: Any) -> dict[str, Any]:
+    """Call the research tool; its envelope (a ``RawClient`` sends the same request itself).
 
     The request goes through the session's ``send_request``, not ``call_tool``: ``call_tool``
     also validates the result against the tool's output schema, and compiles that schema once
@@ -214,6 +215,9 @@ async def research_call(client: Client, **arguments: Any) -> dict[str, Any]:
     measure their own contention for the interpreter, not the server; a real client pays that
     on its own machine.
     """
+    if isinstance(client, RawClient):
+        with anyio.fail_after(CALL_TIMEOUT):
+            return await client.call_research(**arguments)
     request = CallToolRequest(params=CallToolRequestParams(name="research", arguments=arguments))
     with anyio.fail_after(CALL_TIMEOUT):
         result = await client.session.send_request(request, CallToolResult)

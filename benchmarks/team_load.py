@@ -38,10 +38,12 @@ client whose call broke on A (A was answering it at the kill) opens a new sessio
 balancer sends to B. No client resumes anything: a research seen ``interrupted`` must be taken
 over.
 
-The clients send their calls with the session's ``send_request``, skipping the SDK's check of
-each result against the tool's output schema (``call_tool`` compiles the schema once per
-session, about 0.5 s of CPU): a hundred clients in this one Python process would otherwise time
-their own contention for the interpreter, where real clients each pay it on their own machine.
+The clients send the requests the SDK's client sends (``initialize``,
+``notifications/initialized``, then ``tools/call``) themselves (``team_raw.py``): a hundred of the
+SDK's clients in this one Python process cost 1.8 ms of CPU per call, a third of a core taken
+from the two the workers run on, where real clients each pay it on their own machine. With
+``--sdk-clients`` they are the SDK's, sending their calls with the session's ``send_request``
+(``call_tool`` would also compile the tool's output schema once per session, about 0.5 s of CPU).
 
 What it prints, once every research has ended (or ``--timeout`` passed):
 
@@ -105,13 +107,14 @@ About two minutes for 100 research on 2 cores. Run from the repository root:
 
     python benchmarks/team_load.py [--researches 100] [--lease 10] [--seed 7] [--store-url URL]
         [--llm-slots N] [--pg-restart takeover|kill|none] [--pg-restart-delay 1]
-        [--pg-down 2] [--timeout 300] [--logs DIR]
+        [--pg-down 2] [--timeout 300] [--logs DIR] [--sdk-clients]
 
 Where the code lives: this file has the command line and the run; beside it, ``team_bench.py``
 what a run shares (``Bench``, ``RECONNECT_GRACE``), ``team_setup.py`` the workers and the
 store, ``team_clients.py`` the clients, ``team_chaos.py`` the kill and the restart
 (``SNAPSHOT_DELAY``, ``HELD_DELAY``), ``team_judge.py`` reading back and judging
-(``Repeats``), ``team_report.py`` what it prints, ``team_infra.py`` the balancer.
+(``Repeats``), ``team_report.py`` what it prints, ``team_infra.py`` the balancer,
+``team_raw.py`` the load clients' requests.
 """
 
 from __future__ import annotations
@@ -322,6 +325,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--pg-down", type=float, default=2.0, help="seconds PostgreSQL stays down (default 2)"
+    )
+    parser.add_argument(
+        "--sdk-clients",
+        action="store_true",
+        help="the load clients are the SDK's (1.8 ms of this machine's CPU per call) instead "
+        "of the same requests sent directly (benchmarks/team_raw.py)",
     )
     args = parser.parse_args()
     if args.researches < 2 or args.lease < 2:

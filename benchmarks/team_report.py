@@ -103,6 +103,15 @@ def print_settings(bench: Bench, url: str) -> None:
         f"{POLL_SECONDS:g} s per research (no wait); kill: SIGKILL A once every research has "
         f"started and half of A's have a completed search; {restart}; seed {args.seed}"
     )
+    clients = (
+        "the SDK's (--sdk-clients)"
+        if args.sdk_clients
+        else "requests the SDK's client sends, sent directly (benchmarks/team_raw.py)"
+    )
+    print(
+        f"load clients: one per research, in this process: {clients}; the status probe: the "
+        "SDK's client in a process of its own"
+    )
 
 
 def report(bench: Bench) -> tuple[list[str], list[Acceptance]]:
