@@ -333,3 +333,14 @@ def test_the_team_server_parses_http_with_httptools() -> None:
     config = server_config(app)
     config.load()
     assert config.http_protocol_class is HttpToolsProtocol
+
+
+def test_the_team_server_keeps_idle_connections_longer_than_proxies_do() -> None:
+    """The proxy or client closes an idle connection first, never the worker under a request
+    being sent (nginx's and AWS's load balancers keep idle upstream connections for 60 s)."""
+    from foundry_mcp.server.http import server_config
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        raise AssertionError("not called")
+
+    assert server_config(app).timeout_keep_alive > 60

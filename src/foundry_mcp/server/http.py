@@ -64,6 +64,11 @@ log = logging.getLogger(__name__)
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/health"
 STOP_GRACE_SECONDS = 3
+# How long an idle client connection stays open. Longer than the idle timeout of the proxies
+# and clients that keep connections to a worker (nginx's upstream keepalive and AWS's load
+# balancers: 60 s; httpx: 5 s, uvicorn's own default), so that they, not the worker, close an
+# idle connection: otherwise a request sent as the worker closes it breaks (a 502 at the proxy).
+KEEP_ALIVE_SECONDS = 75
 EXIT_SERVICE_FAILED = 1
 LISTEN_BACKLOG = 2048
 LOOPBACK_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
@@ -339,12 +344,13 @@ def _log_start(server: ServerSettings, host: str, port: int) -> None:
 
 def server_config(app: ASGIApp) -> uvicorn.Config:
     """uvicorn's settings for the team server's app: our log handlers, the grace of a clean
-    stop, the lifespan, and the HTTP parser in C (httptools, a dependency; h11 costs a worker a
-    fifth more CPU per request)."""
+    stop, idle connections kept past the proxies' timeout, the lifespan, and the HTTP parser
+    in C (httptools, a dependency; h11 costs a worker a fifth more CPU per request)."""
     return uvicorn.Config(
         CompleteResponses(app),
         log_config=None,  # our handlers and format (text or JSON) for uvicorn's lines too
         timeout_graceful_shutdown=STOP_GRACE_SECONDS,
+        timeout_keep_alive=KEEP_ALIVE_SECONDS,
         lifespan="on",
         http="httptools",
     )
