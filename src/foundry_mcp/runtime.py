@@ -69,6 +69,8 @@ async def research_runtime(
                     len(chores["resumed"]),
                 )
             task_group.start_soon(service.heartbeat)
+            if serving:
+                task_group.start_soon(io.listen)
             if serving and takeover_enabled(settings.research):
                 task_group.start_soon(Takeover(service).loop)
             try:

@@ -118,6 +118,15 @@ def own_postgres() -> Iterator[PostgresServer]:
         yield running
 
 
+def _listening(server: PostgresServer) -> bool:
+    """Whether a session of ``server`` LISTENs for the store's notifications."""
+    with psycopg.connect(server.url(), autocommit=True) as admin:
+        found = admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'LISTEN foundry_%'"
+        ).fetchone()
+    return bool(found and found[0])
+
+
 def _stop(server: PostgresServer) -> None:
     """A fast shutdown, as ``pg_ctl stop`` or a restart begins: every session is ended."""
     postmaster = int((server.socket_dir / "data" / "postmaster.pid").read_text().split()[0])
@@ -129,11 +138,13 @@ async def test_a_status_answers_the_last_read_as_soon_as_the_database_stops(
 ) -> None:
     env = {**research_env, "FOUNDRY_MCP_STORE_URL": own_postgres.url()}
     settings = load_settings(env=env, cwd=tmp_path, home=Path(env["HOME"]))
-    async with research_runtime(settings, warm=False, serving=False) as service:
+    async with research_runtime(settings, warm=False) as service:
         state = stored_state(status=Status.RUNNING, phase=Phase.GATHERING)
         service.store.create(state, Owner(), 60)
         assert (await service.status(state.id))["warnings"] == []
-        await service.io.wait_for_change(state.id, 0.01)  # the first wait starts the listener
+        with anyio.fail_after(5):  # a server listens from its start, before any wait
+            while not await anyio.to_thread.run_sync(_listening, own_postgres):
+                await anyio.sleep(0.05)
         _stop(own_postgres)
         with anyio.fail_after(5):  # learnt from the listener: no call has failed yet
             while service.store.unavailable() is None:

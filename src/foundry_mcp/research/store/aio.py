@@ -86,6 +86,10 @@ class AsyncStore:
         self._queued.add(future)
         future.add_done_callback(self._queued.discard)
 
+    async def listen(self) -> None:
+        """``Store.listen`` on the reading side."""
+        await self._reader.listen()
+
     async def wait_for_change(
         self, research_id: str, timeout: float, since: Fingerprint | None = None
     ) -> bool:

@@ -221,6 +221,12 @@ class Store(Protocol):
 
     # ------------------------------------------------------------------ waiting for others
 
+    async def listen(self) -> None:
+        """Begin hearing of other servers' saves and cancel requests, and of the database going
+        away, now rather than on the first wait (a server does, at its start). Nothing to do
+        where the waits poll."""
+        ...
+
     async def wait_for_change(
         self, research_id: str, timeout: float, since: Fingerprint | None = None
     ) -> bool:

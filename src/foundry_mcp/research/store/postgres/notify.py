@@ -2,9 +2,10 @@
 
 The store's triggers NOTIFY ``foundry_research_changed`` when a research row is saved, created
 or deleted, and ``foundry_cancel_requested`` when someone asks to cancel one; the payload is the
-research id. One connection per store, opened on the first wait, LISTENs in a daemon thread and
-wakes the waiters of that id. A waiter is an async task: the thread hands the wake-up to its
-event loop (``call_soon_threadsafe``), so no thread is held while it waits.
+research id. One connection per store, opened when a server starts (``Store.listen``) or on
+the first wait, LISTENs in a daemon thread and wakes the waiters of that id. A waiter is an
+async task: the thread hands the wake-up to its event loop (``call_soon_threadsafe``), so no
+thread is held while it waits.
 
 When the listening connection breaks, every waiter is woken (it may have missed a
 notification: it reads the store again) and the thread connects again; until it listens, waits

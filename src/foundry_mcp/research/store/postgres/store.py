@@ -347,6 +347,11 @@ class PostgresStore(PgArchiveAndSpend, LeasesAndEvents):
 
     # ------------------------------------------------------------------ waiting for others
 
+    async def listen(self) -> None:
+        """Open the LISTENing connection now: a server learns of a restart of the database
+        from it at once, before any wait has opened it."""
+        await self._listener.ready()
+
     async def wait_for_change(
         self, research_id: str, timeout: float, since: Fingerprint | None = None
     ) -> bool:

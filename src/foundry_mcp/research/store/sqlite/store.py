@@ -335,6 +335,9 @@ class ResearchStore(ArchiveAndSpend, LeasesAndEvents):
 
     # ------------------------------------------------------------------ waiting (store_waits)
 
+    async def listen(self) -> None:
+        """Nothing to do: SQLite's waits poll the file."""
+
     async def wait_for_change(
         self, research_id: str, timeout: float, since: Fingerprint | None = None
     ) -> bool:
