@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 from typing import Any, get_args
 
@@ -261,3 +262,11 @@ def test_the_text_content_is_the_envelope_without_nulls() -> None:
         "data": {"b": [None, {"d": 1}], "e": {}},
         "meta": json.loads(envelope.meta.model_dump_json()),
     }
+
+
+def test_every_answer_gets_its_own_request_id() -> None:
+    from foundry_mcp.server.envelope import ok
+
+    ids = {ok({}).meta.request_id for _ in range(1000)}
+    assert len(ids) == 1000
+    assert all(re.fullmatch(r"req-[0-9a-f]{12}", request_id) for request_id in ids)

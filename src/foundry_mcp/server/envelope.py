@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
-import uuid
+import random
 from typing import Any
 
 from pydantic import BaseModel, Field, GetJsonSchemaHandler
@@ -21,9 +21,15 @@ from foundry_mcp.errors import FoundryError
 from foundry_mcp.server.surface import OUTPUT_SCHEMA
 
 
+def new_request_id() -> str:
+    """A name for one answer in logs and bug reports: 48 random bits, not a secret (so not
+    from the OS's generator, a system call on every status poll)."""
+    return f"req-{random.getrandbits(48):012x}"
+
+
 class Meta(BaseModel):
     version: str = __version__
-    request_id: str = Field(default_factory=lambda: f"req-{uuid.uuid4().hex[:12]}")
+    request_id: str = Field(default_factory=new_request_id)
     warnings: list[str] = Field(default_factory=list)
 
 
