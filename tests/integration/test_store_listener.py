@@ -1,7 +1,8 @@
 """The store's listening connection is the first to learn that PostgreSQL went away: a restart
 ends it at once, while a status call would wait for the pool to find out. The store takes the
-database as lost the moment it ends (a status answers the last one read, without waiting), and
-as back the moment it listens again."""
+database as lost the moment it ends (a status answers the last one read, without waiting; a call
+already waiting for the pool gives up), and as back once it listens again and the pool can give
+a connection. A server opens it when it starts."""
 
 from __future__ import annotations
 
