@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
@@ -233,6 +234,32 @@ async def test_the_handshake_is_answered_with_the_sdks_own_answer(server: TeamSe
     async with mcp_client(server.url, ALICE) as client:
         listed = await call(client, action="deep-research-list")
         assert listed["success"], listed
+
+
+async def test_a_crowd_connecting_at_once_builds_one_sdk_session(server: TeamServer) -> None:
+    """Twenty editors sending ``initialize`` together: the SDK answers the first, the rest wait
+    for its answer and get it (with their own ids) instead of each building a session."""
+    headers = {**HEADERS, **bearer(ALICE)}
+    del headers["MCP-Protocol-Version"]
+    async with httpx.AsyncClient(timeout=30, trust_env=False) as client:
+        responses: list[httpx.Response] = []
+
+        async def connect(index: int) -> None:
+            body = json.dumps(initialize_request(index, f"editor-{index}"))
+            responses.append(await client.post(server.url, content=body, headers=headers))
+
+        async with anyio.create_task_group() as crowd:
+            for index in range(1, 21):
+                crowd.start_soon(connect, index)
+    assert all(response.status_code == 200 for response in responses)
+    kinds = [response.headers["content-type"] for response in responses]
+    assert sum(kind.startswith("text/event-stream") for kind in kinds) == 1, kinds
+    answers = [
+        r.json() if r.headers["content-type"] == "application/json" else sse_result(r)
+        for r in responses
+    ]
+    assert sorted(answer["id"] for answer in answers) == list(range(1, 21))
+    assert len({json.dumps(answer["result"], sort_keys=True) for answer in answers}) == 1
 
 
 async def test_the_handshake_is_answered_only_to_whom_the_sdk_serves(server: TeamServer) -> None:

@@ -14,18 +14,26 @@ more than their status polls. Neither answer depends on anything but the request
   again to the next ones, with their own request id.
 * ``notifications/initialized``: the SDK accepts it (202) and forgets it with the session; so
   does this module.
+
+Clients connect in crowds (a worker restarted, a team's editors reconnecting), so the requests
+of one kind that come while the SDK is answering the first wait for that answer
+(:meth:`Handshake.answer_soon`) rather than each building a session of its own.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 from starlette.types import Message, Send
 
 INITIALIZE = "initialize"
 INITIALIZED = "notifications/initialized"
 MAX_KINDS = 32  # different initialize requests remembered; past that, the SDK answers them
+FIRST_ANSWER_WAIT_SECONDS = 2.0  # longest wait for the SDK's answer to another of its kind
 
 
 class Handshake:
@@ -33,6 +41,7 @@ class Handshake:
 
     def __init__(self) -> None:
         self._results: dict[str, dict[str, Any]] = {}
+        self._answering: dict[str, anyio.Event] = {}  # kinds the SDK is answering now
 
     def answer(self, message: dict[str, Any]) -> dict[str, Any] | None:
         """The JSON-RPC response to this ``initialize``, if one of its kind was answered."""
@@ -40,6 +49,31 @@ class Handshake:
         if result is None:
             return None
         return {"jsonrpc": "2.0", "id": message["id"], "result": result}
+
+    async def answer_soon(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """``answer``, after waiting (a little) for the SDK's answer to another request of
+        this kind when one is under way."""
+        kind = _kind(message)
+        answering = self._answering.get(kind)
+        if kind not in self._results and answering is not None:
+            with anyio.move_on_after(FIRST_ANSWER_WAIT_SECONDS):
+                await answering.wait()
+        return self.answer(message)
+
+    @asynccontextmanager
+    async def answering(self, message: dict[str, Any], send: Send) -> AsyncIterator[Send]:
+        """``recording(message, send)``, while the requests of its kind that come meanwhile
+        wait for its answer (``answer_soon``); they stop waiting when the block ends, however
+        it ends."""
+        kind = _kind(message)
+        first = kind not in self._answering
+        if first:
+            self._answering[kind] = anyio.Event()
+        try:
+            yield self.recording(message, send)
+        finally:
+            if first:
+                self._answering.pop(kind).set()
 
     def recording(self, message: dict[str, Any], send: Send) -> Send:
         """``send`` that passes on the SDK's answer to ``message`` and keeps its result."""

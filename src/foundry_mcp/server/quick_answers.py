@@ -82,11 +82,12 @@ class QuickAnswers:
         message = _json_of(body)
         replayed = _replaying(received, receive)
         if is_initialize(message):
-            known = self._handshake.answer(message)
+            known = await self._handshake.answer_soon(message)
             if known is not None and await self._admitted(scope, receive):
                 await _send_json(send, known)
             else:
-                await self.app(scope, replayed, self._handshake.recording(message, send))
+                async with self._handshake.answering(message, send) as recording:
+                    await self.app(scope, replayed, recording)
             return
         if is_initialized(message) and await self._admitted(scope, receive):
             await _send_accepted(send)
