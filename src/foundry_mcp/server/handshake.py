@@ -62,20 +62,20 @@ class Handshake:
 
     @asynccontextmanager
     async def answering(self, message: dict[str, Any], send: Send) -> AsyncIterator[Send]:
-        """``recording(message, send)``, while the requests of its kind that come meanwhile
-        wait for its answer (``answer_soon``); they stop waiting when the block ends, however
-        it ends."""
+        """``send`` that passes on the SDK's answer to ``message`` and keeps its result; the
+        requests of its kind that come meanwhile wait for that answer (``answer_soon``) and
+        stop waiting when the block ends, however it ends."""
         kind = _kind(message)
         first = kind not in self._answering
         if first:
             self._answering[kind] = anyio.Event()
         try:
-            yield self.recording(message, send)
+            yield self._recording(message, send)
         finally:
             if first:
                 self._answering.pop(kind).set()
 
-    def recording(self, message: dict[str, Any], send: Send) -> Send:
+    def _recording(self, message: dict[str, Any], send: Send) -> Send:
         """``send`` that passes on the SDK's answer to ``message`` and keeps its result."""
         kind = _kind(message)
         status = 0

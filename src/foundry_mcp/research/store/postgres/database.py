@@ -117,7 +117,7 @@ class Database:
             return
         try:
             self.pool.check()  # idle connections from before the outage: tried, and replaced
-            self.pool.putconn(self.pool.getconn(timeout=POOL_TIMEOUT_SECONDS))
+            self.pool.putconn(self.pool.getconn(timeout=self.pool.timeout))
         except psycopg.OperationalError:  # the pool's timeout: calls find out on their own
             return
         self._outage = None
