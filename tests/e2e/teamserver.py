@@ -9,6 +9,7 @@ own client over streamable HTTP, sending a bearer token when given one.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -29,13 +30,41 @@ from mcp.client.streamable_http import streamable_http_client
 
 START_TIMEOUT = 20.0
 STOP_TIMEOUT = 15.0
+START_ATTEMPTS = 3  # a port found free can be taken before the server binds it
+PORT_IN_USE = "Address already in use"
 
 
 def free_port() -> int:
+    """A loopback port free now, below the system's ephemeral range when it can be.
+
+    A port the system hands out (``bind(0)``) is in the range its outgoing connections use,
+    so another test's client could take it before the server binds it.
+    """
+    for _ in range(20):
+        candidate = random.randrange(20000, _ephemeral_floor())
+        if _binds(candidate):
+            return candidate
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+def _ephemeral_floor() -> int:
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+    return max(low, 20001)
+
+
+def _binds(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def foundry_command(*args: str) -> list[str]:
@@ -59,14 +88,23 @@ class TeamServer:
     def __init__(
         self, env: dict[str, str], *args: str, launcher: Sequence[str] | None = None
     ) -> None:
+        self._env = env
+        self._args = args
+        self._launcher = launcher
+        self._attempts = 0
+        self._launch()
+
+    def _launch(self) -> None:
+        self._attempts += 1
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.url = f"{self.base_url}/mcp"
         self._lines: list[str] = []
-        serve = ["serve", "--http", "--port", str(self.port), *args]
+        serve = ["serve", "--http", "--port", str(self.port), *self._args]
+        launcher = self._launcher
         self.process = subprocess.Popen(
             [*launcher, *serve] if launcher is not None else foundry_command(*serve),
-            env=server_env(env),
+            env=server_env(self._env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -90,9 +128,15 @@ class TeamServer:
         return httpx.get(f"{self.base_url}/health", timeout=5, trust_env=False)
 
     def wait_ready(self) -> None:
+        """Wait for ``/health`` to say ready; a server that lost its port to another program
+        is started again on another one."""
         deadline = time.monotonic() + START_TIMEOUT
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
+                self._reader.join(2)
+                if self._lost_its_port() and self._attempts < START_ATTEMPTS:
+                    self._launch()
+                    continue
                 raise AssertionError(f"the server exited at start: {self.log}")
             try:
                 if self.health().json().get("research_service") == "ready":
@@ -101,6 +145,9 @@ class TeamServer:
                 pass
             time.sleep(0.05)
         raise AssertionError(f"the server did not become ready: {self.log}")
+
+    def _lost_its_port(self) -> bool:
+        return any(PORT_IN_USE in line for line in self._lines)
 
     def stop(self, signum: int = signal.SIGTERM) -> int:
         """Send ``signum`` and wait for the exit; returns the exit code."""
