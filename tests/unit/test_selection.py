@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import random
 
 import pytest
@@ -110,3 +111,38 @@ def test_verification_uses_the_shared_bm25() -> None:
     index = passages.PassageIndex.build(long_source(2_000, {0.5: KEY}))
     best = index.best(passages.content_words("lithium recovery rate"), 1)
     assert KEY[:40] in best[0]
+
+
+def _collector_work(root: object) -> int:
+    """References the garbage collector follows in a full collection, among the containers it
+    tracks that ``root`` holds (its class and everything beyond are not counted)."""
+    gc.collect()  # tuples and dictionaries of plain values are untracked here
+    work, seen, pending = 0, {id(root)}, [root]
+    while pending:
+        item = pending.pop()
+        referents = gc.get_referents(item)
+        work += len(referents)
+        for referent in referents:
+            if (
+                gc.is_tracked(referent)
+                and not isinstance(referent, type)
+                and id(referent) not in seen
+            ):
+                seen.add(id(referent))
+                pending.append(referent)
+    return work
+
+
+def test_an_index_of_a_long_page_costs_the_garbage_collector_little() -> None:
+    """A research keeps an index per source it checks: a collection must not walk every
+    posting of a long page (it did, on the event loop of a busy team worker)."""
+    rng = random.Random(5)
+    vocabulary = [f"term{number}" for number in range(400)]
+    page = "\n\n".join(
+        " ".join(rng.choice(vocabulary) for _ in range(80)) + "." for _ in range(1500)
+    )
+    index = passages.PassageIndex.build(page)
+    postings = sum(len(found) // 2 for found in index.postings.values())
+    assert postings > 50 * len(index.postings)  # many more postings than terms
+    assert _collector_work(index) < 4 * len(index.postings) + 50
+    assert index.best(["term7", "term9"], 1)  # and it still ranks

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -112,34 +113,45 @@ def cut_words(text: str, max_chars: int) -> list[str]:
 
 @dataclass
 class PassageIndex:
-    """Passages with the term statistics BM25 needs, and each term's postings."""
+    """Passages with the term statistics BM25 needs, and each term's postings.
 
-    passages: list[str]
-    terms: list[Counter[str]]
-    document_frequency: Counter[str]
+    What it holds costs the garbage collector one reference per term: a tuple of strings and a
+    dictionary of numbers (neither tracked), and one array per term. An index of a long page has tens of
+    thousands of postings, and a research keeps one per source it checks; held in lists of
+    tuples, a team worker's full collections walked millions of them (40 ms and more on the
+    event loop, every few seconds, under 100 research).
+    """
+
+    passages: tuple[str, ...]
+    document_frequency: dict[str, int]
     average_length: float
-    lengths: list[int] = field(default_factory=list)
-    postings: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # (passage, tf)
+    lengths: array[int] = field(default_factory=lambda: array("l"))
+    # Per term, its passages and counts in turn: passage, tf, passage, tf, ...
+    postings: dict[str, array[int]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, text: str) -> PassageIndex:
         return cls.from_passages(split_passages(text))
 
     @classmethod
-    def from_passages(cls, passages: list[str]) -> PassageIndex:
+    def from_passages(cls, passages: Sequence[str]) -> PassageIndex:
         words = [content_words(p) for p in passages]
-        terms = [Counter(w) for w in words]
-        postings: dict[str, list[tuple[int, int]]] = {}
-        for number, counts in enumerate(terms):
-            for term, tf in counts.items():
-                if term in postings:
-                    postings[term].append((number, tf))
-                else:
-                    postings[term] = [(number, tf)]
-        frequency = Counter({term: len(found) for term, found in postings.items()})
-        lengths = [len(w) for w in words]
+        postings: dict[str, array[int]] = {}
+        for number, passage_words in enumerate(words):
+            for term, tf in Counter(passage_words).items():
+                found = postings.get(term)
+                if found is None:
+                    found = postings[term] = array("l")
+                found.append(number)
+                found.append(tf)
+        frequency = {term: len(found) // 2 for term, found in postings.items()}
+        lengths = array("l", (len(w) for w in words))
         average = sum(lengths) / len(lengths) if lengths else 0.0
-        return cls(passages, terms, frequency, average or 1.0, lengths, postings)
+        return cls(tuple(passages), frequency, average or 1.0, lengths, postings)
+
+    def words_of(self, number: int) -> set[str]:
+        """The content words of passage ``number``."""
+        return set(content_words(self.passages[number]))
 
     def scores(self, query: Iterable[str], k1: float = 1.2, b: float = 0.75) -> list[float]:
         """The BM25 score of every passage for the (unique) ``query`` terms."""
@@ -151,7 +163,8 @@ class PassageIndex:
                 continue
             frequency = self.document_frequency[term]
             weight = math.log(1 + (n - frequency + 0.5) / (frequency + 0.5))
-            for number, tf in matches:
+            pairs = iter(matches)
+            for number, tf in zip(pairs, pairs, strict=True):
                 norm = k1 * (1 - b + b * self.lengths[number] / self.average_length)
                 result[number] += weight * tf * (k1 + 1) / (tf + norm)
         return result

@@ -210,7 +210,7 @@ def _adding(hits: list[int], index: PassageIndex, claim_words: list[str]) -> lis
     seen: set[str] = set()
     kept = []
     for number, hit in enumerate(hits):
-        words = wanted.intersection(index.terms[hit])
+        words = wanted & index.words_of(hit)
         if number == 0 or words - seen:
             kept.append(hit)
             seen |= words
