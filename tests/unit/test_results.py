@@ -35,8 +35,9 @@ from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.runtime import research_runtime
 from foundry_mcp.server import results_report, results_status
 from foundry_mcp.server.actions import HANDLERS
+from foundry_mcp.server.app import _result
 from foundry_mcp.server.arguments import parse_arguments
-from foundry_mcp.server.envelope import Envelope, compact_text, failure
+from foundry_mcp.server.envelope import Envelope, compact_text, failure, ok, tool_answer_json
 from foundry_mcp.server.results import (
     ACTION_HINTS,
     RESULT_MODELS,
@@ -264,9 +265,21 @@ def test_the_text_content_is_the_envelope_without_nulls() -> None:
     }
 
 
-def test_every_answer_gets_its_own_request_id() -> None:
-    from foundry_mcp.server.envelope import ok
+@pytest.mark.parametrize(
+    "envelope",
+    [
+        ok({"status": "running", "ratio": 1e-05, "query": "é \u2028 </script>", "x": None}, ["w"]),
+        failure(FoundryError("No such research.", details={"field": "research_id", "n": None})),
+    ],
+)
+def test_a_quick_answer_is_the_sdk_answer_encoded_once(envelope: Envelope) -> None:
+    """What ``server.quick_answers`` sends is what the SDK would send for the same result."""
+    sdk = _result(envelope).model_dump(by_alias=True, mode="json", exclude_none=True)
+    quick = json.loads(tool_answer_json(7, envelope))
+    assert quick == {"jsonrpc": "2.0", "id": 7, "result": sdk}
 
+
+def test_every_answer_gets_its_own_request_id() -> None:
     ids = {ok({}).meta.request_id for _ in range(1000)}
     assert len(ids) == 1000
     assert all(re.fullmatch(r"req-[0-9a-f]{12}", request_id) for request_id in ids)

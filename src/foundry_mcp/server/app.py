@@ -194,8 +194,16 @@ async def answer(
     host: ServiceHost, arguments: ResearchArguments, principal: Principal | None
 ) -> CallToolResult:
     """The research tool's answer to parsed ``arguments`` for ``principal``, with no progress
-    to report (a task's run, a plain call answered without a session: ``server.quick_answers``)."""
-    return _result(await _handle(host, arguments, principal=principal))
+    to report (a task's run)."""
+    return _result(await answer_envelope(host, arguments, principal))
+
+
+async def answer_envelope(
+    host: ServiceHost, arguments: ResearchArguments, principal: Principal | None
+) -> Envelope:
+    """The envelope of that answer (a plain call answered without a session:
+    ``server.quick_answers``, which encodes it itself)."""
+    return await _handle(host, arguments, principal=principal)
 
 
 def _result(envelope: Envelope) -> CallToolResult:

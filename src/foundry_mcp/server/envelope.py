@@ -8,13 +8,13 @@ every payload against its own action's model.
 from __future__ import annotations
 
 import copy
-import json
 import random
 from typing import Any
 
+from mcp.types import CallToolResult
 from pydantic import BaseModel, Field, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import CoreSchema
+from pydantic_core import CoreSchema, to_json
 
 from foundry_mcp import __version__
 from foundry_mcp.errors import FoundryError
@@ -72,7 +72,30 @@ def failure(error: FoundryError, warnings: list[str] | None = None) -> Envelope:
 def compact_text(structured: dict[str, Any]) -> str:
     """The text content of a result: its structured content (the dumped envelope) as one line of
     JSON without null fields, for models that read text."""
-    return json.dumps(_without_nulls(structured), ensure_ascii=False, separators=(",", ":"))
+    return to_json(_without_nulls(structured)).decode()
+
+
+# The fields of the SDK's result that have defaults (``resultType``, ...), as it sends them.
+_RESULT_DEFAULTS = CallToolResult(content=[]).model_dump(
+    by_alias=True, mode="json", exclude_none=True
+)
+
+
+def tool_answer_json(request_id: str | int, envelope: Envelope) -> bytes:
+    """The JSON-RPC answer to a ``tools/call`` whose result is ``envelope``, as the SDK sends
+    it (text and structured content, ``isError``), encoded in one pass.
+
+    A status poll is most of a team server's requests; building the SDK's result model and
+    encoding it again cost more than reading the status (docs/benchmarks.md, "Team server").
+    """
+    structured = envelope.model_dump(mode="json")
+    result = {
+        **_RESULT_DEFAULTS,
+        "content": [{"type": "text", "text": compact_text(structured)}],
+        "structuredContent": structured,
+        "isError": not envelope.success,
+    }
+    return to_json({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
 def _without_nulls(value: Any) -> Any:

@@ -14,9 +14,9 @@ the handshake era's):
 
 * one JSON-RPC ``tools/call`` of ``research`` without progress token or task, and without
   ``wait`` (a status, a start, a report, a list: one request, one answer): the answer comes
-  from the tool's own handler (``server.app.answer``, what the SDK's path calls too when there
-  is no progress to report), as the ``application/json`` response the streamable HTTP
-  transport allows;
+  from the tool's own handler (``server.app.answer_envelope``, what the SDK's path calls too
+  when there is no progress to report), as the ``application/json`` response the streamable
+  HTTP transport allows, encoded in one pass (``server.envelope.tool_answer_json``);
 * ``initialize``, once the SDK has answered one like it, and ``notifications/initialized``
   (:mod:`foundry_mcp.server.handshake`).
 
@@ -40,9 +40,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.research.principal import Principal
-from foundry_mcp.server.app import TOOL_NAME, answer
+from foundry_mcp.server.app import TOOL_NAME, answer_envelope
 from foundry_mcp.server.arguments import ResearchArguments, parse_arguments
 from foundry_mcp.server.auth import principal_of
+from foundry_mcp.server.envelope import tool_answer_json
 from foundry_mcp.server.handshake import Handshake, is_initialize, is_initialized
 from foundry_mcp.server.host import ServiceHost
 
@@ -100,15 +101,8 @@ class QuickAnswers:
         if host is None or arguments is None or admitted is None:
             await self.app(scope, replayed, send)
             return
-        result = await answer(host, arguments, admitted.principal)
-        await _send_json(
-            send,
-            {
-                "jsonrpc": "2.0",
-                "id": message["id"],
-                "result": result.model_dump(by_alias=True, mode="json", exclude_none=True),
-            },
-        )
+        envelope = await answer_envelope(host, arguments, admitted.principal)
+        await _send_body(send, tool_answer_json(message["id"], envelope))
 
     async def _admitted(self, scope: Scope, receive: Receive) -> Admitted | None:
         """The caller, if the SDK would serve it: Host and Origin allowed, and a valid bearer
@@ -219,7 +213,11 @@ async def _send_accepted(send: Send) -> None:
 
 
 async def _send_json(send: Send, payload: dict[str, Any]) -> None:
-    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    await _send_body(send, json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+async def _send_body(send: Send, body: bytes) -> None:
+    """200 with a JSON ``body``."""
     await send(
         {
             "type": "http.response.start",
