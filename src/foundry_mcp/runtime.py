@@ -130,21 +130,34 @@ def warm_up(providers: ProviderRegistry, stop: threading.Event | None = None) ->
 _settled = threading.Lock()
 _heap_settled = False
 
+# Full collections wait for this many collections of the middle generation (Python's default:
+# 10). See settle_heap.
+MIDDLE_COLLECTIONS_PER_FULL = 100
+
 
 def settle_heap() -> None:
-    """Put what start-up built out of the garbage collector's sight, once per process.
+    """Put what start-up built out of the garbage collector's sight, and make full collections
+    rarer, once per process.
 
-    A full collection walks every object the process tracks: with an LLM SDK imported that is
-    70-110 ms here (more on a slower machine), on the event loop, and the first research
-    allocates enough to set one off within its first second, stalling whatever the loop
-    serves then (the start answer, a status call). Frozen objects (``gc.freeze``: the modules, clients and settings start-up made,
-    which live as long as the process anyway) are never walked again, so later collections
-    take a fraction of a millisecond. Freezing only moves lists, so it costs nothing itself.
+    A full collection walks every object the process tracks, on the event loop. With an LLM SDK
+    imported that is 70-110 ms here (more on a slower machine), and the first research allocates
+    enough to set one off within its first second, stalling whatever the loop serves then (the
+    start answer, a status call). Frozen objects (``gc.freeze``: the modules, clients and
+    settings start-up made, which live as long as the process anyway) are never walked again.
+    Freezing only moves lists, so it costs nothing itself.
+
+    What is left to walk is the research in memory: a team worker running a hundred research
+    spent 20-45 ms on each full collection, every 7-10 s (``docs/benchmarks.md``, "Team
+    server"). Waiting for ten times as many middle-generation collections first makes those
+    pauses ten times rarer; the cost is that garbage in reference cycles, which is rare here
+    (a few hundred objects a collection), is freed later.
     """
     global _heap_settled
     with _settled:
         if not _heap_settled:
             gc.freeze()
+            young, middle, _ = gc.get_threshold()
+            gc.set_threshold(young, middle, MIDDLE_COLLECTIONS_PER_FULL)
             _heap_settled = True
 
 

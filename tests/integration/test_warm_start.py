@@ -93,8 +93,10 @@ def test_warm_up_builds_the_configured_providers_without_a_request(
     assert counted == ["gpt-4.1-mini"]
     for server in (openai_server, anthropic_server, tavily_server):
         assert server.requests == []
-    # What start-up built is out of the collector's way: no full collection walks it again.
+    # What start-up built is out of the collector's way: no full collection walks it again,
+    # and full collections of what research builds are rarer than Python's default.
     assert gc.get_freeze_count() > 0
+    assert gc.get_threshold()[2] == runtime.MIDDLE_COLLECTIONS_PER_FULL > 10
 
 
 def test_a_stopped_warm_up_builds_nothing_more(settings: Settings) -> None:
