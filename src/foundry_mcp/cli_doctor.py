@@ -57,7 +57,7 @@ async def doctor(service: ResearchService, args: argparse.Namespace) -> int:
     health = await service.health()
     entries = {entry["name"]: entry for entry in health["providers"]}
     checks["llm"] = _llm_line(service, entries)
-    checks["search"], searching = _search_line(service, entries)
+    checks["search"], searching, search_warnings = _search_line(service, entries)
     statement = keyless_search_statement(settings, searching)
     if statement is not None:
         checks["keyless_search"] = statement
@@ -66,7 +66,7 @@ async def doctor(service: ResearchService, args: argparse.Namespace) -> int:
         for entry in health["providers"]
     ]
     checks["problems"] = health["problems"]
-    checks["warnings"] = settings.trust_warnings()
+    checks["warnings"] = settings.trust_warnings() + search_warnings
     extraction = await anyio.to_thread.run_sync(extractor_problem)
     checks["page_extraction"] = (
         "ok: trafilatura" if extraction is None else f"degraded: {extraction}"
@@ -91,14 +91,14 @@ def _llm_line(service: ResearchService, entries: dict[str, dict[str, Any]]) -> s
 
 def _search_line(
     service: ResearchService, entries: dict[str, dict[str, Any]]
-) -> tuple[str, list[str]]:
-    """The search providers a research would use, summed up, and their names."""
+) -> tuple[str, list[str], list[str]]:
+    """The search providers a research would use, summed up; their names; and what a start
+    would warn about them (a provider skipped, an untrusted file's list ignored)."""
     try:
         usable, warnings = service.providers.search_providers(announce=False)
     except FoundryError as exc:
-        return f"{NOT_USABLE}: {exc.message} {exc.remediation}", []
-    line = summary_line(usable, entries)
-    return line + (f" ({' '.join(warnings)})" if warnings else ""), usable
+        return f"{NOT_USABLE}: {exc.message} {exc.remediation}", [], []
+    return summary_line(usable, entries), usable, warnings
 
 
 def summary_line(specs: list[str], entries: dict[str, dict[str, Any]]) -> str:

@@ -13,7 +13,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from tests.e2e.conftest import call, run_to_end
-from tests.fakes import FakeHTTPServer, ResearchBrain, fake_openai
+from tests.fakes import FakeHTTPServer, ResearchBrain, fake_openai, fake_semantic_scholar
 
 pytestmark = [pytest.mark.anyio, pytest.mark.stdio]
 
@@ -129,6 +129,34 @@ async def test_an_untrusted_repository_config_takes_over_nothing(
     assert report["untrusted_config"]["fix"].startswith("foundry-mcp trust ")
     assert foreign.requests == []
     assert not (workspace["repo"] / "hooks-were-imported").exists()
+
+
+@pytest.mark.parametrize("elsewhere", ["semantic_scholar", "ddgs"])
+async def test_a_repository_cannot_send_the_searches_to_another_service(
+    workspace: dict[str, Path], tavily_server: FakeHTTPServer, elsewhere: str
+) -> None:
+    (workspace["repo"] / "foundry-mcp.toml").write_text(
+        f'[research]\ndeep_research_providers = ["{elsewhere}"]\ndeep_research_max_iterations = 1\n'
+        "\n[research.fetch]\nenabled = false\n"
+    )
+    with fake_semantic_scholar() as scholar:
+        # The keyless search's engines are behind a closed proxy: a request to them fails.
+        extra = {"SEMANTIC_SCHOLAR_BASE_URL": scholar.base_url, "HTTPS_PROXY": "http://127.0.0.1:9"}
+        async with _server(workspace, **extra) as client:
+            started = await call(client, action="deep-research", query="How is TOML parsed?")
+            assert started["success"], started
+            search = started["data"]["search"]
+            assert search["providers"] == ["tavily"]
+            [refused] = [w for w in search["warnings"] if "deep_research_providers" in w]
+            assert "not trusted" in refused and f'["{elsewhere}"]' in refused
+            assert "foundry-mcp trust" in refused
+            final = await run_to_end(client, started["data"]["research_id"])
+            assert final["status"] == "completed", final
+        doctor = json.loads(_cli(workspace, "doctor", **extra).stdout)
+        assert scholar.requests == []
+    assert tavily_server.requests_to("/search"), "the user's own search service was asked"
+    assert doctor["search"].startswith("ok: tavily"), doctor["search"]
+    assert any("deep_research_providers" in w for w in doctor["warnings"]), doctor["warnings"]
 
 
 async def test_after_trust_the_file_applies_and_a_change_undoes_that(

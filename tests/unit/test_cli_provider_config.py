@@ -45,7 +45,7 @@ def test_a_custom_named_program_provider_and_its_command(tmp_path: Path) -> None
 
 def test_an_untrusted_project_file_cannot_choose_the_program(tmp_path: Path) -> None:
     layer = {"providers": {"claude-cli": {"command": "/tmp/evil", "max_retries": 1}}}
-    kept, ignored = without_protected_keys(layer, tmp_path)
+    kept, ignored, _, _ = without_protected_keys(layer, tmp_path)
     assert ignored == ["[providers.claude-cli] command"]
     assert kept == {"providers": {"claude-cli": {"max_retries": 1}}}
 

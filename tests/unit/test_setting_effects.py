@@ -66,7 +66,7 @@ def test_a_new_unclassified_key_is_caught_and_needs_trust_meanwhile(tmp_path: Pa
     assert unclassified(GrownSettings) == ["[research] purge_everything_after_days"]
     # Meanwhile the loader treats a key with no rule as one that needs trust.
     layer = {"research": {"purge_everything_after_days": 0.001, "reasoned": 3}}
-    kept, ignored = without_protected_keys(layer, tmp_path, model=GrownSettings)
+    kept, ignored, _, _ = without_protected_keys(layer, tmp_path, model=GrownSettings)
     assert ignored == ["[research] purge_everything_after_days"]
     assert kept == {"research": {"reasoned": 3}}
 
@@ -108,7 +108,7 @@ def test_a_limit_is_lowered_from_the_users_own_value(tmp_path: Path) -> None:
         "research": {"max_cost_usd": 5.0, "deep_research_max_sources": 3},
         "providers": {"openai": {"max_in_flight": 2}, "tavily": {"max_in_flight": 50}},
     }
-    kept, ignored = without_protected_keys(layer, tmp_path, below)
+    kept, ignored, _, _ = without_protected_keys(layer, tmp_path, below)
     assert kept == {
         "research": {"deep_research_max_sources": 3},
         "providers": {"openai": {"max_in_flight": 2}, "tavily": {}},

@@ -8,7 +8,9 @@ The user's own file, the environment and a file named in ``FOUNDRY_MCP_CONFIG`` 
 ``./foundry-mcp.toml`` in the working directory usually comes with a cloned repository: until
 the user trusts it (``foundry-mcp trust``, see :mod:`foundry_mcp.trust`) its values that would
 delete, run, spend, move, read or send more are ignored and named in
-``Settings.untrusted.ignored_keys``; every other value applies. Relative paths in a file are
+``Settings.untrusted.ignored_keys``; those whose effect only the code using them can judge (the
+search providers, model windows) are set aside in ``Settings.narrowing`` and apply only where
+they narrow; every other value applies. Relative paths in a file are
 taken relative to the folder of that file.
 
 The modules: ``settings`` (the models, their bounds and defaults), ``effects`` (what each key
@@ -46,6 +48,7 @@ from foundry_mcp.config.server_settings import (
 )
 from foundry_mcp.config.settings import (
     LoggingSettings,
+    ProjectNarrowing,
     Settings,
     UntrustedProjectConfig,
 )
@@ -66,6 +69,7 @@ __all__ = [
     "LocalDocumentsSettings",
     "LoggingSettings",
     "PriceSettings",
+    "ProjectNarrowing",
     "ProviderKind",
     "ProviderSettings",
     "ResearchSettings",

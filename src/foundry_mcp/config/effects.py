@@ -9,15 +9,27 @@ Every settings field carries one rule in its annotation (``Annotated[int, LOWER_
   may lower it, never raise it.
 - :class:`Ordered`: a choice whose values go from cheapest to dearest (``False`` before ``True``
   for a feature that costs when on). An untrusted file may move it toward the cheap end only.
+- :class:`Floor`: a margin or reserve that makes a research read or write less as it grows. An
+  untrusted file may raise it, never lower it.
 - :class:`Narrows`: a list of what may be used or read. An untrusted file may leave entries
   out, never add one.
+- :class:`NarrowsWhereUsed`: a value whose effect only the code that uses it can judge (which
+  search services the user's own settings reach, the context window a model has). An untrusted
+  file's value is set aside (:class:`foundry_mcp.config.ProjectNarrowing`) and applies only
+  where it leads to less than the user's own settings do: fewer services, smaller windows.
 - :class:`WithinProject`: folders to read. An untrusted file may name folders inside its own.
 - :class:`Harmless`: the key neither deletes, runs, spends, moves, reads nor sends more; the
   reason says why. It applies from any file.
 
 A section (a nested settings model, a table of them) carries no rule of its own unless the
 whole table is protected; its fields carry theirs. ``tests/unit/test_setting_effects.py`` walks
-every field and fails on one with no rule, so a new key cannot slip through unclassified.
+every field and fails on one with no rule, so a new key cannot slip through unclassified, and
+``tests/unit/test_untrusted_outcomes.py`` sets every key to hostile values from an untrusted file
+and checks that the outcome (services and hosts contacted, tokens a round may read, files read,
+written or deleted, limits) is never more than without the file.
+
+Each rule's ``marker`` (the "untrusted file" column of docs/configuration.md) says what the file
+may do and, in brackets, what the rule protects.
 """
 
 from __future__ import annotations
@@ -41,6 +53,29 @@ class Effect(StrEnum):
     SENDS = "changes where requests, questions or keys go"
     SAFEGUARD = "weakens the fact-check that keeps unsupported claims out of reports"
     EXPOSES = "lets others use the team server, or exposes it on the network"
+    KEEPS = "keeps more on disk"
+
+    @property
+    def guards(self) -> str:
+        """What a rule of this effect protects, in a few words (the docs' markers)."""
+        return _GUARDS[self]
+
+
+_GUARDS = {
+    Effect.DELETES: "your stored research",
+    Effect.RUNS: "what runs on your machine",
+    Effect.SPENDS: "what you pay",
+    Effect.PLACES: "where research is kept",
+    Effect.READS: "what is read",
+    Effect.SENDS: "where your questions go",
+    Effect.SAFEGUARD: "the fact-check",
+    Effect.EXPOSES: "who reaches your server",
+    Effect.KEEPS: "what is kept on disk",
+}
+
+
+def _marker(what_may: str, effect: Effect) -> str:
+    return f"{what_may} ({effect.guards})"
 
 
 @dataclass(frozen=True)
@@ -56,7 +91,10 @@ class Protected:
     """A key an untrusted file may not set."""
 
     effect: Effect
-    marker = "needs trust"
+
+    @property
+    def marker(self) -> str:
+        return _marker("needs trust", self.effect)
 
     def keeps(self, value: Any, applying: Any, project: Path) -> bool:
         return False
@@ -72,7 +110,10 @@ class Bound:
 
     effect: Effect
     unset_is_default: bool = False
-    marker = "lower only"
+
+    @property
+    def marker(self) -> str:
+        return _marker("lower only", self.effect)
 
     def keeps(self, value: Any, applying: Any, project: Path) -> bool:
         if not _is_number(value):
@@ -94,8 +135,8 @@ class Ordered:
     def marker(self) -> str:
         cheapest = self.values[0]
         if isinstance(cheapest, bool):
-            return "off only" if cheapest is False else "on only"
-        return f"`{cheapest}` only"
+            return _marker("off only" if cheapest is False else "on only", self.effect)
+        return _marker(f"`{cheapest}` only", self.effect)
 
     def keeps(self, value: Any, applying: Any, project: Path) -> bool:
         if not _is_listed(value, self.values) or not _is_listed(applying, self.values):
@@ -104,11 +145,45 @@ class Ordered:
 
 
 @dataclass(frozen=True)
+class Floor:
+    """A margin or reserve an untrusted file may raise, never lower: the more it holds back, the
+    less a research reads or writes."""
+
+    effect: Effect
+
+    @property
+    def marker(self) -> str:
+        return _marker("higher only", self.effect)
+
+    def keeps(self, value: Any, applying: Any, project: Path) -> bool:
+        return _is_number(value) and _is_number(applying) and value >= applying
+
+
+@dataclass(frozen=True)
+class NarrowsWhereUsed:
+    """A value whose effect depends on what only its user knows (the services the user's own
+    settings reach, a model's window): an untrusted file's value is set aside and applies where
+    it is used only if it leads to less than the user's own settings do."""
+
+    effect: Effect
+
+    @property
+    def marker(self) -> str:
+        return _marker("narrows only", self.effect)
+
+    def keeps(self, value: Any, applying: Any, project: Path) -> bool:
+        return False  # never as it stands: see foundry_mcp.config.ProjectNarrowing
+
+
+@dataclass(frozen=True)
 class Narrows:
     """A list an untrusted file may shorten, never extend (compared without case)."""
 
     effect: Effect
-    marker = "fewer only"
+
+    @property
+    def marker(self) -> str:
+        return _marker("fewer only", self.effect)
 
     def keeps(self, value: Any, applying: Any, project: Path) -> bool:
         if not isinstance(value, list) or not isinstance(applying, list):
@@ -122,7 +197,10 @@ class WithinProject:
     """Folders an untrusted file may name only inside its own folder."""
 
     effect: Effect
-    marker = "inside only"
+
+    @property
+    def marker(self) -> str:
+        return _marker("inside only", self.effect)
 
     def inside(self, path: Any, project: Path) -> bool:
         """Whether ``path`` lies in ``project``, symbolic links resolved."""
@@ -134,7 +212,7 @@ class WithinProject:
             return False
 
 
-Rule = Harmless | Protected | Bound | Ordered | Narrows | WithinProject
+Rule = Harmless | Protected | Bound | Floor | Ordered | Narrows | NarrowsWhereUsed | WithinProject
 
 
 def rule_of(metadata: list[Any]) -> Rule | None:
@@ -174,13 +252,11 @@ LOWER_THAN_SET = Bound(Effect.SPENDS, unset_is_default=True)
 OFF_SPENDS = Ordered(Effect.SPENDS, (False, True))
 OFF_READS = Ordered(Effect.READS, (False, True))
 OFF_RUNS = Ordered(Effect.RUNS, (False, True))
+HIGHER_READS = Floor(Effect.READS)
+NARROWS_READS = NarrowsWhereUsed(Effect.READS)
 SPENDS = Protected(Effect.SPENDS)
 SENDS = Protected(Effect.SENDS)
 PLACES = Protected(Effect.PLACES)
 DELETES = Protected(Effect.DELETES)
 RUNS = Protected(Effect.RUNS)
 SAFEGUARD = Protected(Effect.SAFEGUARD)
-PACKING = Harmless(
-    "changes how the content a research gathered is packed into calls; it gathers, sends and "
-    "deletes nothing more"
-)

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from foundry_mcp.config.files import absolute, read_bytes, read_layer
-from foundry_mcp.config.settings import Settings, UntrustedProjectConfig
+from foundry_mcp.config.settings import ProjectNarrowing, Settings, UntrustedProjectConfig
 from foundry_mcp.config.untrusted import without_protected_keys
 from foundry_mcp.errors import ConfigError
 from foundry_mcp.trust import TrustStore
@@ -74,6 +74,7 @@ def load_settings(
     origin: dict[tuple[str, ...], str] = {}
     sources: list[str] = []
     untrusted: UntrustedProjectConfig | None = None
+    set_aside: dict[str, Any] = {}
 
     explicit = env.get(CONFIG_ENV)
     project_config = Path(explicit).expanduser() if explicit else cwd / PROJECT_CONFIG
@@ -94,10 +95,13 @@ def load_settings(
         if not explicit:
             verdict = TrustStore(home).verdict(project_config, data)
             if not verdict.trusted:
-                layer, ignored = without_protected_keys(layer, project_config.parent, merged)
-                if ignored:
+                sifted = without_protected_keys(layer, project_config.parent, merged)
+                layer, set_aside = sifted.kept, sifted.set_aside
+                if sifted.ignored:
                     untrusted = UntrustedProjectConfig(
-                        path=absolute(project_config), reason=verdict.reason, ignored_keys=ignored
+                        path=absolute(project_config),
+                        reason=verdict.reason,
+                        ignored_keys=sifted.ignored,
                     )
         _merge(merged, layer, origin, str(project_config), ())
         sources.append(str(project_config))
@@ -111,10 +115,25 @@ def load_settings(
         settings = Settings.model_validate(merged)
     except ValidationError as exc:
         raise _config_error(exc, origin) from None
+    try:
+        narrowing = _narrowing(set_aside, project_config)
+    except ValidationError as exc:
+        raise _config_error(exc, {("research",): str(project_config)}) from None
     settings._sources = sources
     settings._untrusted = untrusted
     settings._origins = origin
+    settings._narrowing = narrowing
     return settings
+
+
+def _narrowing(set_aside: dict[str, Any], project_config: Path) -> ProjectNarrowing:
+    """The set-aside values of an untrusted project file, validated as the keys they are."""
+    given = set_aside.get("research", {})
+    if not given:
+        return ProjectNarrowing()
+    research = Settings.model_validate({"research": given}).research
+    values = {key: getattr(research, key) for key in research.model_fields_set}
+    return ProjectNarrowing(file=absolute(project_config), **values)
 
 
 def _merge(

@@ -15,13 +15,14 @@ from pydantic import (
 
 from foundry_mcp.config.effects import (
     DELETES,
+    HIGHER_READS,
     LOWER_READS,
     LOWER_RUNS,
     LOWER_SPENDS,
+    NARROWS_READS,
     OFF_READS,
     OFF_RUNS,
     OFF_SPENDS,
-    PACKING,
     PLACES,
     RUNS,
     SAFEGUARD,
@@ -29,7 +30,9 @@ from foundry_mcp.config.effects import (
     Effect,
     Harmless,
     Narrows,
+    NarrowsWhereUsed,
     Ordered,
+    Protected,
     WithinProject,
 )
 from foundry_mcp.config.section import Section
@@ -143,8 +146,9 @@ class ResearchSettings(Section):
     )
     # The search providers in priority order (the specification's: Tavily, Google, Semantic
     # Scholar); those of the default list take part once they have their keys. The keyless web
-    # search (ddgs), last, takes part only while none of them has a key.
-    deep_research_providers: Annotated[list[str], Narrows(Effect.SENDS)] = Field(
+    # search (ddgs), last, takes part only while none of them has a key. An untrusted file's
+    # list only narrows the services the user's own settings choose (search_selection.py).
+    deep_research_providers: Annotated[list[str], NarrowsWhereUsed(Effect.SENDS)] = Field(
         default_factory=lambda: ["tavily", "google", "semantic_scholar", "ddgs"]
     )
     # "priority": a search goes to the first usable provider, the next one on failure;
@@ -217,11 +221,13 @@ class ResearchSettings(Section):
 
     # Token management (fitting content into each model's context window).
     token_management_enabled: Annotated[bool, OFF_SPENDS] = True
-    token_safety_margin: Annotated[float, PACKING] = Field(0.15, ge=0.0, le=0.9)
+    token_safety_margin: Annotated[float, HIGHER_READS] = Field(0.15, ge=0.0, le=0.9)
     # Tokens of the model's window a runtime around it takes; None: the provider's own (0 for
-    # the APIs).
-    runtime_overhead: Annotated[int | None, PACKING] = Field(None, ge=0)
-    assistant_overhead: Annotated[int, PACKING] = Field(60_000, ge=0)
+    # the APIs). An untrusted file's value applies only above the provider's own.
+    runtime_overhead: Annotated[int | None, NARROWS_READS] = Field(None, ge=0)
+    # Tokens of the calling assistant's window already taken; what is left bounds the report
+    # (and the output every call reserves, so either way it changes what a round reads).
+    assistant_overhead: Annotated[int, Protected(Effect.READS)] = Field(60_000, ge=0)
     summarization_provider: Annotated[str | None, SPENDS] = None
     summarization_providers: Annotated[list[str], SPENDS] = Field(default_factory=list)
     summarization_timeout: Annotated[float, LOWER_SPENDS] = Field(60.0, gt=0, le=3600)
@@ -229,15 +235,12 @@ class ResearchSettings(Section):
     allow_content_dropping: Annotated[
         bool, Harmless("lets a research read less rather than fail")
     ] = False
-    content_archive_enabled: Annotated[
-        bool,
-        Harmless(
-            "keeps copies of shortened pages in the archive folder; it deletes and sends nothing"
-        ),
-    ] = False
+    # Keeps copies of shortened pages in the archive folder.
+    content_archive_enabled: Annotated[bool, Ordered(Effect.KEEPS, (False, True))] = False
     content_archive_ttl_hours: Annotated[float, DELETES] = Field(168.0, gt=0)
     research_archive_dir: Annotated[Path | None, PLACES] = None
-    model_context_overrides: Annotated[dict[str, int], PACKING] = Field(default_factory=dict)
+    # An untrusted file's windows apply only where they are smaller than the model's own.
+    model_context_overrides: Annotated[dict[str, int], NARROWS_READS] = Field(default_factory=dict)
 
     fetch: FetchSettings = Field(default_factory=FetchSettings)
     local: LocalDocumentsSettings = Field(default_factory=LocalDocumentsSettings)

@@ -46,6 +46,27 @@ class UntrustedProjectConfig(BaseModel):
         )
 
 
+class ProjectNarrowing(BaseModel):
+    """What an untrusted project file set for the keys whose effect only the code using them
+    can judge (rule ``NarrowsWhereUsed``). Each applies only where it leads to less than the
+    user's own settings: fewer search services, a smaller model window, a larger runtime
+    overhead. Unset (None, empty): the file did not set the key, or there is no such file."""
+
+    file: Path | None = None
+    deep_research_providers: list[str] | None = None
+    model_context_overrides: dict[str, int] = Field(default_factory=dict)
+    runtime_overhead: int | None = None
+
+    def refusal(self, key: str, outcome: str) -> str:
+        """The warning of a value of the file that would not narrow: ``outcome`` says what it
+        would have done and what applies instead."""
+        return (
+            f"{self.file} is not trusted, so its [research] {key} was ignored: {outcome} A "
+            "project file you have not trusted may narrow your own choice, not change it. If "
+            f"you wrote this file and want it to apply, run: foundry-mcp trust {self.file}"
+        )
+
+
 class LoggingSettings(Section):
     level: Annotated[
         Literal["DEBUG", "INFO", "WARNING", "ERROR"],
@@ -71,6 +92,7 @@ class Settings(Section):
     )
     _sources: list[str] = PrivateAttr(default_factory=list)
     _untrusted: UntrustedProjectConfig | None = PrivateAttr(default=None)
+    _narrowing: ProjectNarrowing = PrivateAttr(default_factory=ProjectNarrowing)
     # Where each key that was set came from: a file's path or "environment variable NAME".
     _origins: dict[tuple[str, ...], str] = PrivateAttr(default_factory=dict)
 
@@ -83,6 +105,11 @@ class Settings(Section):
     def untrusted(self) -> UntrustedProjectConfig | None:
         """The project file whose protected keys were ignored, if any were."""
         return self._untrusted
+
+    @property
+    def narrowing(self) -> ProjectNarrowing:
+        """What an untrusted project file may only narrow where it is used (empty without one)."""
+        return self._narrowing
 
     def origin_of(self, *key: str) -> str | None:
         """Where ``key`` (e.g. ``"research", "default_provider"``) was set: a file's path or

@@ -3,7 +3,8 @@
 Until the user trusts the file (``foundry-mcp trust``, see :mod:`foundry_mcp.trust`), each of
 its values is sifted by the rule its key carries (:mod:`foundry_mcp.config.effects`): a value
 that would delete, run, spend, move, read or send more than what applies without the file is
-ignored and named in an :class:`UntrustedProjectConfig`; every other value applies.
+ignored and named in an :class:`UntrustedProjectConfig`; a value whose effect only the code using
+it can judge is set aside (:class:`ProjectNarrowing`); every other value applies.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import copy
 import typing
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
@@ -20,6 +21,7 @@ from pydantic.fields import FieldInfo
 from foundry_mcp.config.effects import (
     Effect,
     Harmless,
+    NarrowsWhereUsed,
     Protected,
     Rule,
     WithinProject,
@@ -33,26 +35,38 @@ from foundry_mcp.config.settings import Settings
 UNCLASSIFIED = Protected(Effect.SPENDS)
 
 
+class Sifted(NamedTuple):
+    """An untrusted project file's layer, sifted."""
+
+    kept: dict[str, Any]  # the values that apply as they stand
+    ignored: list[str]  # the keys whose values were dropped, as "[table] key"
+    set_aside: dict[str, Any]  # the NarrowsWhereUsed values, in a layer of their own
+    set_aside_keys: list[str]  # their keys, as "[table] key"
+
+
 def without_protected_keys(
     layer: dict[str, Any],
     project: Path,
     below: dict[str, Any] | None = None,
     model: type[BaseModel] = Settings,
-) -> tuple[dict[str, Any], list[str]]:
-    """An untrusted project file's settings without the values it may not set, and their keys.
+) -> Sifted:
+    """An untrusted project file's settings without the values it may not set.
 
     ``below`` holds the layers under the file (the user's own file), whose values, or else the
     built-in defaults, are what applies without it.
     """
     kept = copy.deepcopy(layer)
     ignored: list[str] = []
-    _sift(kept, model, below or {}, (), absolute(project), ignored)
-    return kept, ignored
+    set_aside: dict[str, Any] = {}
+    _sift(kept, model, below or {}, (), absolute(project), ignored, set_aside)
+    return Sifted(kept, ignored, set_aside, _names(set_aside))
 
 
 def protected_keys_in(path: Path, data: bytes) -> list[str]:
-    """The keys of a project file that apply only once it is trusted (against the defaults)."""
-    return without_protected_keys(read_layer(path, data), path.parent)[1]
+    """The keys of a project file that apply only once it is trusted (against the defaults),
+    those that only narrow where used among them."""
+    sifted = without_protected_keys(read_layer(path, data), path.parent)
+    return sifted.ignored + sifted.set_aside_keys
 
 
 def _sift(
@@ -62,6 +76,7 @@ def _sift(
     where: tuple[str, ...],
     project: Path,
     ignored: list[str],
+    set_aside: dict[str, Any],
 ) -> None:
     for key in list(layer):
         field = model.model_fields.get(key)
@@ -72,21 +87,32 @@ def _sift(
         rule = rule_of(field.metadata)
         section = section_of(field)
         if rule is None and section is not None:
-            _sift_section(value, section, field, underneath, (*where, key), project, ignored)
+            _sift_section(
+                value, section, field, underneath, (*where, key), project, ignored, set_aside
+            )
             continue
         if isinstance(rule, Harmless):
+            continue
+        if isinstance(rule, NarrowsWhereUsed):
+            table = set_aside
+            for name in where:
+                table = table.setdefault(name, {})
+            table[key] = layer.pop(key)
             continue
         restriction = rule if rule is not None else UNCLASSIFIED
         applying = underneath if key in below else _default(field)
         if isinstance(restriction, WithinProject):
             _sift_folders(layer, key, restriction, where, project, ignored)
-        elif not restriction.keeps(value, applying, project):
-            del layer[key]
+        elif same_value(value, applying) or same_value(value, _default(field)):
             # A value that is the default, or applies anyway, is dropped without a word: the
             # user's own value (or that same default) applies, and nothing they should know
-            # about happened.
-            if not (same_value(value, applying) or same_value(value, _default(field))):
-                ignored.append(_name(where, key))
+            # about happened. Dropped, not kept: a key the file sets counts as set, and a
+            # value some kinds of provider override when it is unset (the keyless search's
+            # hedging, say) must keep their own.
+            del layer[key]
+        elif not restriction.keeps(value, applying, project):
+            del layer[key]
+            ignored.append(_name(where, key))
 
 
 def _sift_section(
@@ -97,6 +123,7 @@ def _sift_section(
     where: tuple[str, ...],
     project: Path,
     ignored: list[str],
+    set_aside: dict[str, Any],
 ) -> None:
     if not isinstance(value, dict):
         return  # validation names a value that is not a table
@@ -104,9 +131,10 @@ def _sift_section(
     if typing.get_origin(field.annotation) is dict:
         for name, table in value.items():
             if isinstance(table, dict):
-                _sift(table, section, below.get(name) or {}, (*where, name), project, ignored)
+                inner = (*where, name)
+                _sift(table, section, below.get(name) or {}, inner, project, ignored, set_aside)
     else:
-        _sift(value, section, below, where, project, ignored)
+        _sift(value, section, below, where, project, ignored, set_aside)
 
 
 def _sift_folders(
@@ -155,6 +183,15 @@ def section_of(field: FieldInfo) -> type[BaseModel] | None:
 
 def _default(field: FieldInfo) -> Any:
     return field.get_default(call_default_factory=True)
+
+
+def _names(set_aside: dict[str, Any]) -> list[str]:
+    """The "[table] key" names of a set-aside layer: tables two deep at most ([research])."""
+    return [
+        _name((table,), key)
+        for table, values in set_aside.items()
+        for key in (values if isinstance(values, dict) else {})
+    ]
 
 
 def _name(where: tuple[str, ...], key: str) -> str:

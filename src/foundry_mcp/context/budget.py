@@ -52,11 +52,13 @@ MIN_CLIENT_BUDGET = 1_000
 MIN_REPORT_TOKENS = 1_024
 
 
-def runtime_overhead_for(provider: str, configured: int | None) -> int:
-    """``runtime_overhead`` as configured, else the default of ``provider``'s kind."""
-    if configured is not None:
-        return configured
-    return RUNTIME_OVERHEAD_BY_PROVIDER.get(provider.split(":", 1)[0], 0)
+def runtime_overhead_for(provider: str, configured: int | None, floor: int | None = None) -> int:
+    """``runtime_overhead`` as configured, else the default of ``provider``'s kind; at least
+    ``floor`` (an untrusted file's value, which may only raise it)."""
+    overhead = configured
+    if overhead is None:
+        overhead = RUNTIME_OVERHEAD_BY_PROVIDER.get(provider.split(":", 1)[0], 0)
+    return max(overhead, floor or 0)
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,9 @@ class TokenBudget:
         if own_model is not None and bare_model(model) != bare_model(own_model):
             window = output = None
         if window is None or output is None:
-            limits = model_limits(model, provider, options.model_context_overrides)
+            limits = model_limits(
+                model, provider, options.model_context_overrides, options.model_window_ceilings
+            )
             window = window or limits.context_window
             output = output or limits.max_output
         fractions = {**PHASE_BUDGET_FRACTIONS, **options.phase_fractions}

@@ -4,7 +4,9 @@ A model name is looked up without its provider prefix: its exact key first, then
 key that is a prefix of it. Unknown models get the table's ``[default]`` (a window small enough
 to be safe on most servers). ``[research] model_context_overrides`` replaces the window of a
 model (keys ``"provider:model"``, ``"model"`` or a name prefix); the special key ``client``
-names the calling assistant's window instead (see :mod:`foundry_mcp.context.budget`).
+names the calling assistant's window instead (see :mod:`foundry_mcp.context.budget`). Windows
+an untrusted project file declares (``ceilings``, the same keys) only ever lower a model's
+window; its ``client`` is not read (the assistant is the user's, not the project's).
 """
 
 from __future__ import annotations
@@ -86,9 +88,21 @@ def _longest_prefix(name: str, keys: Mapping[str, Any]) -> str | None:
 
 
 def model_limits(
-    model: str, provider: str | None = None, overrides: Mapping[str, int] | None = None
+    model: str,
+    provider: str | None = None,
+    overrides: Mapping[str, int] | None = None,
+    ceilings: Mapping[str, int] | None = None,
 ) -> ModelLimits:
-    """The limits of ``model`` (served by ``provider``), with ``overrides`` applied."""
+    """The limits of ``model`` (served by ``provider``), with ``overrides`` applied; a window
+    among ``ceilings`` (an untrusted file's overrides) applies only when it is smaller."""
+    limits = _overridden(model, provider, overrides or {})
+    capped = _overridden(model, provider, ceilings or {})
+    if capped.source == "override" and capped.context_window < limits.context_window:
+        return capped
+    return limits
+
+
+def _overridden(model: str, provider: str | None, overrides: Mapping[str, int]) -> ModelLimits:
     default, table = _table()
     name = bare_model(model)
     key = _longest_prefix(name, table)
@@ -100,7 +114,7 @@ def model_limits(
         source="table" if key is not None else "default",
         matched=key,
     )
-    window, matched = _override(name, provider, overrides or {})
+    window, matched = _override(name, provider, overrides)
     if window is None:
         return limits
     output = min(limits.max_output, max(256, window // MIN_OUTPUT_SHARE))

@@ -35,6 +35,8 @@ class TokenBudgetOptions(BaseModel):
     max_output: int | None = None
     limits_source: str = "default"
     model_context_overrides: dict[str, int] = Field(default_factory=dict)  # for other models
+    # An untrusted project file's model_context_overrides: they only lower a window.
+    model_window_ceilings: dict[str, int] = Field(default_factory=dict)
     phase_fractions: dict[str, float] = Field(default_factory=lambda: dict(PHASE_BUDGET_FRACTIONS))
     summarization_providers: list[str] = Field(default_factory=list)  # empty: the research's LLM
     summarization_timeout: float = 60.0

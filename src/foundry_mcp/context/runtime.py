@@ -43,8 +43,10 @@ class ContextServices:
     def token_options(self, provider: str, model: str) -> tuple[TokenBudgetOptions, list[str]]:
         """The research's token options from ``[research]``, and warnings about them."""
         research = self.settings.research
+        narrowing = self.settings.narrowing  # an untrusted file's: it only lowers what is read
+        ceilings = narrowing.model_context_overrides
         warnings: list[str] = []
-        limits = model_limits(model, provider, research.model_context_overrides)
+        limits = model_limits(model, provider, research.model_context_overrides, ceilings)
         if limits.source == "default":
             warnings.append(
                 f"The context window of model '{model}' is not known; {limits.context_window:,} "
@@ -64,13 +66,16 @@ class ContextServices:
         options = TokenBudgetOptions(
             enabled=research.token_management_enabled,
             safety_margin=research.token_safety_margin,
-            runtime_overhead=runtime_overhead_for(provider, research.runtime_overhead),
+            runtime_overhead=runtime_overhead_for(
+                provider, research.runtime_overhead, narrowing.runtime_overhead
+            ),
             assistant_overhead=research.assistant_overhead,
             client_window=client_window(research.model_context_overrides),
             context_window=limits.context_window,
             max_output=limits.max_output,
             limits_source=limits.source,
             model_context_overrides=dict(research.model_context_overrides),
+            model_window_ceilings=dict(ceilings),
             summarization_providers=usable,
             summarization_timeout=research.summarization_timeout,
             summarization_cache=research.summarization_cache_enabled,

@@ -3,6 +3,7 @@ kinds of sources each serves, and the errors that say how to get one that is mis
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 
 from foundry_mcp.config import PROVIDER_ENV, ProviderKind, Settings
@@ -69,7 +70,8 @@ class SearchSelection:
         kind), in priority order, and warnings about the ones left out.
 
         The candidates are ``[research] deep_research_providers`` (see
-        :meth:`usable`). From the default list, a provider that cannot run is
+        :meth:`usable`) as the user set it; an untrusted project file's list only narrows the
+        result (:meth:`_narrowed`). From the default list, a provider that cannot run is
         left out quietly (the specification's "skip unavailable providers"); Semantic
         Scholar, which needs no key, takes part only with a key or when academic sources are
         asked for; and the keyless web search (``ddgs``, last) only while no provider has a
@@ -110,7 +112,35 @@ class SearchSelection:
         if not chosen_by_user:
             outside = [n for n in usable if "local" not in self.types(n)]
             skipped = [] if outside else [n for n in skipped if n != "local"]
-        return usable, [problems[name] for name in skipped]
+        usable, refusal = self._narrowed(usable, source_types)
+        return usable, [problems[name] for name in skipped] + refusal
+
+    def _narrowed(
+        self, usable: list[str], source_types: Sequence[str]
+    ) -> tuple[list[str], list[str]]:
+        """``usable`` narrowed by an untrusted project file's ``deep_research_providers``,
+        and the warning of a list that would not narrow it.
+
+        The file may leave out services your own settings would ask, never bring in one they
+        would not: a list naming none of ``usable`` (Semantic Scholar or the keyless web
+        search in place of your Tavily key, say), or none serving a kind of sources the research
+        asks for, is ignored, with a warning naming the key.
+        """
+        narrowing = self._settings.narrowing
+        if narrowing.deep_research_providers is None:
+            return usable, []
+        wanted = self._listed(narrowing.deep_research_providers)
+        narrowed = [name for name in usable if name in wanted]
+        unserved = [k for k in source_types if not any(k in self.types(n) for n in narrowed)]
+        if narrowed and not unserved:
+            return narrowed, []
+        listed = json.dumps(narrowing.deep_research_providers)
+        if narrowed:
+            outcome = f"{listed} leaves no provider for the {unserved[0]} sources asked for;"
+        else:
+            outcome = f"{listed} names none of the services your own settings search here;"
+        outcome += f" they go to {', '.join(usable)}."
+        return usable, [narrowing.refusal("deep_research_providers", outcome)]
 
     def usable(self, names: list[str]) -> tuple[list[str], list[str]]:
         """The named search providers that can run, in order, and warnings for the rest.
