@@ -1,8 +1,10 @@
 """Suite-wide fixtures: the anyio backend, a fresh ResearchBrain and fake provider servers.
 
-Also suite-wide: no test reaches the network (only loopback connections and IP literals, see
-``tests/network_guard.py``), nothing is downloaded (``FOUNDRY_MCP_NO_DOWNLOADS``), and property
-tests are derandomized when ``HYPOTHESIS_PROFILE=ci`` (``.ci/run`` sets it).
+Also suite-wide: every test has a home of its own (``HOME``, so ``~/.foundry-mcp.toml`` and the
+default research directory ``~/.foundry-mcp/research`` are its own, and empty), no test reaches
+the network (only loopback connections and IP literals, see ``tests/network_guard.py``),
+nothing is downloaded (``FOUNDRY_MCP_NO_DOWNLOADS``), and property tests are derandomized when
+``HYPOTHESIS_PROFILE=ci`` (``.ci/run`` sets it).
 """
 
 from __future__ import annotations
@@ -38,6 +40,15 @@ hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 os.environ[NO_DOWNLOADS_ENV] = "1"  # this process; servers started by tests get research_env
 forbid_network()
+
+
+@pytest.fixture(autouse=True)
+def own_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh, empty home for every test: nothing a test writes under ``~`` reaches the user's
+    home, and nothing an earlier test (or run) left there is found by a later one."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    return home
 
 
 @pytest.fixture(scope="session")

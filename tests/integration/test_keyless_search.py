@@ -14,6 +14,7 @@ import pytest
 
 from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.errors import ProviderError
+from foundry_mcp.providers.keyless_notice import MARKER_FILE
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.providers.resilience import ResilienceRegistry
 from foundry_mcp.providers.search.keyless import KeylessSearch
@@ -109,6 +110,26 @@ async def test_the_next_backend_fills_in_when_one_cannot_be_reached(
 
     engines.corpus = lambda query: []  # nothing found anywhere is an empty answer, no error
     assert await _search(settings, "tidal power", 3) == []
+
+
+async def test_only_a_search_that_reached_an_engine_counts_as_sent(
+    engines: FakeEngines, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ddgs.engines import ENGINES
+
+    monkeypatch.setattr(ENGINES["text"]["mojeek"], "search_url", "http://127.0.0.1:1/search")
+    sent: list[str] = []
+
+    def adapter(backends: list[str]) -> KeylessSearch:
+        return KeylessSearch("ddgs", 10, backends=backends, on_sent=lambda: sent.append("x"))
+
+    with pytest.raises(ProviderError):  # refused at the door: the question never left
+        await adapter(["mojeek"]).search("tidal power", 3)
+    assert sent == []
+    engines.rate_limit_next(1)  # an engine that answers, even to refuse, has the question
+    with pytest.raises(ProviderError):
+        await adapter(["duckduckgo"]).search("tidal power", 3)
+    assert sent == ["x"]
 
 
 async def test_a_rate_limit_answer_is_a_retryable_rate_limit_error(
@@ -267,6 +288,11 @@ async def test_a_research_with_only_the_keyless_search_reads_the_pages(
     assert all("capacity factor" in (s.content or "") for s in state.sources)
     assert sorted(set(page_requests)) == [f"/article/{n}" for n in range(1, 4)]
     assert all(e.data["ok"] for e in events if e.kind == "fetch")
+    # The start said where the questions would go; once they went, it has been said.
+    assert any("public search engines" in w for w in started["search"]["warnings"])
+    assert (settings.research.research_dir / MARKER_FILE).is_file()
+    registry = ProviderRegistry(settings)
+    assert not any("public search" in w for w in registry.search_providers()[1])
 
 
 async def test_a_rate_limited_keyless_search_falls_through_to_the_next_provider(

@@ -2,10 +2,12 @@
 
 With no search key configured, a research searches through ``ddgs``, which sends the search
 queries written from the user's question to public search engines (DuckDuckGo, Brave,
-Mojeek...). That is a fair default, but not one to make silently: the first research that
-uses it says so once, in the start answer's warnings (which the terminal prints) and in the
-log (INFO), together with how to turn it off. A marker file in ``research_dir`` remembers that it was
-said; a research directory that cannot be written to says it once per process instead.
+Mojeek...). That is a fair default, but not one to make silently: a research that is to use
+it says so in the start answer's warnings (which the terminal prints), together with how to turn
+it off, until a search has actually been sent to those engines; from then on it has been said
+(and logged, INFO). A marker file in ``research_dir`` remembers that; a research directory that
+cannot be written to remembers it for the process instead. A start that fails before it
+searches (not logged in, say) uses nothing up.
 """
 
 from __future__ import annotations
@@ -49,28 +51,41 @@ def keyless_search_statement(settings: Settings, searching: list[str]) -> str | 
     )
 
 
-def announce_once(settings: Settings, searching: list[str]) -> str | None:
-    """The statement of :func:`keyless_search_statement` the first time it applies to this
-    ``research_dir`` (then logged and remembered), else None."""
+def pending_statement(settings: Settings, searching: list[str]) -> str | None:
+    """The statement of :func:`keyless_search_statement` for a research about to search,
+    until a keyless search has been sent from this ``research_dir`` (:func:`mark_sent`)."""
     statement = keyless_search_statement(settings, searching)
-    if statement is None:
+    if statement is None or _said(settings.research.research_dir):
         return None
-    statement += f" {SAID_ONCE}"
+    return f"{statement} {SAID_ONCE}"
+
+
+def mark_sent(settings: Settings, name: str) -> None:
+    """Record that provider ``name`` sent a search to public engines: the statement has now
+    been said for this ``research_dir`` (the marker file is written, the log says it once).
+    Called from the worker thread that sent the search."""
+    statement = keyless_search_statement(settings, [name])
+    if statement is None:
+        return  # the user chose the keyless search: there was nothing to say
     folder = settings.research.research_dir
-    marker = folder / MARKER_FILE
     with _lock:
         if folder in _said_in_process:
-            return None
-        _said_in_process.add(folder)  # said now, or by an earlier process: no file look again
+            return
+        _said_in_process.add(folder)
+        marker = folder / MARKER_FILE
         if marker.exists():
-            return None
+            return
         try:
             folder.mkdir(parents=True, exist_ok=True)
             marker.write_text(f"{datetime.now(UTC).isoformat(timespec='seconds')}\n{statement}\n")
-        except OSError as exc:  # said once per process instead
+        except OSError as exc:  # remembered for this process instead
             log.debug("cannot write %s: %s", marker, exc)
-    log.info("%s", statement)  # the warnings carry it to the user; the log keeps a trace
-    return statement
+    log.info("%s", statement)
+
+
+def _said(folder: Path) -> bool:
+    with _lock:
+        return folder in _said_in_process or (folder / MARKER_FILE).exists()
 
 
 def _engines(settings: Settings, name: str) -> tuple[str, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 from foundry_mcp.config import DEFAULT_MODELS, KNOWN_PROVIDER_KINDS, ProviderKind, Settings
@@ -211,15 +212,16 @@ class ProviderRegistry:
         """The search providers of a research asking for ``source_types``, and warnings (see
         :meth:`SearchSelection.for_research`).
 
-        With ``announce`` (a research is starting), the first time the web search with no key
-        is chosen for lack of keys the warnings say where the questions go and how to turn it
-        off (:mod:`foundry_mcp.providers.keyless_notice`); pass False to only look.
+        With ``announce`` (a research is starting), while the web search with no key, chosen
+        for lack of keys, has sent no search yet, the warnings say where the questions go and
+        how to turn it off (:mod:`foundry_mcp.providers.keyless_notice`); pass False to only
+        look.
         """
         usable, warnings = self._selection.for_research(source_types)
         if announce:
-            from foundry_mcp.providers.keyless_notice import announce_once
+            from foundry_mcp.providers.keyless_notice import pending_statement
 
-            notice = announce_once(self._settings, usable)
+            notice = pending_statement(self._settings, usable)
             if notice is not None:
                 warnings = [*warnings, notice]
         return usable, warnings
@@ -297,11 +299,13 @@ class ProviderRegistry:
             research = self._settings.research
             return LocalDocuments(name, research.local, research.research_dir / INDEX_FILE)
         if kind == "ddgs":
+            from foundry_mcp.providers.keyless_notice import mark_sent
             from foundry_mcp.providers.search.keyless import KeylessSearch
 
             return KeylessSearch(
                 name,
                 settings.timeout_for("search"),
+                on_sent=partial(mark_sent, self._settings, name),
                 region=settings.region,
                 safesearch=settings.safesearch,
                 backends=settings.backends,

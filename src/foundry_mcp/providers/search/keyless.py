@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -77,10 +77,14 @@ class KeylessSearch:
         safesearch: Safesearch | None = None,
         backends: Sequence[str] | None = None,
         news_backends: Sequence[str] | None = None,
+        on_sent: Callable[[], None] | None = None,
     ) -> None:
+        """``on_sent`` is called (in a worker thread) each time an engine answered a search:
+        the question has left this machine."""
         from ddgs.engines import ENGINES  # ~0.1 s: imports every engine module and primp
 
         self.name = name
+        self._on_sent = on_sent
         self._timeout = min(timeout, MAX_TIMEOUT_SECONDS)
         self._region = (region or DEFAULT_REGION).strip().lower()
         self._safesearch: Safesearch = safesearch or "moderate"
@@ -195,6 +199,8 @@ class KeylessSearch:
                 raise _EngineFailure(timeout_error(self.name, self._timeout)) from None
             except DDGSException as exc:  # refused, reset, DNS; or a token page it could not read
                 raise _EngineFailure(self._unreachable(key, exc)) from None
+            if self._on_sent is not None:
+                self._on_sent()
             status = response.status_code
             if status != 200:
                 raise _EngineFailure(self._status_error(key, status))
