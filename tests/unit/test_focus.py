@@ -134,13 +134,33 @@ def test_a_sentence_another_source_gave_is_left_out_of_a_paragraph_that_goes_on(
         "last few years."
     )
     ledger = RepeatLedger()
-    focus(page([stock + " " + on_topic(1)]), TERMS, COUNTER, source_id="a", share=10, ledger=ledger)
+    focus(
+        page([stock + " " + on_topic(1)]), TERMS, COUNTER, source_id="a", share=100, ledger=ledger
+    )
     second = focus(
         page([stock + " " + on_topic(2)]), TERMS, COUNTER, source_id="b", share=60, ledger=ledger
     )
 
     assert stock not in second.text and second.repeats == 1
     assert second.text == f"{ELISION} {on_topic(2)}"
+
+
+def test_a_sentence_one_source_left_unread_is_read_from_the_next() -> None:
+    # The first source's selection keeps its measurements and leaves the stock sentence out:
+    # it was never sent, so the second source, which keeps it, is not robbed of it.
+    stock = (
+        "Installers report that heat pumps in cold climates needed a backup heater on fewer "
+        "than one day in twenty."
+    )
+    measurements = [on_topic(n) + " " + on_topic(n + 50) for n in range(30)]
+    first_page = page([*measurements, off_topic(1) + " " + stock, *measurements])
+    ledger = RepeatLedger()
+    first = focus(first_page, TERMS, COUNTER, source_id="a", share=300, ledger=ledger)
+    assert first.selected and stock not in first.text
+
+    second_page = page([off_topic(n) for n in range(30)] + [stock])
+    second = focus(second_page, TERMS, COUNTER, source_id="b", share=120, ledger=ledger)
+    assert stock in second.text and second.repeats == 0
 
 
 def test_a_source_made_only_of_repeats_keeps_its_opening_as_a_pointer() -> None:

@@ -7,8 +7,9 @@ order:
 
 * **Repeats**: a sentence the analyst was already given in this research by another source
   (site boilerplate, a syndicated paragraph, a quotation or stock sentence served by two
-  searches). The :class:`RepeatLedger` remembers who read each first (a text read whole claims
-  its sentences too). Short sentences are never treated as repeats, so a common phrase cannot
+  searches). The :class:`RepeatLedger` remembers who gave each first, counting only what was
+  actually sent: a sentence a source's passage selection then left out was not read, and stays
+  readable from the next source that has it. Short sentences are never treated as repeats, so a common phrase cannot
   hide a source's own content, unless every long sentence of their paragraph was a repeat (the
   rest of a cookie notice goes with it).
 * **Its least relevant passages**: the passages are ranked by BM25 against the question and the
@@ -81,24 +82,22 @@ class RepeatLedger:
 
     first_reader: dict[str, str] = field(default_factory=dict)  # sentence key -> source id
 
-    def claim(self, source_id: str, sentences: list[str]) -> list[bool]:
-        """For each sentence, whether ``source_id`` may read it (it is not another's repeat).
-
-        The source becomes the first reader of every long sentence it may read.
-        """
-        allowed: list[bool] = []
-        for sentence in sentences:
-            if len(sentence) < REPEAT_MIN_CHARS:
-                allowed.append(True)
-                continue
-            owner = self.first_reader.setdefault(sentence_key(sentence), source_id)
-            allowed.append(owner == source_id)
-        return allowed
+    def readable(self, source_id: str, sentences: list[str]) -> list[bool]:
+        """For each sentence, whether ``source_id`` may read it: short, not read yet, or read
+        first from this source (not another's repeat)."""
+        return [
+            len(sentence) < REPEAT_MIN_CHARS
+            or self.first_reader.get(sentence_key(sentence), source_id) == source_id
+            for sentence in sentences
+        ]
 
     def claim_text(self, source_id: str, text: str) -> None:
-        """Make ``source_id`` the first reader of every long sentence of ``text`` not yet read."""
-        for paragraph in paragraphs_of(text):
-            self.claim(source_id, paragraph)
+        """Make ``source_id`` the first reader of every long sentence of ``text`` not yet read:
+        call it with what was sent to the analyst, nothing more."""
+        for sentences in paragraphs_of(text):
+            for sentence in sentences:
+                if len(sentence) >= REPEAT_MIN_CHARS:
+                    self.first_reader.setdefault(sentence_key(sentence), source_id)
 
 
 def paragraphs_of(text: str) -> list[list[str]]:
@@ -137,11 +136,14 @@ def focus(
         text, repeats = _without_repeats(text, source_id, ledger)
     total = len(split_passages_with_breaks(text))
     if counter.count(text) <= share:
-        return Focused(text, total, total, repeats)
-    selection = select_passages(text, query_terms, share, counter)
-    return Focused(
-        selection.text, selection.passages_kept, selection.passages_total, repeats, selected=True
-    )
+        focused = Focused(text, total, total, repeats)
+    else:
+        selection = select_passages(text, query_terms, share, counter)
+        kept, total = selection.passages_kept, selection.passages_total
+        focused = Focused(selection.text, kept, total, repeats, selected=True)
+    if ledger is not None:  # what is sent, and only that, has now been read from this source
+        ledger.claim_text(source_id, focused.text)
+    return focused
 
 
 def _without_repeats(text: str, source_id: str, ledger: RepeatLedger) -> tuple[str, int]:
@@ -154,7 +156,7 @@ def _without_repeats(text: str, source_id: str, ledger: RepeatLedger) -> tuple[s
     repeats = 0
     parts: list[str] = []
     for sentences in paragraphs:
-        allowed = ledger.claim(source_id, sentences)
+        allowed = ledger.readable(source_id, sentences)
         long_ones = [
             ok for s, ok in zip(sentences, allowed, strict=True) if len(s) >= REPEAT_MIN_CHARS
         ]
