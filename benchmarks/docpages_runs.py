@@ -30,8 +30,12 @@ from foundry_mcp.research.verification.section import EVIDENCE_HEADING
 from foundry_mcp.runtime import research_runtime
 
 try:  # the JSON a store writes of a state (without page text, once pages are kept apart)
+    from foundry_mcp.research.store.states import Snapshot
+except ImportError:  # before saves wrote snapshots
+    Snapshot = None
+try:
     from foundry_mcp.research.store.states import encode_state
-except ImportError:  # a store that writes the whole state
+except ImportError:  # a store that writes the whole state, or snapshots
     encode_state = None
 from tests.fakes import FakeHTTPServer, ResearchBrain, fake_openai, fake_tavily
 from tests.fakes.brain import SOURCE_TEXT_RE
@@ -75,8 +79,12 @@ class StateWrites:
     bytes: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def count(self, state: ResearchState) -> None:
-        size = len((encode_state or ResearchState.model_dump_json)(state).encode())
+    def count(self, state: Any) -> None:
+        if Snapshot is not None:  # a run's snapshot, or a state the store takes one of
+            stored = (state if isinstance(state, Snapshot) else Snapshot.of(state)).json
+        else:
+            stored = (encode_state or ResearchState.model_dump_json)(state)
+        size = len(stored.encode())
         with self._lock:
             self.saves += 1
             self.bytes += size
@@ -88,7 +96,7 @@ def count_state_writes(store: Any) -> StateWrites:
     for name in ("save", "create", "save_branch"):
         original: Callable[..., Any] = getattr(store, name)
 
-        def wrapped(state: ResearchState, *args: Any, _call: Any = original, **kw: Any) -> Any:
+        def wrapped(state: Any, *args: Any, _call: Any = original, **kw: Any) -> Any:
             writes.count(state)
             return _call(state, *args, **kw)
 

@@ -38,7 +38,7 @@ from foundry_mcp.research.store.opening import open_store
 from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.store.postgres.pages import lock_for_writes, write_pages
 from foundry_mcp.research.store.sqlite.database import DB_NAME
-from foundry_mcp.research.store.states import encode_state
+from foundry_mcp.research.store.states import Snapshot
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer, ResearchBrain, fake_tavily, long_paragraphs, slugify
 from tests.support import TERMINAL, wait_until
@@ -80,9 +80,10 @@ def _count_state_bytes(service: ResearchService) -> dict[str, int]:
     store = service.store
 
     def counting(save: Callable[..., None]) -> Callable[..., None]:
-        def saving(state: ResearchState, *args: Any, **kwargs: Any) -> None:
+        def saving(state: ResearchState | Snapshot, *args: Any, **kwargs: Any) -> None:
             save(state, *args, **kwargs)
-            written[state.id] += len(encode_state(state).encode())
+            stored = state if isinstance(state, Snapshot) else Snapshot.of(state)
+            written[state.id] += len(stored.json.encode())
 
         return saving
 

@@ -103,7 +103,7 @@ def test_a_create_made_again_is_one_research(store: PostgresStore) -> None:
 def test_a_claim_made_again_by_its_winner_still_wins(store: PostgresStore) -> None:
     dead, taker, other = Owner(), Owner(), Owner()
     state = _state()
-    store.create(state, dead, lease_seconds=30)
+    store.create(state, dead, lease_seconds=-1)  # its lease ran out
     assert store.claim(state.id, taker, 30, dead.token)
     assert store.claim(state.id, taker, 30, dead.token)  # its first answer was lost
     assert not store.claim(state.id, other, 30, dead.token)

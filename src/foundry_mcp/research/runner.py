@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +18,13 @@ from foundry_mcp.research.models import LLMCallRecord, ResearchState, Status, ut
 from foundry_mcp.research.modes import ResearchKit, playbook_for
 from foundry_mcp.research.pricing import PriceTable
 from foundry_mcp.research.store.aio import AsyncStore
-from foundry_mcp.research.store.archive import StoreArchive
+from foundry_mcp.research.store.archive import RunArchive
 from foundry_mcp.research.store.owners import (
     LeaseLostError,
     Owner,
 )
 from foundry_mcp.research.store.protocol import Store
+from foundry_mcp.research.store.states import Snapshot
 from foundry_mcp.research.workflow.calls import CallLog, LLMRoute, ResearchLLM
 from foundry_mcp.research.workflow.supervisor import PhaseTimeoutError, Supervisor, SupervisorHooks
 
@@ -66,6 +68,8 @@ class ResearchRunner:
         self.owner = owner
         self.hooks = hooks
         self.call_logs: dict[str, CallLog] = {}
+        # Research deleted (the delete done) while a run of theirs may still go on: it writes
+        # nothing more.
         self.deleted: set[str] = set()
 
     async def run(self, job: Job) -> None:
@@ -80,7 +84,12 @@ class ResearchRunner:
             try:
                 await self._run(job, state)
             except LeaseLostError:
-                log.warning("research %s is now owned by another process; this run stops", state.id)
+                if state.id in self.deleted:
+                    log.info("research %s was deleted; this run stops", state.id)
+                else:
+                    log.warning(
+                        "research %s is now owned by another process; this run stops", state.id
+                    )
             finally:
                 state.attach(None)
                 with anyio.CancelScope(shield=True):
@@ -217,13 +226,14 @@ class ResearchRunner:
             archive=self._archive(state),
         )
 
-    def _archive(self, state: ResearchState) -> StoreArchive | None:
-        """The research's content archive, in the store (every server restores from it)."""
+    def _archive(self, state: ResearchState) -> RunArchive | None:
+        """The research's content archive, in the store (every server restores from it),
+        reached as the run's other calls are: through ``io``, patiently."""
         options = state.options.token_budget
         if not options.archive_enabled or not options.archive_dir:
             return None
-        return StoreArchive(
-            self.io.sync,
+        return RunArchive(
+            self.io,
             state.id,
             Path(options.archive_dir),
             options.archive_ttl_hours,
@@ -254,12 +264,22 @@ class ResearchRunner:
     async def _save(self, state: ResearchState) -> None:
         """Save a run's state (fenced), unless the research was deleted while it ran.
 
-        The state is written on the store's writer thread while the run goes on: its JSON is
-        made in one step that holds the interpreter (pydantic's serializer), so a change the
-        run makes meanwhile lands wholly in this save or wholly in the next.
+        The state is saved on the store's writer thread while the run goes on editing it on
+        the loop. So the writer only reads it, taking a snapshot (``Snapshot.of``: one step of
+        pydantic's serializer, which holds the interpreter, so a change the run makes
+        meanwhile lands wholly in this save or wholly in the next) and writing that; what the
+        save set (its time, the hashes of new page texts) is recorded on the state here, on
+        the loop, once the write returns.
         """
         if state.id not in self.deleted:
-            await self.io.write(lambda store: store.save(state, self.owner))
+            saved = await self.io.write(lambda store: _save_snapshot(store.save, state, self.owner))
+            saved.apply()
+
+    def forget(self, research_id: str) -> None:
+        """The research was deleted (the delete done): a run of it still going writes nothing
+        more, and its call log goes."""
+        self.deleted.add(research_id)
+        self.call_logs.pop(research_id, None)
 
     def event(
         self, research_id: str, kind: str, data: dict[str, Any], *, owned: bool = True
@@ -312,8 +332,12 @@ class _Branches(_OwnedRecords):
     """The saved researcher states of one research, for its playbook."""
 
     async def save(self, branch: ResearchState) -> None:
+        """Save a researcher's state, as the runner saves the research's (``_save``)."""
         if self._research_id not in self._deleted:
-            await self._io.write(lambda store: store.save_branch(branch, self._owner))
+            saved = await self._io.write(
+                lambda store: _save_snapshot(store.save_branch, branch, self._owner)
+            )
+            saved.apply()
 
     async def load(self) -> dict[str, ResearchState]:
         """The saved researcher states, with the page text of their sources."""
@@ -324,3 +348,13 @@ class _Branches(_OwnedRecords):
             return branches
 
         return await self._io.read(read, patient=True)
+
+
+def _save_snapshot(
+    save: Callable[[Snapshot, Owner], None], state: ResearchState, owner: Owner
+) -> Snapshot:
+    """``save`` a snapshot of ``state`` taken now (on the writer thread, reading the state and
+    never writing to it); the snapshot, to apply on the loop."""
+    snapshot = Snapshot.of(state)
+    save(snapshot, owner)
+    return snapshot

@@ -53,7 +53,7 @@ class Source(_Model):
     title: str
     url: str | None = None
     snippet: str = ""
-    content: str | None = None  # never in a stored state's JSON (``store.states.encode_state``)
+    content: str | None = None  # never in a stored state's JSON (``store.states.Snapshot``)
     content_hash: str | None = None  # "sha256:<hex>" of the page text the store keeps for it
     quality: SourceQuality = SourceQuality.UNKNOWN
     provider: str = ""

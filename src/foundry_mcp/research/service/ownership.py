@@ -2,18 +2,22 @@
 whose owner stopped.
 
 A run's lease lasts ``lease_seconds`` (``[research] lease_seconds``) and the heartbeat renews it
-every quarter of that, at most ``RENEW_EVERY_SECONDS``. Between renewals it waits on the store
-for a cancel request from another process (``Store.wait_for_cancel``: a NOTIFY on PostgreSQL,
-frequent reads on SQLite), so a cancel sent through any server of a team stops the run at once.
+every quarter of that, at most ``RENEW_EVERY_SECONDS``, on the store's lease thread
+(``AsyncStore.renew``): a renewal never queues behind the run's writes, which may wait up to
+30 s for the store. Between renewals it waits on the store for a cancel request from another
+process (``Store.wait_for_cancel``: a NOTIFY on PostgreSQL, frequent reads on SQLite), so a
+cancel sent through any server of a team stops the run at once.
+
 An active research whose owner is gone (``Ownership.is_alive`` in ``store.owners``) is recorded
-``interrupted`` the next time this process reads it.
+``interrupted`` the next time this process reads it. The read may be stale, so the store
+clears the owner's lease only if it has run out when the clearing statement runs
+(``Store.disown``), unless the owner's process is known gone: a live run is never disowned.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from functools import partial
 
 import anyio
 
@@ -24,7 +28,7 @@ from foundry_mcp.research.runner import ResearchRunner, abort
 from foundry_mcp.research.store.aio import AsyncStore
 from foundry_mcp.research.store.owners import LeaseLostError, Owner, Ownership
 from foundry_mcp.research.store.protocol import Store
-from foundry_mcp.research.store.records import StatusRead
+from foundry_mcp.research.store.records import Fingerprint, StatusRead
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +63,7 @@ class OwnershipWatch:
             cancel: set[str] = set()
             try:
                 if time.monotonic() - last_renewal >= renew_every:
-                    cancel = await self.io.write(partial(self._renew, running))
+                    cancel = await self.io.renew(self.owner, running, self.lease_seconds)
                     last_renewal = time.monotonic()
                 cancel &= set(watched)
                 if not watched:
@@ -80,9 +84,23 @@ class OwnershipWatch:
                 self.runner.event(research_id, "cancel_received", {"pid": self.owner.pid})
                 self.jobs.cancel(research_id)
 
-    def _renew(self, running: list[str], store: Store) -> set[str]:
-        """Renew the leases of ``running``; the research someone asked to cancel."""
-        return store.renew(self.owner, running, self.lease_seconds)
+    async def claim_to_resume(self, state: ResearchState) -> bool:
+        """Lease ``state``'s research to this process, to resume it: False when a lease on it
+        runs (another worker resuming it holds one) or it was saved since ``state`` was read
+        (it ran there meanwhile). Of two workers resuming it at once, exactly one runs it."""
+        research_id, lease = state.id, self.lease_seconds
+
+        def claim(store: Store) -> bool:
+            ownership = store.ownership(research_id)
+            expected = ownership.token if ownership else None
+            if not store.claim(research_id, self.owner, lease, expected):
+                return False
+            if _saved_since(store.fingerprint(research_id), state):
+                store.release(research_id, self.owner)
+                return False
+            return True
+
+        return await self.io.write(claim)
 
     async def load_checked(self, research_id: str, *, patient: bool = False) -> ResearchState:
         """Load a state; an active one whose owner is gone is recorded ``interrupted``.
@@ -112,11 +130,12 @@ class OwnershipWatch:
         return state.status.is_active and not ownership.is_alive(self.owner, running_here)
 
     async def _interrupt(self, research_id: str, ownership: Ownership) -> None:
-        """Record a dead owner's research ``interrupted``, unless another process took it over
-        first."""
+        """Record a dead owner's research ``interrupted``, unless its lease was renewed since it
+        was read (the owner lives) or another process took it over first."""
+        process_gone = ownership.process_gone(self.owner)
 
         def disown(store: Store) -> bool:
-            if not store.disown(research_id, ownership.token):
+            if not store.disown(research_id, ownership.token, process_gone=process_gone):
                 return False
             state = store.load(research_id)
             if not state.status.is_active:
@@ -144,6 +163,15 @@ class OwnershipWatch:
             except FoundryError:
                 continue
         return recovered
+
+
+def _saved_since(fingerprint: Fingerprint | None, state: ResearchState) -> bool:
+    """Whether the research ran (or was deleted) after ``state`` was read: its status, phase or
+    iteration moved. Its time is not compared: the row's and the state's may differ without a
+    run (a repair by hand, a migration), and a run that ended where it began changes nothing a
+    resume would repeat (its paid steps are in the journal)."""
+    now = (state.status.value, state.phase.value, state.iteration)
+    return fingerprint is None or tuple(fingerprint[:3]) != now
 
 
 def store_failed(logger: logging.Logger, loop: str, exc: Exception) -> None:

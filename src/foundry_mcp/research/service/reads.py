@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 import anyio
 
 from foundry_mcp.config import MAX_WAIT_SECONDS
-from foundry_mcp.errors import ReportNotReadyError, StoreUnavailableError
+from foundry_mcp.errors import ReportNotReadyError, ResearchNotFoundError, StoreUnavailableError
 from foundry_mcp.research.models import ResearchState, Status, utcnow
 from foundry_mcp.research.service.evidence import all_claims, evidence_page
 from foundry_mcp.research.service.inputs import check_range, parse_statuses
@@ -49,6 +50,9 @@ from foundry_mcp.research.store.records import (
 WAIT_POLL_SECONDS = 0.1
 STATUS_READ_SECONDS = 0.8  # a status answers within a second, from the store or from memory
 EVENTS_PAGE = 500  # the most deep-research-events returns at once
+# How many research's last status a server keeps in memory: well above the research a team
+# worker serves at once (100 in benchmarks/team_load.py), at about 150 KB a decoded state.
+LAST_READS_KEPT = 256
 
 ProgressCallback = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -62,14 +66,42 @@ def status_of(read: StatusRead) -> dict[str, Any]:
     )
 
 
+class LastReads:
+    """The last status this server read of each research, and when: what a status answers when
+    the store is slow to (and the state a read need not decode again when it is unchanged).
+
+    Only the ``LAST_READS_KEPT`` research read most recently are kept, the others forgotten
+    oldest first; a research is forgotten as soon as it is deleted.
+    """
+
+    def __init__(self) -> None:
+        self._kept = LAST_READS_KEPT
+        self._reads: OrderedDict[str, tuple[StatusRead, datetime]] = OrderedDict()
+
+    def get(self, research_id: str) -> tuple[StatusRead, datetime] | None:
+        return self._reads.get(research_id)
+
+    def put(self, research_id: str, read: StatusRead, at: datetime) -> None:
+        self._reads[research_id] = (read, at)
+        self._reads.move_to_end(research_id)
+        while len(self._reads) > self._kept:
+            self._reads.popitem(last=False)
+
+    def forget(self, research_id: str) -> None:
+        self._reads.pop(research_id, None)
+
+
 class ResearchReader:
     """Answers about any research on disk, whichever process runs it."""
 
     def __init__(self, io: AsyncStore, watch: OwnershipWatch) -> None:
         self.io = io
         self.watch = watch
-        # The last status read of each research, answered when the store is slow to.
-        self._last_read: dict[str, tuple[StatusRead, datetime]] = {}
+        self.last_reads = LastReads()
+
+    def forget(self, research_id: str) -> None:
+        """The research was deleted: its last status read is no answer any more."""
+        self.last_reads.forget(research_id)
 
     async def status(
         self,
@@ -120,11 +152,14 @@ class ResearchReader:
         the store does not answer in time or is known out of reach, the last read of it and a
         warning saying why and when that read was. With ``principal``, ``RESEARCH_NOT_FOUND``
         unless it is that principal's."""
-        remembered = self._last_read.get(research_id)
+        remembered = self.last_reads.get(research_id)
         known = remembered[0].state if remembered else None  # not decoded again if unchanged
         try:
             with anyio.fail_after(STATUS_READ_SECONDS):
                 read = await self.io.read(lambda store: store.load_status(research_id, known))
+        except ResearchNotFoundError:
+            self.forget(research_id)  # deleted, by another server maybe
+            raise
         except (TimeoutError, StoreUnavailableError) as exc:
             # Slow to answer, or known out of reach (PostgreSQL fails fast for a few seconds
             # after a call found the database lost): the last status read, if there is one.
@@ -151,7 +186,7 @@ class ResearchReader:
         if principal is not None and read.principal != principal:
             raise research_not_found(research_id)
         read = await self.watch.settled(read)
-        self._last_read[research_id] = (read, utcnow())
+        self.last_reads.put(research_id, read, utcnow())
         return read, None
 
     async def _fingerprint(self, research_id: str) -> Fingerprint | None:

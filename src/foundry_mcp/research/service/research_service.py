@@ -187,7 +187,9 @@ class ResearchService:
     async def delete(self, research_id: Any, principal: Principal | None = None) -> dict[str, Any]:
         """Delete a research, cancelling it first if it runs here or elsewhere."""
         await self._reveal(research_id, principal)
-        return await self.writer.delete(research_id)
+        deleted = await self.writer.delete(research_id)
+        self.reader.forget(deleted["research_id"])
+        return deleted
 
     async def _reveal(self, research_id: Any, principal: Principal | None) -> None:
         """Nothing for the principal's own research (or without a principal); otherwise the

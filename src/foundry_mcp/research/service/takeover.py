@@ -5,9 +5,10 @@ the holder of its lease. A worker that dies without a clean stop (SIGKILL, a los
 stops renewing its leases; once a lease has run out (:meth:`Ownership.is_alive`: across
 hosts the lease decides; on the owner's host a dead pid is dead at once), every other
 worker's takeover loop sees an orphan. Each one then tries a compare-and-swap claim from the
-dead owner's token to its own: exactly one wins and resumes the research, exactly as
-``resume`` does (journaled LLM answers and finished searches are replayed, not bought again);
-the losers change nothing.
+dead owner's token to its own, which the store grants only if that lease has still run out
+when the claim runs (an owner that renewed it since the scan keeps its research): exactly one
+wins and resumes the research, exactly as ``resume`` does (journaled LLM answers and finished
+searches are replayed, not bought again); the losers change nothing.
 
 An orphan is an active research (queued, running, cancelling) whose owner is not alive, or a
 research recorded ``interrupted`` within ``ORPHAN_WINDOW`` because its server stopped: died (a
@@ -133,10 +134,15 @@ class Takeover:
         service, research_id = self.service, orphan.research_id
         previous = orphan.ownership
         lease = service.watch.lease_seconds
+        process_gone = previous.process_gone(service.owner)
 
         def claim(store: Store) -> str:
-            """Compare and swap from the token the scan saw: of several workers, one wins."""
-            if not store.claim(research_id, service.owner, lease, previous.token):
+            """Compare and swap from the token the scan saw, once its lease has run out (the
+            scan's read may be stale) unless its process is known gone: of several workers,
+            one wins, and a live owner keeps its research."""
+            if not store.claim(
+                research_id, service.owner, lease, previous.token, process_gone=process_gone
+            ):
                 return "lost"
             state = store.load(research_id)
             if state.status.is_active:  # as ``load_checked`` records a dead owner's research

@@ -262,14 +262,7 @@ class ResearchWriter:
         if not state.options.pinned_provider:
             self.providers.resolve_routes()
         self.providers.usable_search_providers(state.search_providers)
-        lease = self.watch.lease_seconds
-
-        def claim(store: Store) -> bool:
-            ownership = store.ownership(research_id)
-            expected = ownership.token if ownership else None
-            return store.claim(research_id, self.owner, lease, expected)
-
-        if not await self.io.write(claim):
+        if not await self.watch.claim_to_resume(state):
             raise InvalidStateError(
                 f"Research {research_id} was just resumed by another process.",
                 remediation="Follow it with action='deep-research-status'.",
@@ -368,7 +361,6 @@ class ResearchWriter:
         research_id = validate_research_id(research_id)
         # RESEARCH_NOT_FOUND before anything else.
         state = await self.watch.load_checked(research_id)
-        self.runner.deleted.add(research_id)
         if self.jobs.cancel(research_id):
             await self.jobs.wait(research_id, DELETE_WAIT_SECONDS)
 
@@ -378,7 +370,9 @@ class ResearchWriter:
             store.delete(research_id)
 
         await self.io.write(delete)
-        self.runner.call_logs.pop(research_id, None)
+        # Once the delete is done, and not before: a delete that failed leaves the research
+        # as it was, saved as usual (a run still going is refused by the fence from now on).
+        self.runner.forget(research_id)
         return {"research_id": research_id, "deleted": True}
 
     def _fit_settings(self, state: ResearchState) -> None:

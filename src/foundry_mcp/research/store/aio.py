@@ -11,6 +11,10 @@ worker thread:
 * **Reads** run on reader threads, on a store of their own where the backend needs one (SQLite:
   a second connection, which WAL lets read while another connection, or process, writes). A
   status is answered while a save waits for the lock.
+* **Renewals** of the leases run on a thread of their own, and the store makes them on a
+  connection of their own (``Store.renew``): never behind the writes, which a lock or an
+  outage may hold for up to 30 s while the lease lasts 20. A lease is renewed as soon as the
+  database answers, whatever the writer waits for.
 
 Writes, and the reads asked ``patient`` (a run's), wait out a short outage of the database
 (:mod:`foundry_mcp.research.store.patience`) instead of failing: a research outlives a database
@@ -56,6 +60,8 @@ class AsyncStore:
         self._patient_reads = ThreadPoolExecutor(
             READER_THREADS, thread_name_prefix="store-read-patient"
         )
+        # A lease never waits behind the writes: its renewals go on a thread of their own.
+        self._renewals = ThreadPoolExecutor(1, thread_name_prefix="store-lease")
         self._queued: set[Future[object]] = set()
 
     @property
@@ -86,6 +92,16 @@ class AsyncStore:
         self._queued.add(future)
         future.add_done_callback(self._queued.discard)
 
+    async def renew(
+        self, owner: Owner, research_ids: Iterable[str], lease_seconds: float
+    ) -> set[str]:
+        """``Store.renew`` on the lease thread, beside the writes (never queued behind them):
+        the ids someone asked to cancel."""
+        ids = list(research_ids)
+        return await asyncio.wrap_future(
+            self._renewals.submit(self.sync.renew, owner, ids, lease_seconds)
+        )
+
     async def listen(self) -> None:
         """``Store.listen`` on the reading side."""
         await self._reader.listen()
@@ -111,6 +127,7 @@ class AsyncStore:
     def close(self) -> None:
         """Finish the queued writes, stop the threads and close the store (and its reader)."""
         self._writes.shutdown(wait=True)
+        self._renewals.shutdown(wait=True, cancel_futures=True)
         self._reads.shutdown(wait=True, cancel_futures=True)
         self._patient_reads.shutdown(wait=True, cancel_futures=True)
         if self._reader is not self.sync:

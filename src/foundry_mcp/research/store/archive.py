@@ -14,14 +14,24 @@ Build one where the archive was built, with the store, the research and, in a ru
 
     StoreArchive(store, research_id, directory, ttl_hours, owner)
     StoreArchive.beside(disk_archive, store, research_id)  # its folder and TTL
+
+A :class:`StoreArchive` calls its store directly: for code already on a store's thread (a
+restore runs on the writer thread). A running research's archive is a :class:`RunArchive`: its
+calls go through the run's :class:`~foundry_mcp.research.store.aio.AsyncStore` like every other
+call of the run, so its writes queue in order with the run's saves on the writer thread, and a
+short outage of the database delays them instead of failing the research (``patience``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import anyio
 
 from foundry_mcp.context.archive import (
     ArchiveError,
@@ -32,10 +42,13 @@ from foundry_mcp.context.archive import (
     normal_hash,
 )
 from foundry_mcp.errors import FoundryError
+from foundry_mcp.research.store.aio import AsyncStore
 from foundry_mcp.research.store.owners import LeaseLostError, Owner
 from foundry_mcp.research.store.protocol import Store
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class StoreArchive(ContentArchive):
@@ -82,25 +95,54 @@ class StoreArchive(ContentArchive):
             original_tokens=original_tokens,
             metadata=metadata,
         )
-        self.store.archive_content(self.research_id, record, self.owner)
+        self._write(lambda store: store.archive_content(self.research_id, record, self.owner))
         return record.content_hash
 
     def read(self, content_hash: str) -> ArchiveRecord:
         """The record of ``content_hash``; ``ArchiveError`` if missing or damaged."""
         digest = normal_hash(content_hash)
-        record = self.store.archived_content(self.research_id, digest)
+        record = self._read(lambda store: store.archived_content(self.research_id, digest))
         if record is not None:
             return check_record(record, digest, f"{digest} of {self.research_id}")
         try:
-            record = super().read(digest)  # archived on this server's disk by an earlier version
+            found = super().read(digest)  # archived on this server's disk by an earlier version
         except ArchiveError:
             raise ArchiveError(f"No archived content has hash {digest}.") from None
         with contextlib.suppress(FoundryError, LeaseLostError):
-            self.store.archive_content(self.research_id, record, self.owner)
+            self._write(lambda store: store.archive_content(self.research_id, found, self.owner))
             log.info("moved archived original %s of %s into the store", digest, self.research_id)
-        return record
+        return found
 
     def purge_expired(self, now: float | None = None) -> int:
         """Remove the records older than the TTL: in the store (every research's) and in this
         server's folder; returns how many."""
-        return self.store.purge_archived(self.ttl_hours) + super().purge_expired(now)
+        purged = self._write(lambda store: store.purge_archived(self.ttl_hours))
+        return purged + super().purge_expired(now)
+
+    def _write(self, call: Callable[[Store], T]) -> T:
+        """``call(store)`` for a write of the archive."""
+        return call(self.store)
+
+    def _read(self, call: Callable[[Store], T]) -> T:
+        """``call(store)`` for a read of the archive."""
+        return call(self.store)
+
+
+class RunArchive(StoreArchive):
+    """The archive of a running research, whose token fitting calls it from worker threads
+    (``anyio.to_thread``): each call goes through the run's ``AsyncStore``, on the event loop's
+    behalf. Its writes queue on the writer thread in order with the run's saves, and its reads
+    run on the patient reader threads; both wait out a short outage of the database, and one
+    whose connection died during its statement is made again, as every call of a run is."""
+
+    def __init__(
+        self, io: AsyncStore, research_id: str, directory: Path, ttl_hours: float, owner: Owner
+    ) -> None:
+        super().__init__(io.sync, research_id, directory, ttl_hours, owner)
+        self.io = io
+
+    def _write(self, call: Callable[[Store], T]) -> T:
+        return anyio.from_thread.run(self.io.write, call)
+
+    def _read(self, call: Callable[[Store], T]) -> T:
+        return anyio.from_thread.run(functools.partial(self.io.read, call, patient=True))

@@ -22,7 +22,13 @@ class LeaseOperations(Protocol):
 
     def ownership(self, research_id: str) -> Ownership | None: ...
     def claim(
-        self, research_id: str, owner: Owner, lease_seconds: float, expected_token: str | None
+        self,
+        research_id: str,
+        owner: Owner,
+        lease_seconds: float,
+        expected_token: str | None,
+        *,
+        process_gone: bool = False,
     ) -> bool: ...
     def release(self, research_id: str, owner: Owner) -> None: ...
     def renew(
@@ -30,7 +36,9 @@ class LeaseOperations(Protocol):
     ) -> set[str]: ...
     def cancel_requests(self, owner: Owner, research_ids: Iterable[str]) -> set[str]: ...
     def request_cancel(self, research_id: str) -> None: ...
-    def disown(self, research_id: str, expected_token: str | None) -> bool: ...
+    def disown(
+        self, research_id: str, expected_token: str | None, *, process_gone: bool = False
+    ) -> bool: ...
     def takeover_candidates(
         self, me: Owner, window_seconds: float, limit: int
     ) -> list[tuple[str, Ownership]]: ...
@@ -56,17 +64,27 @@ class LeasesAndEvents:
         return self._leases.ownership(research_id)
 
     def claim(
-        self, research_id: str, owner: Owner, lease_seconds: float, expected_token: str | None
+        self,
+        research_id: str,
+        owner: Owner,
+        lease_seconds: float,
+        expected_token: str | None,
+        *,
+        process_gone: bool = False,
     ) -> bool:
-        """Take the research if its owner token is still ``expected_token`` (compare and swap)."""
-        return self._leases.claim(research_id, owner, lease_seconds, expected_token)
+        """Take the research if its owner token is still ``expected_token`` (compare and swap)
+        and that lease no longer runs (see ``Store.claim``)."""
+        return self._leases.claim(
+            research_id, owner, lease_seconds, expected_token, process_gone=process_gone
+        )
 
     def release(self, research_id: str, owner: Owner) -> None:
         """Give up the lease (the run ended)."""
         self._leases.release(research_id, owner)
 
     def renew(self, owner: Owner, research_ids: Iterable[str], lease_seconds: float) -> set[str]:
-        """Extend this owner's leases; returns the ids another process asked to cancel."""
+        """Extend this owner's leases, on a connection of their own; returns the ids another
+        process asked to cancel."""
         return self._leases.renew(owner, research_ids, lease_seconds)
 
     def cancel_requests(self, owner: Owner, research_ids: Iterable[str]) -> set[str]:
@@ -76,9 +94,12 @@ class LeasesAndEvents:
     def request_cancel(self, research_id: str) -> None:
         self._leases.request_cancel(research_id)
 
-    def disown(self, research_id: str, expected_token: str | None) -> bool:
-        """Clear a dead owner's lease so that a late write by it is refused."""
-        return self._leases.disown(research_id, expected_token)
+    def disown(
+        self, research_id: str, expected_token: str | None, *, process_gone: bool = False
+    ) -> bool:
+        """Clear a dead owner's lease so that a late write by it is refused, once the lease
+        has run out (see ``Store.disown``)."""
+        return self._leases.disown(research_id, expected_token, process_gone=process_gone)
 
     def takeover_candidates(
         self, me: Owner, window_seconds: float, limit: int

@@ -12,7 +12,10 @@ pid means the same process as ours (the same machine, the same boot and the same
 its ``node``) the answer is immediate: a process that is gone, a zombie (killed but not yet
 reaped by its parent), or another process that reuses its pid (its start time differs) is dead,
 whatever its lease says. Everywhere else the lease decides, host name or not: two containers
-may share a host name while each has its own pids.
+may share a host name while each has its own pids. A lease that runs is taken from its holder
+only when its process is known gone that way (:meth:`Ownership.process_gone`); otherwise the
+store takes it only once it has run out, judged in the same statement that takes it, so a
+stale read of a live owner never costs it the research.
 
 The node is recorded with the host name in the lease's host column (``host#node``), so no
 column was added: a row written before it has no node, and its lease decides.
@@ -89,10 +92,20 @@ class Ownership:
             return False
         if self.token == me.token:
             return running_here
-        same_node = self.node is not None and self.node == me.node
-        if same_node and self.pid and not process_alive(self.pid, self.started):
+        if self.process_gone(me):
             return False  # dead at once: no need to wait for the lease to run out
         return self.lease_until is not None and self.lease_until >= (now or time.time())
+
+    def process_gone(self, me: Owner) -> bool:
+        """Whether the owner's process is certainly gone: its pid means a process of ``me``'s
+        node, and no live process has it now (none, a zombie, or another that reuses it).
+
+        The one judgement that may take a lease that has not run out (``Store.disown``,
+        ``Store.claim``): a process that is gone renews nothing. Any other judgement of death
+        rests on a read that may be stale, and waits for the lease to run out on the store."""
+        if not self.pid or self.node is None or self.node != me.node:
+            return False  # its pid means nothing here: only its lease can tell
+        return not process_alive(self.pid, self.started)
 
 
 START_TOLERANCE_SECONDS = 1.0  # start times are read from the OS with a clock tick's precision

@@ -5,8 +5,9 @@ So a source's text (``Source.content``) never enters the state's JSON: the state
 SHA-256 (``Source.content_hash``: ``sha256:<hex>``, as token management names an original) and
 the store keeps the text in a page table keyed by that hash, once whatever number of research
 read it, with one link row per (research, page). A save first stores, in the same transaction
-as the state, the texts its sources got since the last one (:func:`pages_to_write`); a save of
-an unchanged state writes no page. Reading a state never reads page text (status, lists and
+as the state, the texts its sources got since the last one (worked out, with their hashes, by
+:class:`~foundry_mcp.research.store.states.Snapshot`); a save of an unchanged state writes
+no page. Reading a state never reads page text (status, lists and
 reports do not need it); a run asks for it (``Store.load_pages``), in one query. Deleting a
 research deletes its links and every page no other research links to.
 
@@ -18,46 +19,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 
-from foundry_mcp.context.tokens import content_hash
 from foundry_mcp.research.models import ResearchState, Source
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class PageWrite:
-    """What a save stores besides its state: new pages by hash, and the sources they came from.
-
-    :meth:`committed` is called once the transaction has committed; until then the sources do
-    not count their text as kept, so a save that failed (a lost lease) is retried in full.
-    """
-
-    pages: dict[str, str] = field(default_factory=dict)  # hash -> text
-    changed: list[tuple[Source, str | None]] = field(default_factory=list)  # source, its text
-
-    def committed(self) -> None:
-        for source, text in self.changed:
-            source.keep_text(text)
-
-
-def pages_to_write(*states: ResearchState) -> PageWrite:
-    """The page texts the store must keep before ``states`` are saved.
-
-    Sets the ``content_hash`` of each source with a new text. (A text set aside, ``content =
-    None``, already lost its reference: the ladder's choice stays made when it is read again.)
-    """
-    write = PageWrite()
-    for source in _sources(states):
-        if source.text_is_kept:
-            continue
-        text = source.content
-        if text is not None:
-            source.content_hash = content_hash(text)
-            write.pages.setdefault(source.content_hash, text)
-        write.changed.append((source, text))
-    return write
 
 
 def wanted_pages(*states: ResearchState) -> list[str]:

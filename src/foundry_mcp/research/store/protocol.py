@@ -31,6 +31,7 @@ from foundry_mcp.research.store.records import (
     StatusRead,
     StoreInfo,
 )
+from foundry_mcp.research.store.states import Snapshot
 
 
 class Journal(Protocol):
@@ -80,7 +81,7 @@ class Store(Protocol):
 
     # ------------------------------------------------------------------ states
 
-    def save(self, state: ResearchState, owner: Owner | None = None) -> None:
+    def save(self, state: ResearchState | Snapshot, owner: Owner | None = None) -> None:
         """Write the whole state at once; with ``owner``, fenced (``LeaseLostError``).
 
         The page texts its sources got since they were last saved are kept first, in the same
@@ -88,6 +89,12 @@ class Store(Protocol):
         ``create``. What the state's estimated cost grew by since the spend ledger last heard of
         it is booked there in the same transaction (``save_unowned`` and ``create`` too; a
         branch's cost is its research's).
+
+        The store never writes to a snapshot's state: a run, whose state the event loop edits
+        while the writer thread saves it, gives a :class:`Snapshot` taken there and applies it
+        on the loop once the save returns. Given a state, the store takes the snapshot itself
+        and applies it once the write committed (``save_branch``, ``create`` and
+        ``save_unowned`` too): the caller finds the state as saved.
         """
         ...
 
@@ -99,7 +106,7 @@ class Store(Protocol):
         or it was deleted. Pages and spend as ``save``."""
         ...
 
-    def save_branch(self, branch: ResearchState, owner: Owner) -> None: ...
+    def save_branch(self, branch: ResearchState | Snapshot, owner: Owner) -> None: ...
 
     def load_branches(self, research_id: str) -> dict[str, ResearchState]: ...
 
@@ -156,20 +163,42 @@ class Store(Protocol):
     def ownership(self, research_id: str) -> Ownership | None: ...
 
     def claim(
-        self, research_id: str, owner: Owner, lease_seconds: float, expected_token: str | None
-    ) -> bool: ...
+        self,
+        research_id: str,
+        owner: Owner,
+        lease_seconds: float,
+        expected_token: str | None,
+        *,
+        process_gone: bool = False,
+    ) -> bool:
+        """Lease the research to ``owner`` for ``lease_seconds``, in one conditional statement:
+        True if it is already ``owner``'s, or if its owner token is still ``expected_token``
+        (compare and swap) and no lease with that token runs (released, or run out on the
+        store's clock). ``process_gone``: the holder's process is known gone
+        (``Ownership.process_gone``), so its lease is taken even before it runs out."""
+        ...
 
     def release(self, research_id: str, owner: Owner) -> None: ...
 
-    def renew(
-        self, owner: Owner, research_ids: Iterable[str], lease_seconds: float
-    ) -> set[str]: ...
+    def renew(self, owner: Owner, research_ids: Iterable[str], lease_seconds: float) -> set[str]:
+        """Extend ``owner``'s leases of ``research_ids``; the ids someone asked to cancel.
+        On a connection of its own: never waiting for the store's other calls (a write holding
+        the SQLite connection, a pool with no connection left to give)."""
+        ...
 
     def cancel_requests(self, owner: Owner, research_ids: Iterable[str]) -> set[str]: ...
 
     def request_cancel(self, research_id: str) -> None: ...
 
-    def disown(self, research_id: str, expected_token: str | None) -> bool: ...
+    def disown(
+        self, research_id: str, expected_token: str | None, *, process_gone: bool = False
+    ) -> bool:
+        """Clear the lease of an owner that stopped, so that a late write by it is refused:
+        True only if its owner token is still ``expected_token`` and its lease no longer runs
+        on the store's clock, judged in the same statement (a read that found it run out may
+        be stale: the owner may have renewed it since). ``process_gone``: the holder's process
+        is known gone (``Ownership.process_gone``), so the lease is cleared even while it runs."""
+        ...
 
     def takeover_candidates(
         self, me: Owner, window_seconds: float, limit: int

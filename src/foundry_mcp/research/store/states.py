@@ -1,22 +1,41 @@
-"""A research state as every store keeps it: JSON (without page text), upgraded when read, and
-the tables it spans.
+"""A research state as every store keeps it: JSON (without page text), written from a snapshot,
+upgraded when read, and the tables it spans.
+
+A run's state is edited on the event loop while its save is written on the store's writer
+thread (:class:`~foundry_mcp.research.store.aio.AsyncStore`). So a save never writes to the
+state it saves: :meth:`Snapshot.of` reads it, in one call of pydantic's serializer (which holds
+the interpreter, so the state is read as it is at one instant, every change the loop makes
+landing wholly before or wholly after), and works out from that reading what the save sets:
+its time (``updated_at``), the JSON the store keeps (all of the state but its sources' page
+text), and the page texts its sources got since the store last kept theirs, with their hashes
+(:mod:`foundry_mcp.research.store.pages`). The store writes the snapshot. :meth:`Snapshot.apply`
+then records on the state what was saved, where the state is edited: a run does it on the event
+loop once the write returns. A store given a state rather than a snapshot (a caller whose state
+no other thread edits: a start, a restore, the tests) takes the snapshot itself and applies it
+once the write committed (:func:`snapshot_to_save`), so its caller finds the state as saved.
 
 A stored state written by an older foundry-mcp is upgraded when it is read: each step takes the
 JSON of version ``n`` and returns version ``n + 1``, and reading applies every step from the
-stored ``schema_version`` up to ``STATE_SCHEMA_VERSION``.
+stored ``schema_version`` up to ``STATE_SCHEMA_VERSION``. (A state saved before page text had
+its own table holds it inline, and is read as it is.)
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+import pydantic_core
 from pydantic import ValidationError
 
+from foundry_mcp.context.tokens import content_hash
 from foundry_mcp.errors import ResearchNotFoundError
-from foundry_mcp.research.models import STATE_SCHEMA_VERSION, ResearchState
+from foundry_mcp.research.models import STATE_SCHEMA_VERSION, ResearchState, Source, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -91,14 +110,128 @@ def migrate_state(state: State) -> State:
     return state
 
 
-# What a stored state leaves out: its sources' page text, which the store keeps apart (pages.py).
-# (A state saved before that holds it inline, and is read as it is.)
-_NOT_STORED: dict[str, Any] = {"sources": {"__all__": {"content"}}}
+@dataclass(frozen=True)
+class KeptText:
+    """A source's text as the save read it (None: set aside), and the hash it was kept under."""
+
+    source: Source
+    text: str | None
+    digest: str | None
 
 
-def encode_state(state: ResearchState) -> str:
-    """The JSON a store keeps of ``state``: all of it but the page text of its sources."""
-    return state.model_dump_json(exclude=_NOT_STORED)
+@dataclass(frozen=True)
+class Snapshot:
+    """What one save of ``state`` writes: the state's columns and JSON, and its new pages."""
+
+    state: ResearchState  # the live state it was read from: only ``apply`` changes it
+    status: str
+    phase: str
+    iteration: int
+    updated_at: datetime
+    json: str  # the stored JSON: all of the state but its sources' page text
+    pages: dict[str, str]  # new page texts by hash, kept in the save's transaction
+    spent_usd: float  # the state's running cost, booked in the spend ledger
+    kept: tuple[KeptText, ...]  # the sources whose kept text the save changes
+
+    @property
+    def id(self) -> str:
+        return self.state.id
+
+    @property
+    def branch(self) -> str | None:
+        return self.state.branch
+
+    @property
+    def query(self) -> str:
+        return self.state.query
+
+    @property
+    def principal(self) -> str | None:
+        return self.state.principal
+
+    @property
+    def created_at(self) -> datetime:
+        return self.state.created_at
+
+    @classmethod
+    def of(cls, state: ResearchState) -> Snapshot:
+        """``state`` as a save made now writes it; ``state`` is read, never changed.
+
+        Its page texts are read in the same call as the rest (pydantic hands back the text
+        objects themselves: nothing is copied), so a source's stored hash is that of the text
+        the state held at that instant. Only texts the store does not hold yet are hashed.
+        """
+        data = state.model_dump(mode="json")
+        updated_at = utcnow()
+        data["updated_at"] = updated_at
+        pages, kept = _texts_apart(data["sources"], state)
+        return cls(
+            state=state,
+            status=data["status"],
+            phase=data["phase"],
+            iteration=data["iteration"],
+            updated_at=updated_at,
+            json=pydantic_core.to_json(data).decode(),
+            pages=pages,
+            spent_usd=_spent_usd(data),
+            kept=kept,
+        )
+
+    def apply(self) -> None:
+        """Record on the state what this save wrote: its time, and on each source whose text
+        is still the one saved, that text's hash and that the store holds it. Call it once the
+        write returned, where the state is edited (a run: on the event loop). A text changed
+        or set aside since is left to the next save."""
+        self.state.updated_at = self.updated_at
+        for item in self.kept:
+            source = item.source
+            if source.content is not item.text:
+                continue
+            if item.digest is not None:
+                source.content_hash = item.digest
+            source.keep_text(item.text)
+
+
+@contextmanager
+def snapshot_to_save(state: ResearchState | Snapshot) -> Iterator[Snapshot]:
+    """The snapshot a store's save writes within the block: ``state`` itself when the caller
+    took it (the caller applies it), else one taken now and applied once the block ends
+    without an error (the write committed)."""
+    if isinstance(state, Snapshot):
+        yield state
+        return
+    snapshot = Snapshot.of(state)
+    yield snapshot
+    snapshot.apply()
+
+
+def _texts_apart(
+    stored: list[dict[str, Any]], state: ResearchState
+) -> tuple[dict[str, str], tuple[KeptText, ...]]:
+    """Take the page text out of ``state``'s dumped sources, ``stored``; the texts the store does
+    not hold yet, by hash (written into their sources as ``content_hash``), and what ``apply``
+    records on the live sources."""
+    live = {source.id: source for source in state.sources}
+    pages: dict[str, str] = {}
+    kept: list[KeptText] = []
+    for dumped in stored:
+        text = dumped.pop("content", None)
+        source = live.get(dumped["id"])
+        if source is not None and source.content is text and source.text_is_kept:
+            continue
+        digest = None
+        if text is not None:
+            digest = content_hash(text)
+            pages.setdefault(digest, text)
+            dumped["content_hash"] = digest
+        if source is not None:
+            kept.append(KeptText(source, text, digest))
+    return pages, tuple(kept)
+
+
+def _spent_usd(data: dict[str, Any]) -> float:
+    """``LLMUsage.spent_usd`` of a dumped state."""
+    return float(data["llm_usage"]["total"]["cost_usd"] or 0.0)
 
 
 def decode_state(text: str | bytes, research_id: str) -> ResearchState:

@@ -12,8 +12,7 @@ from typing import Any
 
 import psycopg
 
-from foundry_mcp.research.models import ResearchState
-from foundry_mcp.research.store.states import RESEARCH_TABLES
+from foundry_mcp.research.store.states import RESEARCH_TABLES, Snapshot
 
 SMALLEST_COST = 1e-12  # below this a difference of totals is rounding, not spend
 
@@ -28,28 +27,34 @@ SPEND = (
 )
 
 
-def spend_of(state: ResearchState) -> tuple[str, tuple[object, ...]]:
-    """The :data:`SPEND` part of a save of ``state`` and its parameters (none when it cost
-    nothing yet)."""
-    total = state.llm_usage.spent_usd
+def spend_of(snapshot: Snapshot) -> tuple[str, tuple[object, ...]]:
+    """The :data:`SPEND` part of a save and its parameters (none when the state cost nothing
+    yet)."""
+    total = snapshot.spent_usd
     if total <= 0:
         return "", ()
     return SPEND, (total, SMALLEST_COST)
 
 
 def save_statement(
-    state: ResearchState, encoded: str, fence: str | None, params: tuple[object, ...]
+    snapshot: Snapshot, fence: str | None, params: tuple[object, ...]
 ) -> tuple[str, tuple[object, ...]]:
-    """The one statement that saves ``state`` (its JSON ``encoded``) and books its spend, and
-    its parameters; it answers how many research rows it wrote. Without ``fence`` an insert or
-    replace; with, an update of the row that matches ``fence`` (``params`` its parameters)."""
-    values = (state.status.value, state.phase.value, state.iteration, state.updated_at, encoded)
+    """The one statement that writes ``snapshot`` and books its spend, and its parameters; it
+    answers how many research rows it wrote. Without ``fence`` an insert or replace; with, an
+    update of the row that matches ``fence`` (``params`` its parameters)."""
+    values = (
+        snapshot.status,
+        snapshot.phase,
+        snapshot.iteration,
+        snapshot.updated_at,
+        snapshot.json,
+    )
     if fence is not None:
         saved = (
             "UPDATE research SET status=%s, phase=%s, iteration=%s, updated_at=%s, state=%s "
             f"WHERE id=%s AND {fence} RETURNING id, principal"
         )
-        saved_params: tuple[object, ...] = (*values, state.id, *params)
+        saved_params: tuple[object, ...] = (*values, snapshot.id, *params)
     else:
         saved = (
             "INSERT INTO research (status, phase, iteration, updated_at, state, id, "
@@ -58,8 +63,14 @@ def save_statement(
             "phase=excluded.phase, iteration=excluded.iteration, "
             "updated_at=excluded.updated_at, state=excluded.state RETURNING id, principal"
         )
-        saved_params = (*values, state.id, state.query, state.created_at, state.principal)
-    spend, spend_params = spend_of(state)
+        saved_params = (
+            *values,
+            snapshot.id,
+            snapshot.query,
+            snapshot.created_at,
+            snapshot.principal,
+        )
+    spend, spend_params = spend_of(snapshot)
     return (
         f"WITH saved AS ({saved}){spend} SELECT count(*) FROM saved",
         (*saved_params, *spend_params),

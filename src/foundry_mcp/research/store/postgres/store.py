@@ -28,10 +28,10 @@ from typing import Any
 import anyio
 
 from foundry_mcp.errors import StoreUnavailableError
-from foundry_mcp.research.models import ResearchState, Status, utcnow
+from foundry_mcp.research.models import ResearchState, Status
 from foundry_mcp.research.store.delegates import LeasesAndEvents
 from foundry_mcp.research.store.owners import Owner, fenced
-from foundry_mcp.research.store.pages import fill_pages, pages_to_write, wanted_pages
+from foundry_mcp.research.store.pages import fill_pages, wanted_pages
 from foundry_mcp.research.store.paging import decode_cursor, page
 from foundry_mcp.research.store.postgres.archived import PgArchiveAndSpend
 from foundry_mcp.research.store.postgres.database import Database, iso, open_database
@@ -66,9 +66,10 @@ from foundry_mcp.research.store.records import (
 )
 from foundry_mcp.research.store.states import (
     RESEARCH_TABLES,
+    Snapshot,
     decode_branches,
     decode_state,
-    encode_state,
+    snapshot_to_save,
 )
 from foundry_mcp.research.store.waits import poll_for_cancel, poll_for_change
 
@@ -77,6 +78,8 @@ _ACTIVE = [status.value for status in Status if status.is_active]
 
 class PostgresStore(PgArchiveAndSpend, LeasesAndEvents):
     """Sessions of research in a PostgreSQL database, readable and writable from any host."""
+
+    _leases: PgLeases  # closed with the store: its renewals have a connection of their own
 
     def __init__(self, url: str, research_dir: Path) -> None:
         self.research_dir = research_dir  # this server's side files: caches, archive, keys
@@ -90,6 +93,7 @@ class PostgresStore(PgArchiveAndSpend, LeasesAndEvents):
 
     def close(self) -> None:
         self._listener.close()
+        self._leases.close()
         self._db.close()
 
     def describe(self) -> StoreInfo:
@@ -114,12 +118,13 @@ class PostgresStore(PgArchiveAndSpend, LeasesAndEvents):
 
     # ------------------------------------------------------------------ states
 
-    def save(self, state: ResearchState, owner: Owner | None = None) -> None:
+    def save(self, state: ResearchState | Snapshot, owner: Owner | None = None) -> None:
         """Write the whole state in one statement (insert or replace).
 
         With ``owner`` the write is fenced: it raises ``LeaseLostError`` unless ``owner`` still
         holds the research. The same statement books in the spend ledger what the state cost
-        since its last save.
+        since its last save. Given a snapshot, the state is not touched (its taker applies
+        it); given a state, it records what was saved (``states.Snapshot``).
         """
         if owner is None:
             self._write(state, None, ())
@@ -137,42 +142,37 @@ class PostgresStore(PgArchiveAndSpend, LeasesAndEvents):
             (expected_token,),
         )
 
-    def _write(self, state: ResearchState, fence: str | None, params: tuple[object, ...]) -> None:
+    def _write(
+        self, state: ResearchState | Snapshot, fence: str | None, params: tuple[object, ...]
+    ) -> None:
         """Save ``state``: an insert or replace without ``fence``, else an update of the row
         that matches it (``LeaseLostError`` when none does); its new pages and its spend too."""
-        state.updated_at = utcnow()
-        pages = pages_to_write(state)
-        statement, values = save_statement(state, encode_state(state), fence, params)
-        with self._db.connection() as conn, saving(conn, pages.pages):
-            row = conn.execute(statement, values).fetchone()
-            fenced(row[0] if row else 0, state.id)
-            write_pages(conn, state.id, pages.pages)
-        pages.committed()
+        with snapshot_to_save(state) as saved:
+            statement, values = save_statement(saved, fence, params)
+            with self._db.connection() as conn, saving(conn, saved.pages):
+                row = conn.execute(statement, values).fetchone()
+                fenced(row[0] if row else 0, saved.id)
+                write_pages(conn, saved.id, saved.pages)
 
-    def save_branch(self, branch: ResearchState, owner: Owner) -> None:
+    def save_branch(self, branch: ResearchState | Snapshot, owner: Owner) -> None:
         """Write the state of one researcher of a research (a sub-question's), fenced."""
         if branch.branch is None:
             raise ValueError("a branch state needs its branch id")
-        branch.updated_at = utcnow()
-        pages = pages_to_write(branch)
-        with self._db.connection() as conn, saving(conn, pages.pages):
+        with (
+            snapshot_to_save(branch) as saved,
+            self._db.connection() as conn,
+            saving(conn, saved.pages),
+        ):
             cursor = conn.execute(
                 "WITH held AS (SELECT id FROM research WHERE id=%s AND owner_token=%s "
                 "FOR SHARE) "
                 "INSERT INTO branches (research_id, branch_id, updated_at, state) "
                 "SELECT id, %s, %s, %s FROM held ON CONFLICT (research_id, branch_id) "
                 "DO UPDATE SET updated_at=excluded.updated_at, state=excluded.state",
-                (
-                    branch.id,
-                    owner.token,
-                    branch.branch,
-                    branch.updated_at,
-                    encode_state(branch),
-                ),
+                (saved.id, owner.token, saved.branch, saved.updated_at, saved.json),
             )
-            fenced(cursor.rowcount, branch.id)
-            write_pages(conn, branch.id, pages.pages)
-        pages.committed()
+            fenced(cursor.rowcount, saved.id)
+            write_pages(conn, saved.id, saved.pages)
 
     def load_branches(self, research_id: str) -> dict[str, ResearchState]:
         """The saved researcher states of a research, by branch id (unreadable ones left out)."""
@@ -185,33 +185,31 @@ class PostgresStore(PgArchiveAndSpend, LeasesAndEvents):
 
     def create(self, state: ResearchState, owner: Owner, lease_seconds: float) -> None:
         """Insert a new research, already leased to ``owner``."""
-        state.updated_at = utcnow()
-        pages = pages_to_write(state)
-        row: list[tuple[str, str, object]] = [
-            ("id", "%s", state.id),
-            ("status", "%s", state.status.value),
-            ("phase", "%s", state.phase.value),
-            ("iteration", "%s", state.iteration),
-            ("query", "%s", state.query),
-            ("created_at", "%s", state.created_at),
-            ("updated_at", "%s", state.updated_at),
-            ("state", "%s", encode_state(state)),
-            ("principal", "%s", state.principal),
-            *lease_columns(owner, lease_seconds),
-        ]
-        columns = ", ".join(column for column, _, _ in row)
-        values = ", ".join(value for _, value, _ in row)
-        with self._db.connection() as conn, saving(conn, pages.pages):
-            spend, spend_params = spend_of(state)
-            conn.execute(
-                # Made again after a lost connection, the insert finds its own row: done.
-                f"WITH saved AS (INSERT INTO research ({columns}) VALUES ({values}) "
-                f"ON CONFLICT (id) DO NOTHING RETURNING id, principal){spend} "
-                "SELECT count(*) FROM saved",
-                (*(parameter for _, _, parameter in row), *spend_params),
-            )
-            write_pages(conn, state.id, pages.pages)
-        pages.committed()
+        with snapshot_to_save(state) as saved:
+            row: list[tuple[str, str, object]] = [
+                ("id", "%s", saved.id),
+                ("status", "%s", saved.status),
+                ("phase", "%s", saved.phase),
+                ("iteration", "%s", saved.iteration),
+                ("query", "%s", saved.query),
+                ("created_at", "%s", saved.created_at),
+                ("updated_at", "%s", saved.updated_at),
+                ("state", "%s", saved.json),
+                ("principal", "%s", saved.principal),
+                *lease_columns(owner, lease_seconds),
+            ]
+            columns = ", ".join(column for column, _, _ in row)
+            values = ", ".join(value for _, value, _ in row)
+            spend, spend_params = spend_of(saved)
+            with self._db.connection() as conn, saving(conn, saved.pages):
+                conn.execute(
+                    # Made again after a lost connection, the insert finds its own row: done.
+                    f"WITH saved AS (INSERT INTO research ({columns}) VALUES ({values}) "
+                    f"ON CONFLICT (id) DO NOTHING RETURNING id, principal){spend} "
+                    "SELECT count(*) FROM saved",
+                    (*(parameter for _, _, parameter in row), *spend_params),
+                )
+                write_pages(conn, saved.id, saved.pages)
 
     def load(self, research_id: str) -> ResearchState:
         """The saved state, without its page text; ``ResearchNotFoundError`` if there is none."""

@@ -22,6 +22,7 @@ from foundry_mcp.errors import ConfigError
 
 DB_NAME = "research.db"
 DB_VERSION = 7
+BUSY_TIMEOUT_SECONDS = 30
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS research (
@@ -132,11 +133,8 @@ def open_database(research_dir: Path) -> sqlite3.Connection:
             "writable local folder.",
         ) from None
     try:
-        db = sqlite3.connect(
-            research_dir / DB_NAME, timeout=30, check_same_thread=False, isolation_level=None
-        )
+        db = connect(research_dir / DB_NAME)
         db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
         _migrate(db)
     except sqlite3.DatabaseError as exc:
         raise ConfigError(
@@ -149,6 +147,17 @@ def open_database(research_dir: Path) -> sqlite3.Connection:
         path = research_dir / f"{DB_NAME}{suffix}"
         if path.exists():
             os.chmod(path, 0o600)
+    return db
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection to the database at ``path``: usable from any thread (its users take turns
+    under a lock), in autocommit (transactions are explicit), waiting up to
+    ``BUSY_TIMEOUT_SECONDS`` for a write lock another connection holds."""
+    db = sqlite3.connect(
+        path, timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False, isolation_level=None
+    )
+    db.execute("PRAGMA synchronous=NORMAL")
     return db
 
 

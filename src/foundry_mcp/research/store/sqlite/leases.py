@@ -2,6 +2,11 @@
 
 Who owns a research, and whether that owner lives, is decided in
 :mod:`foundry_mcp.research.store.owners`; this module reads and writes it in SQLite.
+
+A renewal runs on a connection of its own, not on the store's: the writer may hold the store's
+connection (and its lock) for as long as a long write takes, and a lease must not wait for
+that. A lease that runs is never taken from its holder by a claim or a disown, unless its
+process is known gone (``process_gone``): the expiry is judged in the same statement.
 """
 
 from __future__ import annotations
@@ -10,13 +15,18 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from contextlib import closing
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from foundry_mcp.research.models import Status, utcnow
 from foundry_mcp.research.store.owners import Owner, Ownership, fenced, split_host
+from foundry_mcp.research.store.sqlite.database import connect
 
 _ACTIVE = [status.value for status in Status if status.is_active]
+# A lease nobody runs any more: released, or run out (compared with the time given after it).
+_LAPSED = "(lease_until IS NULL OR lease_until < ?)"
 # The lease columns of a research row, in the order ``ownership_of`` reads them.
 OWNERSHIP_COLUMNS = (
     "owner_token, owner_pid, owner_host, lease_until, cancel_requested, owner_started"
@@ -35,11 +45,13 @@ def lease_columns(owner: Owner, lease_seconds: float) -> dict[str, Any]:
 
 
 class Leases:
-    """The lease columns of the research table, read and written on the store's connection."""
+    """The lease columns of the research table, read and written on the store's connection
+    (renewals on one of their own, to the database at ``path``)."""
 
-    def __init__(self, db: sqlite3.Connection, lock: threading.Lock) -> None:
+    def __init__(self, db: sqlite3.Connection, lock: threading.Lock, path: Path) -> None:
         self._db = db
         self._lock = lock  # the store's: one statement at a time on the shared connection
+        self._path = path
 
     def ownership(self, research_id: str) -> Ownership | None:
         with self._lock:
@@ -49,17 +61,25 @@ class Leases:
         return None if row is None else ownership_of(row)
 
     def claim(
-        self, research_id: str, owner: Owner, lease_seconds: float, expected_token: str | None
+        self,
+        research_id: str,
+        owner: Owner,
+        lease_seconds: float,
+        expected_token: str | None,
+        *,
+        process_gone: bool = False,
     ) -> bool:
-        """Take the research if its owner token is still ``expected_token`` (compare and swap),
-        or is already ``owner``'s."""
+        """Take the research if it is already ``owner``'s, or if its owner token is still
+        ``expected_token`` (compare and swap) and that lease has run out or was released;
+        ``process_gone``: its holder's process is known gone, its lease may still run."""
+        lapsed, now = _lapsed_unless(process_gone)
         with self._lock:
             lease = lease_columns(owner, lease_seconds)
             assignments = ", ".join(f"{column}=?" for column in lease)
             cursor = self._db.execute(
                 f"UPDATE research SET {assignments}, cancel_requested=0 "
-                "WHERE id=? AND (owner_token IS ? OR owner_token = ?)",
-                (*lease.values(), research_id, expected_token, owner.token),
+                f"WHERE id=? AND (owner_token = ? OR (owner_token IS ?{lapsed}))",
+                (*lease.values(), research_id, owner.token, expected_token, *now),
             )
         return cursor.rowcount == 1
 
@@ -73,17 +93,20 @@ class Leases:
             )
 
     def renew(self, owner: Owner, research_ids: Iterable[str], lease_seconds: float) -> set[str]:
-        """Extend this owner's leases; returns the ids another process asked to cancel."""
+        """Extend this owner's leases; returns the ids another process asked to cancel.
+
+        On a connection opened for it (a few hundred microseconds, every few seconds), never on
+        the store's: a write holding that one does not hold up the lease."""
         ids = list(research_ids)
         if not ids:
             return set()
         marks = ",".join("?" * len(ids))
-        with self._lock:
-            self._db.execute(
+        with closing(connect(self._path)) as db:
+            db.execute(
                 f"UPDATE research SET lease_until=? WHERE owner_token=? AND id IN ({marks})",
                 (time.time() + lease_seconds, owner.token, *ids),
             )
-            return self._asked_to_cancel(owner, ids)
+            return _asked_to_cancel(db, owner, ids)
 
     def cancel_requests(self, owner: Owner, research_ids: Iterable[str]) -> set[str]:
         """The ids among ``research_ids`` (owned by ``owner``) that someone asked to cancel."""
@@ -91,28 +114,24 @@ class Leases:
         if not ids:
             return set()
         with self._lock:
-            return self._asked_to_cancel(owner, ids)
-
-    def _asked_to_cancel(self, owner: Owner, ids: list[str]) -> set[str]:
-        marks = ",".join("?" * len(ids))
-        rows = self._db.execute(
-            f"SELECT id FROM research WHERE owner_token=? AND cancel_requested=1 "
-            f"AND id IN ({marks})",
-            (owner.token, *ids),
-        ).fetchall()
-        return {row[0] for row in rows}
+            return _asked_to_cancel(self._db, owner, ids)
 
     def request_cancel(self, research_id: str) -> None:
         with self._lock:
             self._db.execute("UPDATE research SET cancel_requested=1 WHERE id=?", (research_id,))
 
-    def disown(self, research_id: str, expected_token: str | None) -> bool:
-        """Clear a dead owner's lease so that a late write by it is refused."""
+    def disown(
+        self, research_id: str, expected_token: str | None, *, process_gone: bool = False
+    ) -> bool:
+        """Clear a dead owner's lease so that a late write by it is refused: only while its
+        token is still ``expected_token`` and its lease has run out, or, with
+        ``process_gone``, whatever the lease says (its process is known gone)."""
+        lapsed, now = _lapsed_unless(process_gone)
         with self._lock:
             cursor = self._db.execute(
                 "UPDATE research SET owner_token=NULL, lease_until=NULL WHERE id=? "
-                "AND owner_token IS ?",
-                (research_id, expected_token),
+                f"AND owner_token IS ?{lapsed}",
+                (research_id, expected_token, *now),
             )
         return cursor.rowcount == 1
 
@@ -133,6 +152,21 @@ class Leases:
                 (*_ACTIVE, Status.INTERRUPTED.value, since, time.time(), me.stored_host, limit),
             ).fetchall()
         return [(row[0], ownership_of(row[1:])) for row in rows]
+
+
+def _lapsed_unless(process_gone: bool) -> tuple[str, tuple[float, ...]]:
+    """The condition (to follow an ``AND``) that the lease no longer runs, and its parameter;
+    nothing when the holder's process is known gone."""
+    return ("", ()) if process_gone else (f" AND {_LAPSED}", (time.time(),))
+
+
+def _asked_to_cancel(db: sqlite3.Connection, owner: Owner, ids: list[str]) -> set[str]:
+    marks = ",".join("?" * len(ids))
+    rows = db.execute(
+        f"SELECT id FROM research WHERE owner_token=? AND cancel_requested=1 AND id IN ({marks})",
+        (owner.token, *ids),
+    ).fetchall()
+    return {row[0] for row in rows}
 
 
 def ownership_of(row: Sequence[Any]) -> Ownership:

@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from foundry_mcp.errors import StoreUnavailableError
-from foundry_mcp.research.models import ResearchState, utcnow
-from foundry_mcp.research.store.states import RESEARCH_TABLES
+from foundry_mcp.research.models import utcnow
+from foundry_mcp.research.store.states import RESEARCH_TABLES, Snapshot
 
 SMALLEST_COST = 1e-12  # below this a difference of totals is rounding, not spend
 
@@ -28,10 +28,10 @@ def hour_of(moment: datetime) -> str:
     return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0).isoformat()
 
 
-def record_spend(db: sqlite3.Connection, state: ResearchState) -> None:
-    """Book what ``state`` cost since the ledger last heard of it, inside the caller's
+def record_spend(db: sqlite3.Connection, snapshot: Snapshot) -> None:
+    """Book what the saved state cost since the ledger last heard of it, inside the caller's
     transaction (after the state's own write, so only a save that landed books)."""
-    total = state.llm_usage.spent_usd
+    total = snapshot.spent_usd
     if total <= 0:
         return
     db.execute(
@@ -39,7 +39,7 @@ def record_spend(db: sqlite3.Connection, state: ResearchState) -> None:
         "SELECT id, principal, ?, ? - COALESCE((SELECT SUM(cost_usd) FROM spend "
         "WHERE research_id = ?), 0) AS more FROM research WHERE id = ? AND more > ? "
         "ON CONFLICT (research_id, hour) DO UPDATE SET cost_usd = cost_usd + excluded.cost_usd",
-        (hour_of(utcnow()), total, state.id, state.id, SMALLEST_COST),
+        (hour_of(utcnow()), total, snapshot.id, snapshot.id, SMALLEST_COST),
     )
 
 

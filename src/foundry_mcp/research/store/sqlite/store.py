@@ -28,7 +28,7 @@ from foundry_mcp.errors import FoundryError
 from foundry_mcp.research.models import ResearchState, Status, utcnow
 from foundry_mcp.research.store.delegates import LeasesAndEvents
 from foundry_mcp.research.store.owners import Owner, fenced
-from foundry_mcp.research.store.pages import fill_pages, pages_to_write, wanted_pages
+from foundry_mcp.research.store.pages import fill_pages, wanted_pages
 from foundry_mcp.research.store.paging import decode_cursor, page
 from foundry_mcp.research.store.records import (
     Fingerprint,
@@ -42,6 +42,7 @@ from foundry_mcp.research.store.sqlite.archived import ArchiveAndSpend
 from foundry_mcp.research.store.sqlite.database import (
     DB_NAME,
     DB_VERSION,
+    connect,
     open_database,
     transaction,
 )
@@ -59,9 +60,10 @@ from foundry_mcp.research.store.sqlite.ledger import purge_orphans, record_spend
 from foundry_mcp.research.store.sqlite.pages import forget_pages, read_pages, write_pages
 from foundry_mcp.research.store.states import (
     RESEARCH_TABLES,
+    Snapshot,
     decode_branches,
     decode_state,
-    encode_state,
+    snapshot_to_save,
 )
 from foundry_mcp.research.store.waits import poll_for_cancel, poll_for_change
 
@@ -73,22 +75,30 @@ class ResearchStore(ArchiveAndSpend, LeasesAndEvents):
         self.research_dir = research_dir
         self._lock = threading.Lock()
         self._db: sqlite3.Connection = open_database(research_dir)
-        self._leases = Leases(self._db, self._lock)
+        self._leases = Leases(self._db, self._lock, research_dir / DB_NAME)
         self._events = EventLog(self._db, self._lock)
         self.journal = LLMJournal(self._db, self._lock)
+        # Page text is read on a connection of its own, opened on first use: a run's load of
+        # megabytes of it holds neither the connection nor the lock a status read waits for.
+        self._pages_lock = threading.Lock()
+        self._pages_db: sqlite3.Connection | None = None
 
     def close(self) -> None:
         with self._lock:
             self._db.close()
+        with self._pages_lock:
+            if self._pages_db is not None:
+                self._pages_db.close()
 
     # ------------------------------------------------------------------ states
 
-    def save(self, state: ResearchState, owner: Owner | None = None) -> None:
+    def save(self, state: ResearchState | Snapshot, owner: Owner | None = None) -> None:
         """Write the whole state in one transaction (insert or replace).
 
         With ``owner`` the write is fenced: it raises ``LeaseLostError`` unless ``owner`` still
         holds the research. The cost the state carries since its last save is booked in the
-        spend ledger in the same transaction.
+        spend ledger in the same transaction. Given a snapshot, the state is not touched (its
+        taker applies it); given a state, it records what was saved (``states.Snapshot``).
         """
         if owner is None:
             self._write(state, None, ())
@@ -106,26 +116,26 @@ class ResearchStore(ArchiveAndSpend, LeasesAndEvents):
             (expected_token, time.time()),
         )
 
-    def _write(self, state: ResearchState, fence: str | None, params: tuple[Any, ...]) -> None:
+    def _write(
+        self, state: ResearchState | Snapshot, fence: str | None, params: tuple[Any, ...]
+    ) -> None:
         """Save ``state``: an insert or replace without ``fence``, else an update of the row
         that matches it (``LeaseLostError`` when none does); its new pages and its spend too."""
-        state.updated_at = utcnow()
-        pages = pages_to_write(state)
-        values = (
-            state.status.value,
-            state.phase.value,
-            state.iteration,
-            state.updated_at.isoformat(),
-            encode_state(state),
-        )
-        with self._lock, transaction(self._db):
+        with snapshot_to_save(state) as saved, self._lock, transaction(self._db):
+            values = (
+                saved.status,
+                saved.phase,
+                saved.iteration,
+                saved.updated_at.isoformat(),
+                saved.json,
+            )
             if fence is not None:
                 cursor = self._db.execute(
                     "UPDATE research SET status=?, phase=?, iteration=?, updated_at=?, state=? "
                     f"WHERE id=? AND {fence}",
-                    (*values, state.id, *params),
+                    (*values, saved.id, *params),
                 )
-                fenced(cursor.rowcount, state.id)
+                fenced(cursor.rowcount, saved.id)
             else:
                 self._db.execute(
                     "INSERT INTO research (id, status, phase, iteration, updated_at, state, "
@@ -133,31 +143,27 @@ class ResearchStore(ArchiveAndSpend, LeasesAndEvents):
                     "ON CONFLICT(id) DO UPDATE SET status=excluded.status, phase=excluded.phase, "
                     "iteration=excluded.iteration, updated_at=excluded.updated_at, "
                     "state=excluded.state",
-                    (state.id, *values, state.query, state.created_at.isoformat(), state.principal),
+                    (saved.id, *values, saved.query, saved.created_at.isoformat(), saved.principal),
                 )
-            write_pages(self._db, state.id, pages.pages)
-            record_spend(self._db, state)
-        pages.committed()
+            write_pages(self._db, saved.id, saved.pages)
+            record_spend(self._db, saved)
 
-    def save_branch(self, branch: ResearchState, owner: Owner) -> None:
+    def save_branch(self, branch: ResearchState | Snapshot, owner: Owner) -> None:
         """Write the state of one researcher of a research (a sub-question's), fenced.
 
         ``branch.id`` is the research's id and ``branch.branch`` the researcher's.
         """
         if branch.branch is None:
             raise ValueError("a branch state needs its branch id")
-        branch.updated_at = utcnow()
-        pages = pages_to_write(branch)
-        with self._lock, transaction(self._db):
-            check_held(self._db, branch.id, owner)
+        with snapshot_to_save(branch) as saved, self._lock, transaction(self._db):
+            check_held(self._db, saved.id, owner)
             self._db.execute(
                 "INSERT INTO branches (research_id, branch_id, updated_at, state) "
                 "VALUES (?, ?, ?, ?) ON CONFLICT(research_id, branch_id) DO UPDATE SET "
                 "updated_at=excluded.updated_at, state=excluded.state",
-                (branch.id, branch.branch, branch.updated_at.isoformat(), encode_state(branch)),
+                (saved.id, saved.branch, saved.updated_at.isoformat(), saved.json),
             )
-            write_pages(self._db, branch.id, pages.pages)
-        pages.committed()
+            write_pages(self._db, saved.id, saved.pages)
 
     def load_branches(self, research_id: str) -> dict[str, ResearchState]:
         """The saved researcher states of a research, by branch id (unreadable ones left out)."""
@@ -170,28 +176,25 @@ class ResearchStore(ArchiveAndSpend, LeasesAndEvents):
 
     def create(self, state: ResearchState, owner: Owner, lease_seconds: float) -> None:
         """Insert a new research, already leased to ``owner``."""
-        state.updated_at = utcnow()
-        pages = pages_to_write(state)
-        with self._lock, transaction(self._db):
+        with snapshot_to_save(state) as saved, self._lock, transaction(self._db):
             row = {
-                "id": state.id,
-                "status": state.status.value,
-                "phase": state.phase.value,
-                "iteration": state.iteration,
-                "query": state.query,
-                "created_at": state.created_at.isoformat(),
-                "updated_at": state.updated_at.isoformat(),
-                "state": encode_state(state),
-                "principal": state.principal,
+                "id": saved.id,
+                "status": saved.status,
+                "phase": saved.phase,
+                "iteration": saved.iteration,
+                "query": saved.query,
+                "created_at": saved.created_at.isoformat(),
+                "updated_at": saved.updated_at.isoformat(),
+                "state": saved.json,
+                "principal": saved.principal,
                 **lease_columns(owner, lease_seconds),
             }
             self._db.execute(
                 f"INSERT INTO research ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                 tuple(row.values()),
             )
-            write_pages(self._db, state.id, pages.pages)
-            record_spend(self._db, state)
-        pages.committed()
+            write_pages(self._db, saved.id, saved.pages)
+            record_spend(self._db, saved)
 
     def load(self, research_id: str) -> ResearchState:
         """The saved state, without its page text; ``ResearchNotFoundError`` if there is none."""
@@ -222,12 +225,15 @@ class ResearchStore(ArchiveAndSpend, LeasesAndEvents):
         return StatusRead(state, ownership_of(found[2:8]), found[1], found[8])
 
     def load_pages(self, *states: ResearchState) -> None:
-        """Give the sources of ``states`` their page text (one query for all)."""
+        """Give the sources of ``states`` their page text (one query for all, on the page
+        connection: a status read does not wait for it)."""
         wanted = wanted_pages(*states)
         if not wanted:
             return
-        with self._lock:
-            texts = read_pages(self._db, wanted)
+        with self._pages_lock:
+            if self._pages_db is None:
+                self._pages_db = connect(self.research_dir / DB_NAME)
+            texts = read_pages(self._pages_db, wanted)
         fill_pages(texts, *states)
 
     def fingerprint(self, research_id: str) -> Fingerprint | None:
