@@ -224,7 +224,9 @@ def test_a_store_of_1000_research_moves_resumably_and_verified(
         state = store.load(built.running)
         state.status = Status.COMPLETED
         store.save(state)
-        store.disown(built.running, store.ownership(built.running).token)  # type: ignore[union-attr]
+        holder = store.ownership(built.running)
+        assert holder is not None and holder.token is not None
+        store.release(built.running, Owner(token=holder.token))  # the run that held it ended
     finally:
         store.close()
     code, done, _ = _migrate(capsys, *source)
