@@ -10,8 +10,8 @@ excerpts back it:
 - ``partial``: the sentence stays, marked ``*(partly supported)*`` right after its words (before
   its closing punctuation and citations);
 - ``unsupported``: the sentence is removed from the report (a table row loses its line);
-- ``unverified``: the judge could not be asked (claim cap, provider error) or gave no readable
-  verdict; the sentence stays as written.
+- ``unverified``: the judge could not be asked (claim cap, provider error, a deadline that came
+  first) or gave no readable verdict; the sentence stays as written.
 
 A claim that cites only ids the research does not know is ``unsupported`` without asking the
 model. An ``unsupported`` claim is not removed at once: the other gathered sources whose

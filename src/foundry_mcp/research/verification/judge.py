@@ -33,6 +33,7 @@ BATCH_SIZE = 8  # claims per fact-checker call, when calls need not be spread ov
 BATCH_MAX = 12  # claims per call at most, to save a wave of calls
 BATCH_MIN = 4  # claims per call at least, when spreading them over the slots
 VERIFIER_MAX_TOKENS = 2048
+NOT_IN_TIME = "Not checked: the deadline came before the fact-checker answered."
 
 
 # --------------------------------------------------------------------------- the judge
@@ -116,6 +117,7 @@ class Judged:
     answers: list[tuple[Verdict | None, str]]
     stopped: str | None = None  # the provider error that stopped the checks, if any
     unreadable: int = 0  # claims whose answer could not be read
+    late: int = 0  # claims whose answer had not come when the checks had to end
 
     def warn(self, state: ResearchState) -> None:
         if self.stopped:
@@ -135,18 +137,23 @@ async def judge_claims(
     state: ResearchState,
     items: Sequence[tuple[str, list[tuple[str, str]]]],
     summary: VerificationSummary,
+    end_by: float = math.inf,
 ) -> Judged:
     """Ask the fact-checker about each ``(claim text, excerpts)``, in batches spread over
     ``state.limits.max_concurrent`` concurrent calls (see :func:`spread`).
 
-    A provider error stops the calls not yet made; their claims get no verdict.
+    A provider error stops the calls not yet made; their claims get no verdict. So does
+    ``end_by`` (a time on anyio's clock, a deadline's): the calls still out then are cancelled
+    and their claims counted :attr:`Judged.late`.
     """
-    judged = Judged([(None, "") for _ in items])
+    judged = Judged([(None, NOT_IN_TIME) for _ in items])
+    waiting = set(range(len(items)))
     semaphore = anyio.Semaphore(max(1, state.limits.max_concurrent))
 
     async def judge(batch: list[int]) -> None:
         async with semaphore:
             if judged.stopped:
+                waiting.difference_update(batch)
                 for i in batch:
                     judged.answers[i] = (
                         None,
@@ -166,12 +173,14 @@ async def judge_claims(
             except ProviderError as exc:
                 log.warning("citation verification stopped: %s", exc.message)
                 judged.stopped = judged.stopped or exc.message
+                waiting.difference_update(batch)
                 for i in batch:
                     judged.answers[i] = (
                         None,
                         "Not checked: the fact-checker could not be reached.",
                     )
                 return
+        waiting.difference_update(batch)
         answer = read_judge_answer(text, len(batch))
         if answer is None:
             judged.unreadable += len(batch)
@@ -181,5 +190,7 @@ async def judge_claims(
         for n, i in enumerate(batch, start=1):
             judged.answers[i] = answer.get(n, (None, "The fact-checker gave no verdict on it."))
 
-    await fan_out(judge, spread(list(range(len(items))), state.limits.max_concurrent))
+    with anyio.CancelScope(deadline=end_by):
+        await fan_out(judge, spread(list(range(len(items))), state.limits.max_concurrent))
+    judged.late = len(waiting)
     return judged

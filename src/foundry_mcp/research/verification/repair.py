@@ -11,6 +11,7 @@ sentence is rewritten to cite it, the check records what it cited before, and a
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 
@@ -38,8 +39,10 @@ async def repair_citations(
     claims: Sequence[Claim],
     checks: list[ClaimCheck],
     summary: VerificationSummary,
+    end_by: float = math.inf,
 ) -> dict[int, str]:
-    """Repair the citations of the unsupported claims that another source backs.
+    """Repair the citations of the unsupported claims that another source backs (judged by
+    ``end_by``, on anyio's clock; a candidate not judged by then repairs nothing).
 
     Updates their checks (verdict, sources, quotes, ``repaired_from``) and returns the new
     sentence of each repaired claim by its index.
@@ -58,7 +61,7 @@ async def repair_citations(
     if not trials:
         return {}
     judged = await judge_claims(
-        llm, state, [(claims[i].text, excerpts) for i, _, excerpts in trials], summary
+        llm, state, [(claims[i].text, excerpts) for i, _, excerpts in trials], summary, end_by
     )
     replacements: dict[int, str] = {}
     for (i, source_id, excerpts), (verdict, reason) in zip(trials, judged.answers, strict=True):

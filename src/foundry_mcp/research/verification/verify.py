@@ -3,6 +3,7 @@ repaired, the verdicts applied (see the package's documentation)."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ class VerifiedDraft:
     markdown: str
     summary: VerificationSummary
     checks: list[ClaimCheck]
+    asked: int = 0  # claims sent to the fact-checker
+    late: int = 0  # of them, those it had not judged when the checks had to end
 
 
 async def verify_draft(
@@ -38,15 +41,17 @@ async def verify_draft(
     sources: Mapping[str, Source],
     selector: ExcerptSelector | None = None,
     cap: int | None = None,
+    end_by: float = math.inf,
 ) -> VerifiedDraft:
     """Judge every cited sentence of ``draft`` against ``sources`` and apply the verdicts.
 
     Replaces ``state.claim_checks`` with one check per claim. At most
     ``state.options.max_verified_claims`` claims (or ``cap``, when lower: a deadline's) are
-    sent to the judge, in batches spread over
-    ``state.limits.max_concurrent`` concurrent calls (see :func:`spread`). A provider error leaves the claims
-    not yet judged unverified and adds a warning; it never loses the report. ``selector``
-    (one whose sources' sentences are already indexed) is used for the excerpts when given.
+    sent to the judge, in batches spread over ``state.limits.max_concurrent`` concurrent calls
+    (see :func:`spread`), and the checks end by ``end_by`` (anyio's clock: a deadline's), the
+    claims not judged by then left unverified. A provider error leaves the claims not yet
+    judged unverified and adds a warning; neither loses the report. ``selector`` (one whose
+    sources' sentences are already indexed) is used for the excerpts when given.
     """
     split = split_claims(draft)
     claims = split.claims
@@ -74,7 +79,7 @@ async def verify_draft(
 
     summary = VerificationSummary(uncited_sentences=split.uncited_sentences)
     judged = await judge_claims(
-        llm, state, [(claims[i].text, evidence[i]) for i in to_judge], summary
+        llm, state, [(claims[i].text, evidence[i]) for i in to_judge], summary, end_by
     )
     for i, (verdict, reason) in zip(to_judge, judged.answers, strict=True):
         if verdict is not None:
@@ -82,8 +87,8 @@ async def verify_draft(
         checks[i].reason = reason
     judged.warn(state)
     replacements: dict[int, str] = {}
-    if not judged.stopped:
-        replacements = await repair_citations(llm, state, claims, checks, summary)
+    if not judged.stopped and not judged.late:
+        replacements = await repair_citations(llm, state, claims, checks, summary, end_by)
 
     verdicts = [check.verdict for check in checks]
     counts = Counter(verdicts)
@@ -96,4 +101,4 @@ async def verify_draft(
     summary.repaired = len(replacements)
     state.claim_checks = checks
     markdown = apply_verdicts(draft, claims, verdicts, replacements)
-    return VerifiedDraft(markdown=markdown, summary=summary, checks=checks)
+    return VerifiedDraft(markdown, summary, checks, asked=len(to_judge), late=judged.late)

@@ -164,11 +164,9 @@ def no_finding_texts(state: ResearchState, stop: AgentDecision) -> tuple[str, st
     return why, advice
 
 
-def time_limit_section(
-    state: ResearchState, stop: AgentDecision | None, check_note: str | None
-) -> str:
+def time_limit_section(state: ResearchState, stop: AgentDecision | None, note: str | None) -> str:
     """A report section saying that the deadline ended the research (``stop``) and what it
-    left out, or that it cut the fact-check short (``check_note``)."""
+    left out, and what it cut of the report's own writing and checking (``note``)."""
     limit = state.options.max_time_s or 0.0
     if stop is None:
         text = f"The research ran up to its deadline (max_time_s = {limit:g} s)."
@@ -194,8 +192,8 @@ def time_limit_section(
             f"{figures.get('findings', 0)} finding(s) was estimated to need "
             f"{float(figures.get('reserve_s') or 0):.1f} s. Left out: {'; '.join(parts)}."
         )
-    if check_note:
-        text += f" {check_note}"
+    if note:
+        text += f" {note}"
     return f"{TIME_LIMIT_HEADING}\n\n{text}\n"
 
 
@@ -210,6 +208,27 @@ def check_note(checked: int, claims: int, needed_s: float, left_s: float) -> str
     return (
         f"The fact-check was cut to the time left ({max(0.0, left_s):.1f} s): {checked} of the "
         f"{claims} cited sentence(s) were checked (all would need about {needed_s:.1f} s)."
+    )
+
+
+def unwritten_note(max_time_s: float, unwritten: int, parts: int) -> str:
+    """What the report says when the deadline came before the writer answered for
+    ``unwritten`` of its ``parts`` parts: their findings are stated as found."""
+    whole = unwritten >= parts
+    what = "the report" if whole else f"{unwritten} of the report's {parts} parts"
+    return (
+        f"The writer had not finished {what} when the deadline (max_time_s = {max_time_s:g} s) "
+        f"came, so {'the' if whole else 'their'} findings are listed as the analysis extracted "
+        "them, each with its sources, not written up."
+    )
+
+
+def late_check_note(late: int, asked: int) -> str:
+    """What the report says when the deadline came before the fact-checker judged ``late``
+    of the ``asked`` sentences sent to it."""
+    return (
+        f"The fact-check was cut at the deadline: {late} of the {asked} cited sentence(s) sent "
+        "to the fact-checker were not judged in time and are kept unverified."
     )
 
 

@@ -3,10 +3,13 @@ and check a report of a given size (what the time ceiling keeps for the report).
 
 A call's latency is taken as ``base + per_token × output tokens`` fitted (least squares) to the
 research's own finished calls, plus a slack: the 90th percentile of how much later than the fit
-they answered. The report's calls are timed at the pace of the calls most like them: the
-writing model's, writer's and fact-checker's first (:meth:`Pace.of_writing`). A call of a kind already measured (analysis, reflection...) is
-expected to take what the 90th percentile of that kind took. Before any call has answered, an
-assumed pace (``PRIOR``) stands in.
+they answered. The report's calls are timed at the pace of the writing model's writer and
+fact-checker calls (:meth:`Pace.of_writing`). Before one has answered, the report's long answers
+are not extrapolated from the short answers of planning and reflection (whose fitted slope can
+make a long answer look free): they are taken to be as slow per output token as the slowest kind
+of call measured (:meth:`Pace.stand_in`). A call of a kind already measured (analysis,
+reflection...) is expected to take what the 90th percentile of that kind took. Before any call
+has answered, an assumed pace (``PRIOR``) stands in.
 
 The report's size is counted in output tokens: ``FRAME_TOKENS`` for its frame (title, summary,
 limitations) and ``TOKENS_PER_FINDING`` for each finding it states. Written in parts, the longest
@@ -52,6 +55,7 @@ class Pace:
     per_token_s: float
     slack_s: float = 0.0
     calls: int = 0  # the measured calls it rests on (0: the assumed pace)
+    assumed_from: str | None = None  # the kind of call whose pace the writer is assumed to have
 
     @classmethod
     def of(cls, records: Iterable[LLMCallRecord]) -> Pace:
@@ -81,28 +85,55 @@ class Pace:
     def of_writing(
         cls, records: Sequence[LLMCallRecord], writer: tuple[str, str] | None = None
     ) -> Pace:
-        """The pace of the calls most like the report's: those of the ``writer`` model
-        (provider, model) when it has answered any; of them, the writer's and fact-checker's
-        when measured, else every one but the analysis (whose prompts carry whole sources, so
-        their latency overstates a writer's), else every one."""
+        """The pace of the report's calls, from those of the ``writer`` model (provider, model)
+        when it has answered any, else from every call: the writer's and fact-checker's when
+        measured; before that, the :meth:`stand_in` of every kind but the analysis (whose
+        prompts carry whole sources, so their latency overstates a writer's), else of all."""
         own = [r for r in records if writer is None or (r.provider, r.model) == writer]
         pool = own or list(records)
-        for chosen in (
-            [r for r in pool if _kind(r) in WRITING_KINDS],
-            [r for r in pool if _kind(r) != "analysis"],
-        ):
-            if chosen:
-                return cls.of(chosen)
-        return cls.of(pool)
+        writing = [r for r in pool if _kind(r) in WRITING_KINDS]
+        if writing:
+            return cls.of(writing)
+        return cls.stand_in([r for r in pool if _kind(r) != "analysis"] or pool)
+
+    @classmethod
+    def stand_in(cls, records: Iterable[LLMCallRecord]) -> Pace:
+        """The pace of a kind of call not measured yet, as slow per output token as the slowest
+        kind of ``records``: each call's latency spread over its output tokens and
+        ``BASE_TOKENS`` for its fixed part, a kind's 90th percentile (``PRIOR`` for none)."""
+        rates: dict[str, list[float]] = {}
+        for r in records:
+            if r.latency_s > 0:
+                rates.setdefault(_kind(r), []).append(r.latency_s / (r.output_tokens + BASE_TOKENS))
+        if not rates:
+            return PRIOR
+        kind = max(rates, key=lambda k: percentile(rates[k]))
+        rate = percentile(rates[kind])
+        calls = sum(len(measured) for measured in rates.values())
+        return cls(rate * BASE_TOKENS, rate, 0.0, calls, assumed_from=kind)
 
     def seconds(self, output_tokens: float) -> float:
         """The expected latency of a call answering with ``output_tokens`` tokens."""
         return self.base_s + self.per_token_s * output_tokens + self.slack_s
 
+    def figures(self) -> dict[str, float | int]:
+        """What a ``time_ceiling`` decision records of this pace."""
+        return {
+            "latency_base_s": round(self.base_s, 3),
+            "latency_per_token_ms": round(1000 * self.per_token_s, 3),
+            "latency_slack_s": round(self.slack_s, 3),
+            "measured_calls": self.calls,
+        }
+
     def describe(self) -> str:
         rate = f"{self.base_s:.2f} s + {1000 * self.per_token_s:.1f} ms per output token"
         if not self.calls:
             return f"no call measured yet: an assumed {rate}"
+        if self.assumed_from:
+            return (
+                f"no writer call measured yet: {rate}, as slow per output token as the slowest "
+                f"kind of call measured ({self.assumed_from}, of {self.calls} call(s))"
+            )
         return f"this research's {self.calls} measured LLM call(s): {rate}"
 
 

@@ -6,7 +6,9 @@ topics (the sub-queries that found them, or a hierarchical research's sub-questi
 becomes a body section written by its own call, from its own findings, while one more call
 writes the frame (title, executive summary, contradictions, limitations, conclusion) from all of
 them. At most ``max_concurrent`` calls run at once. The parts are then put together: the frame's
-title and summary, the sections in topic order, the rest of the frame.
+title and summary, the sections in topic order, the rest of the frame. A part whose call has not
+answered by the deadline is written by code: a section lists its findings as the analysis stated
+them, with their citations; the frame is a title and a summary saying so.
 
 The frame's fitting covers every finding, so it is the one recorded in the content fidelity: a
 section sees a subset of the same findings within the same budget and is never cut more. When a
@@ -17,6 +19,7 @@ answer's conclusion and caveats, not its evidence list (the section has the find
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -43,6 +46,10 @@ from foundry_mcp.research.workflow.fitting import Fitting, Rebuild
 
 MAX_SECTIONS = 6  # more topics than this are merged: a report is not a list of fragments
 MIN_FINDINGS = 4  # fewer findings are written in one call
+STATED_SUMMARY = (
+    "The writer did not finish this report in time (see Time Limit): what it did not write up "
+    "lists the findings as the analysis extracted them, each with its sources."
+)
 
 _FENCED_REPORT = re.compile(r"^```(?:markdown|md)?\s*\n(.*)\n```\s*$", re.DOTALL)
 _LEVEL_TWO = re.compile(r"^##\s+\S", re.MULTILINE)
@@ -63,10 +70,13 @@ class ReportSection:
 
 @dataclass
 class WrittenReport:
-    """The draft, and the ids of the sources the writer calls were given."""
+    """The draft, the ids of the sources the writer calls were given (or the parts written by
+    code cite), and how many of its parts the deadline left to code."""
 
     draft: str
     offered: set[str] = field(default_factory=set)
+    unwritten: int = 0
+    parts: int = 1
 
 
 def unwrap_fence(text: str) -> str:
@@ -265,8 +275,10 @@ async def write_in_parts(
     frame_system: str,
     material: str | None,
     max_tokens: int,
+    end_by: float = math.inf,
 ) -> WrittenReport:
-    """The frame and every section written concurrently, then put together (see module)."""
+    """The frame and every section written concurrently, then put together (see module); the
+    parts not written by ``end_by`` (anyio's clock: a deadline's) are written by code."""
     note = body_sections_note([s.topic for s in sections])
     frame_offered: set[str] = set()
     frame = whole_report_builder(
@@ -286,6 +298,7 @@ async def write_in_parts(
         for n, section in enumerate(sections)
     ]
     texts: list[str] = [""] * len(builders)
+    written: set[int] = set()
     semaphore = anyio.Semaphore(max(1, state.limits.max_concurrent))
 
     async def write(index: int) -> None:
@@ -302,13 +315,50 @@ async def write_in_parts(
             )
             text = unwrap_fence(text)
             texts[index] = text if index == 0 else without_title(text)
+            written.add(index)
 
     # The frame first, then the sections with the most findings: the longest parts start first.
     order = sorted(range(1, len(builders)), key=lambda i: -len(sections[i - 1].finding_ids))
-    with fitting.llm.finishing():  # the ceiling is checked once: a report is not left half
+    # The cost ceiling is checked once: a report is not left half written.
+    with fitting.llm.finishing(), anyio.CancelScope(deadline=end_by):
         await fan_out(write, [0, *order])
+    unwritten = [index for index in range(len(texts)) if index not in written]
+    for index in unwritten:
+        if index == 0:
+            texts[0] = stated_frame(state)
+            continue
+        wanted = set(sections[index - 1].finding_ids)
+        findings = [f for f in state.findings if f.id in wanted]
+        texts[index] = stated_section(sections[index - 1].topic, findings)
+        offered_by[index - 1].update(sid for f in findings for sid in f.source_ids)
     offered = frame_offered.union(*offered_by)
-    return WrittenReport(assemble(texts[0], texts[1:]), offered)
+    return WrittenReport(assemble(texts[0], texts[1:]), offered, len(unwritten), len(texts))
+
+
+def stated_report(state: ResearchState) -> WrittenReport:
+    """The whole report written by code (its writer did not answer in time): a frame saying
+    so, and every finding as the analysis stated it, with its citations."""
+    cited = {sid for finding in state.findings for sid in finding.source_ids}
+    draft = assemble(stated_frame(state), [stated_section("", state.findings)])
+    return WrittenReport(draft, cited, unwritten=1)
+
+
+def stated_section(topic: str, findings: Sequence[Finding]) -> str:
+    """A body section written by code (its writer did not answer in time): ``topic`` as its
+    heading, then each finding as the analysis stated it, with its citations."""
+    heading = topic.strip() or "Findings"
+    lines = [f"## {heading[:1].upper()}{heading[1:]}", ""]
+    for finding in findings:
+        text = " ".join(finding.content.split())
+        words, mark = (text[:-1], text[-1]) if text[-1:] in (".", "!", "?") else (text, ".")
+        lines.append(f"- {words} {''.join(f'[{sid}]' for sid in finding.source_ids)}{mark}")
+    return "\n".join(lines) + "\n"
+
+
+def stated_frame(state: ResearchState) -> str:
+    """The report's frame written by code (its writer did not answer in time): the question
+    as its title, and a summary saying where to read why."""
+    return f"# {state.query.strip()[:200]}\n\n## Executive Summary\n\n{STATED_SUMMARY}\n"
 
 
 def without_title(section: str) -> str:

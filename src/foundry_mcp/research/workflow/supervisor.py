@@ -28,7 +28,6 @@ from foundry_mcp.research.models import (
     ReflectionDecision,
     ResearchState,
     ValidationResult,
-    utcnow,
 )
 from foundry_mcp.research.workflow.calls import ResearchLLM
 from foundry_mcp.research.workflow.dispatch import dispatch_inputs
@@ -140,13 +139,8 @@ class Supervisor:
         self._hooks = hooks or SupervisorHooks()
         self._guidance: str | None = None
         self._complete_early = False
-        # A new research counts from the call that started it, a resumed one from now. A
-        # sub-question's researcher has no ceiling of its own: the research's stops it.
-        fresh = state.iteration == 1 and state.phase is Phase.PLANNING
-        spent = (utcnow() - state.created_at).total_seconds() if fresh else 0.0
-        self._ceiling = (
-            TimeCeiling() if state.branch else TimeCeiling.start(state, llm, max(0.0, spent))
-        )
+        # A sub-question's researcher has no ceiling of its own: the research's stops it.
+        self._ceiling = TimeCeiling() if state.branch else TimeCeiling.start(state, llm)
         if not state.branch and state.phase is not Phase.SYNTHESIS:
             state.metadata.pop("time_ceiling_reached", None)  # this run's ceiling decides
 
@@ -239,7 +233,9 @@ class Supervisor:
 
     async def _execute(self, phase: Phase) -> dict[str, Any]:
         """Run the phase's work within the phase's timeout, if one is configured, and, before
-        the report, until writing must start, if there is a time ceiling."""
+        the report, until writing must start, if there is a time ceiling (the report's own
+        calls are raced against the deadline by the synthesizer, which reports what was found
+        when they are cut)."""
         seconds = self._playbook.timeout(phase)
         work = partial(self._playbook.execute, phase, self._guidance)
         with anyio.move_on_after(seconds or None):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -31,15 +32,19 @@ from foundry_mcp.research.workflow.deadline_texts import (
     check_note,
     deadline_emptied,
     last_stop,
+    late_check_note,
     no_finding_texts,
     time_limit_section,
+    unwritten_note,
 )
 from foundry_mcp.research.workflow.fitting import Fitting
 from foundry_mcp.research.workflow.pace import check_time
 from foundry_mcp.research.workflow.report_parts import (
     ReportSection,
+    WrittenReport,
     merge_smallest,
     sections_by_sub_query,
+    stated_report,
     unwrap_fence,
     whole_report_builder,
     write_in_parts,
@@ -83,7 +88,10 @@ async def synthesize(
     With ``state.options.verify_citations`` each cited sentence is judged against its sources
     (see :mod:`foundry_mcp.research.verification`): unsupported ones are removed and partial ones
     marked. Either way an ``## Evidence Quality`` section ends the body. ``writing`` is what a
-    mode adds (see :class:`Writing`).
+    mode adds (see :class:`Writing`). Under a deadline the writer's and the fact-checker's calls
+    end by :meth:`TimeCeiling.finish_by`: what the writer did not write in time lists its
+    findings as found, the sentences not checked in time stay unverified, and a ``## Time
+    Limit`` section says so.
     """
     writing = writing or Writing(sections=tuple(sections_by_sub_query(state)))
     if not state.findings:
@@ -97,12 +105,20 @@ async def synthesize(
     # The fact-checker's excerpts need every source's sentences indexed: that is done in a
     # thread while the writers' calls are in flight, not after them with nothing in flight.
     selector = ExcerptSelector({s.id: s for s in sources})
+    ceiling = TimeCeiling.current()
+    end_by = math.inf if ceiling is None else ceiling.finish_by()
     async with anyio.create_task_group() as group:
         if state.options.verify_citations:
             group.start_soon(
                 partial(anyio.to_thread.run_sync, selector.index, [s.id for s in sources])
             )
-        draft, offered = await _write_draft(fitting, state, sources, guidance, writing)
+        written = await _write_draft(fitting, state, sources, guidance, writing, end_by)
+    draft, offered = written.draft, written.offered
+    notes = []  # what the deadline cut of the report's own writing and checking
+    if written.unwritten:
+        notes.append(
+            unwritten_note(state.options.max_time_s or 0.0, written.unwritten, written.parts)
+        )
     # A source that exists but was not given to the writer (its findings were left out to fit
     # the budget) is not citable: the writer never saw what it says.
     by_id = {s.id: s for s in sources if s.id in offered | writing.citable}
@@ -115,9 +131,13 @@ async def synthesize(
         )
     verification: VerificationSummary | None = None
     cap, note = _check_in_time(state, draft, by_id)
+    if note:
+        notes.append(note)
     if state.options.verify_citations and cap != 0:
-        verified = await verify_draft(llm, state, draft, by_id, selector, cap)
+        verified = await verify_draft(llm, state, draft, by_id, selector, cap, end_by)
         draft, verification = verified.markdown, verified.summary
+        if verified.late:
+            notes.append(late_check_note(verified.late, verified.asked))
         # A repaired citation names a source the writer was not given: it may be cited now.
         repaired = {
             sid for check in verified.checks if check.repaired_from for sid in check.source_ids
@@ -128,7 +148,7 @@ async def synthesize(
         state.claim_checks = []
         uncited = split_claims(draft).uncited_sentences
     draft = _ensure_conflict_section(draft, state)
-    draft = _add_time_limit(draft, state, note)
+    draft = _add_time_limit(draft, state, notes)
     if writing.appendix:
         appendix_ids = set(_SOURCE_ID.findall(writing.appendix))
         by_id.update({s.id: s for s in sources if s.id in appendix_ids})
@@ -169,15 +189,16 @@ async def _write_draft(
     sources: list[Source],
     guidance: str | None,
     writing: Writing,
-) -> tuple[str, set[str]]:
-    """The writer's draft (in parts when ``writing`` has sections), and the ids of the sources
-    its prompts gave the writer."""
+    end_by: float,
+) -> WrittenReport:
+    """The writer's draft (in parts when ``writing`` has sections) and the ids of the sources
+    its prompts gave the writer; what is not written by ``end_by`` is stated by code."""
     max_tokens = fitting.output_tokens("synthesis", LEGACY_MAX_TOKENS)
     if writing.sections and state.options.parallel_writing:
         sections = list(writing.sections)
         if _pressed(state):  # one wave of calls: no time for two
             sections = merge_smallest(sections, max(1, state.limits.max_concurrent - 1))
-        written = await write_in_parts(
+        return await write_in_parts(
             fitting,
             state,
             sections,
@@ -186,25 +207,25 @@ async def _write_draft(
             frame_system=writing.frame_system,
             material=writing.material,
             max_tokens=max_tokens,
+            end_by=end_by,
         )
-        draft, offered = written.draft, written.offered
-    else:
-        offered = set()  # the ids the prompt last sent gave the writer
-        build = whole_report_builder(
-            fitting,
-            state,
-            sources,
-            guidance,
-            system=writing.system,
-            material=writing.material,
-            offered=offered,
-        )
-        system, user = build(1.0)
+    offered: set[str] = set()  # the ids the prompt last sent gave the writer
+    build = whole_report_builder(
+        fitting,
+        state,
+        sources,
+        guidance,
+        system=writing.system,
+        material=writing.material,
+        offered=offered,
+    )
+    system, user = build(1.0)
+    with anyio.CancelScope(deadline=end_by):
         answer = await fitting.ask(
             "synthesis", system, user, json_mode=False, max_tokens=max_tokens, rebuild=build
         )
-        draft = unwrap_fence(answer)
-    return draft, offered
+        return WrittenReport(unwrap_fence(answer), offered)
+    return stated_report(state)  # the deadline came before the writer's answer
 
 
 _CONFLICT_HEADING = re.compile(
@@ -264,17 +285,18 @@ def _check_in_time(
     if needed <= left:
         return None, None
     fits = next((k for k in range(count - 1, 0, -1) if check_time(k, slots, pace)[0] <= left), 0)
-    note = check_note(fits, count, needed, left)
-    state.warn(f"Time ceiling (max_time_s = {state.options.max_time_s:g}): {note}")
-    return fits, note
+    return fits, check_note(fits, count, needed, left)
 
 
-def _add_time_limit(draft: str, state: ResearchState, note: str | None) -> str:
-    """The draft with a section saying what the deadline left out, when it left something."""
+def _add_time_limit(draft: str, state: ResearchState, notes: list[str]) -> str:
+    """The draft with a section saying what the deadline left out, when it left something
+    (``notes``: what it cut of the report's writing and checking, each also a warning)."""
     stop = last_stop(state)
-    if stop is None and note is None:
+    for note in notes:
+        state.warn(f"Time ceiling (max_time_s = {state.options.max_time_s:g}): {note}")
+    if stop is None and not notes:
         return draft
-    return draft.rstrip() + "\n\n" + time_limit_section(state, stop, note)
+    return draft.rstrip() + "\n\n" + time_limit_section(state, stop, " ".join(notes) or None)
 
 
 def _no_evidence_report(state: ResearchState) -> SynthesizerOutput:

@@ -1,11 +1,16 @@
 """A research's deadline (``max_time_s``): the report is written and checked before it.
 
-``max_time_s`` is a deadline for the whole research, counted from the call that started it (a
-resumed run counts from its own start). The time it keeps for the report is estimated from the
+``max_time_s`` is a deadline for each run of a research. A new research counts it from the call
+that created it (its wait in the queue included). A resumed one (by hand, ``auto_resume`` or a
+takeover) counts a fresh ``max_time_s`` from the start of the resumed run: the time its earlier
+runs spent is not charged again, so a research resumed after its first deadline is not ended at
+once, empty (:func:`spent_before`). The time it keeps for the report is estimated from the
 research itself (:mod:`.pace`): writing and checking a report of the findings in hand at the pace
 its own LLM calls have shown, plus ``MARGIN_S`` for assembling and saving. Writing must start at
 the deadline less that time; the supervisor watches each phase before the report
-(:meth:`TimeCeiling.race`) and stops it at that moment.
+(:meth:`TimeCeiling.race`) and stops it at that moment. An estimate can be wrong (a writer
+slower than every call before it): the report's own calls are raced against the deadline less
+``MARGIN_S`` (:meth:`TimeCeiling.finish_by`), the writer's and the fact-checker's alike.
 
 Calls in flight are awaited while writing need not start: the findings of those that answer are
 counted as they land (moving the moment by the time they take to write). With no finding in
@@ -29,7 +34,7 @@ from typing import Any, TypeVar
 
 import anyio
 
-from foundry_mcp.research.models import BranchStatus, LLMCallRecord, Phase, ResearchState
+from foundry_mcp.research.models import BranchStatus, LLMCallRecord, Phase, ResearchState, utcnow
 from foundry_mcp.research.workflow.calls import CallLog, ResearchLLM
 from foundry_mcp.research.workflow.deadline_texts import round_texts, stop_texts
 from foundry_mcp.research.workflow.fanout import fan_out
@@ -101,12 +106,12 @@ class TimeCeiling:
         self.writer: tuple[str, str] | None = None  # (provider, model) of the report's calls
 
     @classmethod
-    def start(cls, state: ResearchState, llm: ResearchLLM, spent: float = 0.0) -> TimeCeiling:
-        """The ceiling of ``state``'s run, which has already spent ``spent`` seconds; ``llm``
+    def start(cls, state: ResearchState, llm: ResearchLLM) -> TimeCeiling:
+        """The ceiling of ``state``'s run, begun :func:`spent_before` seconds ago; ``llm``
         tells the calls in flight and the model that writes the report."""
         if not state.options.max_time_s:
             return cls()
-        began = anyio.current_time() - spent
+        began = anyio.current_time() - spent_before(state)
         ceiling = cls(state, llm.calls, state.options.max_time_s, began)
         ceiling.writer = llm.model_for("synthesis")
         return ceiling
@@ -139,6 +144,11 @@ class TimeCeiling:
     def left(self) -> float:
         """Seconds until the deadline (infinite without one)."""
         return math.inf if self.max_time_s is None else self.max_time_s - self.used()
+
+    def finish_by(self) -> float:
+        """When (on anyio's clock) the report's calls must have answered: the deadline less
+        ``MARGIN_S`` for assembling and saving the report (infinite without a deadline)."""
+        return math.inf if self.max_time_s is None else self._began + self.max_time_s - MARGIN_S
 
     # ------------------------------------------------------------------ judging
 
@@ -300,7 +310,7 @@ class TimeCeiling:
             "sub_questions_unanswered": sum(
                 1 for sq in state.sub_questions if sq.status is not BranchStatus.COMPLETED
             ),
-            **self._pace_figures(judged.pace),
+            **judged.pace.figures(),
         }
         if not judged.findings:
             figures["needed_s"] = self._needed_s(judged, figures)
@@ -336,7 +346,7 @@ class TimeCeiling:
             "round_s": round(needs, 2),
             **{key: round(value, 2) for key, value in parts.items()},
             "findings": judged.findings,
-            **self._pace_figures(judged.pace),
+            **judged.pace.figures(),
         }
         rationale, warning = round_texts(
             self.max_time_s, self._state.iteration, figures, parts, judged.pace
@@ -349,15 +359,6 @@ class TimeCeiling:
             "iteration": self._state.iteration,
             "max_time_s": self.max_time_s,
             "used_s": round(used, 2),
-        }
-
-    @staticmethod
-    def _pace_figures(pace: Pace) -> dict[str, Any]:
-        return {
-            "latency_base_s": round(pace.base_s, 3),
-            "latency_per_token_ms": round(1000 * pace.per_token_s, 3),
-            "latency_slack_s": round(pace.slack_s, 3),
-            "measured_calls": pace.calls,
         }
 
     def _needed_s(self, judged: Judgement, figures: dict[str, Any]) -> int:
@@ -376,6 +377,15 @@ class TimeCeiling:
 
     def _records(self) -> list[LLMCallRecord]:
         return self._state.llm_usage.calls
+
+
+def spent_before(state: ResearchState) -> float:
+    """The seconds of ``state``'s run gone before its supervisor began: since the call that
+    created it for a new research, since the run's own start for a resumed one (see the
+    module; only a resume, which records a ``resume`` decision, starts a later run)."""
+    resumed = any(decision.action == "resume" for decision in state.decisions)
+    since = state.started_at if resumed else state.created_at
+    return 0.0 if since is None else max(0.0, (utcnow() - since).total_seconds())
 
 
 async def _call(job: Callable[[], Awaitable[None]]) -> None:
