@@ -50,8 +50,8 @@ from foundry_mcp.research.models import (
     SubQuery,
 )
 from foundry_mcp.research.prompts.summarizer import SUMMARY_PROMPT_VERSION, summarizer_prompts
-from foundry_mcp.research.workflow.fit_content import fit_sources, prepare_round
-from foundry_mcp.research.workflow.fitting import Fitting
+from foundry_mcp.research.workflow.fitting.fitter import Fitting
+from foundry_mcp.research.workflow.fitting.sources import fit_sources, prepare_round
 
 QUESTION = "How much lithium do battery recycling plants recover, and at what cost?"
 FILLER = [

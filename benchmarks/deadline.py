@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.simulated import llm_delay, research_to_end, run_settings, simulate_latency
 from foundry_mcp.research.models import ResearchState
-from foundry_mcp.research.workflow.deadline_texts import TIME_LIMIT_HEADING
+from foundry_mcp.research.workflow.deadline.texts import TIME_LIMIT_HEADING
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeResponse, RecordedRequest, ResearchBrain, fake_openai, fake_tavily
 from tests.fakes.planted import PlantedCorpus, fact_analyst, facts_in

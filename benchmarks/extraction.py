@@ -22,7 +22,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from foundry_mcp.config import FetchSettings
-from foundry_mcp.providers.fetch import PageFetcher
+from foundry_mcp.providers.pages.fetch import PageFetcher
 from tests.fakes.search_apis import fake_pages, html_page
 
 PING_INTERVAL = 0.010

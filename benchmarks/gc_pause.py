@@ -1,12 +1,12 @@
 """What the passage indexes a research keeps cost a full garbage collection.
 
-Citation checks index every source they read (``foundry_mcp.context.passages.PassageIndex``: a
+Citation checks index every source they read (``foundry_mcp.context.reading.passages.PassageIndex``: a
 page's passages and each term's postings) and keep the index while the research runs; a team
 worker running a hundred research holds hundreds. A full collection walks every container the
 collector tracks, on whatever thread triggered it: for a server, usually its event loop, so
 every request waiting on the loop waits for the collection too.
 
-The pages are the documentation pages of ``benchmarks/docpages.py`` (``tests/fakes/docpages.py``:
+The pages are the documentation pages of ``benchmarks/docpages/bench.py`` (``tests/fakes/docpages.py``:
 20-400 KB each, prose, tables, lists and code run together; eight questions, nine pages each).
 As a server does after its start (``foundry_mcp.runtime.settle_heap``), what the imports built
 is frozen first. Printed: the pages and their size, the time to index them, and the median of
@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from foundry_mcp.context.passages import PassageIndex
+from foundry_mcp.context.reading.passages import PassageIndex
 from tests.fakes.docpages import DOC_QUESTIONS, DocCorpus
 
 

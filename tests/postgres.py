@@ -6,7 +6,7 @@ the server runs as the unprivileged ``postgres`` user (PostgreSQL refuses root).
 of the test process that dies with it (``setpriv --pdeathsig``), and it is stopped and its
 folder removed at the end of the session, failed or not.
 
-``running_postgres()`` does the same outside pytest (``benchmarks/team_load.py``): a context
+``running_postgres()`` does the same outside pytest (``benchmarks/team/load.py``): a context
 manager that yields the running server and stops it, and removes its folder, when the block
 ends. It raises ``PostgresUnavailable`` when PostgreSQL or the driver is missing and
 ``PostgresStartError`` when the server does not start; the fixture turns the first into a skip

@@ -2,6 +2,6 @@
 
 import sys
 
-from foundry_mcp.cli import main
+from foundry_mcp.cli.main import main
 
 sys.exit(main())

@@ -18,8 +18,8 @@ from foundry_mcp.errors import ConfigError
 from foundry_mcp.providers.detection import apply_choice, choose_llm
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.providers.warming import default_llms, quietly, warm_defaults, warm_others
-from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.pricing import shipped_prices
+from foundry_mcp.research.runs.jobs import JobRunner
 from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.research.service.takeover import Takeover, takeover_enabled
 from foundry_mcp.research.store.opening import open_async_store

@@ -81,7 +81,7 @@ class TeamServer:
     """``foundry-mcp serve --http`` on a free loopback port, until stopped.
 
     ``launcher`` is the program that runs foundry-mcp's command line, the arguments following
-    it (default: ``python -m foundry_mcp``); ``benchmarks/team_load.py`` gives one that changes
+    it (default: ``python -m foundry_mcp``); ``benchmarks/team/load.py`` gives one that changes
     the host name first.
     """
 

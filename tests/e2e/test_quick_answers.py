@@ -1,5 +1,5 @@
 """A stateless team server answers a plain tool call (a status poll, a start, a report) and the
-handshake without an MCP session (``server.quick_answers``): the same answer as the SDK's path,
+handshake without an MCP session (``server.team.quick_answers``): the same answer as the SDK's path,
 as JSON, for the same callers. Everything else, and every request the SDK would refuse, still
 goes through the SDK.
 

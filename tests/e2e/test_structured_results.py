@@ -12,7 +12,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from mcp import Client
 
-from foundry_mcp.server.results import ACTION_HINTS, RESULT_MODELS, ActionResult
+from foundry_mcp.server.results.data import ACTION_HINTS, RESULT_MODELS, ActionResult
 from tests.e2e.conftest import TERMINAL
 from tests.e2e.test_mcp_stdio import _stdio
 from tests.fakes import FakeHTTPServer

@@ -1,4 +1,4 @@
-"""The team benchmark's load clients (``benchmarks/team_raw.py``) send what the SDK's client
+"""The team benchmark's load clients (``benchmarks/team/raw.py``) send what the SDK's client
 sends: against a stateless team server, their handshake succeeds and their calls get the answers
 the SDK's client gets, through the same path (so the benchmark's load is what real clients'
 would be, without the SDK's CPU in the benchmark's process)."""
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import httpx2
 import pytest
 
-from benchmarks.team_raw import RawCallFailed, raw_client
+from benchmarks.team.raw import RawCallFailed, raw_client
 from tests.e2e.conftest import call
 from tests.e2e.teamserver import TeamServer, add_to_config, mcp_client
 from tests.fakes import FakeHTTPServer

@@ -12,7 +12,7 @@ from mcp import Client
 from foundry_mcp.context.tokens import counter_for_model
 from foundry_mcp.server import create_server
 from foundry_mcp.server.arguments import ACTION_PARAMS, ResearchArguments
-from foundry_mcp.server.results import RESULT_MODELS
+from foundry_mcp.server.results.data import RESULT_MODELS
 from foundry_mcp.server.surface import tokens_estimate
 from tests.e2e.test_mcp_stdio import _stdio
 

@@ -23,11 +23,11 @@ import pytest
 
 from foundry_mcp.config import load_settings
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.providers.llm import cli_runner
 from foundry_mcp.providers.llm.base import LLMRequest
-from foundry_mcp.providers.llm.cli_adapters import CLI_ADAPTERS
-from foundry_mcp.providers.llm.cli_base import CLICall, CLIProvider
-from foundry_mcp.providers.llm.cli_claude import ClaudeCLI
+from foundry_mcp.providers.llm.programs import runner as cli_runner
+from foundry_mcp.providers.llm.programs.adapters import CLI_ADAPTERS
+from foundry_mcp.providers.llm.programs.base import CLICall, CLIProvider
+from foundry_mcp.providers.llm.programs.claude import ClaudeCLI
 from foundry_mcp.providers.registry import ProviderRegistry
 from tests.fakes.cli_bins import DELAY_ENV, FENCE_ENV, LOG_ENV, MODE_ENV, read_calls, write_cli_bins
 

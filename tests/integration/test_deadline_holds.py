@@ -15,6 +15,7 @@ import pytest
 
 from foundry_mcp.config import Settings
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
+from foundry_mcp.research.llm.calls import CallLog, ResearchLLM
 from foundry_mcp.research.models import (
     Finding,
     LLMCallRecord,
@@ -25,10 +26,9 @@ from foundry_mcp.research.models import (
     Verdict,
     utcnow,
 )
-from foundry_mcp.research.workflow.calls import CallLog, ResearchLLM
-from foundry_mcp.research.workflow.pace import BASE_TOKENS, Pace
-from foundry_mcp.research.workflow.synthesizer import synthesize
-from foundry_mcp.research.workflow.time_ceiling import TimeCeiling
+from foundry_mcp.research.workflow.deadline.ceiling import TimeCeiling
+from foundry_mcp.research.workflow.deadline.pace import BASE_TOKENS, Pace
+from foundry_mcp.research.workflow.report.synthesizer import synthesize
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer, FakeResponse, RecordedRequest, ResearchBrain
 from tests.fakes.http import Delay

@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 from foundry_mcp.config import FetchSettings, load_settings
-from foundry_mcp.providers import fetch as fetch_module
-from foundry_mcp.providers import ssrf
-from foundry_mcp.providers.fetch import PageFetcher
-from foundry_mcp.providers.ssrf import address_refusal
+from foundry_mcp.providers.pages import fetch as fetch_module
+from foundry_mcp.providers.pages import ssrf
+from foundry_mcp.providers.pages.fetch import PageFetcher
+from foundry_mcp.providers.pages.ssrf import address_refusal
 from tests.fakes import (
     FakeHTTPServer,
     FakeResponse,

@@ -26,7 +26,7 @@ from foundry_mcp.research.models import (
     Source,
     records,
 )
-from foundry_mcp.research.workflow.synthesizer import synthesize
+from foundry_mcp.research.workflow.report.synthesizer import synthesize
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer, ResearchBrain, fake_tavily
 from tests.fakes.brain import source_sentences

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from foundry_mcp import cli
+from foundry_mcp.cli import main as cli
 from foundry_mcp.context.archive import ContentArchive, new_record
 from foundry_mcp.research.models import (
     Phase,
@@ -27,8 +27,8 @@ from foundry_mcp.research.models import (
     Source,
     Status,
 )
-from foundry_mcp.research.store import migrate
-from foundry_mcp.research.store.migrate import CHILD_COLUMNS, INTERRUPTED_BY_MIGRATION
+from foundry_mcp.research.store.migration import copy as migrate
+from foundry_mcp.research.store.migration.copy import CHILD_COLUMNS, INTERRUPTED_BY_MIGRATION
 from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.store.postgres.pages import PAGES_LOCK
 from foundry_mcp.research.store.postgres.store import PostgresStore

@@ -11,8 +11,8 @@ import pytest
 from foundry_mcp.config import Settings
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
+from foundry_mcp.research.llm.calls import CallLog, ResearchLLM
 from foundry_mcp.research.models import LLMCallRecord, ResearchState
-from foundry_mcp.research.workflow.calls import CallLog, ResearchLLM
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer, FakeResponse, RecordedRequest, ResearchBrain
 from tests.support import TERMINAL, wait_until

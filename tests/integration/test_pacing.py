@@ -7,7 +7,7 @@ import anyio
 import pytest
 
 from foundry_mcp.config import Settings
-from foundry_mcp.research.pacing import Pacer
+from foundry_mcp.research.runs.pacing import Pacer
 from foundry_mcp.runtime import research_runtime
 from tests.support import TERMINAL, wait_until
 

@@ -32,7 +32,7 @@ from foundry_mcp.research.models import (
     SubQuery,
     SubQueryStatus,
 )
-from foundry_mcp.research.runner import _Branches
+from foundry_mcp.research.runs.runner import _Branches
 from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.research.store.opening import open_store
 from foundry_mcp.research.store.owners import Owner

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from foundry_mcp import cli
+from foundry_mcp.cli import main as cli
 from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.errors import ProviderNotConfiguredError
 from foundry_mcp.runtime import research_runtime

@@ -1,11 +1,11 @@
 """A running research's content archive reaches the store as the run's other calls do (issue 38).
 
 Token fitting archives the originals of dropped or heavily shortened sources from a worker
-thread (``fit_content``: ``anyio.to_thread``). Those writes used to go to the store directly,
+thread (``fitting.sources``: ``anyio.to_thread``). Those writes used to go to the store directly,
 outside ``AsyncStore``: not patient, so a PostgreSQL outage of a few seconds failed the
 research at its next archive write, and a statement whose connection died was not made again.
 Now they go through the run's ``AsyncStore`` (``RunArchive``): on the writer thread, patient.
-Each test archives an original as ``fit_content`` does, with the runner's archive.
+Each test archives an original as ``fitting.sources`` does, with the runner's archive.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import pytest
 from foundry_mcp.context.archive import ArchiveRecord
 from foundry_mcp.errors import StoreUnavailableError
 from foundry_mcp.research.models import ResearchState
-from foundry_mcp.research.runner import ResearchRunner
-from foundry_mcp.research.store.aio import AsyncStore
+from foundry_mcp.research.runs.runner import ResearchRunner
+from foundry_mcp.research.store.access.aio import AsyncStore
+from foundry_mcp.research.store.access.patience import StatementLost
 from foundry_mcp.research.store.owners import Owner
-from foundry_mcp.research.store.patience import StatementLost
 from foundry_mcp.research.store.postgres.store import PostgresStore
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.sqlite.store import ResearchStore

@@ -24,8 +24,8 @@ import psycopg
 import pytest
 
 from foundry_mcp.research.models import ResearchState, Source
-from foundry_mcp.research.runner import ResearchRunner
-from foundry_mcp.research.store.aio import AsyncStore
+from foundry_mcp.research.runs.runner import ResearchRunner
+from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.store.postgres.store import PostgresStore
 from foundry_mcp.research.store.sqlite import store as sqlite_store

@@ -20,7 +20,7 @@ import pytest
 
 from foundry_mcp.config import FetchSettings, load_settings
 from foundry_mcp.errors import ProviderError, ProviderNotConfiguredError
-from foundry_mcp.providers.fetch import PageFetcher
+from foundry_mcp.providers.pages.fetch import PageFetcher
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.providers.search.base import Publication, SearchResult
 from foundry_mcp.providers.search.google import GoogleSearch
@@ -579,8 +579,8 @@ def _state(
 
 
 async def _gather(state: ResearchState, providers: list[Any], fetcher: Any = None) -> Any:
-    from foundry_mcp.research.workflow.calls import CallLog
-    from foundry_mcp.research.workflow.gatherer import gather
+    from foundry_mcp.research.llm.calls import CallLog
+    from foundry_mcp.research.workflow.agents.gatherer import gather
 
     saves: list[int] = []
 
@@ -988,7 +988,7 @@ async def test_cancel_while_pages_are_read_leaves_the_sub_query_pending() -> Non
 
 
 async def test_passages_of_one_local_file_are_distinct_sources() -> None:
-    from foundry_mcp.research.workflow.pool import normalise_url
+    from foundry_mcp.research.workflow.agents.pool import normalise_url
 
     assert normalise_url("file:///n/a.md#L1-L9") != normalise_url("file:///n/a.md#L10-L20")
     assert normalise_url("https://x.example/a#L1") == normalise_url("https://x.example/a#L2")

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from foundry_mcp.config import Settings, load_settings
-from foundry_mcp.providers import ssrf
-from foundry_mcp.research.workflow.gatherer import FETCH_ERRORS_KEY
+from foundry_mcp.providers.pages import ssrf
+from foundry_mcp.research.workflow.agents.gatherer import FETCH_ERRORS_KEY
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer, article_html, fake_pages, fake_tavily, html_page
 from tests.support import TERMINAL, wait_until

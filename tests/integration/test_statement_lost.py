@@ -12,9 +12,9 @@ import pytest
 
 from foundry_mcp.errors import StoreUnavailableError
 from foundry_mcp.research.models import ResearchState, Status
-from foundry_mcp.research.store.aio import AsyncStore
+from foundry_mcp.research.store.access.aio import AsyncStore
+from foundry_mcp.research.store.access.patience import StatementLost
 from foundry_mcp.research.store.owners import Owner
-from foundry_mcp.research.store.patience import StatementLost
 from foundry_mcp.research.store.postgres.store import PostgresStore
 from foundry_mcp.research.store.protocol import Store
 

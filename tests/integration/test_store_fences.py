@@ -24,7 +24,7 @@ from foundry_mcp.research.store.archive import StoreArchive
 from foundry_mcp.research.store.opening import open_store
 from foundry_mcp.research.store.owners import LeaseLostError, Owner
 from foundry_mcp.research.store.protocol import Store
-from foundry_mcp.research.workflow.fitting import Fitting
+from foundry_mcp.research.workflow.fitting.fitter import Fitting
 from tests.stores import Stores, stores_on
 from tests.support import stored_state
 

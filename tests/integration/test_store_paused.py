@@ -37,8 +37,8 @@ from psycopg_pool import PoolTimeout
 from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.errors import StoreUnavailableError
 from foundry_mcp.research.models import Phase, Status
+from foundry_mcp.research.store.access.patience import PATIENT_SECONDS, patient
 from foundry_mcp.research.store.owners import Owner
-from foundry_mcp.research.store.patience import PATIENT_SECONDS, patient
 from foundry_mcp.research.store.postgres import database as store_pg_db
 from foundry_mcp.research.store.postgres.database import POOL_TIMEOUT_SECONDS, Database
 from foundry_mcp.research.store.records import StatusRead

@@ -25,8 +25,8 @@ from foundry_mcp.errors import StoreUnavailableError
 from foundry_mcp.research.models import ResearchState, Status
 from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.research.service.takeover import Takeover, takeover_enabled
+from foundry_mcp.research.store.access.patience import is_patient
 from foundry_mcp.research.store.owners import Owner
-from foundry_mcp.research.store.patience import is_patient
 from foundry_mcp.research.store.postgres.store import PostgresStore
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer, ResearchBrain

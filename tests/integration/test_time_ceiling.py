@@ -11,6 +11,7 @@ import pytest
 from foundry_mcp.config import Settings
 from foundry_mcp.errors import InputError
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
+from foundry_mcp.research.llm.calls import CallLog, ResearchLLM
 from foundry_mcp.research.models import (
     Finding,
     LLMCallRecord,
@@ -19,10 +20,9 @@ from foundry_mcp.research.models import (
     Source,
     SubQuery,
 )
-from foundry_mcp.research.workflow.calls import CallLog, ResearchLLM
-from foundry_mcp.research.workflow.pace import Pace, kind_seconds, writing_time
-from foundry_mcp.research.workflow.synthesizer import synthesize
-from foundry_mcp.research.workflow.time_ceiling import TimeCeiling
+from foundry_mcp.research.workflow.deadline.ceiling import TimeCeiling
+from foundry_mcp.research.workflow.deadline.pace import Pace, kind_seconds, writing_time
+from foundry_mcp.research.workflow.report.synthesizer import synthesize
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer, FakeResponse, RecordedRequest, ResearchBrain
 from tests.fakes.http import Delay

@@ -27,7 +27,7 @@ from foundry_mcp.research.models import (
     Phase,
     ResearchState,
 )
-from foundry_mcp.research.workflow.fitting import Fitting, is_context_overflow
+from foundry_mcp.research.workflow.fitting.fitter import Fitting, is_context_overflow
 from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer, ResearchBrain, fake_tavily

@@ -211,7 +211,7 @@ def test_answering_initialize_needs_no_research_code_and_no_sdk() -> None:
     # code, the provider SDKs and tiktoken are imported later, in the background.
     script = (
         "import json, sys\n"
-        "import foundry_mcp.cli\n"
+        "import foundry_mcp.cli.main\n"
         "from foundry_mcp.server import create_server\n"
         "from foundry_mcp.server.stdio import serve_stdio\n"
         "create_server()\n"

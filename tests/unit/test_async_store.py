@@ -11,7 +11,7 @@ from typing import Any, cast
 import anyio
 import pytest
 
-from foundry_mcp.research.store.aio import READER_THREADS, AsyncStore
+from foundry_mcp.research.store.access.aio import READER_THREADS, AsyncStore
 from foundry_mcp.research.store.protocol import Store
 
 pytestmark = pytest.mark.anyio

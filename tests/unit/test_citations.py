@@ -8,7 +8,7 @@ import re
 import pytest
 
 from foundry_mcp.research.models import ClaimCheck, EvidenceQuote, Source, Verdict
-from foundry_mcp.research.workflow.citations import quote_sources, resolve_citations
+from foundry_mcp.research.workflow.report.citations import quote_sources, resolve_citations
 
 A = Source(id="src-aaaaaaaa", title="Alpha paper", url="https://alpha.example/paper")
 B = Source(id="src-bbbbbbbb", title="Beta   report\nwith  spaces", url="https://beta.example")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from foundry_mcp.providers.llm.cli_claude import ClaudeCLI
-from foundry_mcp.providers.llm.cli_errors import failure, retry_after
+from foundry_mcp.providers.llm.programs.claude import ClaudeCLI
+from foundry_mcp.providers.llm.programs.errors import failure, retry_after
 
 PROGRAM = ClaudeCLI.program
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from foundry_mcp.config import load_settings
 from foundry_mcp.config.untrusted import without_protected_keys
-from foundry_mcp.providers.llm.cli_claude import ClaudeCLI
+from foundry_mcp.providers.llm.programs.claude import ClaudeCLI
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.research.pricing import PriceTable
 

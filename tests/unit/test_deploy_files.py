@@ -36,10 +36,10 @@ import pytest
 from mcp.server.transport_security import TransportSecurityMiddleware
 from starlette.requests import Request
 
-from foundry_mcp.cli import _parser
+from foundry_mcp.cli.main import _parser
 from foundry_mcp.config import CONFIG_ENV, PROVIDER_ENV, Settings, load_settings
 from foundry_mcp.research.service.takeover import takeover_enabled
-from foundry_mcp.server.http import (
+from foundry_mcp.server.team.http import (
     HEALTH_PATH,
     MCP_PATH,
     STOP_GRACE_SECONDS,
@@ -420,7 +420,7 @@ async def test_the_workers_accept_the_domain_and_refuse_other_names(tmp_path: Pa
 def test_the_image_runs_the_http_server_on_every_interface(tmp_path: Path) -> None:
     argv = image_command()
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts.get(argv[0]) == "foundry_mcp.cli:main"
+    assert scripts.get(argv[0]) == "foundry_mcp.cli.main:main"
     args = _parser().parse_args(argv[1:])
     assert (args.command, args.http, args.host, args.log_format) == (
         "serve",

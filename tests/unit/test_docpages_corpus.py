@@ -1,4 +1,4 @@
-"""The documentation-page corpus of ``benchmarks/docpages.py`` keeps its promises."""
+"""The documentation-page corpus of ``benchmarks/docpages/bench.py`` keeps its promises."""
 
 from __future__ import annotations
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from foundry_mcp.research.llm.calls import CallLog
 from foundry_mcp.research.models import Gap, Phase, ResearchLimits, ResearchState
 from foundry_mcp.research.modes.kit import ResearchKit
 from foundry_mcp.research.modes.rounds import MAX_EXTRA_ROUNDS, IterationCall, gaps_rule
 from foundry_mcp.research.modes.simple import SimplePlaybook
-from foundry_mcp.research.workflow.calls import CallLog
 
 
 def _state(iteration: int, max_iterations: int, gaps: int) -> ResearchState:

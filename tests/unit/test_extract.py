@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from foundry_mcp.providers import extract
+from foundry_mcp.providers.pages import extract
 
 PAGE = """<html><head><title>Cold-climate heat pumps</title></head><body>
 <nav><a href="/">Home</a> | <a href="/shop">Shop the catalogue</a> | <a href="/c">Contact</a></nav>

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from foundry_mcp.cli_doctor import summary_line
-from foundry_mcp.cli_wording import ACTION_COMMANDS, for_the_terminal, in_cli_terms
+from foundry_mcp.cli.doctor import summary_line
+from foundry_mcp.cli.wording import ACTION_COMMANDS, for_the_terminal, in_cli_terms
 from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.errors import ProviderNotConfiguredError
 from foundry_mcp.providers.detection import choose_llm

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from foundry_mcp.context.focus import RepeatLedger, focus, focus_terms
-from foundry_mcp.context.selection import ELISION
+from foundry_mcp.context.reading.focus import RepeatLedger, focus, focus_terms
+from foundry_mcp.context.reading.selection import ELISION
 from foundry_mcp.context.tokens import counter_for_model
 from foundry_mcp.research.models import Source
-from foundry_mcp.research.workflow.source_batches import (
+from foundry_mcp.research.workflow.fitting.batches import (
     MIN_SHARE_TOKENS,
     SOURCES_PER_CALL,
     ReadySource,

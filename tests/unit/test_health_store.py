@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from foundry_mcp.errors import StoreUnavailableError
-from foundry_mcp.server.http import HealthProbe
+from foundry_mcp.server.team.http import HealthProbe
 
 pytestmark = pytest.mark.anyio
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from foundry_mcp.research.llm.jsonparse import parse_handoff
 from foundry_mcp.research.models import (
     BranchStatus,
     CoverageAssessment,
@@ -28,7 +29,7 @@ from foundry_mcp.research.modes.exploration import (
     sub_queries_for,
 )
 from foundry_mcp.research.prompts.hypotheses import coverage_prompts
-from foundry_mcp.research.workflow.hypothesis_answers import (
+from foundry_mcp.research.workflow.agents.hypothesis_answers import (
     GenerationAnswer,
     finding_refs,
     hypotheses_from,
@@ -38,12 +39,11 @@ from foundry_mcp.research.workflow.hypothesis_answers import (
     lenient_priority,
     lenient_verdict,
 )
-from foundry_mcp.research.workflow.hypothesizer import (
+from foundry_mcp.research.workflow.agents.hypothesizer import (
     assess_coverage,
     assess_hypothesis,
     propose_hypotheses,
 )
-from foundry_mcp.research.workflow.jsonparse import parse_handoff
 
 
 class ScriptedLLM:

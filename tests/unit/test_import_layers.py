@@ -26,19 +26,62 @@ LAYERS = (
     ("research",),
     ("runtime",),
     ("server",),
-    (
-        "bench",
-        "cli_wording",
-        "cli_progress",
-        "cli_doctor",
-        "cli_migrate",
-        "cli_commands",
-        "cli",
-        "__main__",
-    ),
+    ("cli", "__main__"),
 )
 MAX_MODULE_LINES = 400
-MAX_RESEARCH_ENTRIES = 15
+MAX_ROOM_ENTRIES = 15  # modules and folders of one room, its __init__ aside
+FAMILY = 4  # modules sharing a prefix ("fit_", "cli_") this many want a folder of that name
+BENCHMARKS = PACKAGE.parents[1] / "benchmarks"
+# The rooms inside a room, lowest first, with the modules of the room they stand on: an entry
+# imports only entries below it, and a room never imports a module of its parent that is not
+# listed (the parent's other modules sit on top of its rooms). Every room is listed.
+ROOM_ORDER: dict[str, tuple[str, ...]] = {
+    "foundry_mcp.research": (
+        "models",
+        "effort",
+        "principal",
+        "pricing",
+        "prompts",
+        "store",
+        "export",
+        "llm",
+        "verification",
+        "workflow",
+        "modes",
+        "runs",
+        "service",
+    ),
+    "foundry_mcp.research.workflow": ("fitting", "deadline", "report", "agents"),
+    "foundry_mcp.research.store": (
+        "owners",
+        "records",
+        "states",
+        "pages",
+        "paging",
+        "url",
+        "protocol",
+        "delegates",
+        "access",
+        "archive",
+        "sqlite",
+        "postgres",
+        "opening",
+        "migration",
+    ),
+    "foundry_mcp.server": (
+        "arguments",
+        "results",
+        "surface",
+        "envelope",
+        "host",
+        "auth",
+        "app",
+        "team",
+    ),
+    "foundry_mcp.context": ("tokens", "levels", "reading", "fidelity"),
+    "foundry_mcp.providers": ("http_errors", "pages", "llm", "search"),
+    "foundry_mcp.providers.llm": ("base", "text", "programs"),
+}
 
 
 def module_name(path: Path) -> str:
@@ -175,6 +218,89 @@ def test_every_module_is_short_enough_to_read() -> None:
     assert long == {}
 
 
-def test_the_research_room_shows_what_it_holds() -> None:
-    entries = [p.name for p in (PACKAGE / "research").iterdir() if p.name != "__pycache__"]
-    assert len(entries) <= MAX_RESEARCH_ENTRIES, sorted(entries)
+def rooms(top: Path) -> Iterator[Path]:
+    """``top`` and every folder of code beneath it."""
+    yield top
+    for path in sorted(top.rglob("*")):
+        if path.is_dir() and "__pycache__" not in path.parts and any(path.glob("*.py")):
+            yield path
+
+
+def entries(room: Path) -> list[str]:
+    """What a reader of ``room`` walks: its modules and folders, ``__init__`` aside."""
+    return sorted(
+        p.name
+        for p in room.iterdir()
+        if p.name not in ("__init__.py", "__pycache__")
+        and (p.suffix == ".py" or (p.is_dir() and any(p.glob("*.py"))))
+    )
+
+
+@pytest.mark.parametrize("top", [PACKAGE, BENCHMARKS], ids=["src", "benchmarks"])
+def test_no_room_holds_more_than_a_reader_can_walk(top: Path) -> None:
+    crowded = {
+        str(room.relative_to(top.parent)): len(found)
+        for room in rooms(top)
+        if len(found := entries(room)) > MAX_ROOM_ENTRIES
+    }
+    assert crowded == {}
+
+
+@pytest.mark.parametrize("top", [PACKAGE, BENCHMARKS], ids=["src", "benchmarks"])
+def test_a_family_of_modules_lives_in_a_folder_of_its_name(top: Path) -> None:
+    families = {}
+    for room in rooms(top):
+        stems = [name[:-3] for name in entries(room) if name.endswith(".py") and "_" in name]
+        for prefix in {stem.split("_")[0] for stem in stems}:
+            members = [stem for stem in stems if stem.split("_")[0] == prefix]
+            if len(members) >= FAMILY and not (room / prefix).is_dir():
+                families[f"{room.relative_to(top.parent)}/{prefix}_*"] = members
+    assert families == {}
+
+
+def test_every_room_with_rooms_orders_them() -> None:
+    unordered = {}
+    for name, path in modules().items():
+        if path.name != "__init__.py" or name == "foundry_mcp":  # the top: LAYERS orders it
+            continue
+        inner = {p.name for p in path.parent.iterdir() if (p / "__init__.py").is_file()}
+        if missing := sorted(inner - set(ROOM_ORDER.get(name, ()))):
+            unordered[name] = missing
+    assert unordered == {}
+
+
+def upward(imports: Iterator[tuple[str, int, str]]) -> list[str]:
+    """The imports (``module, line, target``) from an entry of a room to one above it, or from
+    a room to a module on top of its parent (see ``ROOM_ORDER``)."""
+    found = []
+    for name, line, target in imports:
+        for parent, order in ROOM_ORDER.items():
+            mine, theirs = _entry_in(parent, name), _entry_in(parent, target)
+            if mine is None or theirs is None or mine == theirs or mine not in order:
+                continue
+            is_room = (PACKAGE.parent / parent.replace(".", "/") / mine).is_dir()
+            above = order.index(theirs) > order.index(mine) if theirs in order else is_room
+            if above:
+                found.append(f"{name}:{line} imports {target}")
+    return found
+
+
+def _entry_in(parent: str, name: str) -> str | None:
+    """The entry of room ``parent`` that module ``name`` is in (None: outside it)."""
+    prefix = parent + "."
+    return name[len(prefix) :].split(".")[0] if name.startswith(prefix) else None
+
+
+def test_no_room_imports_a_room_above_it() -> None:
+    everything = ((name, line, target) for name in modules() for line, target in imports_of(name))
+    assert upward(everything) == []
+
+
+def test_the_room_rule_finds_an_import_upward() -> None:
+    workflow = "foundry_mcp.research.workflow"
+    wrong = [
+        (f"{workflow}.fitting.fitter", 1, f"{workflow}.report.parts"),  # a lower room, upward
+        (f"{workflow}.agents.planner", 2, f"{workflow}.supervisor"),  # a room, to its top
+    ]
+    right = [(f"{workflow}.report.parts", 3, f"{workflow}.fitting.findings")]
+    assert len(upward(iter(wrong + right))) == 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from foundry_mcp.research.workflow.jsonparse import parse_json_object
+from foundry_mcp.research.llm.jsonparse import parse_json_object
 
 OBJECT = {"research_brief": "Compare X and Y", "sub_queries": [{"query": "x vs y", "priority": 1}]}
 

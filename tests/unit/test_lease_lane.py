@@ -9,7 +9,7 @@ from typing import Any, cast
 import anyio
 import pytest
 
-from foundry_mcp.research.store.aio import AsyncStore
+from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.store.protocol import Store
 

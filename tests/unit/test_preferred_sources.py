@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from foundry_mcp.errors import InputError
+from foundry_mcp.research.llm.calls import CallLog, ResearchLLM
 from foundry_mcp.research.models import ResearchOptions, ResearchState, Source
 from foundry_mcp.research.service.inputs import check_preferred_sources
-from foundry_mcp.research.workflow.calls import CallLog, ResearchLLM
-from foundry_mcp.research.workflow.fit_content import is_preferred, prepare_round
-from foundry_mcp.research.workflow.fitting import Fitting
+from foundry_mcp.research.workflow.fitting.fitter import Fitting
+from foundry_mcp.research.workflow.fitting.sources import is_preferred, prepare_round
 
 
 def test_domains_and_address_prefixes_are_accepted_and_normalised() -> None:

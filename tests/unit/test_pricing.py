@@ -9,6 +9,7 @@ import pytest
 from foundry_mcp.config import DEFAULT_MODELS, load_settings
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
+from foundry_mcp.research.llm.calls import CallLog, LLMRoute, ResearchLLM, route_group
 from foundry_mcp.research.models import (
     MAX_LLM_CALL_RECORDS,
     LLMCallRecord,
@@ -18,7 +19,6 @@ from foundry_mcp.research.models import (
 )
 from foundry_mcp.research.pricing import PriceTable, normalise_model, shipped_prices
 from foundry_mcp.research.service.views import status_payload, usage_payload
-from foundry_mcp.research.workflow.calls import CallLog, LLMRoute, ResearchLLM, route_group
 
 pytestmark = pytest.mark.anyio
 

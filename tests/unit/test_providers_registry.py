@@ -9,7 +9,7 @@ import pytest
 from foundry_mcp.config import DEFAULT_MODELS, load_settings
 from foundry_mcp.errors import ProviderNotConfiguredError
 from foundry_mcp.providers.registry import ProviderRegistry, parse_provider_spec
-from foundry_mcp.research.workflow.pool import normalise_url
+from foundry_mcp.research.workflow.agents.pool import normalise_url
 
 # --------------------------------------------------------------------------- normalise_url
 

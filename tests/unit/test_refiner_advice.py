@@ -7,6 +7,7 @@ import json
 import pytest
 
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
+from foundry_mcp.research.llm.calls import CallLog, ResearchLLM
 from foundry_mcp.research.models import (
     AgentDecision,
     AgentRole,
@@ -19,9 +20,8 @@ from foundry_mcp.research.models import (
 )
 from foundry_mcp.research.prompts.fence import LOOKALIKE
 from foundry_mcp.research.prompts.refiner import IMPROVEMENT_CHARS, improvements_guidance
-from foundry_mcp.research.workflow.calls import CallLog, ResearchLLM
+from foundry_mcp.research.workflow.agents.refiner import refine, report_improvements
 from foundry_mcp.research.workflow.dispatch import DISPATCH_TEXT_CHARS, dispatch_inputs
-from foundry_mcp.research.workflow.refiner import refine, report_improvements
 
 
 class Scripted:

@@ -9,6 +9,7 @@ import anyio
 import pytest
 
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
+from foundry_mcp.research.llm.calls import CallLog, ResearchLLM
 from foundry_mcp.research.models import (
     Finding,
     ResearchLimits,
@@ -22,8 +23,7 @@ from foundry_mcp.research.models import (
 from foundry_mcp.research.prompts.report_parts import META_FRAME_SYSTEM
 from foundry_mcp.research.prompts.synthesizer import META_SYSTEM, render_sub_answers
 from foundry_mcp.research.verification import ExcerptSelector
-from foundry_mcp.research.workflow.calls import CallLog, ResearchLLM
-from foundry_mcp.research.workflow.report_parts import (
+from foundry_mcp.research.workflow.report.parts import (
     MAX_SECTIONS,
     ReportSection,
     assemble,
@@ -32,7 +32,7 @@ from foundry_mcp.research.workflow.report_parts import (
     sections_by_sub_question,
     without_title,
 )
-from foundry_mcp.research.workflow.synthesizer import Writing, synthesize
+from foundry_mcp.research.workflow.report.synthesizer import Writing, synthesize
 from tests.fakes import ResearchBrain
 
 TOPICS = ("heat pump efficiency in frost", "heat pump noise levels", "heat pump running costs")

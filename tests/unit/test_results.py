@@ -33,12 +33,13 @@ from foundry_mcp.research.models import (
 )
 from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.runtime import research_runtime
-from foundry_mcp.server import results_report, results_status
 from foundry_mcp.server.actions import HANDLERS
 from foundry_mcp.server.app import _result
 from foundry_mcp.server.arguments import parse_arguments
 from foundry_mcp.server.envelope import Envelope, compact_text, failure, ok, tool_answer_json
-from foundry_mcp.server.results import (
+from foundry_mcp.server.results import report as results_report
+from foundry_mcp.server.results import status as results_status
+from foundry_mcp.server.results.data import (
     ACTION_HINTS,
     RESULT_MODELS,
     ActionResult,
@@ -246,7 +247,7 @@ def test_a_payload_that_does_not_fit_is_logged_and_returned_unchanged(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     drifted = {"research_id": "deepres-0123456789ab", "deleted": "yes, gone", "new_key": None}
-    with caplog.at_level(logging.ERROR, logger="foundry_mcp.server.results"):
+    with caplog.at_level(logging.ERROR, logger="foundry_mcp.server.results.data"):
         assert conform("deep-research-delete", drifted) is drifted
     assert "does not fit DeleteResult" in caplog.text and "deleted" in caplog.text
     # An extra key is not drift at runtime: it passes through.
@@ -273,7 +274,7 @@ def test_the_text_content_is_the_envelope_without_nulls() -> None:
     ],
 )
 def test_a_quick_answer_is_the_sdk_answer_encoded_once(envelope: Envelope) -> None:
-    """What ``server.quick_answers`` sends is what the SDK would send for the same result."""
+    """What ``server.team.quick_answers`` sends is what the SDK would send for the same result."""
     sdk = _result(envelope).model_dump(by_alias=True, mode="json", exclude_none=True)
     quick = json.loads(tool_answer_json(7, envelope))
     assert quick == {"jsonrpc": "2.0", "id": 7, "result": sdk}

@@ -10,7 +10,7 @@ import pytest
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.search.base import SearchResult, SourceType
 from foundry_mcp.research.models import SearchTarget, SubQuery
-from foundry_mcp.research.workflow.search_lanes import (
+from foundry_mcp.research.workflow.agents.search_lanes import (
     Attempt,
     SearchLane,
     search_lane,

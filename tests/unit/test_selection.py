@@ -7,10 +7,10 @@ import random
 
 import pytest
 
-from foundry_mcp.context import passages
 from foundry_mcp.context.ladder import Ladder
 from foundry_mcp.context.levels import ContentLevel
-from foundry_mcp.context.selection import ELISION, query_terms, select_passages
+from foundry_mcp.context.reading import passages
+from foundry_mcp.context.reading.selection import ELISION, query_terms, select_passages
 from foundry_mcp.context.tokens import EstimateCounter
 from foundry_mcp.research import verification
 from foundry_mcp.research.prompts.summarizer import SUMMARY_PROMPT_VERSION, summarizer_prompts

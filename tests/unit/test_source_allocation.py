@@ -9,6 +9,7 @@ import pytest
 
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.search.base import SearchResult
+from foundry_mcp.research.llm.calls import CallLog
 from foundry_mcp.research.models import PlannerOutput, ResearchState, SearchTarget
 from foundry_mcp.research.modes.allocation import (
     LOCAL_SAMPLE_SIZE,
@@ -17,7 +18,6 @@ from foundry_mcp.research.modes.allocation import (
 )
 from foundry_mcp.research.modes.kit import ResearchKit
 from foundry_mcp.research.prompts.planner import planner_prompts, strategist_prompts
-from foundry_mcp.research.workflow.calls import CallLog
 
 
 @pytest.mark.parametrize(

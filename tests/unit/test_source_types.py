@@ -23,7 +23,7 @@ from foundry_mcp.research.models import (
 )
 from foundry_mcp.research.prompts.planner import planner_prompts, strategist_prompts
 from foundry_mcp.research.service.inputs import check_source_types
-from foundry_mcp.research.workflow.planner import offered_source_types
+from foundry_mcp.research.workflow.agents.planner import offered_source_types
 
 KEYS = {"TAVILY_API_KEY": "t", "GOOGLE_API_KEY": "g", "GOOGLE_CSE_ID": "cx"}
 

@@ -17,13 +17,13 @@ from foundry_mcp.config import ServerSettings, Settings, load_settings
 from foundry_mcp.errors import ConfigError
 from foundry_mcp.logs import JsonLines, ResearchFields, about, research_context
 from foundry_mcp.server.auth import ConfiguredTokens
-from foundry_mcp.server.http import (
+from foundry_mcp.server.tasks import TaskIds
+from foundry_mcp.server.team.http import (
     HealthProbe,
     check_binding,
     is_loopback,
     transport_security,
 )
-from foundry_mcp.server.tasks import TaskIds
 
 pytestmark = pytest.mark.anyio
 
@@ -325,7 +325,7 @@ def test_text_lines_name_the_research_after_the_message() -> None:
 def test_the_team_server_parses_http_with_httptools() -> None:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    from foundry_mcp.server.http import server_config
+    from foundry_mcp.server.team.http import server_config
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         raise AssertionError("not called")
@@ -338,7 +338,7 @@ def test_the_team_server_parses_http_with_httptools() -> None:
 def test_the_team_server_keeps_idle_connections_longer_than_proxies_do() -> None:
     """The proxy or client closes an idle connection first, never the worker under a request
     being sent (nginx's and AWS's load balancers keep idle upstream connections for 60 s)."""
-    from foundry_mcp.server.http import server_config
+    from foundry_mcp.server.team.http import server_config
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         raise AssertionError("not called")

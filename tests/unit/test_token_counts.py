@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from foundry_mcp.context.tokens import estimate_tokens
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
-from foundry_mcp.research.workflow.calls import token_counts
+from foundry_mcp.research.llm.calls import token_counts
 
 REQUEST = LLMRequest(system="You plan research.", user="How do heat pumps work? " * 20, model="m")
 

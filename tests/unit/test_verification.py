@@ -10,6 +10,7 @@ import pytest
 
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
+from foundry_mcp.research.llm.calls import CallLog, ResearchLLM
 from foundry_mcp.research.models import (
     ClaimCheck,
     ResearchLimits,
@@ -45,7 +46,6 @@ from foundry_mcp.research.verification import (
     verify_draft,
 )
 from foundry_mcp.research.verification.repair import recite
-from foundry_mcp.research.workflow.calls import CallLog, ResearchLLM
 from tests.fakes import ResearchBrain
 from tests.fakes.brain import prompt_claims
 

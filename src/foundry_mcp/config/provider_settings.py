@@ -46,7 +46,7 @@ KNOWN_PROVIDER_KINDS: dict[str, ProviderKind] = {
     "semantic_scholar": "semantic_scholar",
     "local": "local",
     "ddgs": "ddgs",  # web search with no key ("web (no key)")
-    # Assistants' programs that answer on their user's subscription (providers/llm/cli_*.py).
+    # Assistants' programs that answer on their user's subscription (providers/llm/programs/).
     "claude-cli": "claude-cli",
     "codex-cli": "codex-cli",
     "gemini-cli": "gemini-cli",

@@ -29,7 +29,7 @@ import anyio
 
 from foundry_mcp.context.cache import SummaryCache, summary_key
 from foundry_mcp.context.levels import ContentLevel
-from foundry_mcp.context.selection import ELISION, select_passages, truncate_to_tokens
+from foundry_mcp.context.reading.selection import ELISION, select_passages, truncate_to_tokens
 from foundry_mcp.context.tokens import TokenCounter
 from foundry_mcp.errors import FoundryError
 

@@ -23,7 +23,7 @@ from foundry_mcp.providers.search_selection import (
 )
 
 if TYPE_CHECKING:
-    from foundry_mcp.providers.fetch import PageFetcher
+    from foundry_mcp.providers.pages.fetch import PageFetcher
 
 LLM_KINDS: frozenset[ProviderKind] = CLI_LLM_KINDS | {"openai", "anthropic", "gemini"}
 
@@ -176,7 +176,7 @@ class ProviderRegistry:
             settings = self._settings.provider(name)
             kind = self._settings.provider_kind(name)
             if kind in CLI_LLM_KINDS:
-                from foundry_mcp.providers.llm.cli_adapters import cli_adapter
+                from foundry_mcp.providers.llm.programs.adapters import cli_adapter
 
                 self._llms[name] = cli_adapter(kind, name, settings)
                 return self._llms[name]
@@ -189,7 +189,7 @@ class ProviderRegistry:
         """The adapter class of an LLM provider (importing it imports nothing of its SDK)."""
         kind = self._settings.provider_kind(name)
         if kind in CLI_LLM_KINDS:
-            from foundry_mcp.providers.llm.cli_adapters import CLI_ADAPTERS
+            from foundry_mcp.providers.llm.programs.adapters import CLI_ADAPTERS
 
             return CLI_ADAPTERS[kind]
         if kind == "anthropic":
@@ -329,7 +329,7 @@ class ProviderRegistry:
 
     def _fetcher_locked(self) -> PageFetcher:
         if self._fetcher is None:
-            from foundry_mcp.providers.fetch import PageFetcher
+            from foundry_mcp.providers.pages.fetch import PageFetcher
 
             self._fetcher = PageFetcher(self._settings.research.fetch)
         return self._fetcher

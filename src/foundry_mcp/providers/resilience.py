@@ -19,7 +19,7 @@ from foundry_mcp.config import Settings
 from foundry_mcp.config.provider_settings import CLI_LLM_KINDS
 from foundry_mcp.providers.breaker import CircuitBreaker
 from foundry_mcp.providers.llm.base import LLMProvider, LLMRequest, LLMResponse
-from foundry_mcp.providers.llm.cli_runner import DEFAULT_MAX_IN_FLIGHT as CLI_MAX_IN_FLIGHT
+from foundry_mcp.providers.llm.programs.runner import DEFAULT_MAX_IN_FLIGHT as CLI_MAX_IN_FLIGHT
 from foundry_mcp.providers.pacing import Clock, RateLimiter, Sleep, backoff_delay
 from foundry_mcp.providers.policy import (
     DEFAULT_MAX_IN_FLIGHT,
@@ -60,7 +60,7 @@ SCRAPER_DEFAULTS: dict[str, dict[str, Any]] = {
     "ddgs": {"hedge_requests": False, "requests_per_minute": 30.0, "max_in_flight": 2},
 }
 # Defaults of the providers that run an assistant's program (claude-cli...): every call is a
-# whole program on the user's one subscription, so few run at once (llm/cli_runner.py).
+# whole program on the user's one subscription, so few run at once (llm/programs/runner.py).
 PROGRAM_DEFAULTS: dict[str, dict[str, Any]] = {
     kind: {"max_in_flight": CLI_MAX_IN_FLIGHT} for kind in CLI_LLM_KINDS
 }

@@ -16,7 +16,7 @@ from foundry_mcp.server.arguments import (
     LIMIT_PARAMS,
     ResearchArguments,
 )
-from foundry_mcp.server.results import conform
+from foundry_mcp.server.results.data import conform
 
 if TYPE_CHECKING:  # imported in the background once the server runs (see server.host)
     from foundry_mcp.research.principal import Principal

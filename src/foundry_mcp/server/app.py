@@ -35,8 +35,8 @@ from foundry_mcp.server.envelope import Envelope, compact_text, failure, ok
 from foundry_mcp.server.host import ServiceHost, hosted_service
 from foundry_mcp.server.prompts import register_prompts
 from foundry_mcp.server.resources import recent_reports, register_resources
-from foundry_mcp.server.results import tool_annotations, tool_meta
-from foundry_mcp.server.results_status import progress_message
+from foundry_mcp.server.results.data import tool_annotations, tool_meta
+from foundry_mcp.server.results.status import progress_message
 from foundry_mcp.server.session import session_host, wants_progress
 from foundry_mcp.server.surface import published_input_schema
 from foundry_mcp.server.tasks import ResearchTasks
@@ -202,7 +202,7 @@ async def answer_envelope(
     host: ServiceHost, arguments: ResearchArguments, principal: Principal | None
 ) -> Envelope:
     """The envelope of that answer (a plain call answered without a session:
-    ``server.quick_answers``, which encodes it itself)."""
+    ``server.team.quick_answers``, which encodes it itself)."""
     return await _handle(host, arguments, principal=principal)
 
 

@@ -85,7 +85,7 @@ OUTPUT_SCHEMA: dict[str, Any] = {
 
 def schemas_document() -> str:
     """``research://schemas``: each action's ``data`` as a JSON Schema, definitions shared."""
-    from foundry_mcp.server.results import result_schemas
+    from foundry_mcp.server.results.data import result_schemas
 
     return json.dumps(result_schemas(), indent=1)
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from foundry_mcp.providers.extract import html_title, html_to_text, read_pdf
+from foundry_mcp.providers.pages.extract import html_title, html_to_text, read_pdf
 
 PASSAGE_CHARS = 1200
 _HTML = {".html", ".htm", ".xhtml"}

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from foundry_mcp.config import LocalDocumentsSettings
-from foundry_mcp.providers.extract import PDFError
+from foundry_mcp.providers.pages.extract import PDFError
 from foundry_mcp.providers.search.documents import PASSAGE_CHARS, Passage, read_document
 
 log = logging.getLogger(__name__)

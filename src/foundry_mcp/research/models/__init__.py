@@ -11,13 +11,13 @@ are re-exported here.
 
 from __future__ import annotations
 
-from foundry_mcp.context.levels import ContentLevel
-from foundry_mcp.context.options import PHASE_BUDGET_FRACTIONS, TokenBudgetOptions
-from foundry_mcp.context.records import (
+from foundry_mcp.context.fidelity.records import (
     ContentAllocationMetadata,
     ContentFidelity,
     PhaseAllocation,
 )
+from foundry_mcp.context.levels import ContentLevel
+from foundry_mcp.context.options import PHASE_BUDGET_FRACTIONS, TokenBudgetOptions
 from foundry_mcp.research.models.base import (
     PHASE_ORDER,
     PHASE_TO_AGENT,

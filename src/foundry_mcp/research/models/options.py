@@ -53,12 +53,12 @@ class ResearchOptions(_Model):
     """Workflow switches of one research, resolved from configuration when it starts."""
 
     verify_citations: bool = True
-    parallel_writing: bool = True  # write the report's sections at once (workflow/report_parts)
+    parallel_writing: bool = True  # write the report's sections at once (workflow/report/parts.py)
     pinned_provider: bool = False  # the caller named provider_id: it runs every LLM call
     preferred_sources: list[str] = Field(default_factory=list)  # domains or address prefixes
     report_quotes: bool = False  # [report] quotes: the backing passages under each source
     effort: str = "standard"  # the preset it started with (research/effort.py)
-    max_time_s: float | None = None  # time ceiling of a run (workflow/time_ceiling.py)
+    max_time_s: float | None = None  # time ceiling of a run (workflow/deadline/ceiling.py)
     max_verified_claims: int = 60
     gate_retries: int = 1
     enable_reflection: bool = True

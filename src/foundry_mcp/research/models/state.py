@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import Field, PrivateAttr
 
-from foundry_mcp.context.records import (
+from foundry_mcp.context.fidelity.records import (
     ContentAllocationMetadata,
     ContentFidelity,
 )

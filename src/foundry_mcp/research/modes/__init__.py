@@ -32,7 +32,7 @@ from foundry_mcp.research.modes.hypotheses import HypothesesPlaybook
 from foundry_mcp.research.modes.kit import ResearchKit
 from foundry_mcp.research.modes.routing import choose_mode, lexical_prior
 from foundry_mcp.research.modes.simple import SimplePlaybook
-from foundry_mcp.research.workflow.planner import plan
+from foundry_mcp.research.workflow.agents.planner import plan
 from foundry_mcp.research.workflow.supervisor import Playbook
 
 

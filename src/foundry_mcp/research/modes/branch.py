@@ -35,7 +35,7 @@ from foundry_mcp.research.models import (
 from foundry_mcp.research.modes.kit import ResearchKit
 from foundry_mcp.research.modes.rounds import IterationCall, StoppingRule
 from foundry_mcp.research.modes.simple import SimplePlaybook
-from foundry_mcp.research.workflow.answerer import answer_sub_question
+from foundry_mcp.research.workflow.agents.answerer import answer_sub_question
 from foundry_mcp.research.workflow.supervisor import Supervisor
 
 SUFFICIENT_FINDINGS = 3

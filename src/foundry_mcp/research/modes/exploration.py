@@ -20,7 +20,7 @@ from foundry_mcp.research.models import (
     SubQuery,
     SubQueryStatus,
 )
-from foundry_mcp.research.workflow.hypothesizer import Numbered, queries_per_hypothesis
+from foundry_mcp.research.workflow.agents.hypothesizer import Numbered, queries_per_hypothesis
 
 SECTION_HEADING = "## Hypothesis exploration"
 MIN_QUERY_CHARS = 3

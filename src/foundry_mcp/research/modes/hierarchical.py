@@ -17,6 +17,7 @@ from __future__ import annotations
 import anyio
 
 from foundry_mcp.providers.search.base import richer
+from foundry_mcp.research.llm.fanout import fan_out
 from foundry_mcp.research.models import (
     AgentDecision,
     AgentRole,
@@ -39,11 +40,10 @@ from foundry_mcp.research.modes.branch import allocate_budgets, branch_state, re
 from foundry_mcp.research.modes.kit import ResearchKit
 from foundry_mcp.research.prompts.report_parts import META_FRAME_SYSTEM
 from foundry_mcp.research.prompts.synthesizer import META_SYSTEM, render_sub_answers
-from foundry_mcp.research.workflow.fanout import fan_out
+from foundry_mcp.research.workflow.agents.planner import plan
 from foundry_mcp.research.workflow.gates import GATES
-from foundry_mcp.research.workflow.planner import plan
-from foundry_mcp.research.workflow.report_parts import sections_by_sub_question
-from foundry_mcp.research.workflow.synthesizer import Writing, synthesize
+from foundry_mcp.research.workflow.report.parts import sections_by_sub_question
+from foundry_mcp.research.workflow.report.synthesizer import Writing, synthesize
 
 MIN_QUESTION_CHARS = 10
 _QUALITY_RANK = {

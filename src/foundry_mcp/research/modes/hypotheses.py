@@ -51,10 +51,10 @@ from foundry_mcp.research.modes.exploration import (
 from foundry_mcp.research.modes.investigation import explore_hypotheses
 from foundry_mcp.research.modes.kit import ResearchKit
 from foundry_mcp.research.prompts.hypotheses import HYPOTHESES_WRITER_SYSTEM, render_outcomes
-from foundry_mcp.research.workflow.analyzer import analyze
+from foundry_mcp.research.workflow.agents.analyzer import analyze
+from foundry_mcp.research.workflow.agents.hypothesizer import propose_hypotheses
 from foundry_mcp.research.workflow.gates import GATES
-from foundry_mcp.research.workflow.hypothesizer import propose_hypotheses
-from foundry_mcp.research.workflow.synthesizer import Writing, synthesize
+from foundry_mcp.research.workflow.report.synthesizer import Writing, synthesize
 
 
 class HypothesesPlaybook:

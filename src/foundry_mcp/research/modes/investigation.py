@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 
+from foundry_mcp.research.llm.fanout import fan_out
 from foundry_mcp.research.models import (
     AgentRole,
     BranchStatus,
@@ -33,10 +34,9 @@ from foundry_mcp.research.modes.exploration import (
     with_status,
 )
 from foundry_mcp.research.modes.kit import ResearchKit
-from foundry_mcp.research.workflow.analyzer import analyze
-from foundry_mcp.research.workflow.fanout import fan_out
-from foundry_mcp.research.workflow.gatherer import gather
-from foundry_mcp.research.workflow.hypothesizer import assess_coverage, assess_hypothesis
+from foundry_mcp.research.workflow.agents.analyzer import analyze
+from foundry_mcp.research.workflow.agents.gatherer import gather
+from foundry_mcp.research.workflow.agents.hypothesizer import assess_coverage, assess_hypothesis
 
 
 async def explore_hypotheses(

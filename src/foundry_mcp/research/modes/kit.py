@@ -6,12 +6,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from foundry_mcp.context.focus import RepeatLedger
-from foundry_mcp.providers.fetch import PageFetcher
+from foundry_mcp.context.reading.focus import RepeatLedger
+from foundry_mcp.providers.pages.fetch import PageFetcher
 from foundry_mcp.providers.search.base import SearchProvider
+from foundry_mcp.research.llm.calls import CallLog, ResearchLLM
 from foundry_mcp.research.models import ResearchState
-from foundry_mcp.research.workflow.calls import CallLog, ResearchLLM
-from foundry_mcp.research.workflow.pool import SourcePool
+from foundry_mcp.research.workflow.agents.pool import SourcePool
 from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 
 Checkpoint = Callable[[], Awaitable[None]]

@@ -22,6 +22,7 @@ from typing import Any
 
 import anyio
 
+from foundry_mcp.research.llm.calls import ResearchLLM
 from foundry_mcp.research.models import (
     AnalyzerOutput,
     Confidence,
@@ -44,14 +45,13 @@ from foundry_mcp.research.modes.rounds import (
     round_feedback,
 )
 from foundry_mcp.research.prompts.refiner import improvements_guidance
-from foundry_mcp.research.workflow.analyzer import analyze
-from foundry_mcp.research.workflow.calls import ResearchLLM
+from foundry_mcp.research.workflow.agents.analyzer import analyze
+from foundry_mcp.research.workflow.agents.gatherer import gather
+from foundry_mcp.research.workflow.agents.planner import plan
+from foundry_mcp.research.workflow.agents.refiner import refine, report_improvements
 from foundry_mcp.research.workflow.gates import GATES
-from foundry_mcp.research.workflow.gatherer import gather
-from foundry_mcp.research.workflow.planner import plan
-from foundry_mcp.research.workflow.refiner import refine, report_improvements
+from foundry_mcp.research.workflow.report.synthesizer import synthesize
 from foundry_mcp.research.workflow.supervisor import SupervisorHooks
-from foundry_mcp.research.workflow.synthesizer import synthesize
 
 Writer = Callable[[ResearchLLM, ResearchState, str | None], Awaitable[SynthesizerOutput]]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from foundry_mcp.context.levels import ContentLevel
-from foundry_mcp.context.passages import split_sentences
+from foundry_mcp.context.reading.passages import split_sentences
 from foundry_mcp.research.models import Source
 from foundry_mcp.research.prompts.fence import fence, one_line
 

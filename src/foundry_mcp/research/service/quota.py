@@ -19,7 +19,7 @@ from foundry_mcp.errors import FoundryError, QuotaExceededError, StoreUnavailabl
 from foundry_mcp.research.models import Status, utcnow
 from foundry_mcp.research.principal import Principal
 from foundry_mcp.research.service.ownership import OwnershipWatch
-from foundry_mcp.research.store.aio import AsyncStore
+from foundry_mcp.research.store.access.aio import AsyncStore
 
 ACTIVE = [status for status in Status if status.is_active]
 MOST_ACTIVE = 1000  # more active research than this per principal is beyond any limit allowed

@@ -36,7 +36,7 @@ from foundry_mcp.research.service.views import (
     status_payload,
     usage_payload,
 )
-from foundry_mcp.research.store.aio import AsyncStore
+from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.paging import not_a_cursor
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.records import (
@@ -51,7 +51,7 @@ WAIT_POLL_SECONDS = 0.1
 STATUS_READ_SECONDS = 0.8  # a status answers within a second, from the store or from memory
 EVENTS_PAGE = 500  # the most deep-research-events returns at once
 # How many research's last status a server keeps in memory: well above the research a team
-# worker serves at once (100 in benchmarks/team_load.py), at about 150 KB a decoded state.
+# worker serves at once (100 in benchmarks/team/load.py), at about 150 KB a decoded state.
 LAST_READS_KEPT = 256
 
 ProgressCallback = Callable[[dict[str, Any]], Awaitable[None]]

@@ -28,16 +28,16 @@ from foundry_mcp.errors import FoundryError
 from foundry_mcp.providers.health import check_providers
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.research.export.files import MAX_INLINE_CHARS, export_research
-from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.models import Status
 from foundry_mcp.research.principal import Principal, name_of
-from foundry_mcp.research.runner import ResearchRunner
+from foundry_mcp.research.runs.jobs import JobRunner
+from foundry_mcp.research.runs.runner import ResearchRunner
 from foundry_mcp.research.service.inputs import check_range
 from foundry_mcp.research.service.ownership import OwnershipWatch
 from foundry_mcp.research.service.quota import admitted, check_spending
 from foundry_mcp.research.service.reads import ProgressCallback, ResearchReader
 from foundry_mcp.research.service.writes import ResearchWriter
-from foundry_mcp.research.store.aio import AsyncStore
+from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.store.records import (
     research_not_found,

@@ -6,7 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from foundry_mcp.context.budget import TokenBudget
-from foundry_mcp.context.fidelity import low_fidelity_warning
+from foundry_mcp.context.fidelity.bookkeeping import low_fidelity_warning
 from foundry_mcp.context.levels import LOW_FIDELITY, ContentLevel, fidelity_band
 from foundry_mcp.context.tokens import estimate_tokens
 from foundry_mcp.research.models import PHASE_ORDER, ResearchState, Status, UsageTotals, utcnow

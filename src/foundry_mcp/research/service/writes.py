@@ -16,7 +16,6 @@ from foundry_mcp.context.runtime import ContextServices
 from foundry_mcp.errors import InputError, InvalidStateError
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.research.effort import PRESETS, Effort, check_effort
-from foundry_mcp.research.jobs import JobRunner
 from foundry_mcp.research.models import (
     AgentDecision,
     AgentRole,
@@ -28,7 +27,8 @@ from foundry_mcp.research.models import (
     Status,
     SubQueryStatus,
 )
-from foundry_mcp.research.runner import ResearchRunner
+from foundry_mcp.research.runs.jobs import JobRunner
+from foundry_mcp.research.runs.runner import ResearchRunner
 from foundry_mcp.research.service.inputs import (
     check_can_continue,
     check_preferred_sources,
@@ -42,7 +42,7 @@ from foundry_mcp.research.service.ownership import OwnershipWatch
 from foundry_mcp.research.service.reads import WAIT_POLL_SECONDS, status_of
 from foundry_mcp.research.service.restore import restore_content
 from foundry_mcp.research.service.views import shorten
-from foundry_mcp.research.store.aio import AsyncStore
+from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.archive import StoreArchive
 from foundry_mcp.research.store.owners import LeaseLostError, Owner
 from foundry_mcp.research.store.protocol import Store

@@ -17,7 +17,7 @@ Build one where the archive was built, with the store, the research and, in a ru
 
 A :class:`StoreArchive` calls its store directly: for code already on a store's thread (a
 restore runs on the writer thread). A running research's archive is a :class:`RunArchive`: its
-calls go through the run's :class:`~foundry_mcp.research.store.aio.AsyncStore` like every other
+calls go through the run's :class:`~foundry_mcp.research.store.access.aio.AsyncStore` like every other
 call of the run, so its writes queue in order with the run's saves on the writer thread, and a
 short outage of the database delays them instead of failing the research (``patience``).
 """
@@ -42,7 +42,7 @@ from foundry_mcp.context.archive import (
     normal_hash,
 )
 from foundry_mcp.errors import FoundryError
-from foundry_mcp.research.store.aio import AsyncStore
+from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.owners import LeaseLostError, Owner
 from foundry_mcp.research.store.protocol import Store
 

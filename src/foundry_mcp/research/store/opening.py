@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from foundry_mcp.config.research_settings import ResearchSettings
 from foundry_mcp.errors import ConfigError
-from foundry_mcp.research.store.aio import AsyncStore
+from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.sqlite.store import ResearchStore
 

@@ -2,7 +2,7 @@
 upgraded when read, and the tables it spans.
 
 A run's state is edited on the event loop while its save is written on the store's writer
-thread (:class:`~foundry_mcp.research.store.aio.AsyncStore`). So a save never writes to the
+thread (:class:`~foundry_mcp.research.store.access.aio.AsyncStore`). So a save never writes to the
 state it saves: :meth:`Snapshot.of` reads it, in one call of pydantic's serializer (which holds
 the interpreter, so the state is read as it is at one instant, every change the loop makes
 landing wholly before or wholly after), and works out from that reading what the save sets:

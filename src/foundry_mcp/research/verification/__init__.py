@@ -31,7 +31,7 @@ Quality section are plain functions; only :func:`verify_draft` talks to the mode
 
 from __future__ import annotations
 
-from foundry_mcp.context.passages import (
+from foundry_mcp.context.reading.passages import (
     PASSAGE_MAX_CHARS,
     PASSAGE_MIN_CHARS,
     PassageIndex,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from foundry_mcp.context.passages import (
+from foundry_mcp.context.reading.passages import (
     PASSAGE_MAX_CHARS,
     PassageIndex,
     content_words,

@@ -17,15 +17,15 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from foundry_mcp.errors import ProviderError
+from foundry_mcp.research.llm.calls import ResearchLLM
+from foundry_mcp.research.llm.fanout import fan_out
+from foundry_mcp.research.llm.jsonparse import parse_handoff
 from foundry_mcp.research.models import (
     ResearchState,
     Verdict,
     VerificationSummary,
 )
 from foundry_mcp.research.prompts.verifier import ClaimEvidence, verifier_prompts
-from foundry_mcp.research.workflow.calls import ResearchLLM
-from foundry_mcp.research.workflow.fanout import fan_out
-from foundry_mcp.research.workflow.jsonparse import parse_handoff
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,8 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
-from foundry_mcp.context.passages import content_words
+from foundry_mcp.context.reading.passages import content_words
+from foundry_mcp.research.llm.calls import ResearchLLM
 from foundry_mcp.research.models import (
     ClaimCheck,
     ResearchState,
@@ -27,7 +28,6 @@ from foundry_mcp.research.verification.claims import CITATION, Claim
 from foundry_mcp.research.verification.excerpts import ExcerptSelector
 from foundry_mcp.research.verification.judge import judge_claims
 from foundry_mcp.research.verification.quotes import quotes_for
-from foundry_mcp.research.workflow.calls import ResearchLLM
 
 REPAIR_CANDIDATES = 2  # other sources judged for one claim
 MIN_SHARED = 0.6  # share of the claim's content words a candidate's best passage must hold

@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from foundry_mcp.research.llm.calls import ResearchLLM
 from foundry_mcp.research.models import (
     ClaimCheck,
     ResearchState,
@@ -20,7 +21,6 @@ from foundry_mcp.research.verification.excerpts import ExcerptSelector
 from foundry_mcp.research.verification.judge import judge_claims
 from foundry_mcp.research.verification.quotes import quotes_for
 from foundry_mcp.research.verification.repair import repair_citations
-from foundry_mcp.research.workflow.calls import ResearchLLM
 
 
 @dataclass

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from foundry_mcp.errors import ProviderError
+from foundry_mcp.research.llm.calls import ResearchLLM
+from foundry_mcp.research.llm.jsonparse import parse_handoff
 from foundry_mcp.research.models import (
     AgentRole,
     Phase,
@@ -13,8 +15,6 @@ from foundry_mcp.research.models import (
     ValidationResult,
 )
 from foundry_mcp.research.prompts.supervisor import supervisor_prompts
-from foundry_mcp.research.workflow.calls import ResearchLLM
-from foundry_mcp.research.workflow.jsonparse import parse_handoff
 
 ACTIONS = ("proceed", "retry", "iterate", "complete")
 

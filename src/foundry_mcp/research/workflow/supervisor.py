@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeAlias, TypeVar
 
 import anyio
 
+from foundry_mcp.research.llm.calls import ResearchLLM
 from foundry_mcp.research.models import (
     PHASE_TO_AGENT,
     AgentDecision,
@@ -29,10 +30,9 @@ from foundry_mcp.research.models import (
     ResearchState,
     ValidationResult,
 )
-from foundry_mcp.research.workflow.calls import ResearchLLM
+from foundry_mcp.research.workflow.deadline.ceiling import Judgement, Stop, TimeCeiling
 from foundry_mcp.research.workflow.dispatch import dispatch_inputs
 from foundry_mcp.research.workflow.reflection import reflect
-from foundry_mcp.research.workflow.time_ceiling import Judgement, Stop, TimeCeiling
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from foundry_mcp.errors import ConfigError, StoreUnavailableError
-from foundry_mcp.research.store.patience import PATIENT_SECONDS, StatementLost, is_patient
+from foundry_mcp.research.store.access.patience import PATIENT_SECONDS, StatementLost, is_patient
 from foundry_mcp.research.store.postgres.schema import migrate
 from foundry_mcp.research.store.url import redact_url, scrub
 

@@ -29,6 +29,7 @@ import anyio
 
 from foundry_mcp.errors import StoreUnavailableError
 from foundry_mcp.research.models import ResearchState, Status
+from foundry_mcp.research.store.access.waits import poll_for_cancel, poll_for_change
 from foundry_mcp.research.store.delegates import LeasesAndEvents
 from foundry_mcp.research.store.owners import Owner, fenced
 from foundry_mcp.research.store.pages import fill_pages, wanted_pages
@@ -71,7 +72,6 @@ from foundry_mcp.research.store.states import (
     decode_state,
     snapshot_to_save,
 )
-from foundry_mcp.research.store.waits import poll_for_cancel, poll_for_change
 
 _ACTIVE = [status.value for status in Status if status.is_active]
 

@@ -2,7 +2,7 @@
 
 Each completed LLM call is written here (its answer with its usage record, in one transaction)
 before the answer is used. A resumed research that sends the same request again gets the saved
-answer back instead of paying for it twice (:class:`foundry_mcp.research.workflow.calls`).
+answer back instead of paying for it twice (:class:`foundry_mcp.research.llm.calls`).
 Entries are deleted with their research.
 """
 

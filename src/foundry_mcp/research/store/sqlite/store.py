@@ -26,6 +26,7 @@ from typing import Any
 
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.research.models import ResearchState, Status, utcnow
+from foundry_mcp.research.store.access.waits import poll_for_cancel, poll_for_change
 from foundry_mcp.research.store.delegates import LeasesAndEvents
 from foundry_mcp.research.store.owners import Owner, fenced
 from foundry_mcp.research.store.pages import fill_pages, wanted_pages
@@ -65,7 +66,6 @@ from foundry_mcp.research.store.states import (
     decode_state,
     snapshot_to_save,
 )
-from foundry_mcp.research.store.waits import poll_for_cancel, poll_for_change
 
 
 class ResearchStore(ArchiveAndSpend, LeasesAndEvents):

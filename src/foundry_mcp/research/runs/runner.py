@@ -1,0 +1,360 @@
+"""The background body of one research: lease, supervisor, timeouts, final status, audit trail."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from foundry_mcp.errors import FoundryError, ProviderError
+from foundry_mcp.logs import research_context
+from foundry_mcp.providers.registry import ProviderRegistry
+from foundry_mcp.providers.search.local import LocalDocuments
+from foundry_mcp.research.llm.calls import CallLog, LLMRoute, ResearchLLM
+from foundry_mcp.research.models import LLMCallRecord, ResearchState, Status, utcnow
+from foundry_mcp.research.modes import ResearchKit, playbook_for
+from foundry_mcp.research.pricing import PriceTable
+from foundry_mcp.research.runs.jobs import Job
+from foundry_mcp.research.store.access.aio import AsyncStore
+from foundry_mcp.research.store.archive import RunArchive
+from foundry_mcp.research.store.owners import (
+    LeaseLostError,
+    Owner,
+)
+from foundry_mcp.research.store.protocol import Store
+from foundry_mcp.research.store.states import Snapshot
+from foundry_mcp.research.workflow.supervisor import PhaseTimeoutError, Supervisor, SupervisorHooks
+
+log = logging.getLogger(__name__)
+
+# Why a research is interrupted when its server stops cleanly (SIGTERM, the editor closing it).
+SERVER_STOPPED = "The server stopped while the research was running."
+# How long a run waits before its first step. The call that started it is answered once it
+# returns, by the transport's writer in a couple of worker-thread hops (well under 1 ms on an
+# idle loop); a run that began at once would put its state load, its first save and the
+# planner's prompt building on the event loop between the call and its answer.
+ANSWER_FIRST_SECONDS = 0.005
+
+
+def abort(state: ResearchState, status: Status, reason: str) -> None:
+    """End ``state`` unfinished, recording where it stopped (partial results stay)."""
+    state.status = status
+    state.completed_at = utcnow()
+    state.metadata[reason] = True
+    state.metadata["abort_phase"] = state.phase.value
+    state.metadata["abort_iteration"] = state.iteration
+
+
+class ResearchRunner:
+    """Runs researches this process has claimed; every write is fenced by the lease.
+
+    Every store call goes through ``io`` (:class:`AsyncStore`), off the event loop; the run's
+    events are queued there in order, its saves and journal entries awaited. Its reads are
+    patient, as its writes are: a short outage of the database delays the run, not fails it.
+    """
+
+    def __init__(
+        self,
+        io: AsyncStore,
+        providers: ProviderRegistry,
+        owner: Owner,
+        hooks: SupervisorHooks | None,
+    ) -> None:
+        self.io = io
+        self.providers = providers
+        self.owner = owner
+        self.hooks = hooks
+        self.call_logs: dict[str, CallLog] = {}
+        # Research deleted (the delete done) while a run of theirs may still go on: it writes
+        # nothing more.
+        self.deleted: set[str] = set()
+
+    async def run(self, job: Job) -> None:
+        # The answer to the call that started the run goes first (see ANSWER_FIRST_SECONDS);
+        # a cancel meanwhile is obeyed just after, as if it came at the first step.
+        with anyio.CancelScope(shield=True):
+            await anyio.sleep(ANSWER_FIRST_SECONDS)
+            state = await self.io.read(lambda store: store.load(job.research_id), patient=True)
+        state.attach(lambda kind, data: self.event(state.id, kind, data))
+        # Every line the run logs, down to the providers, names the research and its principal.
+        with research_context(state.id, state.principal):
+            try:
+                await self._run(job, state)
+            except LeaseLostError:
+                if state.id in self.deleted:
+                    log.info("research %s was deleted; this run stops", state.id)
+                else:
+                    log.warning(
+                        "research %s is now owned by another process; this run stops", state.id
+                    )
+            finally:
+                state.attach(None)
+                with anyio.CancelScope(shield=True):
+                    await self.io.write(lambda store: store.release(state.id, self.owner))
+
+    async def _run(self, job: Job, state: ResearchState) -> None:
+        if job.cancel_requested:  # cancelled before it started: nothing to stop
+            abort(state, Status.CANCELLED, "cancelled")
+            with anyio.CancelScope(shield=True):  # the cancel is what this save records
+                await self._save(state)
+            self.event(state.id, "run_ended", {"status": state.status.value})
+            return
+        calls = self.call_logs.setdefault(state.id, CallLog())
+        state.status = Status.RUNNING
+        state.started_at = utcnow()
+        state.error = None
+        state.error_code = None
+        # Saved whole even if a cancel comes meanwhile: the handlers below, which record it,
+        # begin after this save; a cancel in it would leave the research "running", unowned.
+        with anyio.CancelScope(shield=True):
+            await self._save(state)
+        self.event(
+            state.id,
+            "run_started",
+            {"phase": state.phase.value, "iteration": state.iteration, "pid": self.owner.pid},
+        )
+        log.info(
+            "research %s started: %s, iteration %d", state.id, state.phase.value, state.iteration
+        )
+
+        async def checkpoint() -> None:
+            await self._save(state)
+
+        try:
+            # The page text of its sources, kept apart from the state (read in a worker thread:
+            # megabytes of it must not stall the loop).
+            await self.io.read(lambda store: store.load_pages(state), patient=True)
+            llm = await self._research_llm(state, calls)
+            search = [
+                self.providers.resilience.wrap_search(
+                    await anyio.to_thread.run_sync(self.providers.search, name)
+                )
+                for name in state.search_providers
+            ]
+            fetcher = await anyio.to_thread.run_sync(self.providers.fetcher)
+            kit = ResearchKit(
+                llm=llm,
+                search=search,
+                calls=calls,
+                checkpoint=checkpoint,
+                fetcher=fetcher,
+                hooks=self.hooks,
+                branches=_Branches(self.io, self.owner, state.id, self.deleted),
+                local_providers=frozenset(
+                    name
+                    for name in state.search_providers
+                    if self.providers.settings.provider_kind(name) == "local"
+                ),
+                local_sample=next(
+                    (p.sample for p in search if isinstance(p, LocalDocuments)), None
+                ),
+            )
+            supervisor = Supervisor(state, llm, playbook_for(state, kit), checkpoint, self.hooks)
+            with anyio.fail_after(state.limits.task_timeout):
+                await supervisor.run()
+        except TimeoutError:
+            abort(state, Status.TIMED_OUT, "timeout")
+            state.error = (
+                f"The research exceeded its task_timeout of {state.limits.task_timeout:g} s "
+                f"during {state.phase.value}. Resume it, with a larger task_timeout if needed."
+            )
+        except PhaseTimeoutError as exc:
+            abort(state, Status.TIMED_OUT, "timeout")
+            state.metadata["timeout_phase"] = exc.phase.value
+            state.error = str(exc)
+        except anyio.get_cancelled_exc_class():
+            if job.cancel_requested:
+                abort(state, Status.CANCELLED, "cancelled")
+            else:
+                abort(state, Status.INTERRUPTED, "interrupted")
+                state.error = SERVER_STOPPED
+            with anyio.CancelScope(shield=True):  # saved in full even while cancelled
+                await self._finish(state)
+            raise
+        except LeaseLostError:
+            raise
+        except ProviderError as exc:
+            if exc.kind == "budget":
+                self._stop_at_cost_ceiling(state, exc)
+            else:
+                abort(state, Status.FAILED, "failed")
+                state.error = f"{exc.message} {exc.remediation}".strip()
+                state.error_code = exc.error_code
+                state.metadata["failed_provider"] = exc.provider
+        except FoundryError as exc:
+            abort(state, Status.FAILED, "failed")
+            state.error = f"{exc.message} {exc.remediation}".strip()
+            state.error_code = exc.error_code
+        except Exception:
+            log.exception("research %s failed unexpectedly", state.id)
+            abort(state, Status.FAILED, "failed")
+            state.error = "An internal error stopped the research; see the server log."
+            state.error_code = FoundryError.error_code
+        else:
+            state.status = Status.COMPLETED
+            state.completed_at = utcnow()
+        await self._finish(state)
+
+    async def _research_llm(self, state: ResearchState, calls: CallLog) -> ResearchLLM:
+        """The research's LLMs: its own provider, the per-phase lists, prices and ceiling.
+
+        A research started with an explicit ``provider_id`` sends every call to it: the
+        per-phase lists (and summarization providers) apply only when the caller named none.
+        """
+        providers = self.providers
+        own = await anyio.to_thread.run_sync(providers.llm, state.llm_provider)
+        routes: dict[str, list[LLMRoute]] = {}
+        configured = {} if state.options.pinned_provider else providers.resolve_routes()
+        for group, pairs in configured.items():
+            routes[group] = [
+                LLMRoute(await anyio.to_thread.run_sync(providers.llm, name), model)
+                for name, model in pairs
+            ]
+        settings = providers.settings
+        return ResearchLLM(
+            own,
+            state.llm_model,
+            state,
+            calls,
+            routes=routes,
+            prices=PriceTable.from_settings(settings),
+            max_cost_usd=settings.research.max_cost_usd,
+            journal=_Journal(self.io, self.owner, state.id, self.deleted),
+            archive=self._archive(state),
+        )
+
+    def _archive(self, state: ResearchState) -> RunArchive | None:
+        """The research's content archive, in the store (every server restores from it),
+        reached as the run's other calls are: through ``io``, patiently."""
+        options = state.options.token_budget
+        if not options.archive_enabled or not options.archive_dir:
+            return None
+        return RunArchive(
+            self.io,
+            state.id,
+            Path(options.archive_dir),
+            options.archive_ttl_hours,
+            self.owner,
+        )
+
+    @staticmethod
+    def _stop_at_cost_ceiling(state: ResearchState, exc: ProviderError) -> None:
+        """The cost ceiling ends a run cleanly: with its report if it has one."""
+        state.llm_usage.cost_ceiling_reached = True
+        state.metadata["cost_ceiling_reached"] = True
+        if state.report is not None:
+            state.status = Status.COMPLETED
+            state.completed_at = utcnow()
+            state.warn(
+                "Cost ceiling reached: the research stopped before finishing; the report is the "
+                "last one written."
+            )
+            return
+        abort(state, Status.FAILED, "failed")
+        state.error = f"{exc.message} No report was written before the ceiling. {exc.remediation}"
+
+    async def _finish(self, state: ResearchState) -> None:
+        await self._save(state)
+        self.event(state.id, "run_ended", {"status": state.status.value, "error": state.error})
+        log.info("research %s ended %s", state.id, state.status.value)
+
+    async def _save(self, state: ResearchState) -> None:
+        """Save a run's state (fenced), unless the research was deleted while it ran.
+
+        The state is saved on the store's writer thread while the run goes on editing it on
+        the loop. So the writer only reads it, taking a snapshot (``Snapshot.of``: one step of
+        pydantic's serializer, which holds the interpreter, so a change the run makes
+        meanwhile lands wholly in this save or wholly in the next) and writing that; what the
+        save set (its time, the hashes of new page texts) is recorded on the state here, on
+        the loop, once the write returns.
+        """
+        if state.id not in self.deleted:
+            saved = await self.io.write(lambda store: _save_snapshot(store.save, state, self.owner))
+            saved.apply()
+
+    def forget(self, research_id: str) -> None:
+        """The research was deleted (the delete done): a run of it still going writes nothing
+        more, and its call log goes."""
+        self.deleted.add(research_id)
+        self.call_logs.pop(research_id, None)
+
+    def event(
+        self, research_id: str, kind: str, data: dict[str, Any], *, owned: bool = True
+    ) -> None:
+        """Append to the audit trail, queued in order behind this process's other writes; a
+        failure to log never stops the research.
+
+        ``owned``: written as the research's owner, fenced by the lease (a run's events, and a
+        start's or resume's); False for what any server may say of a research it does not run
+        (a cancel request, a dead owner's research interrupted, a restore).
+        """
+        if research_id not in self.deleted:
+            owner = self.owner if owned else None
+            self.io.write_soon(
+                lambda store: store.append_event(research_id, kind, data, owner),
+                f"record the {kind} event of {research_id}",
+            )
+
+
+class _OwnedRecords:
+    """What one running research writes to the store besides its state, as its owner."""
+
+    def __init__(self, io: AsyncStore, owner: Owner, research_id: str, deleted: set[str]) -> None:
+        self._io = io
+        self._owner = owner
+        self._research_id = research_id
+        self._deleted = deleted  # researches deleted while running: nothing more is written
+
+
+class _Journal(_OwnedRecords):
+    """The research's journal of LLM answers, for its ``ResearchLLM``."""
+
+    async def get(self, key: str) -> tuple[str, LLMCallRecord] | None:
+        entry = await self._io.read(
+            lambda store: store.journal.get(self._research_id, key), patient=True
+        )
+        if entry is None:
+            return None
+        return entry.answer, LLMCallRecord.model_validate(entry.record)
+
+    async def put(self, key: str, answer: str, record: LLMCallRecord) -> None:
+        if self._research_id not in self._deleted:
+            saved = record.model_dump(mode="json")
+            await self._io.write(
+                lambda store: store.journal.put(self._research_id, key, answer, saved, self._owner)
+            )
+
+
+class _Branches(_OwnedRecords):
+    """The saved researcher states of one research, for its playbook."""
+
+    async def save(self, branch: ResearchState) -> None:
+        """Save a researcher's state, as the runner saves the research's (``_save``)."""
+        if self._research_id not in self._deleted:
+            saved = await self._io.write(
+                lambda store: _save_snapshot(store.save_branch, branch, self._owner)
+            )
+            saved.apply()
+
+    async def load(self) -> dict[str, ResearchState]:
+        """The saved researcher states, with the page text of their sources."""
+
+        def read(store: Store) -> dict[str, ResearchState]:
+            branches = store.load_branches(self._research_id)
+            store.load_pages(*branches.values())
+            return branches
+
+        return await self._io.read(read, patient=True)
+
+
+def _save_snapshot(
+    save: Callable[[Snapshot, Owner], None], state: ResearchState, owner: Owner
+) -> Snapshot:
+    """``save`` a snapshot of ``state`` taken now (on the writer thread, reading the state and
+    never writing to it); the snapshot, to apply on the loop."""
+    snapshot = Snapshot.of(state)
+    save(snapshot, owner)
+    return snapshot

@@ -1,0 +1,304 @@
+"""The gatherer: runs the pending sub-queries concurrently and collects new sources.
+
+Each sub-query is searched lane by lane (see :mod:`.search_lanes`): one lane per kind of
+sources it asks for, each searched by the first usable provider in priority order and by the
+next one when that fails or finds nothing (``priority``, the default), or by all of them at once
+(``all``; ``[research] deep_research_search_strategy``). The answers are merged rank by rank
+(the first hit of each lane or provider, then the second, ...), de-duplicated against the whole
+research by normalised URL and by normalised title (the copy kept takes a duplicate's text when
+it has none, and its publication details when they say more), and cut to
+``max_sources_per_query``. A sub-query fails only when every provider it asked failed.
+
+Then the pages of the new sources that came without text are fetched (``[research.fetch]``;
+with ``follow_links`` every new source's page is fetched) and their text becomes the source's
+content. A failed fetch is recorded, never fails the sub-query. Each finished sub-query is
+saved before the gatherer moves on; with ``on_sources`` its new sources are then handed on at
+once (simple mode analyses them while the other searches run). Searches and page reads run in
+task groups (see :mod:`.fanout`): an unexpected error ends them all, and nothing outlives the
+run.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import unicodedata
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+import anyio
+
+from foundry_mcp.errors import ProviderError
+from foundry_mcp.providers.search.base import SearchProvider, SearchResult, SourceType, richer
+from foundry_mcp.research.llm.calls import CallLog
+from foundry_mcp.research.llm.fanout import fan_out
+from foundry_mcp.research.models import (
+    GathererOutput,
+    ResearchState,
+    Source,
+    SubQuery,
+    SubQueryStatus,
+)
+from foundry_mcp.research.workflow.agents.pool import SourcePool, normalise_url
+from foundry_mcp.research.workflow.agents.search_lanes import (
+    Attempt,
+    LaneAnswer,
+    interleave,
+    search_lane,
+    search_lanes,
+)
+
+if TYPE_CHECKING:
+    from foundry_mcp.providers.pages.fetch import FetchResult, PageFetcher
+
+log = logging.getLogger(__name__)
+
+Checkpoint = Callable[[], Awaitable[None]]
+SourcesFound = Callable[[list[Source]], Awaitable[object]]
+
+# A title must be this specific before two sources are taken to be one page by it.
+MIN_TITLE_CHARS = 20
+MIN_TITLE_WORDS = 3
+FETCH_ERRORS_KEY = "fetch_errors"  # state.metadata: source id -> why its page was not read
+
+
+def normalise_title(title: str) -> str | None:
+    """A title reduced to its words, or None when it is too short or generic to identify a page."""
+    text = unicodedata.normalize("NFKC", title).casefold()
+    text = " ".join(re.findall(r"\w+", text))
+    if len(text) < MIN_TITLE_CHARS or len(text.split()) < MIN_TITLE_WORDS:
+        return None
+    return text
+
+
+def _title_key(title: str, url: str | None) -> str | None:
+    # Passages of one local document share its title: only web pages are matched by title.
+    if url is not None and urlsplit(url.strip()).scheme.lower() == "file":
+        return None
+    return normalise_title(title)
+
+
+async def gather(
+    state: ResearchState,
+    providers: list[SearchProvider],
+    calls: CallLog,
+    checkpoint: Checkpoint,
+    fetcher: PageFetcher | None = None,
+    pool: SourcePool | None = None,
+    local_providers: frozenset[str] = frozenset(),
+    on_sources: SourcesFound | None = None,
+) -> GathererOutput:
+    """Search every pending sub-query; each finished one is saved before the next starts.
+
+    ``fetcher`` reads the pages of sources without text (none: pages are not read). With a
+    ``pool`` (shared by the researchers of one research) a URL keeps one id across them all and
+    its page is read once. ``local_providers`` names the providers of the user's documents (a
+    sub-query whose ``target`` is ``local`` or ``web`` is searched by them, or by the others,
+    only). ``on_sources`` receives each saved sub-query's new sources (not called when it found
+    none).
+    """
+    output = GathererOutput()
+    seen_urls = {normalise_url(s.url) for s in state.sources if s.url}
+    seen_titles = {k for s in state.sources if (k := _title_key(s.title, s.url))}
+    semaphore = anyio.Semaphore(state.limits.max_concurrent)
+    failures: dict[str, list[str]] = {}  # provider -> errors, for the partial-failure warning
+    answered: set[str] = set()
+    search = state.options.search
+    spent: set[str] = set()  # providers whose key or quota failed: passed over this round
+
+    async def run(sub_query: SubQuery) -> None:
+        lanes = search_lanes(sub_query, providers, local_providers, search.source_types)
+        answers: dict[int, LaneAnswer] = {}
+
+        async def ask(provider: SearchProvider, kind: SourceType | None) -> Attempt:
+            attempt = await _ask(provider, kind, sub_query.query, state, calls)
+            if attempt.error is None:
+                answered.add(provider.name)
+            else:
+                failures.setdefault(provider.name, []).append(attempt.error.message)
+            return attempt
+
+        async def one_lane(position: int) -> None:
+            answers[position] = await search_lane(
+                lanes[position], ask, local_providers, strategy=search.strategy, spent=spent
+            )
+
+        async with semaphore:
+            await fan_out(one_lane, range(len(lanes)))
+        by_lane = [answers[position] for position in range(len(lanes))]
+        attempts = [attempt for answer in by_lane for attempt in answer.attempts]
+        chosen: list[SearchResult] = []
+        for result in interleave([answer.results for answer in by_lane]):
+            if len(chosen) >= state.limits.max_sources_per_query:
+                break
+            url_key = normalise_url(result.url) if result.url else None
+            title_key = _title_key(result.title, result.url)
+            duplicate = (url_key is not None and url_key in seen_urls) or (
+                title_key is not None and title_key in seen_titles
+            )
+            if duplicate:
+                output.stats.duplicates_skipped += 1
+                _merge_into(chosen, state.sources, result, url_key, title_key)
+                continue
+            if url_key is not None:
+                seen_urls.add(url_key)
+            if title_key is not None:
+                seen_titles.add(title_key)
+            chosen.append(result)
+
+        sources = [_source(result, sub_query, state.iteration) for result in chosen]
+        if pool is not None:
+            for source in sources:
+                pool.identify(source)
+        if fetcher is not None and fetcher.enabled:
+            await _fetch_pages(fetcher, sources, state, calls, pool)
+        # From here to the checkpoint nothing awaits: a cancel cannot leave the sub-query
+        # marked done without its sources.
+        if all(answer.failed for answer in by_lane):
+            sub_query.status = SubQueryStatus.FAILED
+            sub_query.error = "; ".join(a.error.message for a in attempts if a.error is not None)
+            output.stats.queries_failed += 1
+        else:
+            sub_query.status = SubQueryStatus.COMPLETED
+            sub_query.error = None
+            output.stats.queries_executed += 1
+        for source in sources:
+            state.sources.append(source)
+            sub_query.source_ids.append(source.id)
+            output.sources.append(source)
+            output.stats.sources_collected += 1
+        sub_query.providers = list(dict.fromkeys(attempt.provider for attempt in attempts))
+        await checkpoint()
+        if on_sources is not None and sources:
+            await on_sources(sources)
+
+    await fan_out(run, state.pending_sub_queries())
+    for name, errors in failures.items():
+        if answered - {name}:
+            state.warn(
+                f"Search provider '{name}' failed on {len(errors)} search(es); the other "
+                f"providers' results were used. Last error: {errors[-1]}"
+            )
+    return output
+
+
+def _merge_into(
+    chosen: list[SearchResult],
+    known: list[Source],
+    result: SearchResult,
+    url_key: str | None,
+    title_key: str | None,
+) -> None:
+    """Give the kept copy of a duplicate what it brought: its text, to a result kept without
+    any, and its publication details, when richer, to a kept result or an earlier source."""
+
+    def same(kept: SearchResult | Source) -> bool:
+        same_url = url_key is not None and kept.url and normalise_url(kept.url) == url_key
+        same_title = title_key is not None and _title_key(kept.title, kept.url) == title_key
+        return bool(same_url or same_title)
+
+    matches = [kept for kept in chosen if same(kept)]
+    if result.content:
+        lacking = next((kept for kept in matches if not kept.content), None)
+        if lacking is not None:
+            lacking.content = result.content
+    # An earlier source keeps its text (quotes point into it); only its metadata may improve.
+    target = matches[0] if matches else next((s for s in known if same(s)), None)
+    if target is not None:
+        target.publication = richer(target.publication, result.publication)
+
+
+async def _ask(
+    provider: SearchProvider,
+    kind: SourceType | None,
+    query: str,
+    state: ResearchState,
+    calls: CallLog,
+) -> Attempt:
+    """One search by one provider, timed, counted and reported as a ``search`` event."""
+    started = time.perf_counter()
+    event: dict[str, object] = {"provider": provider.name, "query": query}
+    if kind is not None:
+        event["source_type"] = kind
+    attempt = Attempt(provider.name)
+    limit = state.limits.max_sources_per_query
+    try:
+        if kind is None:  # an adapter serving one kind is not told which
+            attempt.results = await provider.search(query, limit)
+        else:
+            attempt.results = await provider.search(query, limit, kind)
+        event["results"] = len(attempt.results)
+    except ProviderError as exc:
+        log.warning("search on %s failed: %s", provider.name, exc.message)
+        attempt.error = exc
+        event["error"] = exc.message
+        if exc.kind == "auth" or exc.status_code in (401, 403):
+            state.warn(f"{exc.message} {exc.remediation}")
+    finally:
+        ended = time.perf_counter()
+        calls.add("search", started, ended)
+        state.search_calls += 1
+        event["latency_s"] = round(ended - started, 3)
+    state.emit("search", event)
+    return attempt
+
+
+async def _fetch_pages(
+    fetcher: PageFetcher,
+    sources: list[Source],
+    state: ResearchState,
+    calls: CallLog,
+    pool: SourcePool | None,
+) -> None:
+    """Read the pages of ``sources`` that need it; their text becomes the source content."""
+    follow = fetcher.settings.follow_links
+    wanted = [
+        s
+        for s in sources
+        if s.url
+        and urlsplit(s.url).scheme.lower() in ("http", "https")
+        and (follow or not s.content)
+    ]
+    if not wanted:
+        return
+
+    async def one(source: Source) -> None:
+        assert source.url is not None
+        started = time.perf_counter()
+        result: FetchResult = await (
+            pool.read(source.url, fetcher.fetch) if pool is not None else fetcher.fetch(source.url)
+        )
+        calls.add("fetch", started, time.perf_counter())
+        state.emit(
+            "fetch",
+            {
+                "url": source.url,
+                "ok": result.ok,
+                "bytes": result.bytes,
+                "error": result.error,
+                "latency_s": result.latency_s,
+            },
+        )
+        if result.ok and result.text:
+            if not source.content or len(result.text) > len(source.content):
+                source.content = result.text
+        elif not source.content:
+            state.metadata.setdefault(FETCH_ERRORS_KEY, {})[source.id] = result.error
+
+    await fan_out(one, wanted)
+
+
+def _source(result: SearchResult, sub_query: SubQuery, iteration: int) -> Source:
+    return Source(
+        sub_query_id=sub_query.id,
+        title=result.title,
+        url=result.url,
+        snippet=result.snippet,
+        content=result.content,
+        provider=result.provider,
+        score=result.score,
+        iteration=iteration,
+        publication=result.publication,
+    )

@@ -1,0 +1,117 @@
+"""The planner: a research brief and sub-queries; when asked, a judgement and a decomposition.
+
+Shown a sample of the user's documents, it also aims each sub-query at them, the web or both;
+in a research that asks for several kinds of outside sources, it names those that suit each
+sub-query (see :func:`offered_source_types`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from foundry_mcp.research.llm.calls import ResearchLLM
+from foundry_mcp.research.llm.jsonparse import parse_handoff
+from foundry_mcp.research.models import (
+    AgentRole,
+    PlannedSubQuery,
+    PlannerOutput,
+    ResearchState,
+    SearchTarget,
+)
+from foundry_mcp.research.prompts.planner import planner_prompts, strategist_prompts
+from foundry_mcp.research.workflow.fitting.fitter import Fitting
+
+MIN_QUERY_CHARS = 3
+LEGACY_MAX_TOKENS = 2048
+
+
+async def plan(
+    llm: ResearchLLM,
+    state: ResearchState,
+    guidance: str | None,
+    *,
+    judge: bool = False,
+    require_decomposition: bool = False,
+    local_sample: Sequence[str] = (),
+) -> PlannerOutput:
+    """Ask the model for a plan; fall back to the question itself as the only sub-query.
+
+    With ``judge`` the planner also assesses the question's complexity and may decompose it;
+    with ``require_decomposition`` it must decompose it. Both come back unvalidated (the modes
+    validate them): ``assessment`` and ``decomposition`` are None when absent or unreadable.
+    With a ``local_sample`` (names of the user's documents) it gives each sub-query a target
+    and an allocation strategy; without one, every target is ``both``.
+    """
+    limit = state.limits.max_sub_queries
+    modes = state.options.mode
+    offered = offered_source_types(state)
+    fitting = await Fitting.open(llm, state, "planning")
+
+    def build(scale: float) -> tuple[str, str]:
+        """The prompts; the requester's fitting kept within ``scale`` of the planning budget."""
+        background = state.system_prompt
+        if background and fitting.enabled:
+            budget = max(1, int(fitting.phase_budget("planning") * scale))
+            background = fitting.fit_text(background, budget, state.query)
+        if judge or require_decomposition:
+            return strategist_prompts(
+                state.query,
+                limit,
+                (modes.min_sub_questions, modes.max_sub_questions),
+                background,
+                guidance,
+                require_decomposition=require_decomposition,
+                local_sample=local_sample,
+                source_types=offered,
+            )
+        return planner_prompts(state.query, limit, background, guidance, local_sample, offered)
+
+    system, user = build(1.0)
+    text = await fitting.ask(
+        "planning",
+        system,
+        user,
+        json_mode=True,
+        max_tokens=fitting.output_tokens("planning", LEGACY_MAX_TOKENS),
+        rebuild=build,
+    )
+    output = parse_handoff(text, PlannerOutput)
+    if output is None or not output.sub_queries:
+        state.record_fallback(
+            AgentRole.PLANNER,
+            "The planner's answer could not be read; the question was searched as is.",
+        )
+        return PlannerOutput(
+            research_brief=output.research_brief if output else "",
+            sub_queries=[PlannedSubQuery(query=_as_search_query(state.query), priority=1)],
+            assessment=output.assessment if output else None,
+            decomposition=output.decomposition if output else None,
+        )
+    if not local_sample:  # a target the planner was not asked for is not followed
+        output.allocation_strategy = ""
+        for sub_query in output.sub_queries:
+            sub_query.target = SearchTarget.BOTH
+    for sub_query in output.sub_queries:  # nor a kind of sources the research does not search
+        sub_query.source_types = [kind for kind in sub_query.source_types if kind in offered]
+    seen: set[str] = set()
+    unique = []
+    for sub_query in sorted(output.sub_queries, key=lambda sq: sq.priority):
+        key = " ".join(sub_query.query.lower().split())
+        if len(key) >= MIN_QUERY_CHARS and key not in seen:
+            seen.add(key)
+            unique.append(sub_query)
+    output.sub_queries = unique[:limit] or [PlannedSubQuery(query=_as_search_query(state.query))]
+    return output
+
+
+def offered_source_types(state: ResearchState) -> list[str]:
+    """The kinds of outside sources the planner chooses among for each sub-query: those the
+    research asked for, when it asked for two or more (the user's documents are aimed at with
+    ``target``)."""
+    outside = [kind for kind in state.options.search.source_types if kind != "local"]
+    return outside if len(outside) >= 2 else []
+
+
+def _as_search_query(question: str) -> str:
+    """The question shortened to a length search engines accept."""
+    return " ".join(question.split())[:400]

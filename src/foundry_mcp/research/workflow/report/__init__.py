@@ -1,0 +1,1 @@
+"""The report: written from the findings (in parts at once), its citations resolved to numbers."""

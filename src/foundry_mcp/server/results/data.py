@@ -1,0 +1,301 @@
+"""What each action of the ``research`` tool returns in ``data``: one pydantic model per action,
+published as the resource ``research://schemas`` (see ``server.surface``) and checked in
+dispatch.
+
+The models list every key the research service returns and allow more (a newer field never
+breaks a client). A payload that does not fit its model is a bug in foundry-mcp: it is logged and
+returned unchanged, never turned into a failed call. Per-action hints (read-only, destructive,
+idempotent) are published in the tool's ``_meta``, since MCP annotates whole tools only.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal, NamedTuple, get_args
+
+from mcp.types import ToolAnnotations
+from pydantic import Field, ValidationError
+from pydantic.json_schema import models_json_schema
+
+from foundry_mcp.providers.breaker import CircuitState
+from foundry_mcp.providers.search.base import SourceType
+from foundry_mcp.research.effort import Effort
+from foundry_mcp.research.export.document import ExportFormat
+from foundry_mcp.server.results.report import EvidenceResult, ReportResult
+from foundry_mcp.server.results.status import (
+    ModeName,
+    PhaseName,
+    Result,
+    StatusName,
+    StatusResult,
+    Timestamp,
+)
+
+log = logging.getLogger(__name__)
+
+# --------------------------------------------------------------------------- deep-research
+
+
+class Limits(Result):
+    max_iterations: int
+    max_sub_queries: int
+    max_sources_per_query: int
+    max_concurrent: int
+    task_timeout: float = Field(description="Seconds.")
+
+
+class SearchPlan(Result):
+    providers: list[str] = Field(description="The search providers the research uses.")
+    source_types: list[SourceType] = Field(description="The kinds asked for; empty: all.")
+    strategy: Literal["priority", "all"]
+    warnings: list[str] = Field(description="Providers skipped, and why.")
+    preferred_sources: list[str]
+
+
+class StartResult(Result):
+    """``deep-research`` (start): the research is queued and runs in the background."""
+
+    research_id: str
+    status: StatusName
+    phase: PhaseName
+    message: str
+    limits: Limits
+    mode: ModeName
+    effort: Effort
+    provider: str = Field(description="provider:model")
+    provider_choice: str | None = Field(
+        None, description="Present when the LLM was found on this machine: which and why."
+    )
+    phase_providers: dict[str, list[str]] = Field(
+        description="Per-phase provider:model lists, first choice first; empty when pinned."
+    )
+    search: SearchPlan
+
+
+class CancelResult(Result):
+    """``deep-research-cancel``."""
+
+    research_id: str
+    status: StatusName = Field(description="After the request.")
+
+
+class ResumeResult(Result):
+    """``deep-research-resume``: a stopped research goes on, a completed one for more rounds."""
+
+    research_id: str
+    status: StatusName
+    phase: PhaseName
+    iteration: int
+    resumed_from: StatusName
+
+
+class DeleteResult(Result):
+    research_id: str
+    deleted: bool
+
+
+class RestoreResult(Result):
+    research_id: str
+    item_id: str
+    restored_from: Literal["state", "archive"]
+    content_hash: str | None = Field(description="sha256 of the original, when archived.")
+    phase: PhaseName
+    reopened_analysis: bool = Field(description="The phase went back to analysis.")
+    next_action: str
+
+
+# --------------------------------------------------------------------------- the rest
+
+
+class ListItem(Result):
+    research_id: str
+    query: str = Field(description="Cut to 120 characters.")
+    status: StatusName
+    phase: PhaseName
+    iteration: int
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class ListResult(Result):
+    items: list[ListItem]
+    next_cursor: str | None
+
+
+class Event(Result):
+    seq: int
+    at: Timestamp
+    kind: str
+    data: dict[str, Any] = Field(description="The event's own fields; they vary by kind.")
+
+
+class EventsResult(Result):
+    research_id: str
+    events: list[Event]
+    next_cursor: str | None
+
+
+class ExportResult(Result):
+    """The export's text in ``content``, or the file it was written to in ``path``."""
+
+    research_id: str
+    status: StatusName
+    format: ExportFormat
+    chars: int
+    content: str | None = None
+    path: str | None = None
+
+
+class ProviderHealth(Result):
+    name: str
+    kind: str | None
+    role: Literal["llm", "search"] | None
+    in_use: bool
+    used_for: list[str]
+    key_present: bool
+    base_url: str | None
+    model: str | None
+    status: Literal["ok", "error", "not_configured", "not_checked", "unchecked", "unsupported"]
+    latency_s: float | None
+    error_kind: str | None
+    problem: str | None
+    fix: str | None
+    circuit: CircuitState | None = Field(
+        None, description="Present once the provider has been called in this process."
+    )
+
+
+class HealthResult(Result):
+    ok: bool = Field(description="No provider in use failed.")
+    providers: list[ProviderHealth]
+    problems: list[str]
+    elapsed_s: float
+
+
+class ErrorData(Result):
+    """``data`` of every failed call."""
+
+    error_code: str
+    error_type: str
+    remediation: str = Field(description="What to do next, in one sentence.")
+    field: str | None = Field(None, description="The parameter at fault.")
+    details: dict[str, Any] | None = None
+
+
+# --------------------------------------------------------------------------- tables
+
+RESULT_MODELS: dict[str, type[Result]] = {
+    "deep-research": StartResult,
+    "deep-research-status": StatusResult,
+    "deep-research-report": ReportResult,
+    "deep-research-evidence": EvidenceResult,
+    "deep-research-list": ListResult,
+    "deep-research-events": EventsResult,
+    "deep-research-cancel": CancelResult,
+    "deep-research-resume": ResumeResult,
+    "deep-research-delete": DeleteResult,
+    "deep-research-restore": RestoreResult,
+    "deep-research-export": ExportResult,
+    "health": HealthResult,
+}
+
+# What ``data`` may be, as published: every action's model and the failure.
+ActionResult = (
+    StartResult
+    | StatusResult
+    | ReportResult
+    | EvidenceResult
+    | ListResult
+    | EventsResult
+    | CancelResult
+    | ResumeResult
+    | DeleteResult
+    | RestoreResult
+    | ExportResult
+    | HealthResult
+    | ErrorData
+)
+
+
+def result_schemas() -> dict[str, Any]:
+    """Every shape ``data`` may take, as one JSON Schema document: ``$defs`` (shared by all) and,
+    for each action, the ``$ref`` of its result (one shape per action)."""
+    _, schema = models_json_schema(
+        [(model, "serialization") for model in get_args(ActionResult)],
+        ref_template="#/$defs/{model}",
+    )
+    actions: dict[str, Any] = {
+        action: {"$ref": f"#/$defs/{model.__name__}"} for action, model in RESULT_MODELS.items()
+    }
+    actions["failure"] = {"$ref": "#/$defs/ErrorData"}
+    _, errors = models_json_schema([(ErrorData, "serialization")], ref_template="#/$defs/{model}")
+    return {"$defs": {**schema["$defs"], **errors["$defs"]}, "actions": actions}
+
+
+def conform(action: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` checked against its action's model and dumped as JSON, keys exactly as given;
+    a payload that does not fit is logged (it is our bug) and returned as it is."""
+    model = RESULT_MODELS[action]
+    try:
+        checked = model.model_validate(payload)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
+            for error in exc.errors()
+        )
+        log.error("%s returned data that does not fit %s: %s", action, model.__name__, problems)
+        return payload
+    return checked.model_dump(mode="json", exclude_unset=True)
+
+
+class ActionHints(NamedTuple):
+    """MCP's tool hints for one action (destructive and idempotent matter only if not read-only)."""
+
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+
+
+ACTION_HINTS: dict[str, ActionHints] = {
+    "deep-research": ActionHints(read_only=False, destructive=False, idempotent=False),
+    "deep-research-status": ActionHints(read_only=True, destructive=False, idempotent=True),
+    "deep-research-report": ActionHints(read_only=True, destructive=False, idempotent=True),
+    "deep-research-evidence": ActionHints(read_only=True, destructive=False, idempotent=True),
+    "deep-research-list": ActionHints(read_only=True, destructive=False, idempotent=True),
+    "deep-research-events": ActionHints(read_only=True, destructive=False, idempotent=True),
+    # Partial results stay and the research can be resumed; cancelling again changes nothing.
+    "deep-research-cancel": ActionHints(read_only=False, destructive=False, idempotent=True),
+    "deep-research-resume": ActionHints(read_only=False, destructive=False, idempotent=False),
+    "deep-research-delete": ActionHints(read_only=False, destructive=True, idempotent=True),
+    "deep-research-restore": ActionHints(read_only=False, destructive=False, idempotent=True),
+    # With path and overwrite=true it replaces a file.
+    "deep-research-export": ActionHints(read_only=False, destructive=True, idempotent=True),
+    "health": ActionHints(read_only=True, destructive=False, idempotent=True),
+}
+
+ACTIONS_META_KEY = "foundry-mcp/actions"
+
+
+def tool_meta() -> dict[str, Any]:
+    """The tool's ``_meta``: which actions only read, which destroy and which of the others
+    may be repeated to the same effect (MCP annotates whole tools only)."""
+    writing = {a: h for a, h in ACTION_HINTS.items() if not h.read_only}
+    return {
+        ACTIONS_META_KEY: {
+            "readOnly": [a for a, h in ACTION_HINTS.items() if h.read_only],
+            "destructive": [a for a, h in writing.items() if h.destructive],
+            "idempotent": [a for a, h in writing.items() if h.idempotent],
+        }
+    }
+
+
+def tool_annotations() -> ToolAnnotations:
+    """The hints that hold for the tool as a whole: those of its least careful action."""
+    hints = ACTION_HINTS.values()
+    return ToolAnnotations(
+        title="Deep research",
+        read_only_hint=all(h.read_only for h in hints),
+        destructive_hint=any(h.destructive for h in hints),
+        idempotent_hint=all(h.idempotent for h in hints),
+        open_world_hint=True,  # it searches the web and calls LLM providers
+    )
