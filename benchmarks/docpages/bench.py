@@ -50,7 +50,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import anyio
@@ -82,6 +82,12 @@ SIZE_ORDER = ("20-50 KB", "50-150 KB", "150-300 KB", "300-400 KB")
 DEPTH_ORDER = (*(f"{d:.0%}" for d in FACT_DEPTHS), "snippet")
 PLACE_ORDER = (*PLACES.values(), "snippet")
 STATE_PAGE_CHARS = (20_000, 400_000)
+EFFORTS = ("quick", "standard", "deep")
+# Prompt tokens per research before each page was read once (commit c49fdc3, this benchmark's
+# defaults, full budget): the figure the standard effort is held to 35% of.
+BEFORE_READ_ONCE = {"simple": 257_240, "hierarchical": 389_346}
+SHARE_OF_BEFORE = 0.35
+Groups = dict[tuple[str, str, str], Pool]  # (budget, mode, effort) -> runs
 
 
 def percent(part: int, whole: int) -> str:
@@ -124,7 +130,7 @@ def removal_line(runs: Iterable[Run]) -> str:
 def show_run(run: Run, question: str, planted: dict[str, PlantedFact]) -> None:
     pool = Pool([run], planted)
     size = f", pages of {run.page_chars // 1000} KB" if run.page_chars else ""
-    print(f"-- Q{run.number} [{run.budget}, {run.mode}{size}] {question}")
+    print(f"-- Q{run.number} [{run.budget}, {run.mode}, {run.effort}{size}] {question}")
     if run.error:
         print(f"   {run.status.upper()}: {run.error[:300]}")
     print(
@@ -132,11 +138,24 @@ def show_run(run: Run, question: str, planted: dict[str, PlantedFact]) -> None:
         f"searches; prompt tokens {run.prompt_tokens:,}; {run.citations} citations in the "
         f"report; state {run.writes.bytes:,} bytes in {run.writes.saves} writes"
     )
+    print(
+        f"   page text to the analyst: {run.sent:,} chars sent, {run.distinct:,} distinct "
+        f"(x{run.resent:.2f})"
+    )
     print(f"   facts: {funnel(pool)}")
     print(f"   report by depth: {pool.by_bucket('report', 'depth_bucket', DEPTH_ORDER)}")
     print(f"   report by page size: {pool.by_bucket('report', 'size_bucket', SIZE_ORDER)}")
     print(f"   snippet-only facts: {snippet_line(pool)}")
     print(f"   verification: {removal_line([run])}")
+    lost = sorted(run.facts.get("searched", set()) - run.facts.get("report", set()))
+    if lost:
+        where = ", ".join(
+            f"{tag} ({fact.place}, at {fact.depth_bucket} of a {fact.page_chars // 1000} KB page)"
+            if (fact := planted.get(tag)) and fact.depth is not None
+            else f"{tag} (snippet)"
+            for tag in lost
+        )
+        print(f"   searched but not in the report: {where}")
     for claim in run.claims:
         if claim.verdict == "unsupported" and claim.verbatim_in:
             where = ", ".join(
@@ -157,6 +176,7 @@ def show_group(label: str, pool: Pool) -> None:
     state = sum(run.writes.bytes for run in runs) / len(runs)
     print(f"   completed {done} of {len(runs)}, {cited} with a cited report")
     print(f"   prompt tokens {tokens:,.0f} a research; state bytes written {state:,.0f} a research")
+    print(f"   page text sent / distinct: {resent(runs)}")
     print(f"   facts: {funnel(pool)}")
     for stage in ("analysis prompts", "report"):
         print(f"   {stage} by depth: {pool.by_bucket(stage, 'depth_bucket', DEPTH_ORDER)}")
@@ -166,15 +186,21 @@ def show_group(label: str, pool: Pool) -> None:
     print(f"   verification: {removal_line(runs)}")
 
 
+def resent(runs: Sequence[Run]) -> str:
+    """Page text sent over distinct, in all and at worst (per research)."""
+    sent, distinct = sum(r.sent for r in runs), sum(r.distinct for r in runs)
+    worst = max((r.resent for r in runs), default=1.0)
+    return f"x{sent / distinct if distinct else 1.0:.2f} (worst research x{worst:.2f})"
+
+
 def line(name: str, figure: str, target: str, ok: bool) -> None:
     print(f"  {name:<58} {figure:>26}  target {target:<22} {verdict(ok)}")
 
 
-def show_acceptance(
-    groups: dict[tuple[str, str], Pool], everything: Pool, sizes: list[Run]
-) -> None:
-    print("== acceptance (the issue's targets; figures, not assertions)")
+def show_acceptance(groups: Groups, everything: Pool, sizes: list[Run]) -> None:
+    print("== acceptance (the issues' targets; figures, not assertions)")
     accept_recall(groups, everything.planted)
+    accept_reading(groups)
     accept_claims(everything)
     accept_windows(groups)
     if len(sizes) == 2:
@@ -184,10 +210,11 @@ def show_acceptance(
         line("state bytes per research, 20 KB / 400 KB pages", figure, "ratio <= 1.5", ratio <= 1.5)
 
 
-def accept_recall(groups: dict[tuple[str, str], Pool], planted: dict[str, PlantedFact]) -> None:
-    """Recall at full budget (per mode, and in the worst depth or size bucket) and at 10%."""
-    for (budget, mode), pool in groups.items():
-        if budget != "full":
+def accept_recall(groups: Groups, planted: dict[str, PlantedFact]) -> None:
+    """Recall at full budget and standard effort (per mode, and in the worst depth or size
+    bucket) and at 10%."""
+    for (budget, mode, effort), pool in groups.items():
+        if budget != "full" or effort != "standard":
             continue
         prompts, report = pool.recall("analysis prompts"), pool.recall("report")
         tokens = sum(r.prompt_tokens for r in pool.runs) / len(pool.runs)
@@ -199,7 +226,10 @@ def accept_recall(groups: dict[tuple[str, str], Pool], planted: dict[str, Plante
             ">= 95% / >= 90%",
             ok,
         )
-    full = Pool([r for (b, _), p in groups.items() if b == "full" for r in p.runs], planted)
+    full = Pool(
+        [r for (b, _, e), p in groups.items() if b == "full" and e == "standard" for r in p.runs],
+        planted,
+    )
     if full.runs:
         (p, pb), (r, rb) = full.worst("analysis prompts"), full.worst("report")
         ok = (p or 0) >= 0.95 and (r or 0) >= 0.90
@@ -210,7 +240,7 @@ def accept_recall(groups: dict[tuple[str, str], Pool], planted: dict[str, Plante
             ">= 95% / >= 90%",
             ok,
         )
-    tenth = [p for (b, _), p in groups.items() if b == "10%"]
+    tenth = [p for (b, _, _), p in groups.items() if b == "10%"]
     if tenth:
         value, bucket = tenth[0].worst("report")
         figure = f"{_pct(tenth[0].recall('report'))}, worst {_pct(value)} ({bucket})"
@@ -237,10 +267,36 @@ def accept_claims(everything: Pool) -> None:
     line("verbatim claims of their cited source removed", figure, "0", not verbatim)
 
 
-def accept_windows(groups: dict[tuple[str, str], Pool]) -> None:
+def accept_reading(groups: Groups) -> None:
+    """Each page read once; standard's tokens against before, with its facts; deep's facts."""
+    for (budget, mode, effort), pool in groups.items():
+        if budget != "full":
+            continue
+        runs = pool.runs
+        worst = max((r.resent for r in runs), default=1.0)
+        line(
+            f"{mode}, {effort}: page text sent / distinct",
+            f"worst research x{worst:.2f}",
+            "<= 1.05",
+            worst <= 1.05,
+        )
+        report = pool.recall("report") or 0.0
+        tokens = sum(r.prompt_tokens for r in runs) / len(runs)
+        if effort == "standard":
+            before = BEFORE_READ_ONCE[mode]
+            figure = f"{tokens:,.0f} tok ({tokens / before:.0%}), {report:.0%} reported"
+            ok = tokens <= SHARE_OF_BEFORE * before and report >= 0.95
+            line(f"{mode}, standard: prompt tokens vs before; facts", figure, "<= 35%; >= 95%", ok)
+        if effort == "deep":
+            reached, searched = pool.count("report")
+            figure = f"{reached}/{searched} reported, {tokens:,.0f} tok"
+            line(f"{mode}, deep: searched facts in the report", figure, "all", reached == searched)
+
+
+def accept_windows(groups: Groups) -> None:
     """The small windows: every research completed with a cited report; recall at 16k."""
     for budget, minimum in (("16k", 0.60), ("8k", None)):
-        pools = [p for (b, _), p in groups.items() if b == budget]
+        pools = [p for (b, _, _), p in groups.items() if b == budget]
         if not pools:
             continue
         runs = pools[0].runs
@@ -264,27 +320,31 @@ async def run_all(args: argparse.Namespace) -> None:
     corpora = [DocCorpus(q, pages_per_item=args.pages, seed=args.seed) for q in questions]
     planted = {tag: fact for corpus in corpora for tag, fact in corpus.planted.items()}
     plan = [
-        (number, corpus, mode, budget)
+        (number, corpus, mode, budget, effort)
         for budget in args.budgets
         for mode in (args.modes if budget == "full" else [args.constrained_mode])
+        for effort in (args.efforts if budget == "full" else ["standard"])
         for number, corpus in enumerate(corpora, start=1)
     ]
     sized = [
         DocCorpus(questions[0], pages_per_item=args.pages, page_chars=chars, seed=args.seed)
         for chars in STATE_PAGE_CHARS
     ]
-    plan += [(1, corpus, "hierarchical", "full") for corpus in sized]
+    plan += [(1, corpus, "hierarchical", "full", "standard") for corpus in sized]
     show_setup(args, corpora)
     results: dict[int, Run] = {}
     limiter = anyio.CapacityLimiter(args.parallel)
 
     async def one(index: int) -> None:
         async with limiter:
-            number, corpus, mode, budget = plan[index]
+            number, corpus, mode, budget, effort = plan[index]
             try:
-                results[index] = await research_once(number, corpus, mode, budget)
+                results[index] = await research_once(
+                    number, corpus, mode, budget, effort, args.reading_budget
+                )
             except Exception as exc:  # a figure, not a crash: the other runs still count
                 failed = Run(number, mode, budget, corpus.page_chars, "error", repr(exc)[:300])
+                failed.effort = effort
                 results[index] = failed
             show_run(results[index], corpus.question.text, corpus.planted)
 
@@ -293,11 +353,11 @@ async def run_all(args: argparse.Namespace) -> None:
         for index in range(len(plan)):
             group.start_soon(one, index)
     runs = [results[i] for i in range(len(plan) - len(sized))]
-    groups: dict[tuple[str, str], Pool] = {}
+    groups: Groups = {}
     for run in runs:
-        groups.setdefault((run.budget, run.mode), Pool([], planted)).runs.append(run)
-    for (budget, mode), pool in groups.items():
-        show_group(f"budget {budget}, {mode}", pool)
+        groups.setdefault((run.budget, run.mode, run.effort), Pool([], planted)).runs.append(run)
+    for (budget, mode, effort), pool in groups.items():
+        show_group(f"budget {budget}, {mode}, {effort}", pool)
     sizes = [results[i] for i in range(len(plan) - len(sized), len(plan))]
     for run in sizes:
         print(f"== pages of {run.page_chars // 1000 if run.page_chars else '?'} KB: state "
@@ -326,6 +386,15 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=len(DOC_QUESTIONS))
     parser.add_argument("--modes", default="simple,hierarchical", help="modes of the full budget")
     parser.add_argument("--budgets", default=",".join(BUDGETS), help="of full, 10%%, 16k, 8k")
+    parser.add_argument(
+        "--efforts", default="standard", help="of quick, standard, deep (at the full budget)"
+    )
+    parser.add_argument(
+        "--reading-budget",
+        type=int,
+        default=None,
+        help="the configuration's deep_research_reading_budget (default: the product's)",
+    )
     parser.add_argument("--constrained-mode", default="hierarchical", help="of other budgets")
     parser.add_argument("--pages", type=int, default=3, help="pages per part of a question")
     parser.add_argument("--seed", type=int, default=0, help="seed of the corpus")
@@ -333,6 +402,9 @@ def main() -> None:
     args = parser.parse_args()
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     args.budgets = [{"10": "10%"}.get(b.strip(), b.strip()) for b in args.budgets.split(",")]
+    args.efforts = [e.strip() for e in args.efforts.split(",") if e.strip()]
+    if not set(args.efforts) <= set(EFFORTS):
+        parser.error(f"unknown effort in {args.efforts}; choose from {', '.join(EFFORTS)}")
     unknown = [b for b in args.budgets if b not in BUDGETS]
     if unknown:
         parser.error(f"unknown budget(s) {', '.join(unknown)}; choose from {', '.join(BUDGETS)}")

@@ -38,7 +38,7 @@ try:
 except ImportError:  # a store that writes the whole state, or snapshots
     encode_state = None
 from tests.fakes import FakeHTTPServer, ResearchBrain, fake_openai, fake_tavily
-from tests.fakes.brain import SOURCE_TEXT_RE
+from tests.fakes.brain import SOURCE_TEXT_RE, parts_for
 from tests.fakes.docpages import DocCorpus, PlantedFact
 from tests.fakes.longpages import fact_summarizer
 from tests.fakes.planted import facts_in
@@ -133,6 +133,14 @@ class Run:
     claims: list[Claim] = field(default_factory=list)
     citations: int = 0  # distinct numbered citations in the report
     writes: StateWrites = field(default_factory=StateWrites)
+    effort: str = "standard"
+    sent: int = 0  # characters of page text in the analysis prompts, every time sent
+    distinct: int = 0  # characters of the distinct page text among them
+
+    @property
+    def resent(self) -> float:
+        """Page text sent to the analyst over the distinct text sent (1.0: each read once)."""
+        return self.sent / self.distinct if self.distinct else 1.0
 
     def reached(self, stage: str) -> set[str]:
         return self.facts.get(stage, set()) & self.facts.get("searched", set())
@@ -145,7 +153,12 @@ def fact_analyst(brain: ResearchBrain) -> Callable[[str, str], str]:
     def analyze(system: str, user: str) -> str:
         answer = brain.analyze(user)
         findings = [
-            {"content": sentence, "confidence": "high", "source_ids": [source_id]}
+            {
+                "content": sentence,
+                "confidence": "high",
+                "source_ids": [source_id],
+                "parts": parts_for(user, sentence),
+            }
             for source_id, block in SOURCE_TEXT_RE.findall(user)
             for sentence in dict.fromkeys(FACT_SENTENCE_RE.findall(block))
         ]
@@ -162,9 +175,18 @@ def careful_brain() -> ResearchBrain:
     return brain
 
 
-def settings_for(tmp: Path, llm: FakeHTTPServer, search: FakeHTTPServer, budget: str) -> Settings:
-    """Settings against the fakes: no page fetching, no retries, the budget's window."""
+def settings_for(
+    tmp: Path,
+    llm: FakeHTTPServer,
+    search: FakeHTTPServer,
+    budget: str,
+    reading_budget: int | None = None,
+) -> Settings:
+    """Settings against the fakes: no page fetching, no retries, the budget's window, and the
+    configuration's reading budget when one is given."""
     lines = ["[research]"]
+    if reading_budget is not None:
+        lines.append(f"deep_research_reading_budget = {reading_budget}")
     window = BUDGETS[budget]
     if window is not None:
         lines += [
@@ -176,9 +198,18 @@ def settings_for(tmp: Path, llm: FakeHTTPServer, search: FakeHTTPServer, budget:
     return run_settings(tmp, llm, search, "\n".join(lines) + "\n")
 
 
-async def research_once(number: int, corpus: DocCorpus, mode: str, budget: str) -> Run:
-    """Research ``corpus``'s question in ``mode`` at ``budget`` and measure it."""
-    run = Run(number, mode, budget, corpus.page_chars)
+async def research_once(
+    number: int,
+    corpus: DocCorpus,
+    mode: str,
+    budget: str,
+    effort: str = "standard",
+    reading_budget: int | None = None,
+) -> Run:
+    """Research ``corpus``'s question in ``mode`` at ``budget`` and ``effort`` (its other
+    limits fixed by :data:`OPTIONS`, so only what it reads differs) and measure it."""
+    run = Run(number, mode, budget, corpus.page_chars, effort=effort)
+    options = {**OPTIONS, **({"effort": effort} if effort != "standard" else {})}
     brain = careful_brain()
     with (
         fake_openai(brain) as llm,
@@ -186,10 +217,12 @@ async def research_once(number: int, corpus: DocCorpus, mode: str, budget: str) 
         tempfile.TemporaryDirectory(prefix="docpages-") as tmp,
     ):
         simulate_latency(llm, search)
-        async with research_runtime(settings_for(Path(tmp), llm, search, budget)) as service:
+        async with research_runtime(
+            settings_for(Path(tmp), llm, search, budget, reading_budget)
+        ) as service:
             run.writes = count_state_writes(service.store)
             run.wall, status, state = await research_to_end(
-                service, corpus.question.text, mode=mode, **OPTIONS
+                service, corpus.question.text, mode=mode, **options
             )
             branches = list(service.store.load_branches(state.id).values())
         run.status, run.error = status["status"], status.get("error")
@@ -201,6 +234,9 @@ async def research_once(number: int, corpus: DocCorpus, mode: str, budget: str) 
         for agent, _, user in brain.history:
             if agent in prompts:
                 prompts[agent] += user + "\n"
+        run.sent, run.distinct = page_text_sent(
+            user for agent, _, user in brain.history if agent == "analyzer"
+        )
         findings = [f.content for s in (state, *branches) for f in s.findings]
         run.facts = {
             "searched": corpus.served_facts(searches),
@@ -212,6 +248,25 @@ async def research_once(number: int, corpus: DocCorpus, mode: str, budget: str) 
         run.claims = read_claims((state, *branches), corpus)
         run.citations = len(set(REPORT_CITATION_RE.findall(report_body(state.report))))
     return run
+
+
+def page_text_sent(prompts: Iterable[str]) -> tuple[int, int]:
+    """The characters of page text in ``prompts`` (each source block's ``Content:``, its
+    lines without the ``[…]`` marks): all told, and distinct (a line a page holds twice, such as
+    a code fence, counts as often as one block of that source holds it)."""
+    sent = 0
+    most: Counter[tuple[str, str]] = Counter()
+    for prompt in prompts:
+        for source_id, block in SOURCE_TEXT_RE.findall(prompt):
+            content = block.split("Content:", 1)[1] if "Content:" in block else ""
+            lines = Counter(
+                " ".join(line.replace("[…]", " ").split()) for line in content.splitlines()
+            )
+            lines.pop("", None)
+            for text, times in lines.items():
+                sent += len(text) * times
+                most[(source_id, text)] = max(most[(source_id, text)], times)
+    return sent, sum(len(text) * times for (_, text), times in most.items())
 
 
 def read_claims(states: tuple[ResearchState, ...], corpus: DocCorpus) -> list[Claim]:

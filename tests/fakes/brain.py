@@ -78,6 +78,32 @@ def question_of(user: str) -> str:
     return lines[0][:200] if lines else "the research topic"
 
 
+PART_RE = re.compile(r"^- \[(sqn-[0-9a-f]+)\] (.+)$", re.MULTILINE)
+READING_FOR_RE = re.compile(r"^This reading was asked for part \[(sqn-[0-9a-f]+)\]", re.MULTILINE)
+_NAME_RE = re.compile(r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+|[A-Za-z]{6,}")
+
+
+def parts_for(user: str, content: str) -> list[str]:
+    """The parts of an analyst's prompt (``- [sqn-...] question``) a finding answers, as a
+    careful analyst files it: those whose question names something (a dotted name, a long
+    word) that the finding names and no other part's question does; else the part the reading
+    was asked for. No parts in the prompt: none."""
+    parts = PART_RE.findall(user)
+    if not parts:
+        return []
+    words = {part_id: set(_NAME_RE.findall(question.lower())) for part_id, question in parts}
+    said = set(_NAME_RE.findall(content.lower()))
+    own_words = {
+        part_id: mine - set().union(*(w for other, w in words.items() if other != part_id))
+        for part_id, mine in words.items()
+    }
+    named = [part_id for part_id, mine in own_words.items() if mine & said]
+    if named:
+        return named
+    reading = READING_FOR_RE.search(user)
+    return [reading.group(1)] if reading else []
+
+
 class ResearchBrain:
     """Answers planner/analyst/writer/refiner prompts deterministically; thread-safe."""
 
@@ -315,6 +341,7 @@ class ResearchBrain:
                         "confidence": "high" if i == 0 else "medium",
                         "source_ids": source_ids,
                         "category": "evidence" if i == 0 else "context",
+                        "parts": parts_for(user, content),
                     }
                 )
         quality = [

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .brain import ResearchBrain, source_sentences
+from .brain import ResearchBrain, parts_for, source_sentences
 from .http import RecordedRequest
 from .providers import slugify
 
@@ -165,7 +165,12 @@ def fact_analyst(brain: ResearchBrain) -> Callable[[str, str], str]:
     def analyze(system: str, user: str) -> str:
         answer = brain.analyze(user)
         findings = [
-            {"content": sentence, "confidence": "high", "source_ids": [source_id]}
+            {
+                "content": sentence,
+                "confidence": "high",
+                "source_ids": [source_id],
+                "parts": parts_for(user, sentence),
+            }
             for source_id, sentences in source_sentences(user).items()
             for sentence in sentences
             if FACT_RE.search(sentence)

@@ -48,6 +48,36 @@ async def test_a_preset_sets_what_the_caller_left_out(settings: Settings) -> Non
     assert fast.options.max_verified_claims == 20
     assert (thorough.limits.max_iterations, thorough.limits.max_sub_queries) == (4, 6)
     assert thorough.options.enable_reflection is True and thorough.options.effort == "deep"
+    # How much of the pages a round reads: quick a little, deep whole pages.
+    assert fast.limits.reading_budget == 24_000 and thorough.limits.reading_budget is None
+
+
+@pytest.mark.anyio
+async def test_the_reading_budget_comes_from_the_effort_unless_the_caller_gives_one(
+    settings: Settings,
+) -> None:
+    async with research_runtime(settings, warm=False) as service:
+        started = {
+            "standard": await service.start(QUESTION),
+            "deep, bounded": await service.start(QUESTION, effort="deep", reading_budget=5_000),
+            "whole pages": await service.start(QUESTION, effort="quick", reading_budget=0),
+        }
+        budgets = {
+            name: service.store.load(s["research_id"]).limits.reading_budget
+            for name, s in started.items()
+        }
+        with pytest.raises(InputError) as refused:
+            await service.start(QUESTION, reading_budget=1_000)
+        for s in started.values():
+            await wait_until(service, s["research_id"], TERMINAL)
+    assert budgets == {
+        "standard": settings.research.deep_research_reading_budget,
+        "deep, bounded": 5_000,
+        "whole pages": None,
+    }
+    assert settings.research.deep_research_reading_budget == 72_000
+    assert refused.value.details["field"] == "reading_budget"
+    assert "0" in refused.value.message and "whole pages" in refused.value.message
 
 
 def test_standard_is_the_configuration_and_an_unknown_effort_is_refused() -> None:
@@ -55,6 +85,7 @@ def test_standard_is_the_configuration_and_an_unknown_effort_is_refused() -> Non
         "max_iterations": None,
         "max_sub_queries": None,
         "max_sources_per_query": None,
+        "reading_budget": None,
     }
     assert check_effort(None) is None and check_effort(" Deep ") is Effort.DEEP
     with pytest.raises(InputError) as refused:

@@ -104,7 +104,13 @@ def _raw_state(settings: Settings, research_id: str) -> str:
 async def test_state_bytes_written_per_research_do_not_grow_with_page_size(
     settings: Settings, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    limits: dict[str, Any] = {"max_iterations": 1, "max_sub_queries": 2, "max_sources_per_query": 2}
+    # The smallest reading budget: both page sizes are read in part, the same way.
+    limits: dict[str, Any] = {
+        "max_iterations": 1,
+        "max_sub_queries": 2,
+        "max_sources_per_query": 2,
+        "reading_budget": 2_000,
+    }
     totals: dict[int, int] = {}
     async with research_runtime(settings, warm=False) as service:
         written = _count_state_bytes(service)

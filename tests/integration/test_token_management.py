@@ -293,10 +293,10 @@ async def test_an_overflowing_prompt_is_shrunk_and_sent_again(
     settings: Settings, brain: ResearchBrain, openai_server: FakeHTTPServer
 ) -> None:
     original = openai_server._routes[("POST", "/v1/chat/completions")]
-    # The model's real window is smaller than we were told: 1,150 prompt tokens, while the
-    # analysis prompts here are about 1,050-1,250 (so some fit, and the largest fits once
-    # shrunk by 10%).
-    limit = [1_150]
+    # The model's real window is smaller than we were told: 1,250 prompt tokens, while the
+    # analysis prompts here are about 600-1,560 (so some fit, and the largest fit once shrunk
+    # a few times by 10%).
+    limit = [1_250]
     rejected: list[int] = []
 
     def strict(request: RecordedRequest) -> FakeResponse:

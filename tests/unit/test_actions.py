@@ -36,6 +36,7 @@ SAMPLES: dict[str, Any] = {
     "max_sources_per_query": 4,
     "max_concurrent": 5,
     "task_timeout": 77.0,
+    "reading_budget": 7_777,
     "research_id": "deepres-0123456789ab",
     "item_id": "src-1a2b3c4d",
     "wait": True,

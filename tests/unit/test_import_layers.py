@@ -51,7 +51,7 @@ ROOM_ORDER: dict[str, tuple[str, ...]] = {
         "runs",
         "service",
     ),
-    "foundry_mcp.research.workflow": ("fitting", "deadline", "report", "agents"),
+    "foundry_mcp.research.workflow": ("fitting", "reading", "deadline", "report", "agents"),
     "foundry_mcp.research.store": (
         "owners",
         "records",

@@ -63,6 +63,7 @@ async def run_research(service: ResearchService, args: argparse.Namespace) -> in
         "max_sub_queries": args.max_sub_queries,
         "max_sources_per_query": args.max_sources,
         "task_timeout": args.timeout,
+        "reading_budget": args.reading_budget,
     }
     started = await service.start(
         args.query,

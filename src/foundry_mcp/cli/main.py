@@ -203,6 +203,11 @@ def _parser() -> argparse.ArgumentParser:
     research.add_argument("--max-sub-queries", type=int)
     research.add_argument("--max-sources", type=int, help="sources per sub-query")
     research.add_argument(
+        "--reading-budget",
+        type=int,
+        help="tokens of page text a round reads, the passages worth most first; 0: whole pages",
+    )
+    research.add_argument(
         "--timeout", type=float, help="stop (status timed_out) after this many seconds"
     )
     research.add_argument(

@@ -37,6 +37,7 @@ PARAMETER_OPTIONS: dict[str, str] = {
     "max_sub_queries": "--max-sub-queries",
     "max_sources_per_query": "--max-sources",
     "task_timeout": "--timeout",
+    "reading_budget": "--reading-budget",
     "max_time_s": "--max-time",
     "source_types": "--source-types",
     "preferred_sources": "--prefer",

@@ -38,9 +38,11 @@ from foundry_mcp.config.research_settings import (
     LIMIT_BOUNDS,
     MAX_QUERY_CHARS,
     MAX_WAIT_SECONDS,
+    WHOLE_PAGES,
     FetchSettings,
     LocalDocumentsSettings,
     ResearchSettings,
+    check_reading_budget,
 )
 from foundry_mcp.config.server_settings import (
     ServerSettings,
@@ -65,6 +67,7 @@ __all__ = [
     "PROVIDER_ENV",
     "RESEARCH_ENV",
     "TOKENS_ENV",
+    "WHOLE_PAGES",
     "FetchSettings",
     "LocalDocumentsSettings",
     "LoggingSettings",
@@ -77,6 +80,7 @@ __all__ = [
     "ServerTokenSettings",
     "Settings",
     "UntrustedProjectConfig",
+    "check_reading_budget",
     "load_settings",
     "protected_keys_in",
 ]

@@ -110,12 +110,17 @@ class Bound:
 
     effect: Effect
     unset_is_default: bool = False
+    zero_is_none: bool = False  # 0 is how a file writes "no limit" (TOML has no null)
 
     @property
     def marker(self) -> str:
         return _marker("lower only", self.effect)
 
     def keeps(self, value: Any, applying: Any, project: Path) -> bool:
+        if self.zero_is_none:
+            value, applying = (None if v == 0 else v for v in (value, applying))
+            if value is None:
+                return applying is None
         if not _is_number(value):
             return False
         if applying is None:
@@ -249,6 +254,7 @@ LOWER_SPENDS = Bound(Effect.SPENDS)
 LOWER_READS = Bound(Effect.READS)
 LOWER_RUNS = Bound(Effect.RUNS)
 LOWER_THAN_SET = Bound(Effect.SPENDS, unset_is_default=True)
+LOWER_SPENDS_ZERO_UNLIMITED = Bound(Effect.SPENDS, zero_is_none=True)
 OFF_SPENDS = Ordered(Effect.SPENDS, (False, True))
 OFF_READS = Ordered(Effect.READS, (False, True))
 OFF_RUNS = Ordered(Effect.RUNS, (False, True))

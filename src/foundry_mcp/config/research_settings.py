@@ -19,6 +19,7 @@ from foundry_mcp.config.effects import (
     LOWER_READS,
     LOWER_RUNS,
     LOWER_SPENDS,
+    LOWER_SPENDS_ZERO_UNLIMITED,
     NARROWS_READS,
     OFF_READS,
     OFF_RUNS,
@@ -45,6 +46,7 @@ LIMIT_BOUNDS: dict[str, tuple[int | float, int | float]] = {
     "max_sources_per_query": (1, 50),
     "max_concurrent": (1, 10),
     "task_timeout": (10, 86400),
+    "reading_budget": (2_000, 2_000_000),
 }
 # The [research] key that holds each limit's default.
 LIMIT_KEYS: dict[str, str] = {
@@ -53,6 +55,7 @@ LIMIT_KEYS: dict[str, str] = {
     "max_sources_per_query": "deep_research_max_sources",
     "max_concurrent": "deep_research_max_concurrent",
     "task_timeout": "deep_research_timeout",
+    "reading_budget": "deep_research_reading_budget",
 }
 
 
@@ -65,6 +68,7 @@ class LimitArgs(TypedDict, total=False):
     max_sources_per_query: int | None
     max_concurrent: int | None
     task_timeout: float | None
+    reading_budget: int | None
 
 
 # The longest research question, and the longest long-poll of a status read (seconds): the
@@ -72,8 +76,24 @@ class LimitArgs(TypedDict, total=False):
 MAX_QUERY_CHARS = 200_000
 MAX_WAIT_SECONDS = 60.0
 
+# The page text a research reads in one round at standard effort (tokens): the passages of its
+# pages worth most to the question (benchmarks/docpages/bench.py measures what it keeps).
+STANDARD_READING_BUDGET = 72_000
+WHOLE_PAGES = 0  # the reading budget that reads whole pages (a file cannot write None)
+
 _LOW = {name: low for name, (low, _) in LIMIT_BOUNDS.items()}
 _HIGH = {name: high for name, (_, high) in LIMIT_BOUNDS.items()}
+
+
+def check_reading_budget(value: int) -> int:
+    """``value`` when it is :data:`WHOLE_PAGES` or within the reading budget's bounds."""
+    low, high = LIMIT_BOUNDS["reading_budget"]
+    if value != WHOLE_PAGES and not low <= value <= high:
+        raise ValueError(
+            f"a reading budget is {WHOLE_PAGES} (whole pages) or {low:,} to {high:,} tokens "
+            f"(got {value:,})"
+        )
+    return value
 
 
 class FetchSettings(Section):
@@ -143,6 +163,11 @@ class ResearchSettings(Section):
     )
     deep_research_timeout: Annotated[float, LOWER_SPENDS] = Field(
         600.0, ge=_LOW["task_timeout"], le=_HIGH["task_timeout"]
+    )
+    # Tokens of page text a research reads in one round, the passages worth most first
+    # (research/workflow/reading/); 0: whole pages, as far as the model's window allows.
+    deep_research_reading_budget: Annotated[int, LOWER_SPENDS_ZERO_UNLIMITED] = Field(
+        STANDARD_READING_BUDGET, ge=WHOLE_PAGES, le=_HIGH["reading_budget"]
     )
     # The search providers in priority order (the specification's: Tavily, Google, Semantic
     # Scholar); those of the default list take part once they have their keys. The keyless web
@@ -251,9 +276,18 @@ class ResearchSettings(Section):
         fallbacks = getattr(self, f"deep_research_{phase}_providers", [])
         return [spec for spec in [primary, *fallbacks] if spec]
 
-    def default_limits(self) -> dict[str, int | float]:
-        """The research limits of a call that gives none, by limit name."""
-        return {name: getattr(self, key) for name, key in LIMIT_KEYS.items()}
+    def default_limits(self) -> dict[str, int | float | None]:
+        """The research limits of a call that gives none, by limit name (a reading budget of
+        :data:`WHOLE_PAGES` as None: no budget)."""
+        limits = {name: getattr(self, key) for name, key in LIMIT_KEYS.items()}
+        if limits["reading_budget"] == WHOLE_PAGES:
+            limits["reading_budget"] = None
+        return limits
+
+    @field_validator("deep_research_reading_budget")
+    @classmethod
+    def _whole_or_bounded(cls, value: int) -> int:
+        return check_reading_budget(value)
 
     def phase_timeouts(self) -> dict[str, float]:
         """The per-phase timeouts, by phase name."""

@@ -1,10 +1,15 @@
 """Effort presets: how thorough a research is, in one word instead of five numbers.
 
-| effort | mode | iterations | sub-queries | sources each | supervisor's judgement | claims checked |
-| --- | --- | --- | --- | --- | --- | --- |
-| quick | simple | 1 | 2 | 3 | off | 20 |
-| standard | the configuration's (`[research]`) | | | | | |
-| deep | auto (hierarchical when the question has parts) | 4 | 6 | 8 | on | 120 |
+| effort | mode | iterations | sub-queries | sources each | page text read | judgement | claims checked |
+| --- | --- | --- | --- | --- | --- | --- | --- |
+| quick | simple | 1 | 2 | 3 | 24,000 tokens | off | 20 |
+| standard | the configuration's (`[research]`) | | | | (72,000 tokens) | | |
+| deep | auto (hierarchical when the question has parts) | 4 | 6 | 8 | whole pages | on | 120 |
+
+"Page text read" is what a research reads of its pages in one round (shared evenly by the
+researchers of its sub-questions), the passages worth most to the question first
+(``ResearchLimits.reading_budget``); "whole pages" reads every page whole, as far as the model's
+window allows.
 
 Limits the caller gives explicitly (``max_iterations``, ``mode``...) win over the preset;
 ``standard`` is the configuration as it is.
@@ -34,6 +39,8 @@ class EffortPreset:
     max_iterations: int | None = None
     max_sub_queries: int | None = None
     max_sources_per_query: int | None = None
+    reading_budget: int | None = None
+    whole_pages: bool = False  # read pages whole, whatever the configuration's reading budget
     reflection: bool | None = None
     max_verified_claims: int | None = None
 
@@ -44,6 +51,7 @@ class EffortPreset:
             max_iterations=self.max_iterations,
             max_sub_queries=self.max_sub_queries,
             max_sources_per_query=self.max_sources_per_query,
+            reading_budget=self.reading_budget,
         )
         chosen = {name: value for name, value in given.items() if value is not None}
         return cast(LimitArgs, {**preset, **chosen})
@@ -55,6 +63,7 @@ PRESETS: dict[Effort, EffortPreset] = {
         max_iterations=1,
         max_sub_queries=2,
         max_sources_per_query=3,
+        reading_budget=24_000,
         reflection=False,
         max_verified_claims=20,
     ),
@@ -64,6 +73,7 @@ PRESETS: dict[Effort, EffortPreset] = {
         max_iterations=4,
         max_sub_queries=6,
         max_sources_per_query=8,
+        whole_pages=True,
         reflection=True,
         max_verified_claims=120,
     ),

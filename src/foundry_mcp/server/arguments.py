@@ -10,10 +10,16 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
-from foundry_mcp.config import LIMIT_BOUNDS, MAX_QUERY_CHARS, MAX_WAIT_SECONDS
+from foundry_mcp.config import (
+    LIMIT_BOUNDS,
+    MAX_QUERY_CHARS,
+    MAX_WAIT_SECONDS,
+    WHOLE_PAGES,
+    check_reading_budget,
+)
 from foundry_mcp.errors import InputError, UnknownActionError
 from foundry_mcp.providers.search.base import SourceType
 from foundry_mcp.research.export.document import ExportFormat
@@ -127,6 +133,12 @@ Concurrency = Annotated[
     int, Field(ge=_LOW["max_concurrent"], le=_HIGH["max_concurrent"]), _NOT_BOOL
 ]
 TaskTimeout = Annotated[float, Field(ge=_LOW["task_timeout"], le=_HIGH["task_timeout"]), _NOT_BOOL]
+ReadingBudget = Annotated[
+    int,
+    Field(ge=WHOLE_PAGES, le=_HIGH["reading_budget"]),
+    _NOT_BOOL,
+    AfterValidator(check_reading_budget),
+]
 WaitSeconds = Annotated[float, Field(ge=0, le=MAX_WAIT_SECONDS), _NOT_BOOL]
 Offset = Annotated[int, Field(ge=0), _NOT_BOOL]
 PageChars = Annotated[int, Field(ge=1000, le=100_000), _NOT_BOOL]
@@ -207,6 +219,14 @@ class ResearchArguments(BaseModel):
     )
     task_timeout: TaskTimeout | None = _limit(
         "task_timeout", "deep-research/resume: overall timeout in seconds"
+    )
+    reading_budget: ReadingBudget | None = Field(
+        None,
+        description=(
+            "deep-research/resume: tokens of page text a round reads, the passages worth most "
+            f"first, {_LOW['reading_budget']:g}-{_HIGH['reading_budget']:g}; {WHOLE_PAGES}: "
+            "whole pages (default: the effort's)."
+        ),
     )
     research_id: str | None = Field(
         None, description="The id returned by deep-research, e.g. 'deepres-0123456789ab'."

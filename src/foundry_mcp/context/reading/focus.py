@@ -91,6 +91,12 @@ class RepeatLedger:
             for sentence in sentences
         ]
 
+    def repeats(self, source_id: str, text: str) -> bool:
+        """Whether ``text`` holds long sentences and every one of them is another source's
+        repeat (so reading it from ``source_id`` would add nothing)."""
+        long_ones = [s for p in paragraphs_of(text) for s in p if len(s) >= REPEAT_MIN_CHARS]
+        return bool(long_ones) and not any(self.readable(source_id, long_ones))
+
     def claim_text(self, source_id: str, text: str) -> None:
         """Make ``source_id`` the first reader of every long sentence of ``text`` not yet read:
         call it with what was sent to the analyst, nothing more."""

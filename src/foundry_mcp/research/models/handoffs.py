@@ -141,6 +141,7 @@ class ExtractedFinding(_Model):
     confidence: Confidence = Confidence.MEDIUM
     source_ids: list[str] = Field(default_factory=list)
     category: str | None = None
+    parts: list[str] = Field(default_factory=list)  # the parts of the question it answers
 
 
 class IdentifiedGap(_Model):

@@ -19,6 +19,9 @@ class ResearchLimits(_Model):
     max_sources_per_query: int = 5
     max_concurrent: int = 3
     task_timeout: float = 600.0
+    # Tokens of page text one round of one researcher reads, its most relevant passages across
+    # its pages first (None: whole pages, as far as the model's window allows).
+    reading_budget: int | None = None
 
 
 class ModeOptions(_Model):

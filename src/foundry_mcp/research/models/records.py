@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -98,6 +99,55 @@ class Finding(_Model):
     category: str | None = None
     iteration: int = 1
     sub_question_id: str | None = None  # hierarchical: the sub-question that found it
+    # Hierarchical: every sub-question the finding answers, as the analyst filed it (the one
+    # whose reading found it included); a finding another part's reading found reaches this
+    # part's researcher through ``ResearchState.filed``.
+    parts: list[str] = Field(default_factory=list)
+
+
+class PageReading(_Model):
+    """How much of a source's page text the analyst has been sent in this research: its
+    passages as the reader splits them, those sent (as runs ``[first, last]``, so a page read
+    whole is one pair), their size, and who read it. A page is read once; a later round reads
+    only passages not sent before."""
+
+    passages: int
+    runs: list[tuple[int, int]] = Field(default_factory=list)  # the passages sent, ascending
+    tokens: int = 0  # the page text sent, in tokens
+    reader: str | None = None  # the sub-question whose researcher read it (None: the research)
+
+    @property
+    def read(self) -> frozenset[int]:
+        """The passages sent."""
+        return frozenset(i for first, last in self.runs for i in range(first, last + 1))
+
+    @property
+    def count(self) -> int:
+        """How many passages were sent."""
+        return sum(last - first + 1 for first, last in self.runs)
+
+    @property
+    def whole(self) -> bool:
+        return self.count >= self.passages
+
+    def add(self, passages: Iterable[int]) -> None:
+        """Record ``passages`` as sent too."""
+        runs: list[tuple[int, int]] = []
+        for i in sorted(self.read | set(passages)):
+            if runs and runs[-1][1] == i - 1:
+                runs[-1] = (runs[-1][0], i)
+            else:
+                runs.append((i, i))
+        self.runs = runs
+
+
+class FiledFinding(_Model):
+    """A finding that one sub-question's reading found for another (hierarchical mode), kept
+    until that sub-question's researcher takes it: the finding and the sources it cites."""
+
+    part: str  # the sub-question it answers
+    finding: Finding
+    sources: list[Source] = Field(default_factory=list)
 
 
 class Gap(_Model):

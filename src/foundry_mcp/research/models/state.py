@@ -35,9 +35,11 @@ from foundry_mcp.research.models.records import (
     AgentDecision,
     ClaimCheck,
     Contradiction,
+    FiledFinding,
     Finding,
     Gap,
     LLMUsage,
+    PageReading,
     ReportMetadata,
     Source,
     SubQuery,
@@ -78,7 +80,12 @@ class ResearchState(_Model):
     answer: SubQuestionSynthesis | None = None  # a sub-question researcher's structured answer
     sub_queries: list[SubQuery] = Field(default_factory=list)
     sources: list[Source] = Field(default_factory=list)
+    # What of each source's page the analyst was sent, by source id: research-wide (in
+    # hierarchical mode the research's, shared by its researchers), so a page is read once.
+    readings: dict[str, PageReading] = Field(default_factory=dict)
+    read_by_round: dict[int, int] = Field(default_factory=dict)  # this researcher's, in tokens
     findings: list[Finding] = Field(default_factory=list)
+    filed: list[FiledFinding] = Field(default_factory=list)  # for other sub-questions
     gaps: list[Gap] = Field(default_factory=list)
     contradictions: list[Contradiction] = Field(default_factory=list)
     claim_checks: list[ClaimCheck] = Field(default_factory=list)

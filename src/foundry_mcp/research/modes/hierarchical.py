@@ -130,6 +130,21 @@ def _key(text: str) -> str:
     return " ".join(text.lower().strip(" ?.!").split())
 
 
+def _untaken_filings(
+    state: ResearchState, sources: dict[str, Source], findings: list[Finding]
+) -> None:
+    """Findings filed for a sub-question whose researcher had answered before they came: they
+    join the research under that sub-question, with the sources they cite."""
+    have = {f.id for f in findings}
+    for filed in state.filed:
+        if filed.finding.id in have:
+            continue
+        findings.append(filed.finding.model_copy(update={"sub_question_id": filed.part}))
+        have.add(filed.finding.id)
+        for source in filed.sources:
+            sources.setdefault(source.id, source.model_copy(update={"branches": [filed.part]}))
+
+
 class HierarchicalPlaybook:
     """The phases of a hierarchical research; see the module."""
 
@@ -242,11 +257,14 @@ class HierarchicalPlaybook:
                 if _QUALITY_RANK[source.quality] > _QUALITY_RANK[kept.quality]:
                     kept.quality = source.quality
             findings += [
-                f.model_copy(update={"sub_question_id": sub_question.id}) for f in branch.findings
+                f.model_copy(update={"sub_question_id": sub_question.id})
+                for f in branch.findings
+                if f.id not in {kept.id for kept in findings}  # filed to several parts: once
             ]
             contradictions += branch.contradictions
             gaps += branch.unaddressed_gaps()
             state.content_fidelity.update(branch.content_fidelity)
+        _untaken_filings(state, sources, findings)
         state.sources = list(sources.values())
         state.findings = findings
         state.contradictions = contradictions

@@ -12,6 +12,7 @@ from foundry_mcp.providers.search.base import SearchProvider
 from foundry_mcp.research.llm.calls import CallLog, ResearchLLM
 from foundry_mcp.research.models import ResearchState
 from foundry_mcp.research.workflow.agents.pool import SourcePool
+from foundry_mcp.research.workflow.reading.reader import Reader
 from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 
 Checkpoint = Callable[[], Awaitable[None]]
@@ -46,3 +47,5 @@ class ResearchKit:
     local_sample: Callable[[str, int], Awaitable[list[str]]] | None = None
     # The passages the analyst has read in this research, so that a repeat is read once.
     repeats: RepeatLedger = field(default_factory=RepeatLedger)
+    # Who reads which page of the research (each page once), and findings filed between parts.
+    reader: Reader | None = None

@@ -45,7 +45,7 @@ from foundry_mcp.research.modes.rounds import (
     round_feedback,
 )
 from foundry_mcp.research.prompts.refiner import improvements_guidance
-from foundry_mcp.research.workflow.agents.analyzer import analyze
+from foundry_mcp.research.workflow.agents.analyzer import analyze, read_more
 from foundry_mcp.research.workflow.agents.gatherer import gather
 from foundry_mcp.research.workflow.agents.planner import plan
 from foundry_mcp.research.workflow.agents.refiner import refine, report_improvements
@@ -149,6 +149,7 @@ class SimplePlaybook:
                     sources=sources,
                     limiter=limiter,
                     ledger=kit.repeats,
+                    reader=kit.reader,
                 )
 
         output = await gather(
@@ -189,7 +190,13 @@ class SimplePlaybook:
 
     async def _analysis(self, guidance: str | None) -> dict[str, Any]:
         state = self.state
-        await analyze(self.kit.llm, state, guidance, self.kit.checkpoint, ledger=self.kit.repeats)
+        kit = self.kit
+        await analyze(
+            kit.llm, state, guidance, kit.checkpoint, ledger=kit.repeats, reader=kit.reader
+        )
+        await read_more(
+            kit.llm, state, guidance, kit.checkpoint, ledger=kit.repeats, reader=kit.reader
+        )
         self._mark_addressed_gaps()
         return {
             "finding_count": len(state.findings),
@@ -314,9 +321,13 @@ class SimplePlaybook:
             state.contradictions = [
                 c for c in state.contradictions if c.iteration != state.iteration
             ]
-            for source in state.sources:
-                if source.iteration == state.iteration:
-                    source.analyzed = False
+            again = [s for s in state.sources if s.iteration == state.iteration]
+            for source in again:
+                source.analyzed = False
+            # A retry reads them again, with the gate's issues as guidance.
+            state.read_by_round.pop(state.iteration, None)
+            if self.kit.reader is not None:
+                self.kit.reader.forget(s.id for s in again)
 
     def next_phase(self, phase: Phase, complete_early: bool) -> Phase | None:
         state = self.state

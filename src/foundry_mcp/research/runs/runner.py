@@ -26,6 +26,7 @@ from foundry_mcp.research.store.owners import (
 )
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.states import Snapshot
+from foundry_mcp.research.workflow.reading.reader import Reader
 from foundry_mcp.research.workflow.supervisor import PhaseTimeoutError, Supervisor, SupervisorHooks
 
 log = logging.getLogger(__name__)
@@ -151,6 +152,7 @@ class ResearchRunner:
                 local_sample=next(
                     (p.sample for p in search if isinstance(p, LocalDocuments)), None
                 ),
+                reader=Reader(state),
             )
             supervisor = Supervisor(state, llm, playbook_for(state, kit), checkpoint, self.hooks)
             with anyio.fail_after(state.limits.task_timeout):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from foundry_mcp.config import LIMIT_BOUNDS, MAX_QUERY_CHARS, ResearchSettings
+from foundry_mcp.config import LIMIT_BOUNDS, MAX_QUERY_CHARS, WHOLE_PAGES, ResearchSettings
 from foundry_mcp.config.research_settings import LimitArgs
 from foundry_mcp.errors import InputError, InvalidStateError
 from foundry_mcp.providers.search.base import SOURCE_TYPES
@@ -189,14 +189,33 @@ def resolve_mode(research: ResearchSettings, mode: str | None) -> ModeOptions:
 def research_limits(
     research: ResearchSettings, base: ResearchLimits | None, given: LimitArgs
 ) -> ResearchLimits:
-    """``base`` (or the ``[research]`` defaults) with the limits the caller gave, each checked."""
+    """``base`` (or the ``[research]`` defaults) with the limits the caller gave, each checked
+    (a reading budget of :data:`~foundry_mcp.config.WHOLE_PAGES` reads whole pages)."""
     limits = base.model_copy() if base else ResearchLimits(**research.default_limits())
     for name, value in given.items():
-        if value is not None:
+        if name == "reading_budget" and value is not None:
+            limits.reading_budget = _reading_budget(value)
+        elif value is not None:
             low, high = LIMIT_BOUNDS[name]
             checked = check_range(name, value, low, high, integer=name != "task_timeout")
             setattr(limits, name, float(checked) if name == "task_timeout" else checked)
     return limits
+
+
+def _reading_budget(value: Any) -> int | None:
+    """A caller's reading budget checked: None for :data:`WHOLE_PAGES` (no budget)."""
+    low, high = LIMIT_BOUNDS["reading_budget"]
+    if isinstance(value, int) and not isinstance(value, bool) and value == WHOLE_PAGES:
+        return None
+    try:
+        return int(check_range("reading_budget", value, low, high))
+    except InputError as error:
+        raise InputError(
+            f"{error.message} A reading budget of {WHOLE_PAGES} reads whole pages.",
+            remediation=f"Pass reading_budget={WHOLE_PAGES} for whole pages, or {low:g} to "
+            f"{high:g} tokens, or leave it out for the effort's budget.",
+            details={"field": "reading_budget"},
+        ) from None
 
 
 def check_can_continue(state: ResearchState, max_iterations: int | None) -> None:

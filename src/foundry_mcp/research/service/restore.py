@@ -2,7 +2,8 @@
 
 ``restore_content(state, item_id, archive)`` puts the source's original text back (read from
 the archive by its hash, which is checked, when the state no longer holds it), marks it not yet
-analysed and *protected* (allocated first, never below a headline), and takes it off the
+analysed and *protected* (allocated first, never below a headline, read whole whatever the
+reading budget), and takes it off the
 dropped list. When the research stopped after its analysis in the current iteration, its phase
 goes back to analysis, so that resuming it analyses the restored source and writes the report
 again. A completed research analyses it in the next iteration of a continued run.
@@ -46,6 +47,7 @@ def restore_content(
         source.content = record.content
         restored_from = "archive"
     source.analyzed = False
+    state.readings.pop(item_id, None)  # its whole text is read again, not only what was left
     if item_id not in state.protected_content_ids:
         state.protected_content_ids.append(item_id)
     if item_id in state.dropped_content_ids:

@@ -111,6 +111,8 @@ class ResearchWriter:
         preset = PRESETS[chosen or Effort.STANDARD]
         mode_options = resolve_mode(self.settings.research, mode or preset.mode)
         resolved = research_limits(self.settings.research, None, preset.limits(**(limits or {})))
+        if preset.whole_pages and (limits or {}).get("reading_budget") is None:
+            resolved.reading_budget = None
         llm_name, llm_model = self.providers.resolve_llm(provider_id, model)
         # A provider named by the caller runs every phase; otherwise the per-phase lists apply
         # (resolved now, to fail here naming the key).

@@ -42,6 +42,9 @@ class Limits(Result):
     max_sources_per_query: int
     max_concurrent: int
     task_timeout: float = Field(description="Seconds.")
+    reading_budget: int | None = Field(
+        None, description="Tokens of page text one round reads; null: whole pages."
+    )
 
 
 class SearchPlan(Result):

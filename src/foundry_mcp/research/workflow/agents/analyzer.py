@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 
 import anyio
 
@@ -35,6 +36,7 @@ from foundry_mcp.research.models import (
     Gap,
     ResearchState,
     Source,
+    SubQuestion,
 )
 from foundry_mcp.research.prompts.analyzer import (
     analyzer_prompts,
@@ -42,15 +44,13 @@ from foundry_mcp.research.prompts.analyzer import (
     render_source,
     source_text,
 )
-from foundry_mcp.research.workflow.fitting.batches import (
-    SOURCES_PER_CALL,
-    batch_capacity,
-    focus_sources,
-    pack,
-    seed_ledger,
-)
+from foundry_mcp.research.workflow.deadline.ceiling import TimeCeiling
+from foundry_mcp.research.workflow.fitting.batches import SOURCES_PER_CALL
 from foundry_mcp.research.workflow.fitting.fitter import Fitting
 from foundry_mcp.research.workflow.fitting.sources import FittedSource, fit_sources, prepare_round
+from foundry_mcp.research.workflow.reading.budget import more_to_read, round_allowance, spend
+from foundry_mcp.research.workflow.reading.reader import Reader
+from foundry_mcp.research.workflow.reading.round import RoundReading, read_round, reading_terms
 
 CHARS_PER_SOURCE = 4000  # the fixed cut used when token management is switched off
 LEGACY_MAX_TOKENS = 4096
@@ -67,25 +67,112 @@ async def analyze(
     sources: Sequence[Source] | None = None,
     limiter: anyio.Semaphore | None = None,
     ledger: RepeatLedger | None = None,
+    reader: Reader | None = None,
 ) -> AnalyzerOutput:
     """Analyse ``sources`` (default: every source) not analysed yet; see the module.
 
     ``ledger`` remembers the passages already read in this research, so a repeat is read once.
+    ``reader`` (the research's) makes each page's text go to the analyst once in the whole
+    research: a page another researcher read is not sent again, and what that reading found for
+    this researcher's part is filed to it.
     """
     pending = [s for s in (state.sources if sources is None else sources) if not s.analyzed]
     combined = AnalyzerOutput()
+    if reader is not None:
+        reader.receive(state)
     if not pending:
         return combined
+    mine = pending if reader is None else await reader.claim(pending)
+    try:
+        for source in pending:
+            if source not in mine:  # read elsewhere in the research: its findings were filed
+                source.analyzed = True
+        if reader is not None:
+            reader.receive(state)
+        if mine:
+            await _analyze_sources(
+                llm, state, guidance, checkpoint, mine, limiter, ledger, reader, combined
+            )
+        else:
+            await checkpoint()
+    finally:
+        if reader is not None:
+            reader.release(mine)
+    return combined
+
+
+async def read_more(
+    llm: ResearchLLM,
+    state: ResearchState,
+    guidance: str | None,
+    checkpoint: Checkpoint,
+    *,
+    ledger: RepeatLedger | None = None,
+    reader: Reader | None = None,
+) -> AnalyzerOutput:
+    """Spend what the round's reading budget has left on the pages this researcher read in
+    part (:func:`~foundry_mcp.research.workflow.reading.budget.more_to_read`): their passages
+    worth most to the question, its parts and this round's sub-queries (the gaps a later round
+    searches for), across those pages. A page a round read only in part is read further before
+    the research searches again for what it may hold."""
+    combined = AnalyzerOutput()
+    allowance = more_to_read(state)
+    ceiling = TimeCeiling.current()
+    if ceiling is not None and not ceiling.allows("analysis"):
+        return combined  # no time for a further call before the report must be written
+    pages = reader.read_in_part(state) if reader is not None and allowance else []
+    if pages:
+        await _analyze_sources(
+            llm, state, guidance, checkpoint, pages, None, ledger, reader, combined, more=allowance
+        )
+    return combined
+
+
+async def _analyze_sources(
+    llm: ResearchLLM,
+    state: ResearchState,
+    guidance: str | None,
+    checkpoint: Checkpoint,
+    pending: list[Source],
+    limiter: anyio.Semaphore | None,
+    ledger: RepeatLedger | None,
+    reader: Reader | None,
+    combined: AnalyzerOutput,
+    *,
+    more: int | None = None,
+) -> None:
+    """Analyse ``pending``; ``more``: the allowance of a further reading of pages read in
+    part (else the round's share for them)."""
     fitting = await Fitting.open(llm, state, "analysis")
     limiter = limiter or anyio.Semaphore(max(1, state.limits.max_concurrent))
+    parts = reader.parts() if reader is not None else []
+    reading = RoundReading()
     room = 0
-    selected: set[str] = set()
     if fitting.enabled:
-        fixed = count_messages(fitting.counter, *_prompts(state, [], guidance))
+        fixed = count_messages(fitting.counter, *_prompts(state, [], guidance, parts))
         room = fitting.call_room("analysis", fixed)
-        batches, selected = await anyio.to_thread.run_sync(
-            _read, fitting, state, pending, ledger, room
+        read_before = {s.id: reader.read_before(s.id) for s in pending} if reader else {}
+        searched = [sq.query for sq in state.sub_queries if sq.iteration == state.iteration]
+        reading = await anyio.to_thread.run_sync(
+            partial(
+                read_round,
+                fitting,
+                state,
+                pending,
+                room=room,
+                allowance=(
+                    round_allowance(state, pending)
+                    if more is None  # a further reading: no more than a round of this window
+                    else min(more, fitting.phase_budget("analysis"))
+                ),
+                read_before=read_before,
+                terms=reading_terms(
+                    state, [sq.question for sq in parts], pending, searched if more else ()
+                ),
+                ledger=ledger,
+            )
         )
+        batches = reading.batches
     else:
         batches = [
             {s.id: cut_text(source_text(s), CHARS_PER_SOURCE) for s in chunk}
@@ -94,10 +181,15 @@ async def analyze(
             )
         ]
     by_id = {s.id: s for s in pending}
+    sent = {i for batch in batches for i in batch}
+    for source in pending:
+        if source.id not in sent:  # nothing of it within the round's allowance: considered
+            source.analyzed = True
     ready = None
     if fitting.enabled:
         focused = {i: text for batch in batches for i, text in batch.items()}
-        ready = prepare_round(fitting, pending, focused, selected)
+        read = [s for s in pending if s.id in sent]
+        ready = prepare_round(fitting, read, focused, reading.selected)
 
     async def run(texts: dict[str, str]) -> None:
         batch = [by_id[source_id] for source_id in texts]
@@ -107,11 +199,12 @@ async def analyze(
             else:
                 fitted = [FittedSource(s, texts[s.id], ContentLevel.FULL, 0) for s in batch]
             output = (
-                await _analyze_batch(fitting, state, fitted, guidance)
+                await _analyze_batch(fitting, state, fitted, guidance, parts)
                 if fitted
                 else AnalyzerOutput()
             )
-        _apply(state, batch, output)  # dropped sources too: considered, nothing to analyse
+        _apply(state, batch, output, reader)  # dropped sources too: considered, nothing to analyse
+        _record(state, batch, reading, reader)
         combined.findings.extend(output.findings)
         combined.gaps.extend(output.gaps)
         combined.quality_updates.extend(output.quality_updates)
@@ -119,48 +212,47 @@ async def analyze(
         await checkpoint()
 
     await fan_out(run, batches)
-    return combined
 
 
-def _read(
-    fitting: Fitting,
-    state: ResearchState,
-    pending: Sequence[Source],
-    ledger: RepeatLedger | None,
-    room: int,
-) -> tuple[list[dict[str, str]], set[str]]:
-    """The batches of one round (each source within its share, focused where it must be, packed
-    into calls of at most ``room`` tokens) and the sources whose passages were chosen to fit.
-    CPU work over long pages: run it in a worker thread."""
-    if ledger is not None:
-        seed_ledger(ledger, state, fitting.counter)
-    reading = focus_sources(
-        state,
-        pending,
-        fitting.counter,
-        ledger,
-        round_budget=fitting.phase_budget("analysis"),
-        room=room,
-    )
-    for source in pending:  # the originals' counts, cached for prepare_round
-        fitting.counter.count(source_text(source))
-    batches = [
-        {item.source.id: item.text for item in batch}
-        for batch in pack(reading, batch_capacity(room))
-    ]
-    return batches, {item.source.id for item in reading if item.selected}
+def _record(
+    state: ResearchState, batch: Sequence[Source], reading: RoundReading, reader: Reader | None
+) -> None:
+    """What the analyst was sent of each page of ``batch``: recorded for the research, counted
+    in the round's reading, and told in an event."""
+    for source in batch:
+        page = reading.pages.get(source.id)
+        if page is None or not page.chosen:
+            continue
+        if reader is not None:
+            reader.record(source.id, page.passages, page.chosen, page.tokens, state.branch)
+        spend(state, page.tokens)
+        state.emit(
+            "page_read",
+            {
+                "source_id": source.id,
+                "url": source.url,
+                "passages_read": len(page.chosen),
+                "passages": page.passages,
+                "tokens": page.tokens,
+            },
+        )
 
 
 def _prompts(
-    state: ResearchState, rendered: Sequence[str], guidance: str | None
+    state: ResearchState,
+    rendered: Sequence[str],
+    guidance: str | None,
+    parts: Sequence[SubQuestion] = (),
 ) -> tuple[str, str]:
     return analyzer_prompts(
-        state.query,
+        state.parent_query or state.query,
         state.research_brief,
         list(rendered),
         state.iteration,
         state.limits.max_iterations,
         guidance,
+        parts=[(sq.id, sq.question) for sq in parts],
+        reading_for=state.branch,
     )
 
 
@@ -169,6 +261,7 @@ async def _analyze_batch(
     state: ResearchState,
     batch: Sequence[FittedSource],
     guidance: str | None,
+    parts: Sequence[SubQuestion],
 ) -> AnalyzerOutput:
     def build(scale: float) -> tuple[str, str]:
         """The prompts, with every source's text cut to ``scale`` of its fitted size."""
@@ -185,7 +278,7 @@ async def _analyze_batch(
                 fitting.counter,
             ).text
             rendered.append(render_source(fitted.source, text, fitted.level))
-        return _prompts(state, rendered, guidance)
+        return _prompts(state, rendered, guidance, parts)
 
     system, user = build(1.0)
     text = await fitting.ask(
@@ -235,20 +328,30 @@ def _keep_known_sources(output: AnalyzerOutput, known: set[str]) -> AnalyzerOutp
     return output
 
 
-def _apply(state: ResearchState, batch: Sequence[Source], output: AnalyzerOutput) -> None:
+def _apply(
+    state: ResearchState, batch: Sequence[Source], output: AnalyzerOutput, reader: Reader | None
+) -> None:
     by_id = state.source_by_id()
     for update in output.quality_updates:
         by_id[update.source_id].quality = update.quality
+    known = {sq.id for sq in reader.parts()} if reader is not None else set()
     for extracted in output.findings:
-        state.findings.append(
-            Finding(
-                content=extracted.content.strip(),
-                confidence=extracted.confidence,
-                source_ids=extracted.source_ids,
-                category=extracted.category,
-                iteration=state.iteration,
-            )
+        parts = [part for part in dict.fromkeys(extracted.parts) if part in known]
+        finding = Finding(
+            content=extracted.content.strip(),
+            confidence=extracted.confidence,
+            source_ids=extracted.source_ids,
+            category=extracted.category,
+            iteration=state.iteration,
+            parts=parts,
         )
+        own = state.branch
+        if reader is not None and own is not None and parts and own not in parts:
+            reader.file(finding, batch, parts)  # it answers other parts only
+            continue
+        state.findings.append(finding)
+        if reader is not None:
+            reader.file(finding, batch, [part for part in parts if part != own])
     known_gaps = {" ".join(g.description.lower().split()) for g in state.gaps}
     for identified in output.gaps:
         key = " ".join(identified.description.lower().split())

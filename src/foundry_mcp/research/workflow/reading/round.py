@@ -1,0 +1,171 @@
+"""One analysis call's reading: which text of each pending page the analyst gets, in batches.
+
+With a reading budget (``ResearchLimits.reading_budget``) the call's allowance goes to the most
+relevant passages not read before across all its pages
+(:func:`~foundry_mcp.context.reading.across.read_within`), relevant meaning to the question, all
+its parts and the sub-queries that found the pages. Without one, each page is read whole within
+its share of the round's budget (:func:`~foundry_mcp.research.workflow.fitting.batches.focus_sources`,
+which focuses a page only where the model's window demands it); so is a page the user restored
+(``ResearchState.protected_content_ids``), whatever the budget. Either way the texts are packed
+into calls, and what each page gives is returned for the reader to record once the analyst has
+read it. CPU work over long pages: call :func:`read_round` in a worker thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from foundry_mcp.context.levels import ContentLevel
+from foundry_mcp.context.reading.across import Page, read_within
+from foundry_mcp.context.reading.focus import RepeatLedger, focus_terms
+from foundry_mcp.context.reading.passages import split_passages_with_breaks
+from foundry_mcp.research.models import ResearchState, Source
+from foundry_mcp.research.prompts.analyzer import render_source, source_text
+from foundry_mcp.research.workflow.fitting.batches import (
+    ReadySource,
+    batch_capacity,
+    focus_sources,
+    pack,
+    seed_ledger,
+    sub_query_of,
+)
+from foundry_mcp.research.workflow.fitting.fitter import Fitting
+
+_FRAME_ALLOWANCE = 200  # tokens of a source's title, address and snippet around its text
+
+
+@dataclass(frozen=True)
+class PageRead:
+    """What of one page a call sends: the passages (of how many) and their tokens."""
+
+    passages: int
+    chosen: tuple[int, ...]
+    tokens: int
+
+
+@dataclass
+class RoundReading:
+    """The batches of one call (source id -> text), the sources whose passages were chosen to
+    fit, and what each page gives (for the record)."""
+
+    batches: list[dict[str, str]] = field(default_factory=list)
+    selected: set[str] = field(default_factory=set)
+    pages: dict[str, PageRead] = field(default_factory=dict)
+
+
+def read_round(
+    fitting: Fitting,
+    state: ResearchState,
+    pending: Sequence[Source],
+    *,
+    room: int,
+    allowance: int | None,
+    read_before: Mapping[str, frozenset[int]],
+    terms: Sequence[str],
+    ledger: RepeatLedger | None,
+) -> RoundReading:
+    """The reading of ``pending`` (see the module); ``room``: what one call can carry."""
+    protected = set(state.protected_content_ids)
+    whole = [s for s in pending if allowance is None or s.id in protected]
+    ready = _whole(fitting, state, whole, ledger, room) if whole else []
+    pages = {
+        item.source.id: PageRead(n, tuple(range(n)), item.tokens)
+        for item in ready
+        if (n := len(split_passages_with_breaks(source_text(item.source))))
+    }
+    if allowance is not None:
+        rest = [s for s in pending if s.id not in protected]
+        budgeted, read = _budgeted(
+            fitting, state, rest, allowance, read_before, terms, ledger, room
+        )
+        ready += budgeted
+        pages.update(read)
+    for source in pending:  # the originals' counts, cached for the ladder
+        fitting.counter.count(source_text(source))
+    batches = [{item.source.id: item.text for item in b} for b in pack(ready, batch_capacity(room))]
+    return RoundReading(batches, {item.source.id for item in ready if item.selected}, pages)
+
+
+def reading_terms(
+    state: ResearchState,
+    parts: Sequence[str],
+    sources: Sequence[Source],
+    also: Sequence[str] = (),
+) -> list[str]:
+    """What a reading is relevant to: the question (the research's, for a sub-question's
+    researcher), its parts, the researcher's own question, the sub-queries that found
+    ``sources``, and ``also``."""
+    found_by = [sub_query_of(state, s) for s in sources]
+    return focus_terms(state.parent_query, state.query, *parts, *dict.fromkeys(found_by), *also)
+
+
+def _whole(
+    fitting: Fitting,
+    state: ResearchState,
+    pending: Sequence[Source],
+    ledger: RepeatLedger | None,
+    room: int,
+) -> list[ReadySource]:
+    if ledger is not None:
+        seed_ledger(ledger, state, fitting.counter)
+    return focus_sources(
+        state,
+        pending,
+        fitting.counter,
+        ledger,
+        round_budget=fitting.phase_budget("analysis"),
+        room=room,
+    )
+
+
+def _budgeted(
+    fitting: Fitting,
+    state: ResearchState,
+    pending: Sequence[Source],
+    allowance: int,
+    read_before: Mapping[str, frozenset[int]],
+    terms: Sequence[str],
+    ledger: RepeatLedger | None,
+    room: int,
+) -> tuple[list[ReadySource], dict[str, PageRead]]:
+    """The passages of ``pending`` worth most within ``allowance``; a passage read before from
+    its page is not a candidate, and a sentence another page gave is worth nothing."""
+    counter = fitting.counter
+    if ledger is not None:
+        _seed(ledger, state)
+    pages = [Page(s.id, source_text(s), read_before.get(s.id, frozenset())) for s in pending]
+    known = frozenset(ledger.first_reader) if ledger is not None else frozenset()
+    cap = max(1, batch_capacity(room) - _FRAME_ALLOWANCE)
+    chosen = read_within(pages, terms, allowance, counter, known=known, page_cap=cap)
+    ready: list[ReadySource] = []
+    read: dict[str, PageRead] = {}
+    for source, page, selection in zip(pending, pages, chosen, strict=True):
+        read[source.id] = PageRead(selection.passages, selection.chosen, selection.tokens)
+        if ledger is not None and selection.text:
+            ledger.claim_text(source.id, selection.text)
+        if not selection.text and source.content:
+            continue  # nothing of it within the allowance: considered, not read
+        text = selection.text or source_text(source)  # a page of no text: its snippet
+        frame = counter.count(render_source(source, "", ContentLevel.FULL))
+        whole = selection.whole(page.read) and not page.read
+        ready.append(ReadySource(source, text, counter.count(text) + frame, not whole))
+    return ready, read
+
+
+def _seed(ledger: RepeatLedger, state: ResearchState) -> None:
+    """Claim what earlier readings sent (a resumed run's ledger starts empty): the recorded
+    passages of each page, or the whole text of a page analysed before readings were kept."""
+    if ledger.first_reader:
+        return
+    for source in state.sources:
+        if not source.analyzed or not source.content:
+            continue
+        reading = state.readings.get(source.id)
+        if reading is None:
+            ledger.claim_text(source.id, source.content)
+            continue
+        pieces = split_passages_with_breaks(source.content.strip())
+        for i in reading.read:
+            if i < len(pieces):
+                ledger.claim_text(source.id, pieces[i][0])
