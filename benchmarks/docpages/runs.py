@@ -42,6 +42,7 @@ from tests.fakes.brain import SOURCE_TEXT_RE, parts_for
 from tests.fakes.docpages import DocCorpus, PlantedFact
 from tests.fakes.longpages import fact_summarizer
 from tests.fakes.planted import facts_in
+from tests.fakes.sent import page_text_sent
 
 OPTIONS: dict[str, Any] = {
     "max_concurrent": 4,
@@ -248,25 +249,6 @@ async def research_once(
         run.claims = read_claims((state, *branches), corpus)
         run.citations = len(set(REPORT_CITATION_RE.findall(report_body(state.report))))
     return run
-
-
-def page_text_sent(prompts: Iterable[str]) -> tuple[int, int]:
-    """The characters of page text in ``prompts`` (each source block's ``Content:``, its
-    lines without the ``[…]`` marks): all told, and distinct (a line a page holds twice, such as
-    a code fence, counts as often as one block of that source holds it)."""
-    sent = 0
-    most: Counter[tuple[str, str]] = Counter()
-    for prompt in prompts:
-        for source_id, block in SOURCE_TEXT_RE.findall(prompt):
-            content = block.split("Content:", 1)[1] if "Content:" in block else ""
-            lines = Counter(
-                " ".join(line.replace("[…]", " ").split()) for line in content.splitlines()
-            )
-            lines.pop("", None)
-            for text, times in lines.items():
-                sent += len(text) * times
-                most[(source_id, text)] = max(most[(source_id, text)], times)
-    return sent, sum(len(text) * times for (_, text), times in most.items())
 
 
 def read_claims(states: tuple[ResearchState, ...], corpus: DocCorpus) -> list[Claim]:

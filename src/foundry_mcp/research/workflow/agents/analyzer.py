@@ -45,7 +45,7 @@ from foundry_mcp.research.prompts.analyzer import (
     source_text,
 )
 from foundry_mcp.research.workflow.deadline.ceiling import TimeCeiling
-from foundry_mcp.research.workflow.fitting.batches import SOURCES_PER_CALL
+from foundry_mcp.research.workflow.fitting.batches import MIN_SHARE_TOKENS, SOURCES_PER_CALL
 from foundry_mcp.research.workflow.fitting.fitter import Fitting
 from foundry_mcp.research.workflow.fitting.sources import FittedSource, fit_sources, prepare_round
 from foundry_mcp.research.workflow.reading.budget import more_to_read, round_allowance, spend
@@ -144,6 +144,8 @@ async def _analyze_sources(
     """Analyse ``pending``; ``more``: the allowance of a further reading of pages read in
     part (else the round's share for them)."""
     fitting = await Fitting.open(llm, state, "analysis")
+    if more is not None and fitting.enabled and fitting.phase_budget("analysis") < MIN_SHARE_TOKENS:
+        return  # a small window: its report could not hold what a further reading finds
     limiter = limiter or anyio.Semaphore(max(1, state.limits.max_concurrent))
     parts = reader.parts() if reader is not None else []
     reading = RoundReading()

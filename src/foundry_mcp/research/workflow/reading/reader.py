@@ -106,10 +106,13 @@ class Reader:
                 found.append(source)
         return found
 
-    def forget(self, source_ids: Iterable[str]) -> None:
-        """Forget what was read of these pages: a phase run again reads them again."""
+    def forget(self, source_ids: Iterable[str], reader: str | None = None) -> None:
+        """Forget what ``reader`` (a sub-question's researcher; None: the research's) read of
+        these pages: its phase run again reads them again. Another researcher's reading stays."""
         for source_id in source_ids:
-            self.research.readings.pop(source_id, None)
+            reading = self.research.readings.get(source_id)
+            if reading is not None and reading.reader == reader:
+                del self.research.readings[source_id]
 
     # ------------------------------------------------------------------ filing
 

@@ -1,0 +1,64 @@
+"""The report's cost footer: what the research's LLM calls read, wrote and cost, by phase.
+
+The report as served (the report action, the ``research://{id}/report`` resource and the
+markdown and JSON exports) ends with one line under a rule::
+
+    ---
+    *Cost: 84,781 prompt and 9,012 completion tokens in 31 calls, about $0.0421 (estimated):
+    planning 1,122 + 476 ($0.0011); analysis 71,233 + 5,100 ($0.0300); ...*
+
+Prompt and completion tokens are the providers' counts where they give them; the cost is
+estimated from the model prices foundry-mcp knows (``[providers.*.prices]``), and a call to a
+model without a known price is said to be unpriced rather than counted as free. The stored
+report stays as the writer left it; the footer is added when the report is read, so it always
+tells the research's whole cost, resumed runs included.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the MCP surface imports this room before any research code is needed
+    from foundry_mcp.research.models import ResearchState, UsageTotals
+
+PHASE_ORDER = ("planning", "gathering", "analysis", "synthesis", "refinement")
+RULE = "\n\n---\n"
+
+
+def with_cost_footer(state: ResearchState) -> str:
+    """``state``'s report followed by its cost footer ("" when there is no report)."""
+    report, footer = state.report or "", cost_footer(state)
+    return f"{report.rstrip()}{RULE}{footer}\n" if report and footer else report
+
+
+def cost_footer(state: ResearchState) -> str:
+    """The footer line (see the module); "" for a research that made no LLM call."""
+    usage = state.llm_usage
+    total = usage.total
+    if total.calls == 0:
+        return ""
+    phases = sorted(
+        usage.by_phase.items(),
+        key=lambda item: (PHASE_ORDER.index(item[0]) if item[0] in PHASE_ORDER else 99, item[0]),
+    )
+    parts = "; ".join(f"{phase} {_tokens(totals)} ({_cost(totals)})" for phase, totals in phases)
+    return (
+        f"*Cost: {total.input_tokens:,} prompt and {total.output_tokens:,} completion tokens "
+        f"in {total.calls:,} call{'s' if total.calls != 1 else ''}, {_cost(total, about=True)}: "
+        f"{parts}.*"
+    )
+
+
+def _tokens(totals: UsageTotals) -> str:
+    return f"{totals.input_tokens:,} + {totals.output_tokens:,}"
+
+
+def _cost(totals: UsageTotals, *, about: bool = False) -> str:
+    if totals.unpriced_calls == totals.calls:
+        return "cost unknown (no price known for the model)"
+    figure = f"{'about ' if about else ''}${totals.cost_usd:.4f}"
+    if about:
+        figure += " (estimated)"
+    if totals.unpriced_calls:
+        figure += f", {totals.unpriced_calls} unpriced call(s) not counted"
+    return figure

@@ -1,0 +1,97 @@
+"""Reading several pages within one budget: worth per token, across pages, each sentence once."""
+
+from __future__ import annotations
+
+from foundry_mcp.context.reading.across import Page, read_within
+from foundry_mcp.context.reading.focus import focus_terms, sentence_key
+from foundry_mcp.context.tokens import EstimateCounter
+from foundry_mcp.research.models import PageReading
+
+COUNTER = EstimateCounter()
+TERMS = focus_terms("Compare lmdb and leveldb for write throughput")
+FILLER = (
+    "The {n}th section of the {name} manual explains configuration files, logging conventions and how the "
+    "project names its releases, which readers of this manual rarely need in practice."
+)
+DECOY = "The write throughput of {item} depends on the disk, the build and the size of values."
+
+
+def page(name: str, paragraphs: int, fact_at: float | None = None, item: str = "lmdb") -> Page:
+    """A long page of filler and decoys naming the subject, with one figure deep inside."""
+    parts = []
+    for n in range(paragraphs):
+        decoy = DECOY.format(item=item) if n % 3 == 0 else ""
+        parts.append(f"{FILLER.format(n=n, name=name)} {decoy}".strip())
+        if fact_at is not None and n == int(paragraphs * fact_at):
+            parts.append(f"FACT-{name}: {item} wrote 91,500 keys a second in the write benchmark.")
+    return Page(name, "\n\n".join(parts))
+
+
+def read_text(selections: list) -> str:
+    return "\n".join(s.text for s in selections)
+
+
+def test_a_figure_deep_in_a_long_page_is_read_within_a_small_budget() -> None:
+    pages = [page("deep", 400, fact_at=0.97), page("other", 200, item="leveldb")]
+    total = sum(COUNTER.count(p.text) for p in pages)
+    chosen = read_within(pages, TERMS, 1_500, COUNTER)
+    assert total > 20 * 1_500
+    assert "FACT-deep" in read_text(chosen)
+    assert sum(s.tokens for s in chosen) <= 1_500
+    assert all(s.text == "" or "[…]" in s.text for s in chosen)  # in part, the gaps marked
+
+
+def test_one_long_page_cannot_take_the_budget_of_the_short_ones() -> None:
+    short = [page(f"short{n}", 6, fact_at=0.5) for n in range(5)]
+    long = page("long", 600, fact_at=0.5)
+    chosen = read_within([long, *short], TERMS, 2_500, COUNTER)
+    text = read_text(chosen)
+    assert all(f"FACT-short{n}" in text for n in range(5)) and "FACT-long" in text
+    assert chosen[0].tokens < 2_500 / 2
+
+
+def test_pages_that_fit_are_read_whole_word_for_word() -> None:
+    pages = [page("a", 5, fact_at=0.5), page("b", 4)]
+    chosen = read_within(pages, TERMS, 100_000, COUNTER)
+    assert [s.text for s in chosen] == [p.text for p in pages]
+    assert all(s.whole() for s in chosen)
+
+
+def test_what_was_read_before_is_not_read_again() -> None:
+    first = page("p", 120, fact_at=0.9)
+    before = read_within([first], TERMS, 800, COUNTER)[0]
+    again = Page("p", first.text, frozenset(before.chosen))
+    after = read_within([again], TERMS, 800, COUNTER)[0]
+    assert before.chosen and after.chosen
+    assert not set(before.chosen) & set(after.chosen)
+    reading = PageReading(passages=before.passages)
+    reading.add(before.chosen)
+    reading.add(after.chosen)
+    assert reading.count == len(before.chosen) + len(after.chosen)
+    assert reading.read == set(before.chosen) | set(after.chosen)
+    assert len(reading.runs) <= reading.count
+
+
+def test_a_sentence_another_page_gave_is_worth_nothing() -> None:
+    fact = "FACT-shared: lmdb wrote 91,500 keys a second in the write benchmark."
+    pages = [
+        Page(name, "\n\n".join([fact, *(FILLER.format(n=n, name=name) for n in range(40))]))
+        for name in ("one", "two")
+    ]
+    known = frozenset({sentence_key(fact)})
+    assert "FACT-shared" not in read_text(read_within(pages, TERMS, 200, COUNTER, known=known))
+    both = read_within(pages, TERMS, 200, COUNTER)
+    assert read_text(both).count("FACT-shared") == 1  # read from one page, not both
+
+
+def test_no_page_brings_more_than_one_call_carries() -> None:
+    pages = [page("big", 800, fact_at=0.5), page("small", 20, fact_at=0.5)]
+    chosen = read_within(pages, TERMS, 20_000, COUNTER, page_cap=3_000)
+    assert chosen[0].tokens <= 3_000 + 50
+    assert "FACT-small" in chosen[1].text
+
+
+def test_a_round_that_finds_nothing_relevant_reads_nothing() -> None:
+    pages = [Page("off", "\n\n".join(FILLER.format(n=n, name="off") for n in range(300)))]
+    chosen = read_within(pages, focus_terms("quantum chromodynamics"), 2_000, COUNTER)
+    assert chosen[0].text == "" and chosen[0].chosen == ()
