@@ -235,8 +235,15 @@ async def research_once(
         for agent, _, user in brain.history:
             if agent in prompts:
                 prompts[agent] += user + "\n"
+        texts = {page["url"]: page["raw_content"] for page in corpus.all_pages()}
+        read = {
+            source.id: texts[source.url]
+            for s in (state, *branches)
+            for source in s.sources
+            if source.url in texts
+        }
         run.sent, run.distinct = page_text_sent(
-            user for agent, _, user in brain.history if agent == "analyzer"
+            (user for agent, _, user in brain.history if agent == "analyzer"), read
         )
         findings = [f.content for s in (state, *branches) for f in s.findings]
         run.facts = {

@@ -8,6 +8,7 @@ them reads each page, for the whole question, and files each fact under the part
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -87,6 +88,12 @@ def analyst_prompts(brain: ResearchBrain) -> list[str]:
     return [user for agent, _, user in brain.history if agent == "analyzer"]
 
 
+def pages_of(state: ResearchState) -> dict[str, str]:
+    """The survey page each source of ``state`` is, by source id."""
+    texts = {page["url"]: page["raw_content"] for page in SharedSurveys().survey}
+    return {s.id: texts[s.url] for s in state.sources if s.url in texts}
+
+
 async def research(settings: Settings, **options: Any) -> ResearchState:
     async with research_runtime(settings, warm=False) as service:
         started = await service.start(QUESTION, **options)
@@ -101,12 +108,13 @@ async def test_a_page_three_parts_found_is_read_once_and_serves_each_part(
 ) -> None:
     state = await research(settings, mode="hierarchical", max_iterations=1)
     prompts = analyst_prompts(careful)
-    sent, distinct = page_text_sent(prompts)
+    sent, distinct = page_text_sent(prompts, pages_of(state))
     assert distinct > 0 and sent <= 1.05 * distinct, (sent, distinct)
     # Each survey page reached the analyst in one reading, whichever researcher read it.
+    readers = [re.findall(r"asked for part \[(\S+)\]", prompt) for prompt in prompts]
     for number in range(1, 4):
         url = f"https://surveys.example.org/caches/{number}"
-        assert sum(url in prompt for prompt in prompts) == 1, url
+        assert sum(url in prompt for prompt in prompts) == 1, (url, readers, state.decisions)
     # Its facts reached the parts they answer, though two of the three researchers never read
     # the page: each sub-question's findings hold its own cache's facts.
     by_part = {sq.id: sq for sq in state.sub_questions}
@@ -114,7 +122,8 @@ async def test_a_page_three_parts_found_is_read_once_and_serves_each_part(
     for finding in state.findings:
         if facts_in(finding.content):
             item = next(i for i in ITEMS if i in finding.content)
-            assert item in by_part[finding.sub_question_id or ""].question
+            part = by_part[finding.sub_question_id or ""]
+            assert item in part.question, (finding, readers, state.sub_questions)
     planted = {tag for page in SharedSurveys().survey for tag in page["facts"]}
     assert facts_in(state.report) == planted
     answered = {
@@ -135,7 +144,7 @@ async def test_a_later_round_reads_only_what_was_not_read(
     """A budget smaller than the pages: round one reads the passages worth most, round two
     (and the further reading of pages read in part) only passages not read before."""
     state = await research(settings, mode="simple", max_iterations=2, reading_budget=2_000)
-    sent, distinct = page_text_sent(analyst_prompts(careful))
+    sent, distinct = page_text_sent(analyst_prompts(careful), pages_of(state))
     assert distinct > 0 and sent <= 1.05 * distinct, (sent, distinct)
     # Each round read within its budget, the second only what the first left unread.
     assert sorted(state.read_by_round) == [1, 2]
@@ -176,7 +185,8 @@ async def test_a_resumed_research_does_not_read_again_what_it_read(
         await service.resume(research_id)
         status = await wait_until(service, research_id, TERMINAL, timeout=60)
         assert status["status"] == "completed", status["error"]
+        state = service.store.load(research_id)
     prompts = analyst_prompts(careful)
     assert len(prompts) > read_before  # the resumed run read more
-    sent, distinct = page_text_sent(prompts)
+    sent, distinct = page_text_sent(prompts, pages_of(state))
     assert sent <= 1.05 * distinct, (sent, distinct)
