@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from foundry_mcp.context.reading.across import Page, read_within
 from foundry_mcp.context.reading.focus import focus_terms, sentence_key
+from foundry_mcp.context.reading.passages import cut_words
 from foundry_mcp.context.tokens import EstimateCounter
 from foundry_mcp.research.models import PageReading
 
@@ -95,3 +96,13 @@ def test_a_round_that_finds_nothing_relevant_reads_nothing() -> None:
     pages = [Page("off", "\n\n".join(FILLER.format(n=n, name="off") for n in range(300)))]
     chosen = read_within(pages, focus_terms("quantum chromodynamics"), 2_000, COUNTER)
     assert chosen[0].text == "" and chosen[0].chosen == ()
+
+
+def test_a_long_table_is_cut_between_its_rows_not_inside_one() -> None:
+    rows = [f"| `name{n}` | what name {n} does, in a few words | 3.{n % 10} |" for n in range(40)]
+    fact = "| `lmdb.put` | FACT-row: lmdb wrote 91,500 keys a second in the write benchmark. |"
+    table = " ".join([*rows[:20], fact, *rows[20:]])  # a table's lines, joined as read
+    pieces = cut_words(table, 600)
+    assert len(pieces) > 3 and all(len(piece) <= 600 for piece in pieces)
+    assert any(fact in piece for piece in pieces)
+    assert all(piece.startswith("|") and piece.endswith("|") for piece in pieces)

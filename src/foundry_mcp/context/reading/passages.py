@@ -99,10 +99,13 @@ def split_passages_with_breaks(
 
 
 def cut_words(text: str, max_chars: int) -> list[str]:
-    """``text`` in pieces of at most ``max_chars``, cut at spaces where possible."""
+    """``text`` in pieces of at most ``max_chars``, cut at spaces where possible: between two
+    rows of a table (``| … | | … |``, as a table reads once its lines are joined) when one
+    ends in the second half of the piece, so a row is not cut in two."""
     pieces: list[str] = []
     while len(text) > max_chars:
-        cut = text.rfind(" ", 0, max_chars)
+        row_end = text.rfind("| |", max_chars // 2, max_chars)
+        cut = row_end + 1 if row_end > 0 else text.rfind(" ", 0, max_chars)
         cut = cut if cut > 0 else max_chars
         pieces.append(text[:cut].rstrip())
         text = text[cut:].lstrip()
