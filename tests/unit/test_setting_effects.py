@@ -82,6 +82,12 @@ def test_a_new_unclassified_key_is_caught_and_needs_trust_meanwhile(tmp_path: Pa
         (Bound(Effect.SPENDS), "2", 3, False),
         (Bound(Effect.SPENDS, unset_is_default=True), 4, None, False),
         (Bound(Effect.SPENDS, unset_is_default=True), 4, 8, True),
+        # 0 is "no limit" (whole pages): a file may lower it to a number, never raise to it.
+        (Bound(Effect.SPENDS, zero_is_none=True), 0, 72_000, False),
+        (Bound(Effect.SPENDS, zero_is_none=True), 24_000, 72_000, True),
+        (Bound(Effect.SPENDS, zero_is_none=True), 96_000, 72_000, False),
+        (Bound(Effect.SPENDS, zero_is_none=True), 24_000, 0, True),
+        (Bound(Effect.SPENDS, zero_is_none=True), 0, 0, True),
         (Ordered(Effect.SPENDS, (False, True)), False, True, True),
         (Ordered(Effect.SPENDS, (False, True)), True, False, False),
         (Ordered(Effect.SPENDS, (False, True)), 0, True, False),  # 0 is not False
