@@ -10,7 +10,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from foundry_mcp.config import LIMIT_BOUNDS, MAX_QUERY_CHARS, WHOLE_PAGES, ResearchSettings
+from foundry_mcp.config import (
+    LIMIT_BOUNDS,
+    MAX_QUERY_CHARS,
+    WHOLE_PAGES,
+    ResearchSettings,
+    check_reading_budget,
+)
 from foundry_mcp.config.research_settings import LimitArgs
 from foundry_mcp.errors import InputError, InvalidStateError
 from foundry_mcp.providers.search.base import SOURCE_TYPES
@@ -203,19 +209,21 @@ def research_limits(
 
 
 def _reading_budget(value: Any) -> int | None:
-    """A caller's reading budget checked: None for :data:`WHOLE_PAGES` (no budget)."""
-    low, high = LIMIT_BOUNDS["reading_budget"]
-    if isinstance(value, int) and not isinstance(value, bool) and value == WHOLE_PAGES:
-        return None
+    """A caller's reading budget checked (the rule of ``[research]`` too): None for
+    :data:`WHOLE_PAGES` (no budget)."""
     try:
-        return int(check_range("reading_budget", value, low, high))
-    except InputError as error:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"a reading budget is an integer number of tokens (got {value!r})")
+        check_reading_budget(value)
+    except ValueError as error:
+        low, high = LIMIT_BOUNDS["reading_budget"]
         raise InputError(
-            f"{error.message} A reading budget of {WHOLE_PAGES} reads whole pages.",
+            f"reading_budget: {error}.",
             remediation=f"Pass reading_budget={WHOLE_PAGES} for whole pages, or {low:g} to "
             f"{high:g} tokens, or leave it out for the effort's budget.",
             details={"field": "reading_budget"},
         ) from None
+    return None if value == WHOLE_PAGES else value
 
 
 def check_can_continue(state: ResearchState, max_iterations: int | None) -> None:

@@ -93,15 +93,6 @@ def focus_sources(
     return ready
 
 
-def seed_ledger(ledger: RepeatLedger, state: ResearchState, counter: TokenCounter) -> None:
-    """Claim the passages of sources analysed before (a resumed run's ledger starts empty)."""
-    if ledger.first_reader:
-        return
-    for source in state.sources:
-        if source.analyzed and source.content:
-            ledger.claim_text(source.id, source.content)
-
-
 def pack(ready: Sequence[ReadySource], capacity: int) -> list[list[ReadySource]]:
     """``ready`` in order, in batches of at most ``capacity`` tokens and ``SOURCES_PER_CALL``."""
     batches: list[list[ReadySource]] = []

@@ -27,7 +27,6 @@ from foundry_mcp.research.workflow.fitting.batches import (
     batch_capacity,
     focus_sources,
     pack,
-    seed_ledger,
     sub_query_of,
 )
 from foundry_mcp.research.workflow.fitting.fitter import Fitting
@@ -108,7 +107,7 @@ def _whole(
     room: int,
 ) -> list[ReadySource]:
     if ledger is not None:
-        seed_ledger(ledger, state, fitting.counter)
+        seed_ledger(ledger, state)
     return focus_sources(
         state,
         pending,
@@ -133,7 +132,7 @@ def _budgeted(
     its page is not a candidate, and a sentence another page gave is worth nothing."""
     counter = fitting.counter
     if ledger is not None:
-        _seed(ledger, state)
+        seed_ledger(ledger, state)
     pages = [Page(s.id, source_text(s), read_before.get(s.id, frozenset())) for s in pending]
     known = frozenset(ledger.first_reader) if ledger is not None else frozenset()
     cap = max(1, batch_capacity(room) - _FRAME_ALLOWANCE)
@@ -153,7 +152,7 @@ def _budgeted(
     return ready, read
 
 
-def _seed(ledger: RepeatLedger, state: ResearchState) -> None:
+def seed_ledger(ledger: RepeatLedger, state: ResearchState) -> None:
     """Claim what earlier readings sent (a resumed run's ledger starts empty): the recorded
     passages of each page, or the whole text of a page analysed before readings were kept."""
     if ledger.first_reader:
