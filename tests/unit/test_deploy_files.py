@@ -36,7 +36,7 @@ import pytest
 from mcp.server.transport_security import TransportSecurityMiddleware
 from starlette.requests import Request
 
-from foundry_mcp.cli.main import _parser
+from foundry_mcp.cli.arguments import build_parser
 from foundry_mcp.config import CONFIG_ENV, PROVIDER_ENV, Settings, load_settings
 from foundry_mcp.research.service.takeover import takeover_enabled
 from foundry_mcp.server.team.http import (
@@ -394,7 +394,7 @@ def test_the_workers_settings_name_the_shared_store_tokens_and_volume(tmp_path: 
 async def test_the_workers_accept_the_domain_and_refuse_other_names(tmp_path: Path) -> None:
     settings = load_worker_settings(tmp_path)
     domain = dotenv(ENV_EXAMPLE)["FOUNDRY_DOMAIN"]
-    args = _parser().parse_args(image_command()[1:])
+    args = build_parser().parse_args(image_command()[1:])
     guard = TransportSecurityMiddleware(transport_security(settings.server, args.host, args.port))
 
     async def answer(**headers: str) -> int | None:
@@ -421,7 +421,7 @@ def test_the_image_runs_the_http_server_on_every_interface(tmp_path: Path) -> No
     argv = image_command()
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts.get(argv[0]) == "foundry_mcp.cli.main:main"
-    args = _parser().parse_args(argv[1:])
+    args = build_parser().parse_args(argv[1:])
     assert (args.command, args.http, args.host, args.log_format) == (
         "serve",
         True,
@@ -435,7 +435,7 @@ def test_the_image_runs_the_http_server_on_every_interface(tmp_path: Path) -> No
 
 
 def test_caddy_proxies_to_both_workers_with_health_checks_and_sticky_sessions() -> None:
-    port = _parser().parse_args(image_command()[1:]).port
+    port = build_parser().parse_args(image_command()[1:]).port
     upstreams, options = caddy_reverse_proxy()
     assert upstreams == [f"{name}:{port}" for name in WORKERS]
     assert options["health_uri"] == [HEALTH_PATH]
@@ -459,7 +459,7 @@ def test_caddy_serves_the_domain_of_env_example() -> None:
 
 
 def test_the_health_check_asks_the_port_the_server_listens_on() -> None:
-    port = _parser().parse_args(image_command()[1:]).port
+    port = build_parser().parse_args(image_command()[1:]).port
     script = load_healthcheck()
     assert f"http://127.0.0.1:{port}{HEALTH_PATH}" == script.URL
     (healthcheck,) = dockerfile("HEALTHCHECK")

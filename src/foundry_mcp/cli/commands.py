@@ -1,24 +1,24 @@
 """The bodies of the terminal commands: each takes the parsed arguments and returns an exit code.
 
-A research runs in the foreground with its progress on stderr and its report on stdout; the
-other commands print JSON (or the report) on stdout. With ``--json`` every command prints one
-JSON document on stdout. Errors go to stderr with their fix, phrased for a shell
-(:mod:`foundry_mcp.cli.wording`). ``doctor`` is in :mod:`foundry_mcp.cli.doctor`.
+A command that prints a document draws it for a person on a terminal (:mod:`foundry_mcp.cli.views`)
+and prints JSON into a pipe, a file, or with ``--json`` (:mod:`foundry_mcp.cli.output`). Errors
+go to stderr with their fix, phrased for a shell (:mod:`foundry_mcp.cli.wording`). The commands
+that follow a research are in :mod:`foundry_mcp.cli.running`; ``doctor`` in
+:mod:`foundry_mcp.cli.doctor`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
-
+from foundry_mcp.cli import views
 from foundry_mcp.cli.doctor import doctor
-from foundry_mcp.cli.progress import TERMINAL, follow_progress
+from foundry_mcp.cli.output import for_people, in_terminal_words, print_json
+from foundry_mcp.cli.running import resume_research, run_research, watch_research
 from foundry_mcp.cli.wording import RESEARCH_ID, for_the_terminal
 from foundry_mcp.config import PROJECT_CONFIG, protected_keys_in
 from foundry_mcp.errors import FoundryError
@@ -51,90 +51,6 @@ def fail(exc: FoundryError, *, as_json: bool = False) -> int:
             }
         )
     return 2
-
-
-def print_json(payload: Any) -> None:
-    print(json.dumps(payload, indent=2, ensure_ascii=False))
-
-
-async def run_research(service: ResearchService, args: argparse.Namespace) -> int:
-    limits = {
-        "max_iterations": args.max_iterations,
-        "max_sub_queries": args.max_sub_queries,
-        "max_sources_per_query": args.max_sources,
-        "task_timeout": args.timeout,
-        "reading_budget": args.reading_budget,
-    }
-    started = await service.start(
-        args.query,
-        provider_id=args.provider,
-        model=args.model,
-        system_prompt=args.context,
-        mode=args.mode,
-        effort=args.effort,
-        max_time_s=args.max_time,
-        source_types=args.source_types,
-        preferred_sources=args.prefer,
-        **limits,
-    )
-    # What the start had to say (a provider left out, where keyless searches go) comes first.
-    for warning in (started.get("search") or {}).get("warnings") or []:
-        print(f"warning: {for_the_terminal(warning)}", file=sys.stderr)
-    return await _follow(service, started["research_id"], as_json=args.json)
-
-
-async def resume_research(service: ResearchService, args: argparse.Namespace) -> int:
-    started = await service.resume(args.research_id, max_iterations=args.max_iterations)
-    return await _follow(service, started["research_id"], as_json=args.json)
-
-
-async def _follow(
-    service: ResearchService, research_id: str, *, as_json: bool, owned: bool = True
-) -> int:
-    """Show progress on stderr until the research ends, then print the report on stdout.
-
-    With ``owned`` the research runs in this process and Ctrl-C cancels it; without (``watch``)
-    Ctrl-C only stops watching. With ``as_json`` stdout gets one document: the final status and
-    the report.
-    """
-    print(f"research {research_id} {'started' if owned else 'watched'}", file=sys.stderr)
-    interrupted = anyio.Event()
-
-    def on_interrupt(*_: object) -> None:
-        interrupted.set()
-
-    previous = signal.signal(signal.SIGINT, on_interrupt)
-    try:
-        status = await follow_progress(service, research_id, interrupted)
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if interrupted.is_set() and status["status"] not in TERMINAL:
-        if not owned:
-            print(f"\nstopped watching {research_id}; it goes on.", file=sys.stderr)
-            return 130
-        await service.cancel(research_id)
-        print(
-            f"\ncancelled; partial work is saved. Continue with: foundry-mcp resume {research_id}",
-            file=sys.stderr,
-        )
-        return 130
-    completed = status["status"] == "completed"
-    if not completed:
-        error = for_the_terminal(status.get("error") or "", research_id)
-        print(f"research ended {status['status']}: {error}", file=sys.stderr)
-        print(f"Continue with: foundry-mcp resume {research_id}", file=sys.stderr)
-    report = await service.full_report(research_id) if completed else None
-    if as_json:
-        print_json({**status, "report": report})
-    elif report is not None:
-        print(report)
-    return 0 if completed else 1
-
-
-async def watch_research(service: ResearchService, args: argparse.Namespace) -> int:
-    """Follow a research another process runs, without owning it: 0 completed, 1 otherwise."""
-    await service.status(args.research_id)  # an unknown id fails here, with exit code 2
-    return await _follow(service, args.research_id, as_json=args.json, owned=False)
 
 
 def trust_file(args: argparse.Namespace) -> int:
@@ -178,16 +94,29 @@ def trust_file(args: argparse.Namespace) -> int:
 
 
 async def show_status(service: ResearchService, args: argparse.Namespace) -> int:
-    print_json(await service.status(args.research_id))
+    status = in_terminal_words(await service.status(args.research_id), args.research_id)
+    if for_people(args):
+        views.show_status(status)
+    else:
+        print_json(status)
     return 0
 
 
 async def print_report(service: ResearchService, args: argparse.Namespace) -> int:
     if args.json:
         payload, warnings = await service.report(args.research_id)
-        print_json({**payload, "warnings": warnings})
+        print_json(in_terminal_words({**payload, "warnings": warnings}, args.research_id))
     else:
         print(await service.full_report(args.research_id))
+    return 0
+
+
+async def print_evidence(service: ResearchService, args: argparse.Namespace) -> int:
+    claims = json.loads(await service.claims(args.research_id))
+    if for_people(args):
+        views.show_evidence(claims)
+    else:
+        print_json(claims)
     return 0
 
 
@@ -201,7 +130,7 @@ async def export_research(service: ResearchService, args: argparse.Namespace) ->
         max_inline_chars=None,  # stdout takes any length
     )
     if args.json:
-        print_json(done)
+        print_json(in_terminal_words(done, args.research_id))
     elif args.out is None:
         sys.stdout.write(done["content"])
     else:
@@ -210,9 +139,17 @@ async def export_research(service: ResearchService, args: argparse.Namespace) ->
 
 
 async def list_researches(service: ResearchService, args: argparse.Namespace) -> int:
-    print_json(
-        await service.list(limit=args.limit, completed_only=args.completed_only, status=args.status)
+    listing = await service.list(
+        limit=args.limit,
+        completed_only=args.completed_only,
+        status=args.status,
+        query=args.query,
     )
+    if for_people(args):
+        filtered = bool(args.query or args.status or args.completed_only)
+        views.show_list(listing, filtered=filtered, limit=args.limit)
+    else:
+        print_json(listing)
     return 0
 
 
@@ -235,18 +172,42 @@ async def print_events(service: ResearchService, args: argparse.Namespace) -> in
 
 
 async def restore_source(service: ResearchService, args: argparse.Namespace) -> int:
-    print_json(await service.restore_content(args.research_id, args.item_id))
+    done = in_terminal_words(
+        await service.restore_content(args.research_id, args.item_id), args.research_id
+    )
+    if for_people(args):
+        views.show_done(f"{args.item_id} is back in {args.research_id}. {done['next_action']}")
+    else:
+        print_json(done)
     return 0
 
 
 async def cancel_research(service: ResearchService, args: argparse.Namespace) -> int:
-    print_json(await service.cancel(args.research_id))
+    done = in_terminal_words(await service.cancel(args.research_id), args.research_id)
+    if for_people(args):
+        views.show_done(
+            f"{args.research_id}: {done['status']}. Its work so far is saved; continue it with "
+            f"foundry-mcp resume {args.research_id}"
+        )
+    else:
+        print_json(done)
     return 0
 
 
 async def delete_research(service: ResearchService, args: argparse.Namespace) -> int:
-    print_json(await service.delete(args.research_id))
+    done = await service.delete(args.research_id)
+    if for_people(args):
+        views.show_done(f"{args.research_id} deleted, with its sources and events.")
+    else:
+        print_json(done)
     return 0
 
 
-__all__ = ["doctor", "fail", "print_json"]  # doctor lives in doctor.py; main finds it here
+__all__ = [  # main finds every command here
+    "doctor",
+    "fail",
+    "print_json",
+    "resume_research",
+    "run_research",
+    "watch_research",
+]

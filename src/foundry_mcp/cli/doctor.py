@@ -1,5 +1,12 @@
 """``foundry-mcp doctor``: the configuration read, where research is kept, and whether every
-provider answers, as one JSON document whose summary agrees with its checks.
+provider answers: one document whose summary agrees with its checks, drawn as a check list on a
+terminal (:mod:`foundry_mcp.cli.checklist`) and printed as JSON into a pipe or with ``--json``.
+
+What is checked live: one cheap call to every provider a research started now would use, and to
+every provider with a key. A provider usable without a key that no research would use (the
+assistants' programs, Semantic Scholar, the keyless web search) is ``not_checked``: no call is
+made on its behalf (a program is only looked for on PATH), so doctor neither spends a
+subscription's quota nor sends a query nobody asked for.
 
 The ``llm`` and ``search`` lines sum up the providers a research started now would use: ``ok``
 only when each of them answered its live call, ``failing`` when one is configured but its call
@@ -10,13 +17,13 @@ leaves none to use. Exit status 0 when all is well, 1 otherwise.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 import anyio
 
 from foundry_mcp import __version__
+from foundry_mcp.cli.checklist import show_checks
+from foundry_mcp.cli.output import for_people, print_json
 from foundry_mcp.cli.wording import for_the_terminal_within
 from foundry_mcp.config import Settings
 from foundry_mcp.errors import FoundryError
@@ -25,13 +32,23 @@ from foundry_mcp.providers.pages.extract import extractor_problem
 from foundry_mcp.research.service.research_service import ResearchService
 
 # The fields of a provider's health entry that doctor shows.
-ENTRY_FIELDS = ("name", "role", "in_use", "key_present", "model", "status", "problem", "fix")
+ENTRY_FIELDS = (
+    "name",
+    "role",
+    "in_use",
+    "key_present",
+    "model",
+    "status",
+    "problem",
+    "note",
+    "fix",
+)
 NOT_USABLE = "not usable"
 FAILING = "failing"
 
 
 async def doctor(service: ResearchService, args: argparse.Namespace) -> int:
-    """Print the checks as JSON on stdout; 0 when every provider in use answered, else 1."""
+    """Print the checks on stdout; 0 when every provider in use answered, else 1."""
     settings: Settings = service.settings
     checks: dict[str, Any] = {
         "version": __version__,
@@ -73,10 +90,13 @@ async def doctor(service: ResearchService, args: argparse.Namespace) -> int:
     )
     if extraction is not None:
         checks["warnings"].append(extraction)
-    print(json.dumps(for_the_terminal_within(checks), indent=2, ensure_ascii=False))
-    sys.stdout.flush()
     summaries = (checks["store"], checks["llm"], checks["search"])
     all_ok = not any(str(line).startswith((NOT_USABLE, FAILING)) for line in summaries)
+    checks = for_the_terminal_within(checks)
+    if for_people(args):
+        show_checks(checks, problems_ahead=not (all_ok and health["ok"]))
+    else:
+        print_json(checks)
     return 0 if all_ok and health["ok"] else 1
 
 

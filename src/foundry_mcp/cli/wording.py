@@ -43,7 +43,17 @@ PARAMETER_OPTIONS: dict[str, str] = {
     "preferred_sources": "--prefer",
     "effort": "--effort",
     "mode": "--mode",
+    "max_concurrent": "--max-concurrent",
+    "format": "--format",
+    "path": "--out",
+    "overwrite": "--overwrite",
+    "limit": "--limit",
+    "completed_only": "--completed-only",
+    "status": "--status",
+    "query": "research",  # the question is the research command's argument
 }
+# Parameters that are flags on the command line: ``overwrite=true`` is ``--overwrite``.
+FLAGS = frozenset({"overwrite", "completed_only"})
 # Parameters named bare ("resume with max_iterations above 3"): none is also a [research] key.
 _BARE = (
     "provider_id",
@@ -67,7 +77,8 @@ _ASSIGNED = re.compile(
 )
 _BARE_NAME = re.compile(r"(?<!\] )(?<![\w.-])(?P<name>" + "|".join(_BARE) + r")\b(?![=\w])")
 _RETURNED_BY = re.compile(r"\breturned by deep-research\b(?!-)")
-_SAID_TWICE = re.compile(r"(`foundry-mcp [a-z]+[^`]*`) \(or \1\)")
+_BARE_ACTION = re.compile(r"(?<![\w'\"/=-])(?P<action>deep-research-[a-z]+)\b(?!-)")
+_SAID_TWICE = re.compile(r"(`foundry-mcp [a-z]+[^`]*`) \(or \1\)|(--[a-z-]+) \(\2\)")
 
 _ENV_BLOCK = "in the MCP server's env block"
 _ENV_VARIABLE = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b")
@@ -103,18 +114,28 @@ def in_cli_terms(text: str, research_id: str | None = None) -> str:
         said = f"`foundry-mcp {name}`"
         return f"{'Run' if verb[0].isupper() else 'run'} {said}" if verb else said
 
+    def bare_command(match: re.Match[str]) -> str:
+        name = ACTION_COMMANDS.get(match["action"])
+        return match.group(0) if name is None else f"`foundry-mcp {name}`"
+
     text = _ACTION.sub(command, text)
-    text = _SAID_TWICE.sub(r"\1", text)
     text = _RETURNED_BY.sub("printed by `foundry-mcp research`", text)
+    text = _BARE_ACTION.sub(bare_command, text)
     text = _ASSIGNED.sub(_option, text)
+    text = _SAID_TWICE.sub(lambda m: m[1] or m[2], text)
     return _BARE_NAME.sub(lambda m: PARAMETER_OPTIONS[m["name"]], text)
 
 
 def _option(match: re.Match[str]) -> str:
+    name = match["name"]
     value = match["quoted"] if match["quoted"] is not None else match["plain"]
     if match["list"] is not None:  # source_types=['academic', 'web'] -> academic,web
         value = ",".join(part.strip(" '\"") for part in match["list"][1:-1].split(","))
-    return f"{PARAMETER_OPTIONS[match['name']]} {value}"
+    if name == "query":
+        return f'`foundry-mcp research "{value}"`'
+    if name in FLAGS:
+        return PARAMETER_OPTIONS[name] if value == "true" else f"no {PARAMETER_OPTIONS[name]}"
+    return f"{PARAMETER_OPTIONS[name]} {value}"
 
 
 def for_the_shell(text: str) -> str:

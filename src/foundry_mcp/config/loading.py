@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from foundry_mcp.config.files import absolute, read_bytes, read_layer
 from foundry_mcp.config.settings import ProjectNarrowing, Settings, UntrustedProjectConfig
+from foundry_mcp.config.suggestions import unknown_key_message
 from foundry_mcp.config.untrusted import without_protected_keys
 from foundry_mcp.errors import ConfigError
 from foundry_mcp.trust import TrustStore
@@ -225,7 +226,7 @@ def _config_error(exc: ValidationError, origin: dict[tuple[str, ...], str]) -> C
         key = _describe_key(loc)
         message = error["msg"]
         if error["type"] == "extra_forbidden":
-            message = "unknown key (it is not read by foundry-mcp; check the spelling)"
+            message = unknown_key_message(loc)
         problems.append(f"{where}: {key}: {message}")
     summary = "; ".join(problems)
     return ConfigError(

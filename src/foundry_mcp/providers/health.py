@@ -18,6 +18,7 @@ import anyio
 from foundry_mcp.config import KNOWN_PROVIDER_KINDS, Settings
 from foundry_mcp.errors import FoundryError, ProviderError
 from foundry_mcp.providers import registry as registry_module
+from foundry_mcp.providers.detection import ASSISTANT_CLIS, cli_path
 from foundry_mcp.providers.http_errors import scrub_secrets
 from foundry_mcp.providers.llm.base import LLMRequest
 from foundry_mcp.providers.registry import LLM_ROUTE_GROUPS, ProviderRegistry, parse_provider_spec
@@ -26,6 +27,7 @@ from foundry_mcp.providers.search_selection import SEARCH_KINDS
 HEALTH_TIMEOUT_SECONDS = 15.0
 SEARCH_KIND_NAMES = frozenset({"tavily", "google", "semantic_scholar", "local"})
 PROBE_QUERY = "foundry-mcp health check"
+PROGRAMS = {name: program for name, program, _ in ASSISTANT_CLIS}
 
 
 async def check_providers(
@@ -116,6 +118,7 @@ def _describe(registry: ProviderRegistry, name: str, used_for: list[str]) -> dic
         "error_kind": None,
         "problem": None,
         "fix": None,
+        "note": None,
     }
     if kind is None:
         entry["problem"] = f"'{name}' is not a provider foundry-mcp knows, and has no type."
@@ -144,10 +147,25 @@ def _describe(registry: ProviderRegistry, name: str, used_for: list[str]) -> dic
     if not (entry["in_use"] or entry["key_present"]):
         # Usable without a key but not used: no call is made on its behalf.
         entry["status"] = "not_checked"
+        entry["note"] = _unchecked_note(registry.settings, name)
         return entry
     entry["status"] = "unchecked"
     entry["_probe"] = True
     return entry
+
+
+def _unchecked_note(settings: Settings, name: str) -> str:
+    """Why a provider was not called, and what was looked at instead."""
+    program = PROGRAMS.get(name)
+    if program is None:
+        return "Usable without a key; not called, as no research would use it now."
+    found = cli_path(settings, name, program)
+    where = (
+        f"found at {found}"
+        if found
+        else f"not found on PATH (install it, or set [providers.{name}] command)"
+    )
+    return f"The {program} program is {where}; not called, as no research would use it now."
 
 
 def _search_problem(registry: ProviderRegistry, name: str) -> tuple[str, str] | None:

@@ -153,6 +153,7 @@ async def _list(
         cursor=_text(use, "cursor"),
         completed_only=bool(use.get("completed_only", False)),
         status=_text(use, "status"),
+        query=_text(use, "query"),
         principal=principal,
     )
     return payload, []

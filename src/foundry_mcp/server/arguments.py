@@ -44,7 +44,7 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
     "deep-research-status": ("research_id", "wait", "wait_timeout"),
     "deep-research-report": ("research_id", "offset", "max_chars"),
     "deep-research-evidence": ("research_id", "offset", "max_chars"),
-    "deep-research-list": ("limit", "cursor", "completed_only", "status"),
+    "deep-research-list": ("limit", "cursor", "completed_only", "status", "query"),
     "deep-research-events": ("research_id", "cursor", "limit"),
     "deep-research-cancel": ("research_id",),
     "deep-research-resume": ("research_id", *LIMIT_PARAMS),
@@ -158,7 +158,8 @@ class ResearchArguments(BaseModel):
     query: str | None = Field(
         None,
         max_length=MAX_QUERY_CHARS,
-        description=f"deep-research: the research question (<= {MAX_QUERY_CHARS:,} chars).",
+        description=f"deep-research: the research question (<= {MAX_QUERY_CHARS:,} chars); "
+        "deep-research-list: words every listed question holds.",
     )
     system_prompt: str | None = Field(
         None, description="deep-research: extra context or instructions for the research."

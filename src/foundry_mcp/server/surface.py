@@ -106,7 +106,7 @@ ACTION_GUIDE: dict[str, str] = {
     "deep-research-evidence": "The report's checked sentences, a page at a time: each with its "
     "verdict, its sources as numbered in the report and the quotes the fact-checker saw.",
     "deep-research-list": "Research newest first, a page at a time (cursor), optionally of some "
-    "statuses only or completed ones.",
+    "statuses only, completed ones, or those whose question holds the words of query.",
     "deep-research-events": "A research's audit trail: phases, provider calls, decisions.",
     "deep-research-cancel": "Stop a running research; its partial results stay and it can be "
     "resumed. Cancelling again changes nothing.",

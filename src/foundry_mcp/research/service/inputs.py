@@ -87,6 +87,27 @@ def parse_statuses(raw: str | None) -> list[Status]:
     return statuses
 
 
+MAX_SEARCH_WORDS = 10
+MAX_SEARCH_WORD_CHARS = 100
+
+
+def search_words(raw: str | None) -> list[str]:
+    """The words a research list is searched by (each must be in the question)."""
+    if raw is None:
+        return []
+    if not isinstance(raw, str):
+        raise InputError("query must be a string.", details={"field": "query"})
+    words = list(dict.fromkeys(raw.split()))
+    if len(words) > MAX_SEARCH_WORDS or any(len(w) > MAX_SEARCH_WORD_CHARS for w in words):
+        raise InputError(
+            f"query: a research list is searched by at most {MAX_SEARCH_WORDS} words of at "
+            f"most {MAX_SEARCH_WORD_CHARS} characters.",
+            remediation="Keep the few words that tell the research apart.",
+            details={"field": "query"},
+        )
+    return words
+
+
 MAX_PREFERRED_SOURCES = 20
 MAX_PATTERN_CHARS = 200
 _DOMAIN = re.compile(r"^(\*\.)?([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,63}$")

@@ -25,7 +25,7 @@ from foundry_mcp.errors import ReportNotReadyError, ResearchNotFoundError, Store
 from foundry_mcp.research.export.footer import with_cost_footer
 from foundry_mcp.research.models import ResearchState, Status, utcnow
 from foundry_mcp.research.service.evidence import all_claims, evidence_page
-from foundry_mcp.research.service.inputs import check_range, parse_statuses
+from foundry_mcp.research.service.inputs import check_range, parse_statuses, search_words
 from foundry_mcp.research.service.ownership import OwnershipWatch
 from foundry_mcp.research.service.report_pages import report_page, report_summary
 from foundry_mcp.research.service.views import (
@@ -265,15 +265,17 @@ class ResearchReader:
         cursor: str | None = None,
         completed_only: bool = False,
         status: str | None = None,
+        query: str | None = None,
         principal: str | None = None,
     ) -> dict[str, Any]:
-        """Research newest first, optionally of some statuses only (with ``principal``: only
-        that principal's)."""
+        """Research newest first, optionally of some statuses only, or whose question holds
+        every word of ``query`` (with ``principal``: only that principal's)."""
         limit = 20 if limit is None else check_range("limit", limit, 1, 100)
         statuses = parse_statuses(status)
+        words = search_words(query)
         items, next_cursor = await self.io.read(
             lambda store: store.list_page(
-                limit, cursor, bool(completed_only), statuses, principal=principal
+                limit, cursor, bool(completed_only), statuses, principal=principal, words=words
             )
         )
         return {

@@ -313,15 +313,17 @@ class ResearchService:
         cursor: str | None = None,
         completed_only: bool = False,
         status: str | None = None,
+        query: str | None = None,
         principal: Principal | None = None,
     ) -> dict[str, Any]:
-        """Research newest first, optionally of some statuses only (of ``principal`` only,
-        when given)."""
+        """Research newest first, optionally of some statuses only, or whose question holds
+        every word of ``query`` (of ``principal`` only, when given)."""
         return await self.reader.listing(
             limit=limit,
             cursor=cursor,
             completed_only=completed_only,
             status=status,
+            query=query,
             principal=name_of(principal),
         )
 

@@ -178,9 +178,9 @@ class ResearchWriter:
             "status": state.status.value,
             "phase": state.phase.value,
             "message": (
-                "Research started in the background. Call action='deep-research-status' with "
-                "this research_id (wait=true to block until it moves), then "
-                "action='deep-research-report'."
+                "Research started in the background. Follow it with its research_id: "
+                "action='deep-research-status' with wait=true (returns when it moves); then "
+                "read action='deep-research-report'."
             ),
             "limits": resolved.model_dump(),
             "mode": mode_options.requested.value,

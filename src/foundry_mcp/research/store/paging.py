@@ -19,6 +19,11 @@ def page(items: list[ResearchSummary], limit: int) -> tuple[list[ResearchSummary
     return kept, encode_cursor(kept[-1].created_at, kept[-1].research_id)
 
 
+def like_pattern(word: str) -> str:
+    """``word`` for a LIKE pattern with ``\\`` as its escape: ``%`` and ``_`` match themselves."""
+    return word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
 def encode_cursor(created_at: str, research_id: str) -> str:
     raw = json.dumps([created_at, research_id]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")

@@ -13,7 +13,7 @@ their timeout: a long poll and the owner's heartbeat await them without holding 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
@@ -147,8 +147,10 @@ class Store(Protocol):
         completed_only: bool = False,
         statuses: Iterable[Status] = (),
         principal: str | None = None,
+        words: Sequence[str] = (),
     ) -> tuple[list[ResearchSummary], str | None]:
-        """Newest first; with ``principal``, only that principal's research."""
+        """Newest first; with ``principal``, only that principal's research; with ``words``,
+        only research whose question holds each of them (any case)."""
         ...
 
     def active_ids(self) -> list[str]: ...

@@ -163,6 +163,9 @@ class ProviderHealth(Result):
     error_kind: str | None
     problem: str | None
     fix: str | None
+    note: str | None = Field(
+        None, description="Why a provider was not called (not_checked), and what was looked at."
+    )
     circuit: CircuitState | None = Field(
         None, description="Present once the provider has been called in this process."
     )

@@ -19,7 +19,7 @@ the servers of a team share).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
@@ -33,7 +33,7 @@ from foundry_mcp.research.store.access.waits import poll_for_cancel, poll_for_ch
 from foundry_mcp.research.store.delegates import LeasesAndEvents
 from foundry_mcp.research.store.owners import Owner, fenced
 from foundry_mcp.research.store.pages import fill_pages, wanted_pages
-from foundry_mcp.research.store.paging import decode_cursor, page
+from foundry_mcp.research.store.paging import decode_cursor, like_pattern, page
 from foundry_mcp.research.store.postgres.archived import PgArchiveAndSpend
 from foundry_mcp.research.store.postgres.database import Database, iso, open_database
 from foundry_mcp.research.store.postgres.events import PgEventLog, PgJournal
@@ -283,10 +283,12 @@ class PostgresStore(PgArchiveAndSpend, LeasesAndEvents):
         completed_only: bool = False,
         statuses: Iterable[Status] = (),
         principal: str | None = None,
+        words: Sequence[str] = (),
     ) -> tuple[list[ResearchSummary], str | None]:
         """Newest first, ``limit`` at a time; the second value is the next page's cursor.
 
-        With ``principal``, only that principal's research; without, everyone's.
+        With ``principal``, only that principal's research; without, everyone's. With
+        ``words``, only research whose question holds each of them, in any case.
         """
         clauses: list[str] = []
         params: list[Any] = []
@@ -301,6 +303,9 @@ class PostgresStore(PgArchiveAndSpend, LeasesAndEvents):
         if wanted:
             clauses.append("status = ANY(%s)")
             params.append(sorted(s.value for s in wanted))
+        for word in words:
+            clauses.append("query ILIKE %s ESCAPE '\\'")
+            params.append(f"%{like_pattern(word)}%")
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         with self._db.connection() as conn:
             rows = conn.execute(

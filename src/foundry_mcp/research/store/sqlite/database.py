@@ -158,7 +158,14 @@ def connect(path: Path) -> sqlite3.Connection:
         path, timeout=BUSY_TIMEOUT_SECONDS, check_same_thread=False, isolation_level=None
     )
     db.execute("PRAGMA synchronous=NORMAL")
+    # LIKE folds ASCII letters only; the research list's word search folds every letter.
+    db.create_function("holds_word", 2, holds_word, deterministic=True)
     return db
+
+
+def holds_word(text: str | None, word: str) -> bool:
+    """Whether ``text`` holds ``word``, in any case (any alphabet)."""
+    return text is not None and word.casefold() in text.casefold()
 
 
 def _migrate(db: sqlite3.Connection) -> None:

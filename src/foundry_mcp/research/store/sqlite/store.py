@@ -18,7 +18,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from datetime import timedelta
 from pathlib import Path
@@ -269,10 +269,12 @@ class ResearchStore(ArchiveAndSpend, LeasesAndEvents):
         completed_only: bool = False,
         statuses: Iterable[Status] = (),
         principal: str | None = None,
+        words: Sequence[str] = (),
     ) -> tuple[list[ResearchSummary], str | None]:
         """Newest first, ``limit`` at a time; the second value is the next page's cursor.
 
-        With ``principal``, only that principal's research; without, everyone's.
+        With ``principal``, only that principal's research; without, everyone's. With
+        ``words``, only research whose question holds each of them, in any case.
         """
         clauses: list[str] = []
         params: list[Any] = []
@@ -287,6 +289,9 @@ class ResearchStore(ArchiveAndSpend, LeasesAndEvents):
         if wanted:
             clauses.append(f"status IN ({','.join('?' * len(wanted))})")
             params += sorted(s.value for s in wanted)
+        for word in words:
+            clauses.append("holds_word(query, ?)")
+            params.append(word)
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         with self._lock:
             rows = self._db.execute(

@@ -1,0 +1,67 @@
+"""Who reads stdout: a person at a terminal gets tables and blocks, a pipe or a file gets JSON.
+
+``--json`` asks for JSON on a terminal too. Whichever it is, the messages in a document (what to
+do next, errors, warnings, fixes) are said in the terminal's words: commands and flags, not tool
+calls (:mod:`foundry_mcp.cli.wording`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from foundry_mcp.cli.wording import for_the_terminal
+
+# The keys of a document whose values are messages to the user (at any depth).
+MESSAGE_KEYS = frozenset(
+    {
+        "next_action",
+        "error",
+        "warning",
+        "warnings",
+        "remediation",
+        "fix",
+        "hint",
+        "message",
+        "problem",
+        "problems",
+        "note",
+    }
+)
+
+
+def for_people(args: argparse.Namespace) -> bool:
+    """True when stdout is a terminal and ``--json`` was not given."""
+    return not getattr(args, "json", False) and sys.stdout.isatty()
+
+
+def print_json(payload: Any) -> None:
+    """One JSON document on stdout."""
+    print(json.dumps(payload, indent=2, ensure_ascii=False))
+
+
+def in_terminal_words(payload: Any, research_id: str | None = None) -> Any:
+    """``payload`` with every message (a value under one of :data:`MESSAGE_KEYS`) said for the
+    terminal; questions, titles and other data are left as they are."""
+    if isinstance(payload, dict):
+        return {
+            key: (
+                _said(value, research_id)
+                if key in MESSAGE_KEYS
+                else in_terminal_words(value, research_id)
+            )
+            for key, value in payload.items()
+        }
+    if isinstance(payload, list):
+        return [in_terminal_words(item, research_id) for item in payload]
+    return payload
+
+
+def _said(value: Any, research_id: str | None) -> Any:
+    if isinstance(value, str):
+        return for_the_terminal(value, research_id)
+    if isinstance(value, list):
+        return [_said(item, research_id) for item in value]
+    return in_terminal_words(value, research_id)

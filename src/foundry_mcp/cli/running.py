@@ -1,0 +1,159 @@
+"""The commands that follow a research to its end: ``research``, ``resume`` and ``watch``.
+
+Progress goes to stderr while the research runs (:mod:`foundry_mcp.cli.progress`); at the end
+the report goes to stdout and, for a research this process ran, to a Markdown file
+(:mod:`foundry_mcp.cli.report_file`), whose path is printed with the commands that page, export
+or continue it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from typing import Any
+
+import anyio
+
+from foundry_mcp.cli.output import in_terminal_words, print_json
+from foundry_mcp.cli.progress import TERMINAL, follow_progress
+from foundry_mcp.cli.report_file import ReportTarget, WrittenReport, report_target, write_report
+from foundry_mcp.cli.wording import for_the_terminal
+from foundry_mcp.research.service.research_service import ResearchService
+
+
+async def run_research(service: ResearchService, args: argparse.Namespace) -> int:
+    target = report_target(service.settings, args.output, args.overwrite)
+    limits = {
+        "max_iterations": args.max_iterations,
+        "max_sub_queries": args.max_sub_queries,
+        "max_sources_per_query": args.max_sources,
+        "max_concurrent": args.max_concurrent,
+        "task_timeout": args.timeout,
+        "reading_budget": args.reading_budget,
+    }
+    started = await service.start(
+        args.query,
+        provider_id=args.provider,
+        model=args.model,
+        system_prompt=args.context,
+        mode=args.mode,
+        effort=args.effort,
+        max_time_s=args.max_time,
+        source_types=args.source_types,
+        preferred_sources=args.prefer,
+        **limits,
+    )
+    # What the start had to say (a provider left out, where keyless searches go) comes first.
+    for warning in (started.get("search") or {}).get("warnings") or []:
+        print(f"warning: {for_the_terminal(warning)}", file=sys.stderr)
+    return await _follow(service, started["research_id"], as_json=args.json, target=target)
+
+
+async def resume_research(service: ResearchService, args: argparse.Namespace) -> int:
+    target = report_target(service.settings, args.output, args.overwrite)
+    started = await service.resume(args.research_id, max_iterations=args.max_iterations)
+    return await _follow(service, started["research_id"], as_json=args.json, target=target)
+
+
+async def watch_research(service: ResearchService, args: argparse.Namespace) -> int:
+    """Follow a research another process runs, without owning it: 0 completed, 1 otherwise."""
+    await service.status(args.research_id)  # an unknown id fails here, with exit code 2
+    return await _follow(service, args.research_id, as_json=args.json, target=None)
+
+
+async def _follow(
+    service: ResearchService, research_id: str, *, as_json: bool, target: ReportTarget | None
+) -> int:
+    """Show progress on stderr until the research ends, then print the report on stdout.
+
+    With a ``target`` the research runs in this process: Ctrl-C cancels it, and its report is
+    written to a file. Without (``watch``) Ctrl-C only stops watching. With ``as_json`` stdout
+    gets one document: the final status, the report and the file's path.
+    """
+    owned = target is not None
+    print(f"research {research_id} {'started' if owned else 'watched'}", file=sys.stderr)
+    interrupted = anyio.Event()
+
+    def on_interrupt(*_: object) -> None:
+        interrupted.set()
+
+    previous = signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        status = await follow_progress(service, research_id, interrupted)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if interrupted.is_set() and status["status"] not in TERMINAL:
+        if not owned:
+            print(f"\nstopped watching {research_id}; it goes on.", file=sys.stderr)
+            return 130
+        await service.cancel(research_id)
+        print(
+            f"\ncancelled; partial work is saved. Continue with: foundry-mcp resume {research_id}",
+            file=sys.stderr,
+        )
+        return 130
+    completed = status["status"] == "completed"
+    if not completed:
+        error = for_the_terminal(status.get("error") or "", research_id)
+        print(f"research ended {status['status']}: {error}", file=sys.stderr)
+    report = await service.full_report(research_id) if status["report_available"] else None
+    written = _saved(status, report, target)
+    if as_json:
+        path = str(written.path) if written else None
+        print_json(
+            {**in_terminal_words(status, research_id), "report": report, "report_file": path}
+        )
+    elif report is not None:
+        print(report)
+    sys.stdout.flush()
+    _say_what_next(status, written)
+    return 0 if completed else 1
+
+
+def _saved(
+    status: dict[str, Any], report: str | None, target: ReportTarget | None
+) -> WrittenReport | None:
+    """The report written to its file (None when there is none to write, or the file could
+    not be written: it stays in the store either way)."""
+    if report is None or target is None:
+        return None
+    try:
+        return write_report(
+            target,
+            research_id=status["research_id"],
+            question=status["query"],
+            started=status["created_at"],
+            report=report,
+        )
+    except OSError as exc:
+        print(
+            f"warning: the report could not be written to a file ({exc.strerror or exc}); it "
+            f"is kept: foundry-mcp report {status['research_id']} > report.md",
+            file=sys.stderr,
+        )
+        return None
+
+
+def _say_what_next(status: dict[str, Any], written: WrittenReport | None) -> None:
+    """The report's file and the commands to read, export or continue it, on stderr."""
+    research_id = status["research_id"]
+    completed = status["status"] == "completed"
+    lines = []
+    if written is not None:
+        kind = "report" if completed else "partial report"
+        note = f" ({written.note})" if written.note else ""
+        lines += [f"{kind} saved to {written.path}{note}", f"  read it:      less {written.path}"]
+    elif status["report_available"]:
+        lines.append(f"  read it:      foundry-mcp report {research_id} | less")
+    if status["report_available"]:
+        lines.append(
+            f"  export it:    foundry-mcp export {research_id} --format json "
+            "(or bibtex, ris; --out FILE)"
+        )
+    if completed:  # a completed research goes on for the rounds its new limit adds
+        rounds = f" --max-iterations {status['iteration'] + 1}"
+        lines.append(f"  go further:   foundry-mcp resume {research_id}{rounds}")
+    else:
+        lines.append(f"  continue it:  foundry-mcp resume {research_id}")
+    print("\n".join(lines), file=sys.stderr)

@@ -1,0 +1,164 @@
+"""Documents drawn for a person at a terminal: the research list as a table, a status as a
+block, the evidence as checked sentences. ``doctor``'s check list is in :mod:`foundry_mcp.cli.checklist`.
+
+Every view takes the same document the JSON output prints, already said in the terminal's
+words. What came from a user, a page or a model is shown as plain text, never as markup.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+STATUS_STYLES = {
+    "completed": "green",
+    "running": "cyan",
+    "queued": "cyan",
+    "cancelling": "yellow",
+    "cancelled": "yellow",
+    "interrupted": "yellow",
+    "timed_out": "yellow",
+    "failed": "red",
+}
+VERDICT_STYLES = {"supported": "green", "partial": "yellow", "unsupported": "red"}
+
+
+def stdout() -> Console:
+    """The console on stdout, wide enough for a table even when the terminal says nothing."""
+    return Console(highlight=False, soft_wrap=False)
+
+
+def age(stamp: str | None, now: datetime | None = None) -> str:
+    """How long ago an ISO time was, as a person says it: ``just now``, ``5 min ago``..."""
+    if not stamp:
+        return "?"
+    try:
+        then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return stamp
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=UTC)
+    seconds = ((now or datetime.now(UTC)) - then).total_seconds()
+    if seconds < 60:
+        return "just now"
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            count = int(seconds // size)
+            if unit == "days" and count > 30:
+                return then.date().isoformat()
+            return f"{count} {'day' if unit == 'days' and count == 1 else unit} ago"
+    return "just now"  # pragma: no cover - the loop always returns
+
+
+def _status_text(status: str) -> Text:
+    return Text(status, style=STATUS_STYLES.get(status, ""))
+
+
+def show_list(listing: dict[str, Any], *, filtered: bool, limit: int) -> None:
+    """The research table: id, status, age, question; and how to see more."""
+    console = stdout()
+    items = listing["items"]
+    if not items:
+        console.print(
+            "No research matches." if filtered else 'No research yet: foundry-mcp research "..."'
+        )
+        return
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("id", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("age", no_wrap=True)
+    table.add_column("question", overflow="ellipsis", no_wrap=True, ratio=1)
+    for item in items:
+        table.add_row(
+            item["research_id"],
+            _status_text(item["status"]),
+            age(item["created_at"]),
+            Text(" ".join(item["query"].split())),
+        )
+    console.print(table)
+    if listing.get("next_cursor"):
+        console.print(
+            Text(f"The newest {limit} are shown; --limit {min(100, limit * 2)} shows more.", "dim")
+        )
+
+
+def show_status(status: dict[str, Any]) -> None:
+    """One research's status as a labelled block."""
+    console = stdout()
+    head = Text(status["research_id"] + "  ", style="bold")
+    head.append_text(_status_text(status["status"]))
+    head.append(
+        f"  {status['phase']}, round {status['iteration']} of {status['max_iterations']}",
+        style="dim",
+    )
+    console.print(head)
+    progress = status["progress"]
+    spent = status["usage"]["total"]
+    cost = spent.get("cost_usd")
+    rows: list[tuple[str, str]] = [
+        ("question", " ".join(status["query"].split())),
+        ("mode", status["mode"]),
+        ("started", f"{age(status['created_at'])}, ran {_duration(status['elapsed_s'])}"),
+        (
+            "progress",
+            f"{progress['sub_queries_done']}/{progress['sub_queries_total']} sub-queries, "
+            f"{progress['sources']} sources, {progress['findings']} findings, "
+            f"{progress['gaps_unaddressed']} of {progress['gaps']} gaps open",
+        ),
+        (
+            "tokens",
+            f"{spent['input_tokens']:,} in + {spent['output_tokens']:,} out in {spent['calls']} "
+            "calls"
+            + ("" if cost is None else f", about ${cost:.4f}")
+            + (f" (+{spent['unpriced_calls']} unpriced)" if spent.get("unpriced_calls") else ""),
+        ),
+    ]
+    if status.get("provider"):
+        rows.append(("model", status["provider"]))
+    if status.get("error"):
+        rows.append(("error", status["error"]))
+    rows += [("warning", warning) for warning in status.get("warnings") or []]
+    rows.append(("next", status["next_action"]))
+    console.print(_block(rows))
+
+
+def show_evidence(claims: dict[str, Any]) -> None:
+    """Each checked sentence of the report, its verdict and the quotes behind it."""
+    console = stdout()
+    if not claims["claims"]:
+        console.print("The report has no checked sentences.")
+        return
+    for claim in claims["claims"]:
+        line = Text(claim["verdict"], style=VERDICT_STYLES.get(claim["verdict"], ""))
+        line.append("  " + claim["sentence"])
+        console.print(line)
+        for quote in claim["quotes"]:
+            said = " ".join(str(quote.get("text", "")).split())
+            console.print(Text(f'    [{quote.get("number")}] "{said}"', "dim"))
+        if claim.get("reason") and claim["verdict"] != "supported":
+            console.print(Text(f"    why: {claim['reason']}", "dim"))
+
+
+def show_done(line: str) -> None:
+    """The one line a command that acted (cancel, delete, restore) says."""
+    stdout().print(Text(line))
+
+
+def _block(rows: list[tuple[str, str]]) -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="dim", no_wrap=True)
+    grid.add_column(overflow="fold")
+    for label, value in rows:
+        grid.add_row(label, Text(value))
+    return grid
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(int(seconds), 60)
+    return f"{minutes} min {rest} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"

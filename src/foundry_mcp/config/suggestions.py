@@ -1,0 +1,71 @@
+"""What an unknown configuration key probably meant: the closest known key of its table, and
+the file's name for a limit that the command line's flags and the tool call by a shorter one
+(``max_iterations`` is ``deep_research_max_iterations`` in ``[research]``)."""
+
+from __future__ import annotations
+
+import difflib
+import types
+from typing import Annotated, Any, Union, get_args, get_origin
+
+from pydantic import BaseModel
+
+from foundry_mcp.config.research_settings import LIMIT_KEYS
+from foundry_mcp.config.settings import Settings
+
+UNKNOWN = "unknown key (it is not read by foundry-mcp; check the spelling)"
+
+
+def unknown_key_message(loc: tuple[str, ...]) -> str:
+    """The message for the unknown key at ``loc`` (its table's path, then the key)."""
+    *table, key = loc
+    known = known_keys(tuple(table))
+    if not known:
+        return UNKNOWN
+    file_name = LIMIT_KEYS.get(key) or f"deep_research_{key}"
+    if file_name in known:
+        return f"unknown key (in the file, {key} is called {file_name})"
+    close = difflib.get_close_matches(key.lower(), known, n=1, cutoff=0.75)
+    if close:
+        return f"unknown key (did you mean {close[0]}?)"
+    return UNKNOWN
+
+
+def known_keys(table: tuple[str, ...]) -> list[str]:
+    """The keys of the table at ``table`` (e.g. ``("research", "fetch")``); [] if unknown."""
+    model: Any = Settings
+    parts = list(table)
+    while parts:
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return []
+        field = model.model_fields.get(parts.pop(0))
+        if field is None:
+            return []
+        model = _table_type(field.annotation)
+        if isinstance(model, tuple):  # a table of named tables: [providers.<name>]
+            if not parts:
+                return []
+            parts.pop(0)
+            model = model[0]
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        return list(model.model_fields)
+    return []
+
+
+def _table_type(annotation: Any) -> Any:
+    """The model a field holds, or ``(model,)`` for a dict of them."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _table_type(get_args(annotation)[0])
+    if origin is Union or origin is types.UnionType:
+        for arg in get_args(annotation):
+            found = _table_type(arg)
+            if found is not None:
+                return found
+        return None
+    if origin is dict:
+        inner = _table_type(get_args(annotation)[1])
+        return (inner,) if isinstance(inner, type) else None
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None
