@@ -808,3 +808,32 @@ def test_admissions_of_a_principal_take_turns_across_servers(stores: Stores) -> 
     assert overlaps == []
     with first.admitting("alice"):  # released after each use: taken again at once
         pass
+
+
+def test_the_list_finds_research_by_the_words_of_its_question(store: Store) -> None:
+    questions = [
+        "How does Python's Garbage Collector pause threads?",
+        "Garbage collection in Go: pause times",
+        "Über die Größe von Wörterbüchern",
+        "What does 100% CPU with a_b mean?",
+        "How do generational collectors work?",
+    ]
+    states = [stored_state(i, query=q) for i, q in enumerate(questions)]
+    for state in states:
+        store.save(state)
+
+    def found(*words: str) -> list[str]:
+        return [item.query for item in store.list_page(10, words=words)[0]]
+
+    # Every word must be there, in any case, anywhere in the question; newest first.
+    assert found("garbage", "PAUSE") == [questions[1], questions[0]]
+    assert found("collector") == [questions[4], questions[0]]
+    assert found("garbage", "generational") == []
+    assert found("ÜBER", "wörterbüchern") == [questions[2]]
+    # LIKE's wildcards are letters like any other: % and _ match only themselves.
+    assert found("100%") == [questions[3]]
+    assert found("a_b") == [questions[3]]
+    assert found("%") == [questions[3]] and found("_") == [questions[3]]
+    # Words combine with the other filters and with paging.
+    assert _walk(store, 1, words=["garbage"]) == [states[1].id, states[0].id]
+    assert store.list_page(10, words=["garbage"], completed_only=True) == ([], None)

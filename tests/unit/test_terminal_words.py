@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from foundry_mcp.cli.output import in_terminal_words
+from foundry_mcp.cli.display.output import in_terminal_words
 from foundry_mcp.cli.wording import for_the_terminal
 from foundry_mcp.server.arguments import ACTION_PARAMS, ResearchArguments
 

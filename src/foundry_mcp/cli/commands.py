@@ -1,7 +1,7 @@
 """The bodies of the terminal commands: each takes the parsed arguments and returns an exit code.
 
-A command that prints a document draws it for a person on a terminal (:mod:`foundry_mcp.cli.views`)
-and prints JSON into a pipe, a file, or with ``--json`` (:mod:`foundry_mcp.cli.output`). Errors
+A command that prints a document draws it for a person on a terminal (:mod:`foundry_mcp.cli.display.views`)
+and prints JSON into a pipe, a file, or with ``--json`` (:mod:`foundry_mcp.cli.display.output`). Errors
 go to stderr with their fix, phrased for a shell (:mod:`foundry_mcp.cli.wording`). The commands
 that follow a research are in :mod:`foundry_mcp.cli.running`; ``doctor`` in
 :mod:`foundry_mcp.cli.doctor`.
@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from foundry_mcp.cli import views
+from foundry_mcp.cli.display import views
+from foundry_mcp.cli.display.output import for_people, in_terminal_words, print_json
 from foundry_mcp.cli.doctor import doctor
-from foundry_mcp.cli.output import for_people, in_terminal_words, print_json
 from foundry_mcp.cli.running import resume_research, run_research, watch_research
 from foundry_mcp.cli.wording import RESEARCH_ID, for_the_terminal
 from foundry_mcp.config import PROJECT_CONFIG, protected_keys_in

@@ -1,6 +1,6 @@
 """``foundry-mcp doctor``: the configuration read, where research is kept, and whether every
 provider answers: one document whose summary agrees with its checks, drawn as a check list on a
-terminal (:mod:`foundry_mcp.cli.checklist`) and printed as JSON into a pipe or with ``--json``.
+terminal (:mod:`foundry_mcp.cli.display.checklist`) and printed as JSON into a pipe or with ``--json``.
 
 What is checked live: one cheap call to every provider a research started now would use, and to
 every provider with a key. A provider usable without a key that no research would use (the
@@ -22,8 +22,8 @@ from typing import Any
 import anyio
 
 from foundry_mcp import __version__
-from foundry_mcp.cli.checklist import show_checks
-from foundry_mcp.cli.output import for_people, print_json
+from foundry_mcp.cli.display.checklist import show_checks
+from foundry_mcp.cli.display.output import for_people, print_json
 from foundry_mcp.cli.wording import for_the_terminal_within
 from foundry_mcp.config import Settings
 from foundry_mcp.errors import FoundryError

@@ -1,6 +1,6 @@
 """The commands that follow a research to its end: ``research``, ``resume`` and ``watch``.
 
-Progress goes to stderr while the research runs (:mod:`foundry_mcp.cli.progress`); at the end
+Progress goes to stderr while the research runs (:mod:`foundry_mcp.cli.display.progress`); at the end
 the report goes to stdout and, for a research this process ran, to a Markdown file
 (:mod:`foundry_mcp.cli.report_file`), whose path is printed with the commands that page, export
 or continue it.
@@ -15,8 +15,8 @@ from typing import Any
 
 import anyio
 
-from foundry_mcp.cli.output import in_terminal_words, print_json
-from foundry_mcp.cli.progress import TERMINAL, follow_progress
+from foundry_mcp.cli.display.output import in_terminal_words, print_json
+from foundry_mcp.cli.display.progress import TERMINAL, follow_progress
 from foundry_mcp.cli.report_file import ReportTarget, WrittenReport, report_target, write_report
 from foundry_mcp.cli.wording import for_the_terminal
 from foundry_mcp.research.service.research_service import ResearchService
@@ -151,9 +151,9 @@ def _say_what_next(status: dict[str, Any], written: WrittenReport | None) -> Non
             f"  export it:    foundry-mcp export {research_id} --format json "
             "(or bibtex, ris; --out FILE)"
         )
-    if completed:  # a completed research goes on for the rounds its new limit adds
+    if not completed:
+        lines.append(f"  continue it:  foundry-mcp resume {research_id}")
+    elif status["progress"]["gaps_unaddressed"]:  # another round has something to search for
         rounds = f" --max-iterations {status['iteration'] + 1}"
         lines.append(f"  go further:   foundry-mcp resume {research_id}{rounds}")
-    else:
-        lines.append(f"  continue it:  foundry-mcp resume {research_id}")
     print("\n".join(lines), file=sys.stderr)

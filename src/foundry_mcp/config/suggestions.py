@@ -25,9 +25,13 @@ def unknown_key_message(loc: tuple[str, ...]) -> str:
     file_name = LIMIT_KEYS.get(key) or f"deep_research_{key}"
     if file_name in known:
         return f"unknown key (in the file, {key} is called {file_name})"
-    close = difflib.get_close_matches(key.lower(), known, n=1, cutoff=0.75)
+    # A key is also found by its short name: max_sorces is close to (deep_research_)max_sources.
+    names = {name: name for name in known}
+    for name in known:
+        names.setdefault(name.removeprefix("deep_research_"), name)
+    close = difflib.get_close_matches(key.lower(), names, n=1, cutoff=0.75)
     if close:
-        return f"unknown key (did you mean {close[0]}?)"
+        return f"unknown key (did you mean {names[close[0]]}?)"
     return UNKNOWN
 
 

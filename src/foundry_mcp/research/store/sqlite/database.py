@@ -165,7 +165,7 @@ def connect(path: Path) -> sqlite3.Connection:
 
 def holds_word(text: str | None, word: str) -> bool:
     """Whether ``text`` holds ``word``, in any case (any alphabet)."""
-    return text is not None and word.casefold() in text.casefold()
+    return text is not None and word.lower() in text.lower()
 
 
 def _migrate(db: sqlite3.Connection) -> None:

@@ -1,5 +1,5 @@
 """Documents drawn for a person at a terminal: the research list as a table, a status as a
-block, the evidence as checked sentences. ``doctor``'s check list is in :mod:`foundry_mcp.cli.checklist`.
+block, the evidence as checked sentences. ``doctor``'s check list is in :mod:`foundry_mcp.cli.display.checklist`.
 
 Every view takes the same document the JSON output prints, already said in the terminal's
 words. What came from a user, a page or a model is shown as plain text, never as markup.
