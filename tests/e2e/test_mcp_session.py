@@ -128,6 +128,31 @@ async def test_cancel_and_delete_through_mcp(
         assert gone["data"]["error_code"] == "RESEARCH_NOT_FOUND"
 
 
+async def test_list_finds_research_by_the_words_of_its_question(
+    settings: Settings, openai_server: FakeHTTPServer
+) -> None:
+    openai_server.latency = 2.0  # the researches stay running; listing reads the store only
+    async with _client(settings) as client:
+        ids = {}
+        for question in ("How do compilers inline calls?", "How do linkers resolve symbols?"):
+            started = await call(client, action="deep-research", query=question)
+            ids[question] = started["data"]["research_id"]
+
+        async def listed(**arguments: object) -> list[str]:
+            answer = await call(client, action="deep-research-list", **arguments)
+            assert answer["success"], answer
+            return [item["research_id"] for item in answer["data"]["items"]]
+
+        assert await listed(query="HOW do") == list(reversed(ids.values()))
+        assert await listed(query="compilers inline") == [ids["How do compilers inline calls?"]]
+        assert await listed(query="compilers symbols") == []
+        eleven = " ".join(f"word{n}" for n in range(11))
+        too_many = await call(client, action="deep-research-list", query=eleven)
+        assert too_many["data"]["error_code"] == "VALIDATION_ERROR"
+        for research_id in ids.values():
+            await call(client, action="deep-research-cancel", research_id=research_id)
+
+
 async def test_delete_cancels_a_running_research(
     settings: Settings, openai_server: FakeHTTPServer
 ) -> None:
@@ -259,9 +284,9 @@ async def test_no_provider_key_fails_at_start_not_in_the_background(
 
 async def test_ignored_parameters_are_reported_as_warnings(settings: Settings) -> None:
     async with _client(settings) as client:
-        envelope = await call(client, action="deep-research-list", query="stray")
+        envelope = await call(client, action="deep-research-list", item_id="src-1a2b3c4d")
         assert envelope["success"]
-        assert any("query" in w for w in envelope["meta"]["warnings"])
+        assert any("item_id" in w for w in envelope["meta"]["warnings"])
 
 
 async def test_every_action_parameter_is_in_the_published_schema(settings: Settings) -> None:
