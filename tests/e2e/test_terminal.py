@@ -193,6 +193,13 @@ def test_list_status_and_doctor_are_drawn_on_a_terminal_and_json_in_a_pipe(
     code, evidence = on_a_terminal(research_env, "evidence", research_id)
     assert code == 0 and re.search(r"^(supported|partial|unsupported|unverified)  ", evidence, re.M)
 
+    code, trusted = on_a_terminal(research_env, "trust", "--list")
+    assert (code, trusted.strip().splitlines()[0]) == (
+        0,
+        "No file is trusted. Trust one with: foundry-mcp trust ./foundry-mcp.toml",
+    )
+    assert json.loads(piped(research_env, "trust", "--list").stdout) == {}
+
     code, deleted = on_a_terminal(research_env, "delete", research_id)
     assert (code, deleted.strip()) == (0, f"{research_id} deleted, with its sources and events.")
 

@@ -58,7 +58,11 @@ def trust_file(args: argparse.Namespace) -> int:
     store = TrustStore(Path.home())
     try:
         if args.list:
-            print_json(store.entries())
+            entries = store.entries()
+            if for_people(args):
+                views.show_trusted(entries)
+            else:
+                print_json(entries)
             return 0
         path = Path(args.path or PROJECT_CONFIG).expanduser().resolve()
         if args.revoke:

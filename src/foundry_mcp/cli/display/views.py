@@ -143,6 +143,21 @@ def show_evidence(claims: dict[str, Any]) -> None:
             console.print(Text(f"    why: {claim['reason']}", "dim"))
 
 
+def show_trusted(entries: dict[str, dict[str, Any]]) -> None:
+    """The project files trusted, when, and the start of their digest."""
+    console = stdout()
+    if not entries:
+        console.print("No file is trusted. Trust one with: foundry-mcp trust ./foundry-mcp.toml")
+        return
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("file", "trusted", "digest"):
+        table.add_column(column, no_wrap=column != "file", overflow="fold")
+    for path, entry in sorted(entries.items()):
+        digest = str(entry.get("sha256", ""))
+        table.add_row(Text(path), age(entry.get("trusted_at")), digest[:19] + "...")
+    console.print(table)
+
+
 def show_done(line: str) -> None:
     """The one line a command that acted (cancel, delete, restore) says."""
     stdout().print(Text(line))
