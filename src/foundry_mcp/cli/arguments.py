@@ -151,6 +151,10 @@ def _add_research(
     )
     _add_mode_and_effort(research, "the question is")
     research.add_argument(
+        "--language",
+        help="write the report in this language, e.g. German or de (default: the question's)",
+    )
+    research.add_argument(
         "--source-types",
         help="kinds of sources, comma-separated: web, academic, news, local (default: all)",
     )

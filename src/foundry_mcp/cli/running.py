@@ -40,6 +40,7 @@ async def run_research(service: ResearchService, args: argparse.Namespace) -> in
         mode=args.mode,
         effort=args.effort,
         max_time_s=args.max_time,
+        language=args.language,
         source_types=args.source_types,
         preferred_sources=args.prefer,
         **limits,

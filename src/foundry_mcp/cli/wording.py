@@ -39,6 +39,7 @@ PARAMETER_OPTIONS: dict[str, str] = {
     "task_timeout": "--timeout",
     "reading_budget": "--reading-budget",
     "max_time_s": "--max-time",
+    "language": "--language",
     "source_types": "--source-types",
     "preferred_sources": "--prefer",
     "effort": "--effort",

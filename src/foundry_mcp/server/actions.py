@@ -98,6 +98,7 @@ async def _deep_research(
         mode=use.get("mode"),
         effort=use.get("effort"),
         max_time_s=use.get("max_time_s"),
+        language=_text(use, "language"),
         source_types=use.get("source_types"),
         preferred_sources=use.get("preferred_sources"),
         principal=principal,

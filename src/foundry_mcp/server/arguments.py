@@ -37,6 +37,7 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
         "mode",
         "effort",
         "max_time_s",
+        "language",
         "source_types",
         "preferred_sources",
         *LIMIT_PARAMS,
@@ -191,6 +192,12 @@ class ResearchArguments(BaseModel):
             "deep-research: time ceiling in seconds (5-86400): near it, the research stops "
             "searching and writes its report from what it has, within the ceiling."
         ),
+    )
+    language: str | None = Field(
+        None,
+        max_length=40,
+        description="deep-research: the report's language, e.g. 'German' or 'de' "
+        "(default: the question's).",
     )
     source_types: SourceTypes | None = Field(
         None,

@@ -125,6 +125,7 @@ class ResearchService:
         preferred_sources: Any = None,
         effort: Any = None,
         max_time_s: float | None = None,
+        language: str | None = None,
         principal: Principal | None = None,
         **limits: Unpack[LimitArgs],
     ) -> dict[str, Any]:
@@ -147,6 +148,7 @@ class ResearchService:
                 preferred_sources=preferred_sources,
                 effort=effort,
                 max_time_s=max_time_s,
+                language=language,
                 principal=name_of(principal),
             )
 

@@ -84,6 +84,7 @@ def status_payload(
         "token_budget": token_budget_payload(state),
         "search_calls": state.search_calls,
         "provider": f"{state.llm_provider}:{state.llm_model}",
+        "language": state.options.language,
         # Set when no configuration named the LLM and one was found on this machine.
         "provider_choice": state.metadata.get("provider_choice"),
         "report_available": state.report is not None,

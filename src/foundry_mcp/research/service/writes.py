@@ -16,6 +16,7 @@ from foundry_mcp.context.runtime import ContextServices
 from foundry_mcp.errors import InputError, InvalidStateError
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.research.effort import PRESETS, Effort, check_effort
+from foundry_mcp.research.language import check_language, question_language
 from foundry_mcp.research.models import (
     AgentDecision,
     AgentRole,
@@ -94,15 +95,24 @@ class ResearchWriter:
         preferred_sources: Any = None,
         effort: Any = None,
         max_time_s: float | None = None,
+        language: Any = None,
         principal: str | None = None,
     ) -> dict[str, Any]:
         """Validate, save a queued research and start it in the background.
+
+        The report is written in ``language`` when given, else in the question's language when
+        it is recognised (:mod:`foundry_mcp.research.language`).
 
         ``effort`` (quick, standard, deep) sets the limits, mode and checks the caller did not
         give (see :mod:`foundry_mcp.research.effort`). The research belongs to ``principal``
         (None: the local user).
         """
         query = check_query(query)
+        written_in = (
+            check_language(language)
+            if language is not None
+            else await anyio.to_thread.run_sync(question_language, query)
+        )
         kinds = check_source_types(source_types)
         preferred = check_preferred_sources(preferred_sources)
         chosen = check_effort(effort)
@@ -140,6 +150,7 @@ class ResearchWriter:
                 pinned_provider=bool(provider_id),
                 preferred_sources=preferred,
                 report_quotes=self.settings.report.quotes,
+                language=written_in,
                 max_verified_claims=preset.max_verified_claims
                 or research.deep_research_verification_max_claims,
                 gate_retries=research.deep_research_gate_retries,

@@ -199,6 +199,9 @@ class StatusResult(Result):
     token_budget: TokenBudget
     search_calls: int
     provider: str = Field(description="provider:model")
+    language: str | None = Field(
+        None, description="The report's language; null: the question's, as the writer reads it."
+    )
     provider_choice: str | None = Field(
         description="Why this LLM, when no configuration named one and it was found on this "
         "machine (an API key, an assistant's program, a local server); else null."

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from foundry_mcp.research.language import writing_rule
 from foundry_mcp.research.llm.fanout import fan_out
 from foundry_mcp.research.models import (
     Finding,
@@ -218,7 +219,7 @@ def whole_report_builder(
             high_quality,
             guidance,
             contradictions=contradictions,
-            system=system,
+            system=system + writing_rule(state.options.language),
             material=material,
         )
 
@@ -252,7 +253,7 @@ def section_builder(
             ]
         offered.clear()
         offered.update(s.id for s in listed)
-        return section_prompts(
+        system, user = section_prompts(
             state.query,
             state.research_brief,
             section.topic,
@@ -261,6 +262,7 @@ def section_builder(
             guidance,
             material=section.material,
         )
+        return system + writing_rule(state.options.language), user
 
     return build
 

@@ -1,0 +1,101 @@
+"""The language a report is written in: the caller's ``language``, else the question's own.
+
+The question's language is recognised by py3langid (a maintained fork of langid.py, a model
+trained on many languages), among the languages listed here, and only when it is sure: a short
+question of product names ("Postgres vs MySQL for OLTP") says little about its language, and
+then nothing is asked of the writer, whose report follows the question as it reads it. Searches
+are not translated: they go out in whatever language the planner writes, which finds the
+sources; only the report's prose is asked for in the language. Loading the model takes about
+half a second: :func:`warm_up` does it ahead of the first research, in a worker thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from foundry_mcp.errors import InputError
+
+SURE = 0.9  # the probability below which a question's language is not taken as known
+LANGUAGES: dict[str, str] = {
+    "ar": "Arabic",
+    "cs": "Czech",
+    "da": "Danish",
+    "de": "German",
+    "el": "Greek",
+    "en": "English",
+    "es": "Spanish",
+    "fi": "Finnish",
+    "fr": "French",
+    "he": "Hebrew",
+    "hi": "Hindi",
+    "hu": "Hungarian",
+    "id": "Indonesian",
+    "it": "Italian",
+    "ja": "Japanese",
+    "ko": "Korean",
+    "nl": "Dutch",
+    "no": "Norwegian",
+    "pl": "Polish",
+    "pt": "Portuguese",
+    "ro": "Romanian",
+    "ru": "Russian",
+    "sv": "Swedish",
+    "th": "Thai",
+    "tr": "Turkish",
+    "uk": "Ukrainian",
+    "vi": "Vietnamese",
+    "zh": "Chinese",
+}
+_BY_NAME = {name.casefold(): name for name in LANGUAGES.values()}
+_identifier: Any = None
+_loading = threading.Lock()
+
+
+def warm_up() -> None:
+    """Load the language model (once; about half a second). Call it from a worker thread."""
+    _model()
+
+
+def question_language(question: str) -> str | None:
+    """The name of the language ``question`` is written in, when the model is sure of it."""
+    code, probability = _model().classify(question)
+    return LANGUAGES.get(code) if probability >= SURE else None
+
+
+def check_language(value: Any) -> str:
+    """A caller's ``language``: a language named in English ("German") or by its ISO 639-1
+    code ("de"), as its English name; ``InputError`` for anything else."""
+    said = value.strip() if isinstance(value, str) else ""
+    name = LANGUAGES.get(said.lower()) or _BY_NAME.get(said.casefold())
+    if name is None:
+        raise InputError(
+            f"language {value!r} is not a language foundry-mcp writes reports in.",
+            remediation="Name one in English or by its two-letter code: "
+            + ", ".join(f"{name} ({code})" for code, name in sorted(LANGUAGES.items())[:6])
+            + ", ...; or leave it out to write in the question's language.",
+            details={"field": "language"},
+        )
+    return name
+
+
+def writing_rule(language: str | None) -> str:
+    """The line a writer's instructions end with, when the report has a language."""
+    if language is None:
+        return ""
+    return (
+        f"\n\nWrite the report in {language}: its title, headings and every sentence. Keep "
+        "quotations, names, code, figures and the citation brackets exactly as they are."
+    )
+
+
+def _model() -> Any:
+    global _identifier
+    with _loading:
+        if _identifier is None:
+            from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+            identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+            identifier.set_languages(list(LANGUAGES))
+            _identifier = identifier
+    return _identifier

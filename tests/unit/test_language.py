@@ -1,0 +1,47 @@
+"""The report's language: the caller's, else the question's when the model is sure of it."""
+
+from __future__ import annotations
+
+import pytest
+
+from foundry_mcp.errors import InputError
+from foundry_mcp.research.language import check_language, question_language, writing_rule
+
+
+@pytest.mark.parametrize(
+    ("question", "language"),
+    [
+        ("Wie schnell ist der Garbage Collector von Go bei großen Heaps?", "German"),
+        ("Comment fonctionne le ramasse-miettes de Go avec de grands tas ?", "French"),
+        ("¿Cómo pausan los recolectores de basura a los hilos de la aplicación?", "Spanish"),
+        ("Почему сборщик мусора останавливает программу?", "Russian"),
+        ("How do garbage collectors pause application threads?", "English"),
+        # Names and acronyms say little about a language: nothing is asked of the writer.
+        ("Postgres vs MySQL for OLTP", None),
+        ("GC pause Go 1.22", None),
+    ],
+)
+def test_the_question_language_is_taken_only_when_sure(question: str, language: str | None) -> None:
+    assert question_language(question) == language
+
+
+@pytest.mark.parametrize(
+    ("given", "name"),
+    [("de", "German"), ("German", "German"), (" german ", "German"), ("PT", "Portuguese")],
+)
+def test_a_language_is_named_in_english_or_by_its_code(given: str, name: str) -> None:
+    assert check_language(given) == name
+
+
+@pytest.mark.parametrize("given", ["Klingon", "", "xx", 3])
+def test_an_unknown_language_is_refused_with_the_ones_known(given: object) -> None:
+    with pytest.raises(InputError) as caught:
+        check_language(given)
+    assert caught.value.details == {"field": "language"}
+    assert "German (de)" in caught.value.remediation or "(de)" in caught.value.remediation
+
+
+def test_the_writer_is_told_only_when_there_is_a_language() -> None:
+    assert writing_rule(None) == ""
+    rule = writing_rule("German")
+    assert "Write the report in German" in rule and "citation brackets" in rule
