@@ -29,6 +29,7 @@ SAMPLES: dict[str, Any] = {
     "mode": "hierarchical",
     "effort": "deep",
     "max_time_s": 30.0,
+    "language": "German",
     "source_types": ["academic", "news"],
     "preferred_sources": ["docs.python.org"],
     "max_iterations": 2,

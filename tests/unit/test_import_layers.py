@@ -39,6 +39,7 @@ ROOM_ORDER: dict[str, tuple[str, ...]] = {
     "foundry_mcp.research": (
         "models",
         "effort",
+        "language",
         "principal",
         "pricing",
         "prompts",

@@ -63,6 +63,12 @@ def question_language(question: str) -> str | None:
     return LANGUAGES.get(code) if probability >= SURE else None
 
 
+def report_language(given: Any, question: str) -> str | None:
+    """The report's language: ``given`` when the caller named one (checked), else the
+    question's when recognised. Loads the model on first use: call it in a worker thread."""
+    return check_language(given) if given is not None else question_language(question)
+
+
 def check_language(value: Any) -> str:
     """A caller's ``language``: a language named in English ("German") or by its ISO 639-1
     code ("de"), as its English name; ``InputError`` for anything else."""

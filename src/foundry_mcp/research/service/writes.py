@@ -16,7 +16,7 @@ from foundry_mcp.context.runtime import ContextServices
 from foundry_mcp.errors import InputError, InvalidStateError
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.research.effort import PRESETS, Effort, check_effort
-from foundry_mcp.research.language import check_language, question_language
+from foundry_mcp.research.language import report_language
 from foundry_mcp.research.models import (
     AgentDecision,
     AgentRole,
@@ -108,11 +108,7 @@ class ResearchWriter:
         (None: the local user).
         """
         query = check_query(query)
-        written_in = (
-            check_language(language)
-            if language is not None
-            else await anyio.to_thread.run_sync(question_language, query)
-        )
+        written_in = await anyio.to_thread.run_sync(report_language, language, query)
         kinds = check_source_types(source_types)
         preferred = check_preferred_sources(preferred_sources)
         chosen = check_effort(effort)
