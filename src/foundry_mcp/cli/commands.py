@@ -1,10 +1,10 @@
 """The bodies of the terminal commands: each takes the parsed arguments and returns an exit code.
 
-A command that prints a document draws it for a person on a terminal (:mod:`foundry_mcp.cli.display.views`)
-and prints JSON into a pipe, a file, or with ``--json`` (:mod:`foundry_mcp.cli.display.output`). Errors
-go to stderr with their fix, phrased for a shell (:mod:`foundry_mcp.cli.wording`). The commands
-that follow a research are in :mod:`foundry_mcp.cli.running`; ``doctor`` in
-:mod:`foundry_mcp.cli.doctor`.
+A command that prints a document draws it for a person on a terminal
+(:mod:`foundry_mcp.cli.display.views`) and prints JSON into a pipe, a file, or with ``--json``
+(:mod:`foundry_mcp.cli.display.output`). Errors go to stderr with their fix, phrased for a shell
+(:mod:`foundry_mcp.cli.wording`). The commands that follow a research are in
+:mod:`foundry_mcp.cli.running`; ``doctor`` in :mod:`foundry_mcp.cli.doctor`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from foundry_mcp.cli.display import views
-from foundry_mcp.cli.display.output import for_people, in_terminal_words, print_json
+from foundry_mcp.cli.display.output import in_terminal_words, print_json, show
 from foundry_mcp.cli.doctor import doctor
 from foundry_mcp.cli.running import resume_research, run_research, watch_research
 from foundry_mcp.cli.wording import RESEARCH_ID, for_the_terminal
@@ -58,11 +58,7 @@ def trust_file(args: argparse.Namespace) -> int:
     store = TrustStore(Path.home())
     try:
         if args.list:
-            entries = store.entries()
-            if for_people(args):
-                views.show_trusted(entries)
-            else:
-                print_json(entries)
+            show(args, store.entries(), views.show_trusted)
             return 0
         path = Path(args.path or PROJECT_CONFIG).expanduser().resolve()
         if args.revoke:
@@ -99,10 +95,7 @@ def trust_file(args: argparse.Namespace) -> int:
 
 async def show_status(service: ResearchService, args: argparse.Namespace) -> int:
     status = in_terminal_words(await service.status(args.research_id), args.research_id)
-    if for_people(args):
-        views.show_status(status)
-    else:
-        print_json(status)
+    show(args, status, views.show_status)
     return 0
 
 
@@ -116,11 +109,7 @@ async def print_report(service: ResearchService, args: argparse.Namespace) -> in
 
 
 async def print_evidence(service: ResearchService, args: argparse.Namespace) -> int:
-    claims = json.loads(await service.claims(args.research_id))
-    if for_people(args):
-        views.show_evidence(claims)
-    else:
-        print_json(claims)
+    show(args, json.loads(await service.claims(args.research_id)), views.show_evidence)
     return 0
 
 
@@ -149,11 +138,8 @@ async def list_researches(service: ResearchService, args: argparse.Namespace) ->
         status=args.status,
         query=args.query,
     )
-    if for_people(args):
-        filtered = bool(args.query or args.status or args.completed_only)
-        views.show_list(listing, filtered=filtered, limit=args.limit)
-    else:
-        print_json(listing)
+    filtered = bool(args.query or args.status or args.completed_only)
+    show(args, listing, lambda found: views.show_list(found, filtered=filtered, limit=args.limit))
     return 0
 
 
@@ -179,38 +165,30 @@ async def restore_source(service: ResearchService, args: argparse.Namespace) -> 
     done = in_terminal_words(
         await service.restore_content(args.research_id, args.item_id), args.research_id
     )
-    if for_people(args):
-        views.show_done(f"{args.item_id} is back in {args.research_id}. {done['next_action']}")
-    else:
-        print_json(done)
+    said = f"{args.item_id} is back in {args.research_id}. {done['next_action']}"
+    show(args, done, lambda _: views.show_done(said))
     return 0
 
 
 async def cancel_research(service: ResearchService, args: argparse.Namespace) -> int:
     done = in_terminal_words(await service.cancel(args.research_id), args.research_id)
-    if for_people(args):
-        views.show_done(
-            f"{args.research_id}: {done['status']}. Its work so far is saved; continue it with "
-            f"foundry-mcp resume {args.research_id}"
-        )
-    else:
-        print_json(done)
+    said = (
+        f"{args.research_id}: {done['status']}. Its work so far is saved; continue it with "
+        f"foundry-mcp resume {args.research_id}"
+    )
+    show(args, done, lambda _: views.show_done(said))
     return 0
 
 
 async def delete_research(service: ResearchService, args: argparse.Namespace) -> int:
-    done = await service.delete(args.research_id)
-    if for_people(args):
-        views.show_done(f"{args.research_id} deleted, with its sources and events.")
-    else:
-        print_json(done)
+    said = f"{args.research_id} deleted, with its sources and events."
+    show(args, await service.delete(args.research_id), lambda _: views.show_done(said))
     return 0
 
 
 __all__ = [  # main finds every command here
     "doctor",
     "fail",
-    "print_json",
     "resume_research",
     "run_research",
     "watch_research",

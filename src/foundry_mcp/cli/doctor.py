@@ -1,6 +1,7 @@
 """``foundry-mcp doctor``: the configuration read, where research is kept, and whether every
 provider answers: one document whose summary agrees with its checks, drawn as a check list on a
-terminal (:mod:`foundry_mcp.cli.display.checklist`) and printed as JSON into a pipe or with ``--json``.
+terminal (:mod:`foundry_mcp.cli.display.checklist`) and printed as JSON into a pipe or with
+``--json``.
 
 What is checked live: one cheap call to every provider a research started now would use, and to
 every provider with a key. A provider usable without a key that no research would use (the
@@ -23,7 +24,7 @@ import anyio
 
 from foundry_mcp import __version__
 from foundry_mcp.cli.display.checklist import show_checks
-from foundry_mcp.cli.display.output import for_people, print_json
+from foundry_mcp.cli.display.output import show
 from foundry_mcp.cli.wording import for_the_terminal_within
 from foundry_mcp.config import Settings
 from foundry_mcp.errors import FoundryError
@@ -92,12 +93,11 @@ async def doctor(service: ResearchService, args: argparse.Namespace) -> int:
         checks["warnings"].append(extraction)
     summaries = (checks["store"], checks["llm"], checks["search"])
     all_ok = not any(str(line).startswith((NOT_USABLE, FAILING)) for line in summaries)
-    checks = for_the_terminal_within(checks)
-    if for_people(args):
-        show_checks(checks, problems_ahead=not (all_ok and health["ok"]))
-    else:
-        print_json(checks)
-    return 0 if all_ok and health["ok"] else 1
+    healthy = all_ok and health["ok"]
+    show(
+        args, for_the_terminal_within(checks), lambda c: show_checks(c, problems_ahead=not healthy)
+    )
+    return 0 if healthy else 1
 
 
 def _llm_line(service: ResearchService, entries: dict[str, dict[str, Any]]) -> str:

@@ -5,13 +5,13 @@ the file's name for a limit that the command line's flags and the tool call by a
 from __future__ import annotations
 
 import difflib
-import types
-from typing import Annotated, Any, Union, get_args, get_origin
+import typing
 
 from pydantic import BaseModel
 
 from foundry_mcp.config.research_settings import LIMIT_KEYS
 from foundry_mcp.config.settings import Settings
+from foundry_mcp.config.untrusted import section_of
 
 UNKNOWN = "unknown key (it is not read by foundry-mcp; check the spelling)"
 
@@ -37,39 +37,16 @@ def unknown_key_message(loc: tuple[str, ...]) -> str:
 
 def known_keys(table: tuple[str, ...]) -> list[str]:
     """The keys of the table at ``table`` (e.g. ``("research", "fetch")``); [] if unknown."""
-    model: Any = Settings
+    model: type[BaseModel] = Settings
     parts = list(table)
     while parts:
-        if not (isinstance(model, type) and issubclass(model, BaseModel)):
-            return []
         field = model.model_fields.get(parts.pop(0))
-        if field is None:
+        section = section_of(field) if field is not None else None
+        if field is None or section is None:
             return []
-        model = _table_type(field.annotation)
-        if isinstance(model, tuple):  # a table of named tables: [providers.<name>]
+        if typing.get_origin(field.annotation) is dict:  # a table of named tables
             if not parts:
                 return []
-            parts.pop(0)
-            model = model[0]
-    if isinstance(model, type) and issubclass(model, BaseModel):
-        return list(model.model_fields)
-    return []
-
-
-def _table_type(annotation: Any) -> Any:
-    """The model a field holds, or ``(model,)`` for a dict of them."""
-    origin = get_origin(annotation)
-    if origin is Annotated:
-        return _table_type(get_args(annotation)[0])
-    if origin is Union or origin is types.UnionType:
-        for arg in get_args(annotation):
-            found = _table_type(arg)
-            if found is not None:
-                return found
-        return None
-    if origin is dict:
-        inner = _table_type(get_args(annotation)[1])
-        return (inner,) if isinstance(inner, type) else None
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    return None
+            parts.pop(0)  # [providers.<name>]
+        model = section
+    return list(model.model_fields)

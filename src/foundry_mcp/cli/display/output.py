@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from foundry_mcp.cli.wording import for_the_terminal
@@ -35,6 +36,14 @@ MESSAGE_KEYS = frozenset(
 def for_people(args: argparse.Namespace) -> bool:
     """True when stdout is a terminal and ``--json`` was not given."""
     return not getattr(args, "json", False) and sys.stdout.isatty()
+
+
+def show(args: argparse.Namespace, document: Any, draw: Callable[[Any], None]) -> None:
+    """``document`` drawn by ``draw`` for a person (:func:`for_people`), else as JSON."""
+    if for_people(args):
+        draw(document)
+    else:
+        print_json(document)
 
 
 def print_json(payload: Any) -> None:

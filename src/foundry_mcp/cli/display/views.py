@@ -45,13 +45,14 @@ def age(stamp: str | None, now: datetime | None = None) -> str:
     seconds = ((now or datetime.now(UTC)) - then).total_seconds()
     if seconds < 60:
         return "just now"
-    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            count = int(seconds // size)
-            if unit == "days" and count > 30:
-                return then.date().isoformat()
-            return f"{count} {'day' if unit == 'days' and count == 1 else unit} ago"
-    return "just now"  # pragma: no cover - the loop always returns
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min ago"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)} h ago"
+    days = int(seconds // 86400)
+    if days > 30:
+        return then.date().isoformat()
+    return "1 day ago" if days == 1 else f"{days} days ago"
 
 
 def _status_text(status: str) -> Text:
