@@ -37,6 +37,7 @@ JUDGE_STOP_WORDS = frozenset(_JUDGE_STOP_WORDS_TEXT.split())
 AGENT_MARKERS: tuple[tuple[str, str], ...] = (
     ("research fact-checker", "verifier"),
     ("sub-question answerer", "answerer"),
+    ("question clarifier", "clarifier"),
     ("research planner", "planner"),
     ("research analyst", "analyzer"),
     ("research writer", "writer"),
@@ -47,6 +48,8 @@ AGENT_MARKERS: tuple[tuple[str, str], ...] = (
     ("research supervisor", "supervisor"),
 )
 HALLUCINATED_ID = "src-deadbeef"
+# A question the fake clarifier and planner find ambiguous (best for what?).
+VAGUE_RE = re.compile(r"\bbest\b", re.IGNORECASE)
 # How foundry-mcp's prompts for a report written in parts say what they are
 # (prompts/report_parts.py).
 SECTION_TOPIC_RE = re.compile(r"^This section is about: (.+)$", re.MULTILINE)
@@ -175,6 +178,8 @@ class ResearchBrain:
             return override if isinstance(override, str) else override(system, user)
         if agent in self.broken_json_for:
             return f"Sorry, as the {agent} I lost my train of thought; no plan or data here."
+        if agent == "clarifier":
+            return self._json(self.clarify(user, system))
         if agent == "planner":
             return self._json(self.plan(user, system))
         if agent == "answerer":
@@ -221,6 +226,36 @@ class ResearchBrain:
             return f"Here is the JSON you asked for:\n\n```json\n{text}\n```\n"
         return text
 
+    def clarify(self, user: str, system: str = "") -> dict[str, Any]:
+        """The clarifier's judgement: a question holding the word "best" is ambiguous (best for
+        which workload, and when?); asked to always ask, it asks about the time frame at least.
+        """
+        q = question_of(user)
+        questions = []
+        if VAGUE_RE.search(q):
+            questions.append(
+                {
+                    "question": "Which workload matters most to you?",
+                    "choices": ["transactions (OLTP)", "analytics (OLAP)", "both"],
+                    "assumption": "a general-purpose transactional workload",
+                }
+            )
+        if questions or "Always ask" in system:
+            questions.append(
+                {
+                    "question": "Which time frame should the research cover?",
+                    "choices": [],
+                    "assumption": "the last two years",
+                }
+            )
+        return {
+            "ambiguous": bool(questions),
+            "reason": "The question does not say which workload or period it means."
+            if questions
+            else "The question is specific enough.",
+            "questions": questions,
+        }
+
     def plan(self, user: str, system: str = "") -> dict[str, Any]:
         """Planner output: a brief and three sub-queries derived from the question.
 
@@ -260,6 +295,11 @@ class ResearchBrain:
                 f"{targets.count('local')} angle(s) the user's documents cover go to them, one "
                 "to both, the rest to the web."
             )
+        if "assumptions" in system and VAGUE_RE.search(q):
+            plan["assumptions"] = [
+                "a general-purpose transactional workload",
+                "the last two years",
+            ]
         if "Judging the question" not in system:
             return plan
         parts = decompose(q)

@@ -16,7 +16,7 @@ import pytest
 from foundry_mcp.errors import InputError
 from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.server.actions import HANDLERS, dispatch, tool_description
-from foundry_mcp.server.arguments import ResearchArguments, parse_arguments
+from foundry_mcp.server.arguments import LIMIT_PARAMS, ResearchArguments, parse_arguments
 
 pytestmark = pytest.mark.anyio
 
@@ -95,8 +95,11 @@ async def _reached(action: str, **extra: Any) -> tuple[set[str], list[str]]:
 def _documented(action: str) -> set[str]:
     lines = [line for line in tool_description().splitlines() if line.startswith(f"- {action}:")]
     assert len(lines) == 1, lines
-    listed = re.search(r"Params: (.*)\.$", lines[0])
-    return {p.strip() for p in listed.group(1).split(",")} if listed else set()
+    listed = re.search(r"\(([^()]*)\)$", lines[0])
+    names = {p.strip() for p in listed.group(1).split(",")} if listed else set()
+    if "limits" in names:  # the description's word for the limits
+        names = (names - {"limits"}) | set(LIMIT_PARAMS)
+    return {"research_id" if name == "id" else name for name in names}
 
 
 def test_every_action_of_the_schema_has_a_handler() -> None:

@@ -7,6 +7,7 @@ action. Parameters an action does not read are ignored with a warning.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from foundry_mcp.errors import InputError, UnknownActionError
@@ -19,31 +20,50 @@ from foundry_mcp.server.arguments import (
 from foundry_mcp.server.results.data import conform
 
 if TYPE_CHECKING:  # imported in the background once the server runs (see server.host)
+    from foundry_mcp.research.asking import Asker
     from foundry_mcp.research.principal import Principal
     from foundry_mcp.research.service.research_service import ProgressCallback, ResearchService
 
 Payload = tuple[dict[str, Any], list[str]]
-# A handler gets the service, the parameters its action reads, the progress callback and the
-# caller's principal (None: the local user).
-Handler = Callable[
-    ["ResearchService", dict[str, Any], "ProgressCallback | None", "Principal | None"],
-    Awaitable[Payload],
-]
+
+
+@dataclass(frozen=True)
+class Call:
+    """Who is calling and what the call can do besides answering: report progress (None: nobody
+    listens), and ask the user through the client (None: the client cannot be asked)."""
+
+    principal: Principal | None = None  # the team server's caller; None: the local user
+    on_progress: ProgressCallback | None = None
+    asker: Asker | None = None
+
+
+# A handler gets the service, the parameters its action reads, and the call.
+Handler = Callable[["ResearchService", dict[str, Any], Call], Awaitable[Payload]]
 
 
 def tool_description() -> str:
     """The description a model reads to call the tool: what it is for, how to call it, and each
-    action's parameters; the rest is in the resources it names."""
+    action's parameters (``research_id`` and the limits named once, by a short word); the rest
+    is in the resources it names."""
     lines = [
-        "Deep research with cited sources, run in the background: deep-research with query "
-        "returns research_id; poll deep-research-status (wait=true) until completed; read "
-        "deep-research-report. Answers are {success, data, error, meta}; on failure "
-        "data.remediation says what to do. Guide: resource research://help.",
+        "Deep research with cited sources, in the background: deep-research with query gives "
+        "research_id; poll deep-research-status (wait=true) until completed; read "
+        "deep-research-report. Answers: {success, data, error, meta}; a failure's "
+        "data.remediation says what to do. Guide: resource research://help. Below, id is "
+        f"research_id; limits are {', '.join(LIMIT_PARAMS)}.",
     ]
     for action, params in ACTION_PARAMS.items():
-        taken = f"Params: {', '.join(params)}." if params else "No params."
-        lines.append(f"- {action}: {ACTION_SUMMARIES[action]}. {taken}")
+        lines.append(f"- {action}: {ACTION_SUMMARIES[action]}{_in_short(params)}")
     return "\n".join(lines)
+
+
+def _in_short(params: tuple[str, ...]) -> str:
+    """An action's parameters as the description lists them: ' (id, wait, ...)'."""
+    names = [name for name in params if name not in LIMIT_PARAMS]
+    words = ["id" if name == "research_id" else name for name in names]
+    if any(name in LIMIT_PARAMS for name in params):
+        words.append("limits")
+    return f" ({', '.join(words)})" if words else ""
 
 
 async def dispatch(
@@ -51,6 +71,7 @@ async def dispatch(
     arguments: ResearchArguments,
     on_progress: ProgressCallback | None = None,
     principal: Principal | None = None,
+    asker: Asker | None = None,
 ) -> Payload:
     """Run one action for ``principal``; returns its payload (checked against the action's
     published result model) and warnings for the envelope."""
@@ -69,7 +90,7 @@ async def dispatch(
         if name not in accepted
     ]
     use = {name: given[name] for name in accepted if name in given}
-    payload, more = await handler(service, use, on_progress, principal)
+    payload, more = await handler(service, use, Call(principal, on_progress, asker))
     return conform(arguments.action, payload), warnings + more
 
 
@@ -85,11 +106,10 @@ def _text(use: dict[str, Any], name: str) -> str | None:
 async def _deep_research(
     service: ResearchService,
     use: dict[str, Any],
-    _: ProgressCallback | None,
-    principal: Principal | None,
+    call: Call,
 ) -> Payload:
     warnings = service.start_warnings()
-    await service.check_spending(principal)
+    await service.check_spending(call.principal)
     payload = await service.start(
         use.get("query"),
         system_prompt=_text(use, "system_prompt"),
@@ -101,7 +121,10 @@ async def _deep_research(
         language=_text(use, "language"),
         source_types=use.get("source_types"),
         preferred_sources=use.get("preferred_sources"),
-        principal=principal,
+        clarify=use.get("clarify"),
+        review_plan=bool(use.get("review_plan", False)),
+        asker=call.asker,
+        principal=call.principal,
         **_limits(use),
     )
     return payload, warnings
@@ -110,15 +133,15 @@ async def _deep_research(
 async def _status(
     service: ResearchService,
     use: dict[str, Any],
-    on_progress: ProgressCallback | None,
-    principal: Principal | None,
+    call: Call,
 ) -> Payload:
     payload = await service.status(
         use.get("research_id"),
         wait=bool(use.get("wait", False)),
         wait_timeout=use.get("wait_timeout"),
-        on_progress=on_progress,
-        principal=principal,
+        on_progress=call.on_progress,
+        asker=call.asker,
+        principal=call.principal,
     )
     return payload, []
 
@@ -129,15 +152,14 @@ def _report_pages(evidence: bool) -> Handler:
     async def handler(
         service: ResearchService,
         use: dict[str, Any],
-        _: ProgressCallback | None,
-        principal: Principal | None,
+        call: Call,
     ) -> Payload:
         return await service.report(
             use.get("research_id"),
             offset=use.get("offset"),
             max_chars=use.get("max_chars"),
             evidence=evidence,
-            principal=principal,
+            principal=call.principal,
         )
 
     return handler
@@ -146,8 +168,7 @@ def _report_pages(evidence: bool) -> Handler:
 async def _list(
     service: ResearchService,
     use: dict[str, Any],
-    _: ProgressCallback | None,
-    principal: Principal | None,
+    call: Call,
 ) -> Payload:
     payload = await service.list(
         limit=use.get("limit"),
@@ -155,7 +176,7 @@ async def _list(
         completed_only=bool(use.get("completed_only", False)),
         status=_text(use, "status"),
         query=_text(use, "query"),
-        principal=principal,
+        principal=call.principal,
     )
     return payload, []
 
@@ -163,14 +184,13 @@ async def _list(
 async def _events(
     service: ResearchService,
     use: dict[str, Any],
-    _: ProgressCallback | None,
-    principal: Principal | None,
+    call: Call,
 ) -> Payload:
     payload = await service.events(
         use.get("research_id"),
         cursor=_text(use, "cursor"),
         limit=use.get("limit"),
-        principal=principal,
+        principal=call.principal,
     )
     return payload, []
 
@@ -178,47 +198,59 @@ async def _events(
 async def _cancel(
     service: ResearchService,
     use: dict[str, Any],
-    _: ProgressCallback | None,
-    principal: Principal | None,
+    call: Call,
 ) -> Payload:
-    return await service.cancel(use.get("research_id"), principal), []
+    return await service.cancel(use.get("research_id"), call.principal), []
 
 
 async def _resume(
     service: ResearchService,
     use: dict[str, Any],
-    _: ProgressCallback | None,
-    principal: Principal | None,
+    call: Call,
 ) -> Payload:
-    await service.check_spending(principal)
-    return await service.resume(use.get("research_id"), principal=principal, **_limits(use)), []
+    await service.check_spending(call.principal)
+    resumed = await service.resume(
+        use.get("research_id"), plan=use.get("plan"), principal=call.principal, **_limits(use)
+    )
+    return resumed, []
+
+
+async def _ask(
+    service: ResearchService,
+    use: dict[str, Any],
+    call: Call,
+) -> Payload:
+    await service.check_spending(call.principal)
+    payload = await service.follow_up(
+        use.get("research_id"), query=use.get("query"), principal=call.principal
+    )
+    return payload, []
 
 
 async def _delete(
     service: ResearchService,
     use: dict[str, Any],
-    _: ProgressCallback | None,
-    principal: Principal | None,
+    call: Call,
 ) -> Payload:
-    return await service.delete(use.get("research_id"), principal), []
+    return await service.delete(use.get("research_id"), call.principal), []
 
 
 async def _restore(
     service: ResearchService,
     use: dict[str, Any],
-    _: ProgressCallback | None,
-    principal: Principal | None,
+    call: Call,
 ) -> Payload:
-    return await service.restore_content(use.get("research_id"), use.get("item_id"), principal), []
+    return await service.restore_content(
+        use.get("research_id"), use.get("item_id"), call.principal
+    ), []
 
 
 async def _export(
     service: ResearchService,
     use: dict[str, Any],
-    _: ProgressCallback | None,
-    principal: Principal | None,
+    call: Call,
 ) -> Payload:
-    if principal is not None and use.get("path") is not None:
+    if call.principal is not None and use.get("path") is not None:
         # A team server's caller is elsewhere: the server's disk is neither theirs to write
         # nor a place they could read the file from.
         raise InputError(
@@ -231,7 +263,7 @@ async def _export(
         format=use.get("format", "markdown"),
         path=use.get("path"),
         overwrite=bool(use.get("overwrite", False)),
-        principal=principal,
+        principal=call.principal,
     )
     return payload, []
 
@@ -239,8 +271,7 @@ async def _export(
 async def _health(
     service: ResearchService,
     use: dict[str, Any],
-    _: ProgressCallback | None,
-    principal: Principal | None,
+    call: Call,
 ) -> Payload:
     return await service.health(), []
 
@@ -254,6 +285,7 @@ HANDLERS: dict[str, Handler] = {
     "deep-research-events": _events,
     "deep-research-cancel": _cancel,
     "deep-research-resume": _resume,
+    "deep-research-ask": _ask,
     "deep-research-delete": _delete,
     "deep-research-restore": _restore,
     "deep-research-export": _export,

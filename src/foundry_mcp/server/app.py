@@ -31,6 +31,7 @@ from foundry_mcp.research.principal import name_of
 from foundry_mcp.server.actions import dispatch, tool_description
 from foundry_mcp.server.arguments import ResearchArguments, parse_arguments
 from foundry_mcp.server.auth import request_principal
+from foundry_mcp.server.elicitation import asker_for
 from foundry_mcp.server.envelope import Envelope, compact_text, failure, ok
 from foundry_mcp.server.host import ServiceHost, hosted_service
 from foundry_mcp.server.prompts import register_prompts
@@ -42,6 +43,7 @@ from foundry_mcp.server.surface import published_input_schema
 from foundry_mcp.server.tasks import ResearchTasks
 
 if TYPE_CHECKING:  # the research code is imported in the background (see server.host)
+    from foundry_mcp.research.asking import Asker
     from foundry_mcp.research.principal import Principal
     from foundry_mcp.research.service.research_service import ProgressCallback
 
@@ -155,7 +157,8 @@ def create_server(
         principal = request_principal()  # the bearer token's holder; None without tokens
         # Without a listener, a waiting status must not read the whole research every second.
         reporter = progress if wants_progress(ctx) else None
-        return _result(await _handle(session_host(ctx), arguments, reporter, principal))
+        asker = asker_for(ctx)  # the user, through the client, when it can be asked
+        return _result(await _handle(session_host(ctx), arguments, reporter, principal, asker))
 
     research.__signature__ = _published_signature()  # type: ignore[attr-defined]
     tool = Tool.from_function(
@@ -220,10 +223,11 @@ async def _handle(
     arguments: ResearchArguments,
     on_progress: ProgressCallback | None = None,
     principal: Principal | None = None,
+    asker: Asker | None = None,
 ) -> Envelope:
     try:
         service = await host.service()
-        payload, warnings = await dispatch(service, arguments, on_progress, principal)
+        payload, warnings = await dispatch(service, arguments, on_progress, principal, asker)
         return ok(payload, warnings)
     except FoundryError as exc:
         return failure(exc)

@@ -40,6 +40,8 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
         "language",
         "source_types",
         "preferred_sources",
+        "clarify",
+        "review_plan",
         *LIMIT_PARAMS,
     ),
     "deep-research-status": ("research_id", "wait", "wait_timeout"),
@@ -48,7 +50,8 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
     "deep-research-list": ("limit", "cursor", "completed_only", "status", "query"),
     "deep-research-events": ("research_id", "cursor", "limit"),
     "deep-research-cancel": ("research_id",),
-    "deep-research-resume": ("research_id", *LIMIT_PARAMS),
+    "deep-research-resume": ("research_id", "plan", *LIMIT_PARAMS),
+    "deep-research-ask": ("research_id", "query"),
     "deep-research-delete": ("research_id",),
     "deep-research-restore": ("research_id", "item_id"),
     "deep-research-export": ("research_id", "format", "path", "overwrite"),
@@ -63,7 +66,9 @@ ACTION_SUMMARIES: dict[str, str] = {
     "deep-research-list": "newest first",
     "deep-research-events": "audit trail",
     "deep-research-cancel": "stop; resumable",
-    "deep-research-resume": "go on, or continue a completed one",
+    "deep-research-resume": "go on; approves a waiting plan (plan: edited one); continues a "
+    "completed one",
+    "deep-research-ask": "follow-up question on a completed one, from its sources",
     "deep-research-delete": "delete",
     "deep-research-restore": "bring an archived source back",
     "deep-research-export": "markdown, json, bibtex, ris",
@@ -86,6 +91,7 @@ Action = Literal[
     "deep-research-events",
     "deep-research-cancel",
     "deep-research-resume",
+    "deep-research-ask",
     "deep-research-delete",
     "deep-research-restore",
     "deep-research-export",
@@ -116,6 +122,16 @@ def _as_list(value: Any) -> Any:
             value = text.split(",")
     if isinstance(value, list):
         return [item.strip().lower() if isinstance(item, str) else item for item in value]
+    return value
+
+
+def _plan_value(value: Any) -> Any:
+    """An edited plan sent as JSON text (some clients send objects as text) is read as JSON."""
+    if isinstance(value, str) and value.strip()[:1] in ("[", "{"):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
     return value
 
 
@@ -150,6 +166,9 @@ PreferredSources = Annotated[
 ]
 
 
+EditedPlan = Annotated[dict[str, Any] | list[Any], BeforeValidator(_plan_value)]
+
+
 class ResearchArguments(BaseModel):
     """The arguments of one ``research`` call."""
 
@@ -160,7 +179,8 @@ class ResearchArguments(BaseModel):
         None,
         max_length=MAX_QUERY_CHARS,
         description=f"deep-research: the research question (<= {MAX_QUERY_CHARS:,} chars); "
-        "deep-research-list: words every listed question holds.",
+        "deep-research-list: words every listed question holds; deep-research-ask: the "
+        "follow-up question.",
     )
     system_prompt: str | None = Field(
         None, description="deep-research: extra context or instructions for the research."
@@ -213,6 +233,31 @@ class ResearchArguments(BaseModel):
             "deep-research: sites to favour, as domains ('docs.python.org'; subdomains count) "
             "or https:// address prefixes (at most 20): their sources rank higher and are "
             "never cut below a headline when the budget is tight."
+        ),
+    )
+    clarify: Literal["auto", "off", "always"] | None = Field(
+        None,
+        description=(
+            "deep-research: ask the user about a vague question before researching, through "
+            "the client (MCP elicitation). auto (default): when the question is ambiguous and "
+            "the client can answer; always; off. A client that cannot answer gets no question: "
+            "the status lists the assumptions made instead."
+        ),
+    )
+    review_plan: bool | None = Field(
+        None,
+        description=(
+            "deep-research: stop after planning, before any search, until the user approves "
+            "the plan (shown through the client, or in the status as status 'waiting'; "
+            "deep-research-resume approves it, with plan to change it)."
+        ),
+    )
+    plan: EditedPlan | None = Field(
+        None,
+        description=(
+            "deep-research-resume of a research waiting for approval: the plan to research "
+            "instead, as a list of queries (sub-questions in hierarchical mode) or an object "
+            "{queries: [...], preferred_sources: [...]}. Omitted: the plan as shown."
         ),
     )
     max_iterations: Iterations | None = _limit("max_iterations", "deep-research/resume: rounds")

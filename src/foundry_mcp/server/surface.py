@@ -25,7 +25,6 @@ SCHEMAS_URI = "research://schemas"
 
 # A few words for the parameters whose name and type do not say enough; the rest go without.
 SHORT: dict[str, str] = {
-    "query": "The question.",
     "provider_id": "'provider' or 'provider:model'.",
     "max_time_s": "Deadline, seconds.",
     "preferred_sources": "Domains or https:// prefixes to favour.",
@@ -111,8 +110,13 @@ ACTION_GUIDE: dict[str, str] = {
     "deep-research-cancel": "Stop a running research; its partial results stay and it can be "
     "resumed. Cancelling again changes nothing.",
     "deep-research-resume": "Continue a cancelled, failed, timed-out or interrupted research "
-    "from where it stopped, without redoing finished work; the limits may be raised. A completed "
-    "research given a larger max_iterations goes on for more rounds.",
+    "from where it stopped, without redoing finished work; the limits may be raised. A research "
+    "waiting for its plan's approval (status waiting) goes on with the plan as shown, or with "
+    "plan. A completed research given a larger max_iterations goes on for more rounds.",
+    "deep-research-ask": "Ask a follow-up question about a completed research: answered from "
+    "the sources it already read, with citations numbered as in its report and the quotes "
+    "behind them, without searching again. When those sources do not answer it, the answer says "
+    "so and how to research it further. Follow-ups are kept with the research and exported.",
     "deep-research-delete": "Delete a research, cancelling it first if it runs.",
     "deep-research-restore": "Bring an archived (dropped) source back into a stopped research; "
     "resume it to have the source analysed.",

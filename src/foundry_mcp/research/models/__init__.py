@@ -36,6 +36,16 @@ from foundry_mcp.research.models.base import (
     new_research_id,
     utcnow,
 )
+from foundry_mcp.research.models.conversation import (
+    MAX_CLARIFYING_QUESTIONS,
+    Clarification,
+    ClarificationOutcome,
+    Clarify,
+    ClarifyingQuestion,
+    FollowUp,
+    FollowUpQuote,
+    PlanReview,
+)
 from foundry_mcp.research.models.handoffs import (
     AnalyzerOutput,
     Decomposition,
@@ -102,6 +112,7 @@ from foundry_mcp.research.models.state import (
 )
 
 __all__ = [
+    "MAX_CLARIFYING_QUESTIONS",
     "MAX_LLM_CALL_RECORDS",
     "PHASE_BUDGET_FRACTIONS",
     "PHASE_ORDER",
@@ -113,6 +124,10 @@ __all__ = [
     "AnalyzerOutput",
     "BranchStatus",
     "ClaimCheck",
+    "Clarification",
+    "ClarificationOutcome",
+    "Clarify",
+    "ClarifyingQuestion",
     "ComplexityAssessment",
     "Confidence",
     "ContentAllocationMetadata",
@@ -127,7 +142,9 @@ __all__ = [
     "ExtractedFinding",
     "FiledFinding",
     "Finding",
+    "FollowUp",
     "FollowUpQuery",
+    "FollowUpQuote",
     "Gap",
     "GapAssessment",
     "GathererOutput",
@@ -146,6 +163,7 @@ __all__ = [
     "PageReading",
     "Phase",
     "PhaseAllocation",
+    "PlanReview",
     "PlannedSubQuery",
     "PlannedSubQuestion",
     "PlannerOutput",

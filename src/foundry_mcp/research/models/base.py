@@ -64,6 +64,9 @@ class Status(StrEnum):
     TIMED_OUT = "timed_out"
     INTERRUPTED = "interrupted"
     COMPLETED = "completed"
+    # Stopped after planning until the user approves the plan (review_plan): no process works
+    # on it, it survives restarts, and resuming it goes on.
+    WAITING = "waiting"
 
     @property
     def is_active(self) -> bool:

@@ -60,6 +60,8 @@ class ResearchOptions(_Model):
     pinned_provider: bool = False  # the caller named provider_id: it runs every LLM call
     preferred_sources: list[str] = Field(default_factory=list)  # domains or address prefixes
     report_quotes: bool = False  # [report] quotes: the backing passages under each source
+    clarify: str = "auto"  # when to ask the user about a vague question (models.conversation)
+    review_plan: bool = False  # stop after planning until the user approves the plan
     language: str | None = None  # the report's language (research/language.py); None: as asked
     effort: str = "standard"  # the preset it started with (research/effort.py)
     max_time_s: float | None = None  # time ceiling of a run (workflow/deadline/ceiling.py)

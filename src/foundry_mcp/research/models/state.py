@@ -22,6 +22,7 @@ from foundry_mcp.research.models.base import (
     new_research_id,
     utcnow,
 )
+from foundry_mcp.research.models.conversation import Clarification, FollowUp, PlanReview
 from foundry_mcp.research.models.modes import (
     CoverageAssessment,
     Hypothesis,
@@ -75,6 +76,12 @@ class ResearchState(_Model):
     sub_questions: list[SubQuestion] = Field(default_factory=list)
     hypotheses: list[Hypothesis] = Field(default_factory=list)
     coverage: list[CoverageAssessment] = Field(default_factory=list)
+
+    # Talking with the user: what was asked before researching, the plan's review
+    # (review_plan), and the follow-up questions asked once it completed.
+    clarification: Clarification | None = None
+    plan_review: PlanReview | None = None
+    follow_ups: list[FollowUp] = Field(default_factory=list)
 
     research_brief: str | None = None
     answer: SubQuestionSynthesis | None = None  # a sub-question researcher's structured answer

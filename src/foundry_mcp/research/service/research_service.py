@@ -32,6 +32,7 @@ from foundry_mcp.research.models import Status
 from foundry_mcp.research.principal import Principal, name_of
 from foundry_mcp.research.runs.jobs import JobRunner
 from foundry_mcp.research.runs.runner import ResearchRunner
+from foundry_mcp.research.service.follow_up import FollowUps
 from foundry_mcp.research.service.inputs import check_range
 from foundry_mcp.research.service.ownership import OwnershipWatch
 from foundry_mcp.research.service.quota import admitted, check_spending
@@ -91,6 +92,7 @@ class ResearchService:
         self.watch = OwnershipWatch(io, jobs, self.runner, self.owner)
         self.watch.lease_seconds = settings.research.lease_seconds
         self.reader = ResearchReader(io, self.watch)
+        self.follow_ups = FollowUps(io, self.runner, self.watch)
         self.writer = ResearchWriter(
             settings=settings,
             io=io,
@@ -173,6 +175,14 @@ class ResearchService:
         await self._reveal(research_id, principal)
         async with admitted(self.watch, principal):
             return await self.writer.resume(research_id, limits)
+
+    async def follow_up(
+        self, research_id: Any, *, query: Any, principal: Principal | None = None
+    ) -> dict[str, Any]:
+        """Answer a follow-up question about a completed research from the sources it read,
+        with citations and quotes, without searching; kept with the research."""
+        await self._reveal(research_id, principal)
+        return await self.follow_ups.answer(research_id, query)
 
     async def cancel(self, research_id: Any, principal: Principal | None = None) -> dict[str, Any]:
         """Stop a running research; its partial results stay and it can be resumed."""
