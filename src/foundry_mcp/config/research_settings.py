@@ -244,6 +244,15 @@ class ResearchSettings(Section):
     max_cost_usd: Annotated[float | None, LOWER_SPENDS] = Field(None, gt=0)
     max_time_s: Annotated[float | None, LOWER_SPENDS] = Field(None, ge=5, le=86400)
 
+    # Talking with the user (docs/usage.md): a vague question is clarified first when the
+    # client can be asked; how long a question waits for its answer.
+    clarify: Annotated[
+        Literal["auto", "off", "always"], Ordered(Effect.SPENDS, ("off", "auto", "always"))
+    ] = "auto"
+    clarify_timeout: Annotated[
+        float, Harmless("how long a question to the user waits; the research goes on after")
+    ] = Field(180.0, ge=5, le=3600)
+
     # Token management (fitting content into each model's context window).
     token_management_enabled: Annotated[bool, OFF_SPENDS] = True
     token_safety_margin: Annotated[float, HIGHER_READS] = Field(0.15, ge=0.0, le=0.9)

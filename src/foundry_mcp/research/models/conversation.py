@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from foundry_mcp.research.models.base import _Model, new_id, utcnow
 
@@ -29,6 +29,45 @@ class ClarifyingQuestion(_Model):
     question: str
     choices: list[str] = Field(default_factory=list)
     assumption: str = ""  # what the research assumes when it gets no answer
+
+
+class ClarifierOutput(_Model):
+    """The clarifier's handoff: whether the question is ambiguous, and the questions to ask."""
+
+    ambiguous: bool = False
+    reason: str = ""
+    questions: list[ClarifyingQuestion] = Field(default_factory=list)
+
+    @field_validator("questions", mode="before")
+    @classmethod
+    def _numbered(cls, value: object) -> list[dict[str, object]]:
+        """Readable questions only, at most three, each with an id and at most five choices."""
+        if not isinstance(value, list):
+            return []
+        kept: list[dict[str, object]] = []
+        for item in value:
+            if not isinstance(item, dict) or not isinstance(item.get("question"), str):
+                continue
+            text = " ".join(item["question"].split())[:300]
+            raw = item.get("choices")
+            choices = (
+                [" ".join(c.split())[:100] for c in raw if isinstance(c, str) and c.strip()]
+                if isinstance(raw, list)
+                else []
+            )
+            assumption = item.get("assumption")
+            if text:
+                kept.append(
+                    {
+                        "id": f"q{len(kept) + 1}",
+                        "question": text,
+                        "choices": list(dict.fromkeys(choices))[:5],
+                        "assumption": " ".join(assumption.split())[:300]
+                        if isinstance(assumption, str)
+                        else "",
+                    }
+                )
+        return kept[:MAX_CLARIFYING_QUESTIONS]
 
 
 ClarificationOutcome = Literal[

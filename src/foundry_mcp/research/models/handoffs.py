@@ -100,6 +100,16 @@ class PlannerOutput(_Model):
     assessment: ComplexityAssessment | None = None
     decomposition: Decomposition | None = None
     allocation_strategy: str = ""
+    assumptions: list[str] = Field(default_factory=list)  # its reading of an ambiguous question
+
+    @field_validator("assumptions", mode="before")
+    @classmethod
+    def _lenient_assumptions(cls, value: object) -> list[str]:
+        """Assumptions are a few short texts; anything else is none."""
+        if not isinstance(value, list):
+            return []
+        texts = [" ".join(item.split())[:300] for item in value if isinstance(item, str)]
+        return [text for text in texts if text][:3]
 
     @field_validator("allocation_strategy", mode="before")
     @classmethod

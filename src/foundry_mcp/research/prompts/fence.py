@@ -33,6 +33,7 @@ STRUCTURAL_TAGS: Final = (
     "subanswer",
     "hypothesis",
     "section",
+    "clarification",
 )
 LOOKALIKE: Final = "\u2039"  # ‹ replaces the < of a forged tag
 

@@ -27,6 +27,7 @@ from foundry_mcp.research.store.owners import (
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.states import Snapshot
 from foundry_mcp.research.workflow.reading.reader import Reader
+from foundry_mcp.research.workflow.review import AwaitingApproval
 from foundry_mcp.research.workflow.supervisor import PhaseTimeoutError, Supervisor, SupervisorHooks
 
 log = logging.getLogger(__name__)
@@ -128,7 +129,7 @@ class ResearchRunner:
             # The page text of its sources, kept apart from the state (read in a worker thread:
             # megabytes of it must not stall the loop).
             await self.io.read(lambda store: store.load_pages(state), patient=True)
-            llm = await self._research_llm(state, calls)
+            llm = await self.research_llm(state, calls)
             search = [
                 self.providers.resilience.wrap_search(
                     await anyio.to_thread.run_sync(self.providers.search, name)
@@ -157,6 +158,9 @@ class ResearchRunner:
             supervisor = Supervisor(state, llm, playbook_for(state, kit), checkpoint, self.hooks)
             with anyio.fail_after(state.limits.task_timeout):
                 await supervisor.run()
+        except AwaitingApproval:
+            state.status = Status.WAITING  # no process works on it until it is approved
+            state.emit("waiting", {"for": "plan_approval", "phase": state.phase.value})
         except TimeoutError:
             abort(state, Status.TIMED_OUT, "timeout")
             state.error = (
@@ -200,11 +204,15 @@ class ResearchRunner:
             state.completed_at = utcnow()
         await self._finish(state)
 
-    async def _research_llm(self, state: ResearchState, calls: CallLog) -> ResearchLLM:
+    async def research_llm(
+        self, state: ResearchState, calls: CallLog, *, journaled: bool = True
+    ) -> ResearchLLM:
         """The research's LLMs: its own provider, the per-phase lists, prices and ceiling.
 
         A research started with an explicit ``provider_id`` sends every call to it: the
         per-phase lists (and summarization providers) apply only when the caller named none.
+        ``journaled``: answers are kept in the research's journal, replayed by a resumed run
+        (only a run, which holds the research's lease, keeps one).
         """
         providers = self.providers
         own = await anyio.to_thread.run_sync(providers.llm, state.llm_provider)
@@ -224,7 +232,7 @@ class ResearchRunner:
             routes=routes,
             prices=PriceTable.from_settings(settings),
             max_cost_usd=settings.research.max_cost_usd,
-            journal=_Journal(self.io, self.owner, state.id, self.deleted),
+            journal=_Journal(self.io, self.owner, state.id, self.deleted) if journaled else None,
             archive=self._archive(state),
         )
 

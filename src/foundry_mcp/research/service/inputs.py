@@ -21,6 +21,7 @@ from foundry_mcp.config.research_settings import LimitArgs
 from foundry_mcp.errors import InputError, InvalidStateError
 from foundry_mcp.providers.search.base import SOURCE_TYPES
 from foundry_mcp.research.models import (
+    Clarify,
     ExplorationMode,
     HypothesisMode,
     ModeOptions,
@@ -273,3 +274,18 @@ def check_can_continue(state: ResearchState, max_iterations: int | None) -> None
             f"Research {state.id} is completed and has no open gap left to research.",
             remediation="Start a new research with a more specific question.",
         )
+
+
+def check_clarify(value: Any, configured: str) -> Clarify:
+    """When to clarify the question: ``value`` (auto, off, always) or the configuration's."""
+    if value is None:
+        return Clarify(configured)
+    try:
+        return Clarify(str(value).strip().lower())
+    except ValueError:
+        raise InputError(
+            f"clarify must be auto, off or always (got {value!r}).",
+            remediation="Pass clarify='auto' (ask about a vague question when the client can "
+            "answer), 'always' or 'off'; or leave it out.",
+            details={"field": "clarify"},
+        ) from None

@@ -27,6 +27,7 @@ from foundry_mcp.context.runtime import ContextServices
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.providers.health import check_providers
 from foundry_mcp.providers.registry import ProviderRegistry
+from foundry_mcp.research.asking import Asker
 from foundry_mcp.research.export.files import MAX_INLINE_CHARS, export_research
 from foundry_mcp.research.models import Status
 from foundry_mcp.research.principal import Principal, name_of
@@ -35,6 +36,7 @@ from foundry_mcp.research.runs.runner import ResearchRunner
 from foundry_mcp.research.service.follow_up import FollowUps
 from foundry_mcp.research.service.inputs import check_range
 from foundry_mcp.research.service.ownership import OwnershipWatch
+from foundry_mcp.research.service.plan_approval import PlanApprovals
 from foundry_mcp.research.service.quota import admitted, check_spending
 from foundry_mcp.research.service.reads import ProgressCallback, ResearchReader
 from foundry_mcp.research.service.writes import ResearchWriter
@@ -93,6 +95,7 @@ class ResearchService:
         self.watch.lease_seconds = settings.research.lease_seconds
         self.reader = ResearchReader(io, self.watch)
         self.follow_ups = FollowUps(io, self.runner, self.watch)
+        self.approvals = PlanApprovals(self.writer, self.watch, settings.research.clarify_timeout)
         self.writer = ResearchWriter(
             settings=settings,
             io=io,
@@ -128,10 +131,17 @@ class ResearchService:
         effort: Any = None,
         max_time_s: float | None = None,
         language: str | None = None,
+        clarify: Any = None,
+        review_plan: bool = False,
+        asker: Asker | None = None,
         principal: Principal | None = None,
         **limits: Unpack[LimitArgs],
     ) -> dict[str, Any]:
         """Validate, save a queued research and start it in the background.
+
+        ``clarify`` (auto, off, always): a vague question is first clarified with the user when
+        ``asker`` can reach them. ``review_plan``: it waits after planning for the plan's
+        approval (status waiting).
 
         ``source_types`` (web, academic, news, local) limits the search to those kinds of
         sources; none: every configured provider. Sources from ``preferred_sources`` (domains
@@ -151,6 +161,9 @@ class ResearchService:
                 effort=effort,
                 max_time_s=max_time_s,
                 language=language,
+                clarify=clarify,
+                review_plan=review_plan,
+                asker=asker,
                 principal=name_of(principal),
             )
 
@@ -164,17 +177,19 @@ class ResearchService:
         self,
         research_id: Any,
         *,
+        plan: Any = None,
         principal: Principal | None = None,
         **limits: Unpack[LimitArgs],
     ) -> dict[str, Any]:
         """Continue an unfinished research from its saved phase, without redoing work.
 
         A completed research given a larger ``max_iterations`` continues with a refinement
-        round, if gaps are still open.
+        round, if gaps are still open. A research waiting for its plan's approval goes on with
+        the plan as shown, or as ``plan`` edits it.
         """
         await self._reveal(research_id, principal)
         async with admitted(self.watch, principal):
-            return await self.writer.resume(research_id, limits)
+            return await self.writer.resume(research_id, limits, plan=plan)
 
     async def follow_up(
         self, research_id: Any, *, query: Any, principal: Principal | None = None
@@ -260,13 +275,32 @@ class ResearchService:
         wait: bool = False,
         wait_timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        asker: Asker | None = None,
         principal: Principal | None = None,
     ) -> dict[str, Any]:
         """The research's status; with ``wait``, first block until it moves (long poll).
 
         While waiting, ``on_progress`` receives the status every second. Another principal's
-        research is not found, as an unknown id.
+        research is not found, as an unknown id. A research waiting for its plan's approval
+        has the plan put to the user when ``asker`` can reach them; the status then says what
+        they decided.
         """
+        payload = await self._status(research_id, wait, wait_timeout, on_progress, principal)
+        if payload["status"] == Status.WAITING.value and asker is not None:
+            decided = await self.approvals.ask(payload["research_id"], asker)
+            if decided is not None:
+                payload = await self._status(research_id, False, None, None, principal)
+                payload["plan_review"] = decided
+        return payload
+
+    async def _status(
+        self,
+        research_id: Any,
+        wait: bool,
+        wait_timeout: float | None,
+        on_progress: ProgressCallback | None,
+        principal: Principal | None,
+    ) -> dict[str, Any]:
         return await self.reader.status(
             research_id,
             wait=wait,

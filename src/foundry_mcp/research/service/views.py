@@ -10,6 +10,11 @@ from foundry_mcp.context.fidelity.bookkeeping import low_fidelity_warning
 from foundry_mcp.context.levels import LOW_FIDELITY, ContentLevel, fidelity_band
 from foundry_mcp.context.tokens import estimate_tokens
 from foundry_mcp.research.models import PHASE_ORDER, ResearchState, Status, UsageTotals, utcnow
+from foundry_mcp.research.service.conversation_views import (
+    assumptions_hint,
+    conversation_status,
+    waiting_hint,
+)
 
 RECENT_DECISIONS = 5
 STATUS_DROPPED_IDS = 10
@@ -104,6 +109,7 @@ def status_payload(
         "updated_at": state.updated_at.isoformat(),
         "tree": research_tree(state),
         "fidelity": fidelity_block(state),
+        **conversation_status(state),
     }
 
 
@@ -163,7 +169,10 @@ def next_action(state: ResearchState, status: Status, stale: bool) -> str:
     """A one-line hint for the caller: what to do now."""
     rid = state.id
     if status is Status.COMPLETED:
-        return f"Read the report: action='deep-research-report', research_id='{rid}'."
+        return (
+            f"Read the report: action='deep-research-report', research_id='{rid}'."
+            + assumptions_hint(state)
+        )
     if status in (Status.QUEUED, Status.RUNNING):
         if stale:
             return (
@@ -172,10 +181,12 @@ def next_action(state: ResearchState, status: Status, stale: bool) -> str:
             )
         return (
             f"Wait: action='deep-research-status', research_id='{rid}', wait=true "
-            "(returns when the phase changes)."
+            "(returns when the phase changes)." + assumptions_hint(state)
         )
     if status is Status.CANCELLING:
         return "Stopping; call status again in a moment."
+    if status is Status.WAITING:
+        return waiting_hint(state)
     hint = f"Resume it: action='deep-research-resume', research_id='{rid}'"
     if state.report is not None:
         hint += ", or read the partial report with action='deep-research-report'"

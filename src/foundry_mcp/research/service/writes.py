@@ -6,6 +6,7 @@ that cannot run fails at once, naming the fix, instead of in the background.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import Any
 
 import anyio
@@ -15,11 +16,14 @@ from foundry_mcp.config.research_settings import LimitArgs
 from foundry_mcp.context.runtime import ContextServices
 from foundry_mcp.errors import InputError, InvalidStateError
 from foundry_mcp.providers.registry import ProviderRegistry
+from foundry_mcp.research.asking import Asker
 from foundry_mcp.research.effort import PRESETS, Effort, check_effort
 from foundry_mcp.research.language import report_language
+from foundry_mcp.research.llm.calls import CallLog
 from foundry_mcp.research.models import (
     AgentDecision,
     AgentRole,
+    Clarify,
     Phase,
     ResearchMode,
     ResearchOptions,
@@ -29,9 +33,11 @@ from foundry_mcp.research.models import (
     SubQueryStatus,
 )
 from foundry_mcp.research.runs.jobs import JobRunner
-from foundry_mcp.research.runs.runner import ResearchRunner
+from foundry_mcp.research.runs.runner import ResearchRunner, abort
+from foundry_mcp.research.service.conversation_views import clarified
 from foundry_mcp.research.service.inputs import (
     check_can_continue,
+    check_clarify,
     check_preferred_sources,
     check_query,
     check_range,
@@ -40,6 +46,7 @@ from foundry_mcp.research.service.inputs import (
     resolve_mode,
 )
 from foundry_mcp.research.service.ownership import OwnershipWatch
+from foundry_mcp.research.service.plan_review import approve
 from foundry_mcp.research.service.reads import WAIT_POLL_SECONDS, status_of
 from foundry_mcp.research.service.restore import restore_content
 from foundry_mcp.research.service.views import shorten
@@ -48,6 +55,7 @@ from foundry_mcp.research.store.archive import StoreArchive
 from foundry_mcp.research.store.owners import LeaseLostError, Owner
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.records import Fingerprint, validate_research_id
+from foundry_mcp.research.workflow.agents.clarifier import clarify as clarify_question
 
 CANCEL_WAIT_SECONDS = 2.0
 DELETE_WAIT_SECONDS = 10.0
@@ -96,9 +104,17 @@ class ResearchWriter:
         effort: Any = None,
         max_time_s: float | None = None,
         language: Any = None,
+        clarify: Any = None,
+        review_plan: bool = False,
+        asker: Asker | None = None,
         principal: str | None = None,
     ) -> dict[str, Any]:
         """Validate, save a queued research and start it in the background.
+
+        With an ``asker`` (the user can be asked) and ``clarify`` not off, a vague question is
+        first clarified with the user (:mod:`~foundry_mcp.research.workflow.agents.clarifier`);
+        without one, the planner states the assumptions it makes. ``review_plan``: the research
+        waits after planning until the plan is approved (:mod:`.plan_review`).
 
         The report is written in ``language`` when given, else in the question's language when
         it is recognised (:mod:`foundry_mcp.research.language`).
@@ -112,6 +128,7 @@ class ResearchWriter:
         kinds = check_source_types(source_types)
         preferred = check_preferred_sources(preferred_sources)
         chosen = check_effort(effort)
+        asking = check_clarify(clarify, self.settings.research.clarify)
         if max_time_s is not None:
             check_range("max_time_s", max_time_s, 5, 86400, integer=False)
         preset = PRESETS[chosen or Effort.STANDARD]
@@ -147,6 +164,8 @@ class ResearchWriter:
                 preferred_sources=preferred,
                 report_quotes=self.settings.report.quotes,
                 language=written_in,
+                clarify=asking,
+                review_plan=bool(review_plan),
                 max_verified_claims=preset.max_verified_claims
                 or research.deep_research_verification_max_claims,
                 gate_retries=research.deep_research_gate_retries,
@@ -170,6 +189,10 @@ class ResearchWriter:
         if stated is not None:
             state.metadata["provider_choice"] = stated
         self._fit_settings(state)  # token budget options from [research]
+        if asker is not None and asking != Clarify.OFF:
+            llm = await self.runner.research_llm(state, CallLog(), journaled=False)
+            wait = self.settings.research.clarify_timeout
+            state.clarification = await clarify_question(llm, state, asker, wait)
         lease = self.watch.lease_seconds
         created: dict[str, Any] = {"query": shorten(query, 300)}
         if principal is not None:
@@ -192,6 +215,7 @@ class ResearchWriter:
             "limits": resolved.model_dump(),
             "mode": mode_options.requested.value,
             "effort": (chosen or Effort.STANDARD).value,
+            **clarified(state),
             "provider": f"{llm_name}:{llm_model}",
             **({"provider_choice": stated} if stated else {}),
             "phase_providers": {
@@ -213,6 +237,8 @@ class ResearchWriter:
         state = await self.watch.load_checked(research_id)
         if state.status in (Status.CANCELLING, Status.CANCELLED):
             return {"research_id": research_id, "status": state.status.value}
+        if state.status is Status.WAITING:  # nobody runs it: ended here
+            return await self._cancel_waiting(research_id)
         if not state.status.is_active:
             raise InvalidStateError(
                 f"Research {research_id} is {state.status.value}; there is nothing to cancel.",
@@ -232,28 +258,50 @@ class ResearchWriter:
         ]
         return {"research_id": research_id, "status": status}
 
+    async def _cancel_waiting(self, research_id: str) -> dict[str, Any]:
+        """Cancel a research waiting for its plan's approval (fenced, as restore is)."""
+
+        def cancel(store: Store) -> None:
+            read = store.load_status(research_id)
+            state = read.state
+            if state.status is not Status.WAITING:
+                return  # resumed meanwhile: a cancel of a running research is asked for
+            abort(state, Status.CANCELLED, "cancelled")
+            store.save_unowned(state, read.ownership.token)
+
+        with suppress(LeaseLostError):  # taken up meanwhile: the status read below says so
+            await self.io.write(cancel)
+        self.runner.event(research_id, "cancelled_while_waiting", {}, owned=False)
+        status = await self.io.read(lambda store: store.load_status(research_id))
+        if status.state.status.is_active:
+            return await self.cancel(research_id)
+        return {"research_id": research_id, "status": status.state.status.value}
+
     async def resume(
         self,
         research_id: Any,
         limits: LimitArgs | None = None,
         *,
+        plan: Any = None,
         patient: bool = False,
     ) -> dict[str, Any]:
         """Continue an unfinished research from its saved phase, without redoing work.
 
         A completed research given a larger ``max_iterations`` continues with a refinement
-        round, if gaps are still open. ``patient``: its reads wait out a short outage of the
-        database, as its writes do (a takeover, which no user is waiting on).
+        round, if gaps are still open. A research waiting for its plan's approval goes on with
+        the plan, or with ``plan`` (:mod:`.plan_review`). ``patient``: its reads wait out a
+        short outage of the database, as its writes do (a takeover, which no user is waiting
+        on).
         """
         research_id = validate_research_id(research_id)
         # Claimed under our lease before its run starts, and never left claimed but not run
         # by a caller that gives up meanwhile (shielded).
         with self.jobs.starting(research_id), anyio.CancelScope(shield=True):
-            resumed = await self._resume(research_id, limits, patient)
+            resumed = await self._resume(research_id, limits, patient, plan)
         return resumed
 
     async def _resume(
-        self, research_id: str, limits: LimitArgs | None, patient: bool
+        self, research_id: str, limits: LimitArgs | None, patient: bool, plan: Any
     ) -> dict[str, Any]:
         state = await self.watch.load_checked(research_id, patient=patient)
         if state.status.is_active:
@@ -261,6 +309,15 @@ class ResearchWriter:
                 f"Research {research_id} is {state.status.value}; it is still being worked on.",
                 remediation="Wait for it with action='deep-research-status' and wait=true.",
             )
+        if plan is not None and state.status is not Status.WAITING:
+            raise InputError(
+                f"Research {research_id} is {state.status.value}, not waiting for its plan's "
+                "approval; plan applies only to a research started with review_plan=true "
+                "whose status is waiting.",
+                remediation="Resume it without plan.",
+                details={"field": "plan"},
+            )
+        edited = approve(state, plan) if state.status is Status.WAITING else None
         continuing = state.status is Status.COMPLETED
         given = limits or {}
         if continuing:
@@ -316,13 +373,16 @@ class ResearchWriter:
             {"from": previous.value, "phase": state.phase.value, "pid": self.owner.pid},
         )
         self.jobs.start(research_id, self.runner.run)
-        return {
+        resumed = {
             "research_id": research_id,
             "status": state.status.value,
             "phase": state.phase.value,
             "iteration": state.iteration,
             "resumed_from": previous.value,
         }
+        if edited is not None:
+            resumed["plan"] = "edited" if edited else "approved"
+        return resumed
 
     async def restore_content(self, research_id: Any, item_id: Any) -> dict[str, Any]:
         """Bring a dropped (archived) source back into a stopped research; resume it next."""

@@ -33,6 +33,7 @@ from foundry_mcp.research.models import (
 from foundry_mcp.research.workflow.deadline.ceiling import Judgement, Stop, TimeCeiling
 from foundry_mcp.research.workflow.dispatch import dispatch_inputs
 from foundry_mcp.research.workflow.reflection import reflect
+from foundry_mcp.research.workflow.review import AwaitingApproval, plan_to_approve
 
 log = logging.getLogger(__name__)
 
@@ -181,6 +182,8 @@ class Supervisor:
                 return
             self.state.phase = following
             await self._checkpoint()
+            if phase is Phase.PLANNING and plan_to_approve(self.state):
+                raise AwaitingApproval(self.state.id)
 
     # ------------------------------------------------------------------ phases
 

@@ -23,6 +23,7 @@ from foundry_mcp.research.effort import Effort
 from foundry_mcp.research.export.document import ExportFormat
 from foundry_mcp.server.results.report import EvidenceResult, ReportResult
 from foundry_mcp.server.results.status import (
+    Clarified,
     ModeName,
     PhaseName,
     Result,
@@ -73,6 +74,9 @@ class StartResult(Result):
         description="Per-phase provider:model lists, first choice first; empty when pinned."
     )
     search: SearchPlan
+    clarification: Clarified | None = Field(
+        None, description="Present when the user was asked about the question first."
+    )
 
 
 class CancelResult(Result):
@@ -90,6 +94,9 @@ class ResumeResult(Result):
     phase: PhaseName
     iteration: int
     resumed_from: StatusName
+    plan: Literal["approved", "edited"] | None = Field(
+        None, description="A waiting plan was approved, as shown or edited."
+    )
 
 
 class DeleteResult(Result):

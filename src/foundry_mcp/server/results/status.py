@@ -44,6 +44,7 @@ StatusName = Literal[
     "timed_out",
     "interrupted",
     "completed",
+    "waiting",
 ]
 PhaseName = Literal["planning", "gathering", "analysis", "synthesis", "refinement"]
 ModeName = Literal["auto", "simple", "hierarchical", "hypotheses"]
@@ -215,6 +216,41 @@ class StatusResult(Result):
     updated_at: Timestamp
     tree: ResearchTree | None = Field(description="None in simple mode.")
     fidelity: Fidelity
+    clarification: Clarified | None = None
+    waiting_for: Literal["plan_approval"] | None = Field(
+        None, description="Status waiting: what it waits for."
+    )
+    plan: Plan | None = Field(None, description="Status waiting: the plan to approve.")
+    plan_review: Literal["waiting", "approved", "edited", "cancelled"] | None = Field(
+        None, description="review_plan: what became of the plan."
+    )
+
+
+class AskedQuestion(Result):
+    question: str
+    choices: list[str] | None = None
+    answer: str | None = Field(description="null: not answered (its assumption was made).")
+
+
+class Clarified(Result):
+    """What was asked before researching, or assumed where nobody could be asked."""
+
+    outcome: Literal["clear", "answered", "declined", "timed_out", "not_asked"] = Field(
+        description="not_asked: the client could not be asked; the research made assumptions."
+    )
+    asked: list[AskedQuestion]
+    assumptions: list[str] = Field(description="What the research assumed, unanswered.")
+
+
+class Plan(Result):
+    """The plan of a research waiting for approval (review_plan)."""
+
+    mode: ModeName
+    research_brief: str
+    queries: list[str] = Field(description="Searches, or sub-questions in hierarchical mode.")
+    editable: bool = Field(description="False in hypotheses mode: approve or cancel only.")
+    preferred_sources: list[str]
+    source_types: list[str]
 
 
 def progress_message(status: dict[str, Any]) -> str:

@@ -13,6 +13,8 @@ from foundry_mcp.research.llm.calls import ResearchLLM
 from foundry_mcp.research.llm.jsonparse import parse_handoff
 from foundry_mcp.research.models import (
     AgentRole,
+    Clarification,
+    Clarify,
     PlannedSubQuery,
     PlannerOutput,
     ResearchState,
@@ -46,6 +48,9 @@ async def plan(
     modes = state.options.mode
     offered = offered_source_types(state)
     fitting = await Fitting.open(llm, state, "planning")
+    clarified = state.clarification.as_brief() if state.clarification else ""
+    # Nobody could be asked: the planner names the reading it chose of an ambiguous question.
+    assume = wants_assumptions(state)
 
     def build(scale: float) -> tuple[str, str]:
         """The prompts; the requester's fitting kept within ``scale`` of the planning budget."""
@@ -63,8 +68,19 @@ async def plan(
                 require_decomposition=require_decomposition,
                 local_sample=local_sample,
                 source_types=offered,
+                clarified=clarified,
+                assumptions=assume,
             )
-        return planner_prompts(state.query, limit, background, guidance, local_sample, offered)
+        return planner_prompts(
+            state.query,
+            limit,
+            background,
+            guidance,
+            local_sample,
+            offered,
+            clarified=clarified,
+            assumptions=assume,
+        )
 
     system, user = build(1.0)
     text = await fitting.ask(
@@ -76,6 +92,8 @@ async def plan(
         rebuild=build,
     )
     output = parse_handoff(text, PlannerOutput)
+    if output is not None:
+        note_clarification(state, output, assume)
     if output is None or not output.sub_queries:
         state.record_fallback(
             AgentRole.PLANNER,
@@ -102,6 +120,26 @@ async def plan(
             unique.append(sub_query)
     output.sub_queries = unique[:limit] or [PlannedSubQuery(query=_as_search_query(state.query))]
     return output
+
+
+def wants_assumptions(state: ResearchState) -> bool:
+    """Whether the planner is to name its reading of an ambiguous question: the research's
+    own planning (not a sub-question's), clarification on, and nobody asked before."""
+    return (
+        state.branch is None
+        and state.clarification is None
+        and state.options.clarify != Clarify.OFF
+    )
+
+
+def note_clarification(state: ResearchState, output: PlannerOutput, assumed: bool) -> None:
+    """The brief says what was asked and answered; the assumptions the planner made, when
+    nobody could be asked, are kept for the status and the report."""
+    if assumed and output.assumptions:
+        state.clarification = Clarification(outcome="not_asked", assumptions=output.assumptions)
+    told = state.clarification.as_brief() if state.clarification else ""
+    if told and told not in output.research_brief:
+        output.research_brief = f"{output.research_brief}\n\nBefore researching:\n{told}".strip()
 
 
 def offered_source_types(state: ResearchState) -> list[str]:

@@ -1,0 +1,51 @@
+"""The plan's approval asked of the user when the caller can be asked (MCP elicitation, the
+terminal): approve as shown, approve edited, or cancel.
+
+Asked the first time a status of the waiting research is read by such a caller, at most once at
+a time per research. An accepted answer approves (resumes) or cancels the research; a declined
+form cancels it; a dismissed form or one unanswered in time leaves it waiting, as does an
+answer that does not fit the form (refused with an ``InputError``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from foundry_mcp.research.asking import Asker, checked_reply
+from foundry_mcp.research.models import Status
+from foundry_mcp.research.service.ownership import OwnershipWatch
+from foundry_mcp.research.service.plan_review import approval_form, edited_queries
+from foundry_mcp.research.service.writes import ResearchWriter
+
+
+class PlanApprovals:
+    """Asks the user to approve a waiting plan; see the module."""
+
+    def __init__(self, writer: ResearchWriter, watch: OwnershipWatch, timeout: float) -> None:
+        self.writer = writer
+        self.watch = watch
+        self.timeout = timeout
+        self._asking: set[str] = set()  # research whose plan is being asked about now
+
+    async def ask(self, research_id: str, asker: Asker) -> str | None:
+        """Ask about the plan of ``research_id`` if it waits and nobody is asked yet; what was
+        decided: "approved", "edited", "cancelled", or None (nothing asked or decided)."""
+        if research_id in self._asking:
+            return None
+        self._asking.add(research_id)
+        try:
+            state = await self.watch.load_checked(research_id)
+            if state.status is not Status.WAITING:
+                return None
+            form = approval_form(state)
+            reply = checked_reply(form, await asker.ask(form, self.timeout))
+            if reply.action == "decline" or reply.text("decision") == "cancel":
+                await self.writer.cancel(research_id)
+                return "cancelled"
+            if reply.action != "accept":
+                return None  # dismissed or unanswered: it keeps waiting
+            queries = edited_queries(reply)
+            resumed: dict[str, Any] = await self.writer.resume(research_id, plan=queries)
+            return str(resumed.get("plan", "approved"))
+        finally:
+            self._asking.discard(research_id)
