@@ -40,6 +40,7 @@ ROOM_ORDER: dict[str, tuple[str, ...]] = {
         "models",
         "effort",
         "language",
+        "asking",
         "principal",
         "pricing",
         "prompts",

@@ -22,12 +22,15 @@ ACTION_COMMANDS: dict[str, str] = {
     "deep-research-events": "events",
     "deep-research-cancel": "cancel",
     "deep-research-resume": "resume",
+    "deep-research-ask": "ask",
     "deep-research-delete": "delete",
     "deep-research-restore": "restore",
     "deep-research-export": "export",
     "health": "doctor",
 }
-TAKES_AN_ID = frozenset({"status", "watch", "report", "events", "cancel", "resume", "delete"})
+TAKES_AN_ID = frozenset(
+    {"status", "watch", "report", "events", "cancel", "resume", "delete", "ask"}
+)
 # Tool parameters and the options of ``foundry-mcp research`` / ``resume`` that set them.
 PARAMETER_OPTIONS: dict[str, str] = {
     "provider_id": "--provider",
@@ -45,6 +48,9 @@ PARAMETER_OPTIONS: dict[str, str] = {
     "effort": "--effort",
     "mode": "--mode",
     "max_concurrent": "--max-concurrent",
+    "clarify": "--clarify",
+    "review_plan": "--review-plan",
+    "plan": "--plan",
     "format": "--format",
     "path": "--out",
     "overwrite": "--overwrite",
@@ -54,7 +60,7 @@ PARAMETER_OPTIONS: dict[str, str] = {
     "query": "research",  # the question is the research command's argument
 }
 # Parameters that are flags on the command line: ``overwrite=true`` is ``--overwrite``.
-FLAGS = frozenset({"overwrite", "completed_only"})
+FLAGS = frozenset({"overwrite", "completed_only", "review_plan"})
 # Parameters named bare ("resume with max_iterations above 3"): none is also a [research] key.
 _BARE = (
     "provider_id",

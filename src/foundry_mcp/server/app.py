@@ -31,14 +31,13 @@ from foundry_mcp.research.principal import name_of
 from foundry_mcp.server.actions import dispatch, tool_description
 from foundry_mcp.server.arguments import ResearchArguments, parse_arguments
 from foundry_mcp.server.auth import request_principal
-from foundry_mcp.server.elicitation import asker_for
 from foundry_mcp.server.envelope import Envelope, compact_text, failure, ok
 from foundry_mcp.server.host import ServiceHost, hosted_service
 from foundry_mcp.server.prompts import register_prompts
 from foundry_mcp.server.resources import recent_reports, register_resources
 from foundry_mcp.server.results.data import tool_annotations, tool_meta
 from foundry_mcp.server.results.status import progress_message
-from foundry_mcp.server.session import session_host, wants_progress
+from foundry_mcp.server.session import asker_for, session_host, wants_progress
 from foundry_mcp.server.surface import published_input_schema
 from foundry_mcp.server.tasks import ResearchTasks
 

@@ -7,10 +7,9 @@ A call whose arguments do not fit the model is refused with the tool's own envel
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 
 from foundry_mcp.config import (
@@ -18,11 +17,28 @@ from foundry_mcp.config import (
     MAX_QUERY_CHARS,
     MAX_WAIT_SECONDS,
     WHOLE_PAGES,
-    check_reading_budget,
 )
 from foundry_mcp.errors import InputError, UnknownActionError
-from foundry_mcp.providers.search.base import SourceType
 from foundry_mcp.research.export.document import ExportFormat
+from foundry_mcp.server.argument_types import (
+    HIGH,
+    LOW,
+    NOT_BOOL,
+    Concurrency,
+    EditedPlan,
+    Iterations,
+    Offset,
+    PageChars,
+    PageSize,
+    PreferredSources,
+    ReadingBudget,
+    SourcesPerQuery,
+    SourceTypes,
+    SubQueries,
+    TaskTimeout,
+    WaitSeconds,
+    limit_field,
+)
 
 LIMIT_PARAMS = tuple(LIMIT_BOUNDS)
 
@@ -99,76 +115,6 @@ Action = Literal[
 ]
 
 
-def _no_bool(value: Any) -> Any:
-    """JSON ``true`` is not the number 1 (pydantic's lax mode would take it as one)."""
-    if isinstance(value, bool):
-        raise ValueError("a boolean is not a number")
-    return value
-
-
-def _limit(name: str, description: str) -> Any:
-    low, high = LIMIT_BOUNDS[name]
-    return Field(None, description=f"{description}, {low:g}-{high:g}.")
-
-
-def _as_list(value: Any) -> Any:
-    """A list of lower-cased names; one text is read as the JSON array it spells (some clients
-    send arrays as text) or as comma-separated names."""
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            value = json.loads(text) if text.startswith("[") else text.split(",")
-        except ValueError:
-            value = text.split(",")
-    if isinstance(value, list):
-        return [item.strip().lower() if isinstance(item, str) else item for item in value]
-    return value
-
-
-def _plan_value(value: Any) -> Any:
-    """An edited plan sent as JSON text (some clients send objects as text) is read as JSON."""
-    if isinstance(value, str) and value.strip()[:1] in ("[", "{"):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
-_NOT_BOOL = BeforeValidator(_no_bool)
-_LOW = {name: low for name, (low, _) in LIMIT_BOUNDS.items()}
-_HIGH = {name: high for name, (_, high) in LIMIT_BOUNDS.items()}
-# Constraints before the validator: pydantic then puts them in the published schema.
-Iterations = Annotated[int, Field(ge=_LOW["max_iterations"], le=_HIGH["max_iterations"]), _NOT_BOOL]
-SubQueries = Annotated[
-    int, Field(ge=_LOW["max_sub_queries"], le=_HIGH["max_sub_queries"]), _NOT_BOOL
-]
-SourcesPerQuery = Annotated[
-    int, Field(ge=_LOW["max_sources_per_query"], le=_HIGH["max_sources_per_query"]), _NOT_BOOL
-]
-Concurrency = Annotated[
-    int, Field(ge=_LOW["max_concurrent"], le=_HIGH["max_concurrent"]), _NOT_BOOL
-]
-TaskTimeout = Annotated[float, Field(ge=_LOW["task_timeout"], le=_HIGH["task_timeout"]), _NOT_BOOL]
-ReadingBudget = Annotated[
-    int,
-    Field(ge=WHOLE_PAGES, le=_HIGH["reading_budget"]),
-    _NOT_BOOL,
-    AfterValidator(check_reading_budget),
-]
-WaitSeconds = Annotated[float, Field(ge=0, le=MAX_WAIT_SECONDS), _NOT_BOOL]
-Offset = Annotated[int, Field(ge=0), _NOT_BOOL]
-PageChars = Annotated[int, Field(ge=1000, le=100_000), _NOT_BOOL]
-PageSize = Annotated[int, Field(ge=1, le=500), _NOT_BOOL]
-SourceTypes = Annotated[list[SourceType], BeforeValidator(_as_list)]
-PreferredSources = Annotated[
-    list[Annotated[str, Field(max_length=200)]], Field(max_length=20), BeforeValidator(_as_list)
-]
-
-
-EditedPlan = Annotated[dict[str, Any] | list[Any], BeforeValidator(_plan_value)]
-
-
 class ResearchArguments(BaseModel):
     """The arguments of one ``research`` call."""
 
@@ -206,7 +152,7 @@ class ResearchArguments(BaseModel):
             "sources each). Limits given explicitly win."
         ),
     )
-    max_time_s: Annotated[float, Field(ge=5, le=86400), _NOT_BOOL] | None = Field(
+    max_time_s: Annotated[float, Field(ge=5, le=86400), NOT_BOOL] | None = Field(
         None,
         description=(
             "deep-research: time ceiling in seconds (5-86400): near it, the research stops "
@@ -260,24 +206,26 @@ class ResearchArguments(BaseModel):
             "{queries: [...], preferred_sources: [...]}. Omitted: the plan as shown."
         ),
     )
-    max_iterations: Iterations | None = _limit("max_iterations", "deep-research/resume: rounds")
-    max_sub_queries: SubQueries | None = _limit(
+    max_iterations: Iterations | None = limit_field(
+        "max_iterations", "deep-research/resume: rounds"
+    )
+    max_sub_queries: SubQueries | None = limit_field(
         "max_sub_queries", "deep-research/resume: sub-queries per round"
     )
-    max_sources_per_query: SourcesPerQuery | None = _limit(
+    max_sources_per_query: SourcesPerQuery | None = limit_field(
         "max_sources_per_query", "deep-research/resume: sources per sub-query"
     )
-    max_concurrent: Concurrency | None = _limit(
+    max_concurrent: Concurrency | None = limit_field(
         "max_concurrent", "deep-research/resume: parallel searches"
     )
-    task_timeout: TaskTimeout | None = _limit(
+    task_timeout: TaskTimeout | None = limit_field(
         "task_timeout", "deep-research/resume: overall timeout in seconds"
     )
     reading_budget: ReadingBudget | None = Field(
         None,
         description=(
             "deep-research/resume: tokens of page text a round reads, the passages worth most "
-            f"first, {_LOW['reading_budget']:g}-{_HIGH['reading_budget']:g}; {WHOLE_PAGES}: "
+            f"first, {LOW['reading_budget']:g}-{HIGH['reading_budget']:g}; {WHOLE_PAGES}: "
             "whole pages (default: the effort's)."
         ),
     )

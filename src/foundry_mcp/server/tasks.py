@@ -127,6 +127,10 @@ class ResearchTasks(Extension):
             status = payload["status"]
         if status in WORKING:
             return _task(params.task_id, payload, "working")
+        if status == "waiting":  # its plan waits for approval: the status says how to give it
+            task = _task(params.task_id, payload, "input_required")
+            task["statusMessage"] = payload["next_action"]
+            return task
         if status == "cancelled":
             return _task(params.task_id, payload, "cancelled")
         task = _task(params.task_id, payload, "completed")

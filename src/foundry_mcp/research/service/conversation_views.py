@@ -45,9 +45,9 @@ def waiting_hint(state: ResearchState) -> str:
     """What to do with a research waiting for its plan's approval."""
     rid = state.id
     return (
-        "The plan (in plan) waits for the user's approval; nothing has been searched. Show it "
-        f"to the user, then approve it: action='deep-research-resume', research_id='{rid}' "
-        "(with plan=[...] to change the queries), or action='deep-research-cancel'."
+        "The plan waits for the user's approval; nothing has been searched. Show it to the "
+        f"user, then approve it: action='deep-research-resume', research_id='{rid}' (give plan "
+        "to change its queries), or cancel it: action='deep-research-cancel'."
     )
 
 

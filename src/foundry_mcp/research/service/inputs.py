@@ -285,7 +285,7 @@ def check_clarify(value: Any, configured: str) -> Clarify:
     except ValueError:
         raise InputError(
             f"clarify must be auto, off or always (got {value!r}).",
-            remediation="Pass clarify='auto' (ask about a vague question when the client can "
-            "answer), 'always' or 'off'; or leave it out.",
+            remediation="Give clarify as auto (ask about a vague question when the user can "
+            "be asked), always or off; or leave it out.",
             details={"field": "clarify"},
         ) from None

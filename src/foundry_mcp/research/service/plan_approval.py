@@ -15,14 +15,22 @@ from foundry_mcp.research.asking import Asker, checked_reply
 from foundry_mcp.research.models import Status
 from foundry_mcp.research.service.ownership import OwnershipWatch
 from foundry_mcp.research.service.plan_review import approval_form, edited_queries
+from foundry_mcp.research.service.stopping import ResearchStopper
 from foundry_mcp.research.service.writes import ResearchWriter
 
 
 class PlanApprovals:
     """Asks the user to approve a waiting plan; see the module."""
 
-    def __init__(self, writer: ResearchWriter, watch: OwnershipWatch, timeout: float) -> None:
+    def __init__(
+        self,
+        writer: ResearchWriter,
+        stopper: ResearchStopper,
+        watch: OwnershipWatch,
+        timeout: float,
+    ) -> None:
         self.writer = writer
+        self.stopper = stopper
         self.watch = watch
         self.timeout = timeout
         self._asking: set[str] = set()  # research whose plan is being asked about now
@@ -40,7 +48,7 @@ class PlanApprovals:
             form = approval_form(state)
             reply = checked_reply(form, await asker.ask(form, self.timeout))
             if reply.action == "decline" or reply.text("decision") == "cancel":
-                await self.writer.cancel(research_id)
+                await self.stopper.cancel(research_id)
                 return "cancelled"
             if reply.action != "accept":
                 return None  # dismissed or unanswered: it keeps waiting

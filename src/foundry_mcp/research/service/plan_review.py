@@ -105,9 +105,9 @@ def _most_queries(state: ResearchState) -> int:
 def _malformed(expected: str) -> InputError:
     return InputError(
         f"The edited plan is malformed: it must be {expected}.",
-        remediation="Resume again with plan as a list of queries, e.g. plan=['first query', "
-        "'second query'], or {'queries': [...], 'preferred_sources': [...]}; leave plan out to "
-        "approve the plan as shown. The research keeps waiting meanwhile.",
+        remediation="Resume again with plan as a list of queries, or an object with queries "
+        "and preferred_sources; leave plan out to approve the plan as shown. The research "
+        "keeps waiting meanwhile.",
         details={"field": "plan"},
     )
 

@@ -6,11 +6,13 @@ a user can act on. Its use cases are coroutines: every store call they make runs
 loop (``research.store.aio``).
 
 ``ResearchService`` is the one public face; each use case lives in a module beside it:
-``writes`` (start, resume, cancel, restore, delete), ``reads`` (status with the long poll,
-report pages, the list, the events), ``ownership`` (the heartbeat, research whose process
-died), ``takeover`` (a dead worker's research, on a team), ``quota`` (a principal's limits) and
-``inputs`` (the checks on a caller's input); ``views``, ``report_pages``, ``evidence`` and
-``restore`` build what they return.
+``writes`` (start, resume, restore), ``stopping`` (cancel, delete), ``reads`` (status with
+the long poll, report pages, the list, the events), ``plan_approval`` and ``plan_review`` (a
+plan waiting for the user), ``follow_up`` (questions on a completed research), ``ownership``
+(the heartbeat, research whose process died), ``takeover`` (a dead worker's research, on a
+team), ``chores`` (start-up housekeeping), ``quota`` (a principal's limits) and ``inputs`` (the
+checks on a caller's input); ``views``, ``conversation_views``, ``report_pages``, ``evidence``
+and ``restore`` build what they return.
 """
 
 from __future__ import annotations
@@ -19,12 +21,9 @@ import logging
 from pathlib import Path
 from typing import Any, Unpack
 
-import anyio
-
 from foundry_mcp.config import LIMIT_BOUNDS, MAX_QUERY_CHARS, MAX_WAIT_SECONDS, Settings
 from foundry_mcp.config.research_settings import LimitArgs
 from foundry_mcp.context.runtime import ContextServices
-from foundry_mcp.errors import FoundryError
 from foundry_mcp.providers.health import check_providers
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.research.asking import Asker
@@ -33,12 +32,14 @@ from foundry_mcp.research.models import Status
 from foundry_mcp.research.principal import Principal, name_of
 from foundry_mcp.research.runs.jobs import JobRunner
 from foundry_mcp.research.runs.runner import ResearchRunner
+from foundry_mcp.research.service.chores import housekeeping
 from foundry_mcp.research.service.follow_up import FollowUps
 from foundry_mcp.research.service.inputs import check_range
 from foundry_mcp.research.service.ownership import OwnershipWatch
 from foundry_mcp.research.service.plan_approval import PlanApprovals
 from foundry_mcp.research.service.quota import admitted, check_spending
 from foundry_mcp.research.service.reads import ProgressCallback, ResearchReader
+from foundry_mcp.research.service.stopping import ResearchStopper
 from foundry_mcp.research.service.writes import ResearchWriter
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.owners import Owner
@@ -58,8 +59,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-AUTO_RESUME_LIMIT = 20  # newest interrupted research resumed at start-up with auto_resume
 
 
 class ResearchService:
@@ -95,7 +94,6 @@ class ResearchService:
         self.watch.lease_seconds = settings.research.lease_seconds
         self.reader = ResearchReader(io, self.watch)
         self.follow_ups = FollowUps(io, self.runner, self.watch)
-        self.approvals = PlanApprovals(self.writer, self.watch, settings.research.clarify_timeout)
         self.writer = ResearchWriter(
             settings=settings,
             io=io,
@@ -105,6 +103,12 @@ class ResearchService:
             owner=self.owner,
             context=self.context,
             watch=self.watch,
+        )
+        self.stopper = ResearchStopper(
+            io=io, jobs=jobs, runner=self.runner, owner=self.owner, watch=self.watch
+        )
+        self.approvals = PlanApprovals(
+            self.writer, self.stopper, self.watch, settings.research.clarify_timeout
         )
 
     @property
@@ -202,7 +206,7 @@ class ResearchService:
     async def cancel(self, research_id: Any, principal: Principal | None = None) -> dict[str, Any]:
         """Stop a running research; its partial results stay and it can be resumed."""
         await self._reveal(research_id, principal)
-        return await self.writer.cancel(research_id)
+        return await self.stopper.cancel(research_id)
 
     async def restore_content(
         self, research_id: Any, item_id: Any, principal: Principal | None = None
@@ -214,7 +218,7 @@ class ResearchService:
     async def delete(self, research_id: Any, principal: Principal | None = None) -> dict[str, Any]:
         """Delete a research, cancelling it first if it runs here or elsewhere."""
         await self._reveal(research_id, principal)
-        deleted = await self.writer.delete(research_id)
+        deleted = await self.stopper.delete(research_id)
         self.reader.forget(deleted["research_id"])
         return deleted
 
@@ -240,31 +244,7 @@ class ResearchService:
 
     async def housekeeping(self, resume: bool = True) -> dict[str, Any]:
         """Start-up chores: orphans, retention, and (if configured and ``resume``) auto-resume."""
-        research = self.settings.research
-        recovered = await self.recover_orphans()
-        removed = 0
-        if days := research.retention_days:
-            removed = await self.io.write(lambda store: store.delete_older_than(days))
-        resumed = []
-        if research.auto_resume and resume:
-            interrupted, _ = await self.io.read(
-                lambda store: store.list_page(AUTO_RESUME_LIMIT, statuses=[Status.INTERRUPTED])
-            )
-            for research_id in [item.research_id for item in interrupted]:
-                try:
-                    await self.resume(research_id)
-                    resumed.append(research_id)
-                except FoundryError as exc:
-                    log.warning("auto-resume of %s failed: %s", research_id, exc.message)
-        archived = await anyio.to_thread.run_sync(self.context.purge_archive)  # its TTL
-        ttl = research.content_archive_ttl_hours
-        archived += await self.io.write(lambda store: store.purge_archived(ttl))
-        return {
-            "interrupted": recovered,
-            "deleted": removed,
-            "resumed": resumed,
-            "archive_purged": archived,
-        }
+        return await housekeeping(self, resume)
 
     # ------------------------------------------------------------------ reads (reads.py)
 
