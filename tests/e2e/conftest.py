@@ -9,7 +9,7 @@ from mcp import Client
 
 from foundry_mcp.server.envelope import compact_text
 
-TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted"}
+TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted", "waiting"}
 
 
 async def call(client: Client, **arguments: Any) -> dict[str, Any]:

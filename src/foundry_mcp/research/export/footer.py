@@ -26,9 +26,42 @@ RULE = "\n\n---\n"
 
 
 def with_cost_footer(state: ResearchState) -> str:
-    """``state``'s report followed by its cost footer ("" when there is no report)."""
-    report, footer = state.report or "", cost_footer(state)
+    """``state``'s report followed by its footer: what was asked of the user before researching
+    (or assumed), and the cost ("" when there is no report)."""
+    report = state.report or ""
+    footer = "\n\n".join(line for line in (clarification_note(state), cost_footer(state)) if line)
     return f"{report.rstrip()}{RULE}{footer}\n" if report and footer else report
+
+
+WHY_UNANSWERED = {
+    "declined": "the user declined to answer",
+    "timed_out": "no answer came in time",
+    "answered": "",
+}
+
+
+def clarification_note(state: ResearchState) -> str:
+    """What was asked before researching and answered, or assumed ("" when nothing was)."""
+    told = state.clarification
+    if told is None or told.outcome == "clear":
+        return ""
+    if told.outcome == "not_asked":
+        if not told.assumptions:
+            return ""
+        return (
+            "*The question could be read in several ways and the user could not be asked; the "
+            f"research assumed: {'; '.join(told.assumptions)}.*"
+        )
+    asked = []
+    for question in told.questions:
+        answer = told.answers.get(question.id)
+        if answer:
+            asked.append(f"{question.question} {answer}.")
+        else:
+            assumed = f"; assumed {question.assumption}" if question.assumption else ""
+            asked.append(f"{question.question} (no answer{assumed}).")
+    why = WHY_UNANSWERED.get(told.outcome, "")
+    return f"*Asked before researching{f' ({why})' if why else ''}: {' '.join(asked)}*"
 
 
 def cost_footer(state: ResearchState) -> str:
