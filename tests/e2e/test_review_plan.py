@@ -1,0 +1,221 @@
+"""A plan to approve (``review_plan``), through real MCP client sessions: nothing is searched
+before approval; the plan is in the status of the waiting research, which survives a server
+restart; resume approves it as shown or edited; a client with elicitation is shown the plan as a
+form; malformed plans and answers are refused and the research keeps waiting."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.client.session import ClientRequestContext
+from mcp.types import ElicitRequestParams, ElicitResult
+
+from foundry_mcp.config import Settings
+from foundry_mcp.server import create_server
+from tests.e2e.conftest import call, run_to_end
+from tests.fakes import ResearchBrain
+from tests.fakes.http import FakeHTTPServer
+
+pytestmark = pytest.mark.anyio
+
+QUESTION = "How does SQLite's write-ahead log handle checkpoints?"
+EDITED = ["sqlite wal checkpoint starvation", "sqlite wal_autocheckpoint pragma"]
+
+
+def _searched(tavily: FakeHTTPServer) -> list[str]:
+    return [r.json["query"] for r in tavily.requests if isinstance(r.json, dict)]
+
+
+async def _waiting(client: Client, **arguments: Any) -> dict[str, Any]:
+    started = await call(
+        client,
+        action="deep-research",
+        query=QUESTION,
+        mode="simple",
+        review_plan=True,
+        max_iterations=1,
+        **arguments,
+    )
+    assert started["success"], started
+    return await run_to_end(client, started["data"]["research_id"])
+
+
+async def test_nothing_is_searched_before_approval_and_the_waiting_research_survives_a_restart(
+    settings: Settings, brain: ResearchBrain, tavily_server: FakeHTTPServer
+) -> None:
+    async with Client(create_server(lambda: settings), mode="legacy") as client:
+        waiting = await _waiting(client)
+    assert waiting["status"] == "waiting" and waiting["waiting_for"] == "plan_approval"
+    assert waiting["phase"] == "gathering"
+    assert len(waiting["plan"]["queries"]) == 3 and waiting["plan"]["editable"]
+    assert "deep-research-resume" in waiting["next_action"]
+    assert _searched(tavily_server) == [] and brain.calls["analyzer"] == 0
+
+    # A new server over the same store: the research still waits, and resumes as edited.
+    async with Client(create_server(lambda: settings), mode="legacy") as client:
+        rid = waiting["research_id"]
+        again = await call(client, action="deep-research-status", research_id=rid)
+        assert again["data"]["status"] == "waiting"
+        assert again["data"]["plan"] == waiting["plan"]
+        resumed = await call(client, action="deep-research-resume", research_id=rid, plan=EDITED)
+        assert resumed["data"]["plan"] == "edited", resumed
+        final = await run_to_end(client, rid)
+    assert final["status"] == "completed", final
+    assert final["plan_review"] == "edited"
+    assert set(_searched(tavily_server)) == set(EDITED)  # the edited plan is what was searched
+
+
+async def test_resume_without_plan_approves_the_plan_as_shown(
+    settings: Settings, tavily_server: FakeHTTPServer
+) -> None:
+    async with Client(create_server(lambda: settings), mode="legacy") as client:
+        waiting = await _waiting(client)
+        rid = waiting["research_id"]
+        resumed = await call(client, action="deep-research-resume", research_id=rid)
+        assert resumed["data"]["plan"] == "approved"
+        final = await run_to_end(client, rid)
+    assert final["status"] == "completed"
+    assert set(_searched(tavily_server)) == set(waiting["plan"]["queries"])
+
+
+@pytest.mark.parametrize(
+    ("plan", "says"),
+    [
+        ({"steps": ["x"]}, "malformed"),
+        ([], "between 1 and"),
+        ([f"query {i}" for i in range(30)], "between 1 and"),
+        ({"queries": "one query"}, "list of texts"),
+    ],
+)
+async def test_a_malformed_plan_is_refused_and_the_research_keeps_waiting(
+    settings: Settings, tavily_server: FakeHTTPServer, plan: Any, says: str
+) -> None:
+    async with Client(create_server(lambda: settings), mode="legacy") as client:
+        rid = (await _waiting(client))["research_id"]
+        refused = await call(client, action="deep-research-resume", research_id=rid, plan=plan)
+        assert not refused["success"]
+        assert says in refused["error"] and "keeps waiting" in refused["data"]["remediation"]
+        still = await call(client, action="deep-research-status", research_id=rid)
+        assert still["data"]["status"] == "waiting"
+    assert _searched(tavily_server) == []
+
+
+async def test_a_plan_given_to_a_research_that_does_not_wait_is_refused(
+    settings: Settings,
+) -> None:
+    async with Client(create_server(lambda: settings), mode="legacy") as client:
+        started = await call(client, action="deep-research", query=QUESTION, max_iterations=1)
+        final = await run_to_end(client, started["data"]["research_id"])
+        refused = await call(
+            client, action="deep-research-resume", research_id=final["research_id"], plan=EDITED
+        )
+    assert not refused["success"] and "not waiting" in refused["error"]
+
+
+async def test_cancelling_a_waiting_research_ends_it(settings: Settings) -> None:
+    async with Client(create_server(lambda: settings), mode="legacy") as client:
+        rid = (await _waiting(client))["research_id"]
+        cancelled = await call(client, action="deep-research-cancel", research_id=rid)
+        assert cancelled["data"]["status"] == "cancelled"
+
+
+class Reviewer:
+    """The user behind an eliciting client, answering the plan's form with ``content``."""
+
+    def __init__(self, action: str, content: dict[str, Any] | None = None) -> None:
+        self.action = action
+        self.content = content
+        self.forms: list[ElicitRequestParams] = []
+
+    async def __call__(self, _: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+        self.forms.append(params)
+        return ElicitResult(action=self.action, content=self.content)  # type: ignore[arg-type]
+
+
+async def _reviewed(settings: Settings, reviewer: Reviewer) -> dict[str, Any]:
+    async with Client(
+        create_server(lambda: settings), mode="legacy", elicitation_callback=reviewer
+    ) as client:
+        # clarify off: only the plan's form is asked
+        return await _waiting(client, clarify="off")
+
+
+async def test_an_eliciting_client_is_shown_the_plan_and_its_edit_is_researched(
+    settings: Settings, tavily_server: FakeHTTPServer
+) -> None:
+    reviewer = Reviewer("accept", {"decision": "approve", "queries": "\n".join(EDITED)})
+    final = await _reviewed(settings, reviewer)
+    assert final["status"] == "completed", final
+    (form,) = reviewer.forms
+    assert QUESTION in form.message and "Planned searches" in form.message  # type: ignore[union-attr]
+    assert final["plan_review"] == "edited"
+    assert set(_searched(tavily_server)) == set(EDITED)
+
+
+@pytest.mark.parametrize(
+    ("action", "content", "status"),
+    [
+        ("accept", {"decision": "cancel"}, "cancelled"),
+        ("decline", None, "cancelled"),
+        ("cancel", None, "waiting"),
+    ],
+)
+async def test_cancel_decline_or_dismiss_the_plan(
+    settings: Settings,
+    tavily_server: FakeHTTPServer,
+    action: str,
+    content: dict[str, Any] | None,
+    status: str,
+) -> None:
+    final = await _reviewed(settings, Reviewer(action, content))
+    assert final["status"] == status
+    assert _searched(tavily_server) == []
+
+
+async def test_an_answer_that_does_not_fit_the_plan_form_is_refused(
+    settings: Settings, tavily_server: FakeHTTPServer
+) -> None:
+    reviewer = Reviewer("accept", {"decision": "maybe"})
+    async with Client(
+        create_server(lambda: settings), mode="legacy", elicitation_callback=reviewer
+    ) as client:
+        started = await call(
+            client, action="deep-research", query=QUESTION, review_plan=True, clarify="off"
+        )
+        rid = started["data"]["research_id"]
+        for _ in range(50):  # until it waits (the status answers the form's refusal then)
+            status = await call(
+                client, action="deep-research-status", research_id=rid, wait=True, wait_timeout=2
+            )
+            if not status["success"]:
+                break
+        assert not status["success"] and "does not fit the form" in status["error"]
+        reviewer.action, reviewer.content = "cancel", None
+        still = await call(client, action="deep-research-status", research_id=rid)
+        assert still["data"]["status"] == "waiting"
+    assert _searched(tavily_server) == []
+
+
+async def test_a_hierarchical_plan_is_edited_as_its_sub_questions(
+    settings: Settings, brain: ResearchBrain
+) -> None:
+    parts = ["How does PostgreSQL replicate?", "How does MySQL replicate?"]
+    async with Client(create_server(lambda: settings), mode="legacy") as client:
+        started = await call(
+            client,
+            action="deep-research",
+            query="Compare PostgreSQL and MySQL replication",
+            mode="hierarchical",
+            review_plan=True,
+            max_iterations=1,
+        )
+        waiting = await run_to_end(client, started["data"]["research_id"])
+        assert waiting["status"] == "waiting" and waiting["plan"]["mode"] == "hierarchical"
+        assert waiting["plan"]["queries"] != parts
+        rid = waiting["research_id"]
+        await call(client, action="deep-research-resume", research_id=rid, plan={"queries": parts})
+        final = await run_to_end(client, rid)
+    assert final["status"] == "completed", final
+    assert [sq["question"] for sq in final["tree"]["sub_questions"]] == parts
