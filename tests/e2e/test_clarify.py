@@ -52,7 +52,10 @@ async def _research(
         assert started["success"], started
         final = await run_to_end(client, started["data"]["research_id"])
         report = await call(
-            client, action="deep-research-report", research_id=final["research_id"], max_chars=100_000
+            client,
+            action="deep-research-report",
+            research_id=final["research_id"],
+            max_chars=100_000,
         )
     assert final["status"] == "completed", final
     return started["data"], final, report["data"]["report"]
@@ -87,7 +90,8 @@ async def test_a_vague_question_is_clarified_and_the_answers_shape_the_brief(
 
 
 @pytest.mark.parametrize(
-    ("reply", "outcome"), [("decline", "declined"), ("cancel", "declined"), ("timeout", "timed_out")]
+    ("reply", "outcome"),
+    [("decline", "declined"), ("cancel", "declined"), ("timeout", "timed_out")],
 )
 async def test_a_decline_a_dismissal_or_silence_still_give_a_report(
     settings: Settings, brain: ResearchBrain, reply: str, outcome: str
