@@ -51,10 +51,17 @@ def build_parser() -> argparse.ArgumentParser:
     resume = commands.add_parser(
         "resume",
         parents=[as_json],
-        help="continue an unfinished research, or a completed one with more rounds",
+        help="continue an unfinished research (approving a waiting plan), or a completed one "
+        "with more rounds",
     )
     resume.add_argument("research_id")
     resume.add_argument("--max-iterations", type=int)
+    resume.add_argument(
+        "--plan",
+        action="append",
+        metavar="QUERY",
+        help="a waiting research: research these queries instead of its plan's (repeat it)",
+    )
     _add_report_file(resume)
     for name, text in (
         ("status", "show a research's status"),
@@ -161,6 +168,18 @@ def _add_research(
     research.add_argument(
         "--prefer",
         help="sites to favour, comma-separated domains or https:// address prefixes",
+    )
+    research.add_argument(
+        "--clarify",
+        type=str.lower,
+        choices=["auto", "off", "always"],
+        help="ask about a vague question first, on this terminal (default: [research] "
+        "clarify, auto)",
+    )
+    research.add_argument(
+        "--review-plan",
+        action="store_true",
+        help="show the plan and wait for your approval before searching",
     )
     _add_report_file(research)
 

@@ -15,15 +15,18 @@ from typing import Any
 
 import anyio
 
+from foundry_mcp.cli.asking import terminal_asker
 from foundry_mcp.cli.display.output import in_terminal_words, print_json
 from foundry_mcp.cli.display.progress import TERMINAL, follow_progress
 from foundry_mcp.cli.report_file import ReportTarget, WrittenReport, report_target, write_report
 from foundry_mcp.cli.wording import for_the_terminal
+from foundry_mcp.research.asking import Asker
 from foundry_mcp.research.service.research_service import ResearchService
 
 
 async def run_research(service: ResearchService, args: argparse.Namespace) -> int:
     target = report_target(service.settings, args.output, args.overwrite)
+    asker = terminal_asker()  # a person at the terminal answers the research's questions
     limits = {
         "max_iterations": args.max_iterations,
         "max_sub_queries": args.max_sub_queries,
@@ -43,18 +46,25 @@ async def run_research(service: ResearchService, args: argparse.Namespace) -> in
         language=args.language,
         source_types=args.source_types,
         preferred_sources=args.prefer,
+        clarify=args.clarify,
+        review_plan=args.review_plan,
+        asker=asker,
         **limits,
     )
     # What the start had to say (a provider left out, where keyless searches go) comes first.
     for warning in (started.get("search") or {}).get("warnings") or []:
         print(f"warning: {for_the_terminal(warning)}", file=sys.stderr)
-    return await _follow(service, started["research_id"], as_json=args.json, target=target)
+    rid = started["research_id"]
+    return await _follow(service, rid, as_json=args.json, target=target, asker=asker)
 
 
 async def resume_research(service: ResearchService, args: argparse.Namespace) -> int:
     target = report_target(service.settings, args.output, args.overwrite)
-    started = await service.resume(args.research_id, max_iterations=args.max_iterations)
-    return await _follow(service, started["research_id"], as_json=args.json, target=target)
+    started = await service.resume(
+        args.research_id, plan=args.plan, max_iterations=args.max_iterations
+    )
+    rid = started["research_id"]
+    return await _follow(service, rid, as_json=args.json, target=target, asker=terminal_asker())
 
 
 async def watch_research(service: ResearchService, args: argparse.Namespace) -> int:
@@ -64,7 +74,12 @@ async def watch_research(service: ResearchService, args: argparse.Namespace) -> 
 
 
 async def _follow(
-    service: ResearchService, research_id: str, *, as_json: bool, target: ReportTarget | None
+    service: ResearchService,
+    research_id: str,
+    *,
+    as_json: bool,
+    target: ReportTarget | None,
+    asker: Asker | None = None,
 ) -> int:
     """Show progress on stderr until the research ends, then print the report on stdout.
 
@@ -81,7 +96,7 @@ async def _follow(
 
     previous = signal.signal(signal.SIGINT, on_interrupt)
     try:
-        status = await follow_progress(service, research_id, interrupted)
+        status = await follow_progress(service, research_id, interrupted, asker)
     finally:
         signal.signal(signal.SIGINT, previous)
     if interrupted.is_set() and status["status"] not in TERMINAL:
@@ -94,6 +109,9 @@ async def _follow(
             file=sys.stderr,
         )
         return 130
+    if status["status"] == "waiting":
+        _show_waiting_plan(status, as_json)
+        return 1
     completed = status["status"] == "completed"
     if not completed:
         error = for_the_terminal(status.get("error") or "", research_id)
@@ -110,6 +128,23 @@ async def _follow(
     sys.stdout.flush()
     _say_what_next(status, written)
     return 0 if completed else 1
+
+
+def _show_waiting_plan(status: dict[str, Any], as_json: bool) -> None:
+    """A research waiting for its plan's approval: the plan, and how to approve it."""
+    research_id = status["research_id"]
+    if as_json:
+        print_json(in_terminal_words(status, research_id))
+        return
+    plan = status.get("plan") or {}
+    lines = [f"research {research_id} waits for its plan's approval; nothing is searched yet."]
+    lines += [f"  {i}. {query}" for i, query in enumerate(plan.get("queries", []), start=1)]
+    lines += [
+        f"  approve it:   foundry-mcp resume {research_id}",
+        f"  change it:    foundry-mcp resume {research_id} --plan 'a query' --plan 'another'",
+        f"  drop it:      foundry-mcp cancel {research_id}",
+    ]
+    print("\n".join(lines), file=sys.stderr)
 
 
 def _saved(

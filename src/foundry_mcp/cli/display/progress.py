@@ -14,9 +14,11 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from foundry_mcp.research.asking import Asker
 from foundry_mcp.research.service.research_service import ResearchService
 
-TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted"}
+# Where following stops: the research ended, or waits for its plan's approval.
+TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted", "waiting"}
 _BAR = 20
 _SHORT = {
     "iteration": "iter",
@@ -28,26 +30,37 @@ _SHORT = {
 
 
 async def follow_progress(
-    service: ResearchService, research_id: str, interrupted: anyio.Event
+    service: ResearchService,
+    research_id: str,
+    interrupted: anyio.Event,
+    asker: Asker | None = None,
 ) -> dict[str, Any]:
-    """Show progress until the research ends (or ``interrupted`` is set); the last status."""
+    """Show progress until the research ends or waits (or ``interrupted`` is set); the last
+    status. A plan waiting for approval is put to ``asker``, when there is one."""
     console = Console(stderr=True)
     if not console.is_terminal:
-        return await _follow_plain(service, research_id, interrupted)
+        return await _follow_plain(service, research_id, interrupted, asker)
     with Live(console=console, auto_refresh=False, transient=False) as live:
         while True:
             status = await service.status(research_id, wait=True, wait_timeout=0.5)
+            if status["status"] == "waiting" and asker is not None:
+                live.stop()  # the form is asked on the same terminal
+                status = await service.status(research_id, asker=asker)
+                live.start()
             live.update(_live_line(status), refresh=True)
             if status["status"] in TERMINAL or interrupted.is_set():
                 return status
 
 
 async def _follow_plain(
-    service: ResearchService, research_id: str, interrupted: anyio.Event
+    service: ResearchService,
+    research_id: str,
+    interrupted: anyio.Event,
+    asker: Asker | None,
 ) -> dict[str, Any]:
     last = ""
     while True:
-        status = await service.status(research_id, wait=True, wait_timeout=0.5)
+        status = await service.status(research_id, wait=True, wait_timeout=0.5, asker=asker)
         line = progress_line(status)
         changed = line.split("]", 1)[1]  # the elapsed time alone is not a change
         if changed != last:

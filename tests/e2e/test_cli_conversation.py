@@ -1,0 +1,92 @@
+"""``foundry-mcp research`` talking with the person at the terminal: a vague question is clarified
+there, a plan to review is shown and approved or edited there; in a script nothing is asked, a
+plan to review stops the command with the commands that approve it."""
+
+from __future__ import annotations
+
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+
+from tests.e2e.test_terminal import ANSI, _env, piped
+from tests.fakes import FakeHTTPServer
+
+VAGUE = "What is the best database?"
+EDITED = ["sqlite wal checkpoint starvation", "sqlite wal_autocheckpoint pragma"]
+
+
+def _searched(tavily: FakeHTTPServer) -> list[str]:
+    return [r.json["query"] for r in tavily.requests if isinstance(r.json, dict)]
+
+
+def typed_at_a_terminal(
+    research_env: dict[str, str], answers: str, *args: str
+) -> tuple[int, str, str]:
+    """The command with stdin and stderr on a pseudo-terminal where ``answers`` are typed:
+    its exit status, its stdout and what it said on the terminal."""
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "foundry_mcp", *args],
+        env=_env(research_env),
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+    )
+    os.close(follower)
+    os.write(leader, answers.encode())  # typed ahead: the terminal keeps it until read
+    said = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            said.append(chunk)
+        elif process.poll() is not None:
+            break
+    os.close(leader)
+    assert process.stdout is not None
+    out = process.stdout.read().decode()
+    code = process.wait(timeout=10)
+    text = b"".join(said).decode("utf-8", "replace").replace("\r\n", "\n")
+    return code, out, ANSI.sub("", text)
+
+
+def test_the_person_at_the_terminal_clarifies_and_edits_the_plan(
+    research_env: dict[str, str], tavily_server: FakeHTTPServer
+) -> None:
+    # The workload (choice 2), the time frame, then the plan: approve (Enter), new searches.
+    answers = "2\n2024\n\n" + "; ".join(EDITED) + "\n"
+    code, out, said = typed_at_a_terminal(
+        research_env, answers, "research", VAGUE, "--review-plan", "--max-iterations", "1"
+    )
+    assert code == 0, said
+    assert "Which workload matters most to you?" in said and "1. transactions (OLTP)" in said
+    assert "Research plan for: What is the best database?" in said
+    assert "Asked before researching" in out and "analytics (OLAP)" in out and "2024" in out
+    assert set(_searched(tavily_server)) == set(EDITED)
+
+
+def test_a_script_is_asked_nothing_and_a_plan_to_review_waits_for_resume(
+    research_env: dict[str, str], tavily_server: FakeHTTPServer
+) -> None:
+    waiting = piped(research_env, "research", VAGUE, "--review-plan", "--max-iterations", "1")
+    assert waiting.returncode == 1, waiting.stderr
+    assert "waits for its plan's approval; nothing is searched yet" in waiting.stderr
+    assert "Which workload" not in waiting.stderr
+    assert _searched(tavily_server) == []
+    found = re.search(r"foundry-mcp resume (deepres-[0-9a-f]{12})\n", waiting.stderr)
+    assert found is not None, waiting.stderr
+    done = piped(research_env, "resume", found.group(1), "--plan", EDITED[0], "--plan", EDITED[1])
+    assert done.returncode == 0, done.stderr
+    assert set(_searched(tavily_server)) == set(EDITED)
+    # Nobody could be asked: the report says what the research assumed.
+    assert "the user could not be asked" in done.stdout
