@@ -197,9 +197,11 @@ async def mcp_client(
     mode: str = "legacy",
     extensions: Sequence[ClientExtension] = (),
     transport: httpx2.AsyncBaseTransport | None = None,
+    elicitation_callback: Any = None,
 ) -> AsyncIterator[Client]:
     """The SDK's client over streamable HTTP, sending ``token`` as a bearer token (through
-    ``transport``, a balancer say, when given)."""
+    ``transport``, a balancer say, when given), answering forms with ``elicitation_callback``
+    when given."""
     http = httpx2.AsyncClient(
         transport=transport,
         headers=bearer(token),
@@ -209,5 +211,7 @@ async def mcp_client(
     async with http:
         transport = streamable_http_client(url, http_client=http)
         options: dict[str, Any] = {"mode": mode, "extensions": list(extensions)}
+        if elicitation_callback is not None:
+            options["elicitation_callback"] = elicitation_callback
         async with Client(transport, **options) as client:
             yield client

@@ -103,7 +103,7 @@ async def test_a_decline_a_dismissal_or_silence_still_give_a_report(
             await anyio.sleep(math.inf)  # the user never answers
         return ElicitResult(action=reply)  # type: ignore[arg-type]
 
-    started, final, report = await _research(settings, User(answer))
+    started, _, report = await _research(settings, User(answer))
     clarification = started["clarification"]
     assert clarification["outcome"] == outcome
     assert all(q["answer"] is None for q in clarification["asked"])
@@ -134,7 +134,7 @@ async def test_a_clear_question_asks_nothing(settings: Settings, brain: Research
     async def answer(_: ElicitRequestParams) -> ElicitResult:
         raise AssertionError("a clear question must not be asked about")
 
-    started, final, report = await _research(settings, User(answer), query=CLEAR)
+    started, _, report = await _research(settings, User(answer), query=CLEAR)
     assert started["clarification"]["outcome"] == "clear"
     assert brain.calls["clarifier"] == 1
     assert "Asked before researching" not in report
