@@ -48,9 +48,8 @@ def tool_description() -> str:
     lines = [
         "Deep research with cited sources, in the background: deep-research with query gives "
         "research_id; poll deep-research-status (wait=true) until completed; read "
-        "deep-research-report. Answers: {success, data, error, meta}; a failure's "
-        "data.remediation says what to do. Guide: resource research://help. Below, id is "
-        f"research_id; limits are {', '.join(LIMIT_PARAMS)}.",
+        "deep-research-report. On failure data.remediation says what to do. Guide: resource "
+        f"research://help. Below, id is research_id; limits: {', '.join(LIMIT_PARAMS)}.",
     ]
     for action, params in ACTION_PARAMS.items():
         lines.append(f"- {action}: {ACTION_SUMMARIES[action]}{_in_short(params)}")

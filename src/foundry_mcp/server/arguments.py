@@ -77,17 +77,16 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
 ACTION_SUMMARIES: dict[str, str] = {
     "deep-research": "start one",
     "deep-research-status": "where it is",
-    "deep-research-report": "summary and a page of the report",
-    "deep-research-evidence": "the report's checked sentences and their quotes",
+    "deep-research-report": "summary and a report page",
+    "deep-research-evidence": "checked sentences with quotes",
     "deep-research-list": "newest first",
     "deep-research-events": "audit trail",
     "deep-research-cancel": "stop; resumable",
-    "deep-research-resume": "go on; approves a waiting plan (plan: edited one); continues a "
-    "completed one",
-    "deep-research-ask": "follow-up question on a completed one, from its sources",
+    "deep-research-resume": "go on; approves a waiting plan (plan edits it)",
+    "deep-research-ask": "follow-up question, answered from its sources",
     "deep-research-delete": "delete",
-    "deep-research-restore": "bring an archived source back",
-    "deep-research-export": "markdown, json, bibtex, ris",
+    "deep-research-restore": "bring back an archived source",
+    "deep-research-export": "as a file format",
     "health": "check the providers",
 }
 

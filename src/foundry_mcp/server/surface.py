@@ -28,8 +28,6 @@ SHORT: dict[str, str] = {
     "provider_id": "'provider' or 'provider:model'.",
     "max_time_s": "Deadline, seconds.",
     "preferred_sources": "Domains or https:// prefixes to favour.",
-    "research_id": "deepres-... from deep-research.",
-    "wait": "Block until it moves.",
     "offset": "Report: first character; evidence: first sentence.",
     "path": "File to write, in the working directory.",
 }

@@ -109,7 +109,7 @@ def outcome_of(questions: list[ClarifyingQuestion], reply: Reply) -> Clarificati
     else:
         outcome = OUTCOMES[reply.action]
     return Clarification(
-        outcome=outcome,  # type: ignore[arg-type]
+        outcome=outcome,
         questions=questions,
         answers=answers,
         assumptions=assumed,
