@@ -172,3 +172,23 @@ async def test_an_answer_that_does_not_fit_the_form_is_refused_and_nothing_start
         assert "Answer the form again" in refused["data"]["remediation"]
         listed = await call(client, action="deep-research-list")
         assert listed["data"]["items"] == []
+
+
+@pytest.mark.parametrize("mode", ["hierarchical", "hypotheses"])
+async def test_the_answers_reach_every_mode(
+    settings: Settings, brain: ResearchBrain, mode: str
+) -> None:
+    async def answer(params: ElicitRequestParams) -> ElicitResult:
+        first = next(iter(params.requested_schema["properties"]))  # type: ignore[union-attr]
+        return ElicitResult(action="accept", content={first: "analytics (OLAP)"})
+
+    started, final, _ = await _research(
+        settings,
+        User(answer),
+        query="Which explanation of the best database ranking holds?",
+        mode=mode,
+    )
+    assert started["clarification"]["outcome"] == "answered"
+    planners = [u for agent, _, u in brain.history if agent in ("planner", "investigator")]
+    assert planners and "analytics (OLAP)" in planners[0]
+    assert final["status"] == "completed"

@@ -42,6 +42,7 @@ from foundry_mcp.research.workflow.agents.hypothesis_answers import (
     hypotheses_from,
     hypothesis_ref,
 )
+from foundry_mcp.research.workflow.agents.planner import with_clarification
 from foundry_mcp.research.workflow.fitting.fitter import Fitting
 
 QUERIES_PER_HYPOTHESIS = 3
@@ -78,7 +79,7 @@ async def propose_hypotheses(
             queries_per_hypothesis(state),
             local_search=local_search,
             background=background,
-            brief=state.research_brief,
+            brief=with_clarification(state, state.research_brief or ""),
             guidance=guidance,
         )
 
@@ -95,7 +96,7 @@ async def propose_hypotheses(
     hypotheses = hypotheses_from(answer, limit) if answer is not None else []
     if hypotheses:
         assert answer is not None
-        return answer.research_brief.strip(), hypotheses
+        return with_clarification(state, answer.research_brief.strip()), hypotheses
     state.record_fallback(
         AgentRole.PLANNER,
         "The investigator's hypotheses could not be read; the question itself is explored as "

@@ -137,9 +137,15 @@ def note_clarification(state: ResearchState, output: PlannerOutput, assumed: boo
     nobody could be asked, are kept for the status and the report."""
     if assumed and output.assumptions:
         state.clarification = Clarification(outcome="not_asked", assumptions=output.assumptions)
+    output.research_brief = with_clarification(state, output.research_brief)
+
+
+def with_clarification(state: ResearchState, brief: str) -> str:
+    """``brief`` followed by what was asked before researching and answered, or assumed."""
     told = state.clarification.as_brief() if state.clarification else ""
-    if told and told not in output.research_brief:
-        output.research_brief = f"{output.research_brief}\n\nBefore researching:\n{told}".strip()
+    if not told or told in brief:
+        return brief
+    return f"{brief}\n\nBefore researching:\n{told}".strip()
 
 
 def offered_source_types(state: ResearchState) -> list[str]:
