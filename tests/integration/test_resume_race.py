@@ -138,6 +138,9 @@ async def test_a_resume_that_read_before_another_run_ended_does_not_run_it_again
         assert isinstance(answer, InvalidStateError), answer
         stored = first.store.load(research_id)
         assert stored.status is Status.COMPLETED and stored.report  # not the stale reading
-        assert first.store.ownership(research_id).token is None  # type: ignore[union-attr]
+        # The run releases its lease just after its last save: wait for that write.
+        with anyio.fail_after(10):
+            while first.store.ownership(research_id).token is not None:  # type: ignore[union-attr]
+                await anyio.sleep(0.02)
         kinds = [e["kind"] for e in (await first.events(research_id, limit=500))["events"]]
     assert kinds.count("resumed") == 1 and kinds.count("run_started") == 1, kinds

@@ -34,6 +34,7 @@ from foundry_mcp.research.models import (
 from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.runtime import research_runtime
 from foundry_mcp.server.actions import HANDLERS
+from foundry_mcp.server.actions import Call as ActionCall
 from foundry_mcp.server.app import _result
 from foundry_mcp.server.arguments import parse_arguments
 from foundry_mcp.server.envelope import Envelope, compact_text, failure, ok, tool_answer_json
@@ -98,7 +99,7 @@ def check(calls: list[Call]) -> set[str]:
 
 async def run(service: ResearchService, action: str, **given: Any) -> Call:
     """One action through its dispatch handler; the payload before any checking."""
-    payload, _ = await HANDLERS[action](service, given, None, None)
+    payload, _ = await HANDLERS[action](service, given, ActionCall())
     return action, given, payload
 
 
