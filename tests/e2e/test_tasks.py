@@ -210,3 +210,28 @@ async def test_a_task_outlives_its_server(settings: Settings) -> None:
     envelope = result.structured_content
     assert envelope is not None and envelope["success"], envelope
     assert envelope["data"]["research_id"] == research_id and envelope["data"]["report"]
+
+
+async def test_a_plan_waiting_for_approval_is_an_input_required_task(settings: Settings) -> None:
+    async with _client(settings, TasksClient()) as client:
+        handle = await client.session.call_tool(
+            "research",
+            {"action": "deep-research", "query": "How does WAL mode work?", "review_plan": True},
+            allow_claimed=True,
+        )
+        assert isinstance(handle, TaskHandle)
+        with anyio.fail_after(30):
+            while (task := await task_request(client.session, "tasks/get", handle.task_id))[
+                "status"
+            ] == "working":
+                await anyio.sleep(0.05)
+        assert task["status"] == "input_required", task
+        assert "deep-research-resume" in task["statusMessage"]
+        research_id = handle.task_id.partition(".")[0]
+        await call(client, action="deep-research-resume", research_id=research_id)
+        with anyio.fail_after(30):
+            while (task := await task_request(client.session, "tasks/get", handle.task_id))[
+                "status"
+            ] in ("working", "input_required"):
+                await anyio.sleep(0.05)
+        assert task["status"] == "completed", task
