@@ -192,3 +192,35 @@ async def test_the_answers_reach_every_mode(
     planners = [u for agent, _, u in brain.history if agent in ("planner", "investigator")]
     assert planners and "analytics (OLAP)" in planners[0]
     assert final["status"] == "completed"
+
+
+async def test_a_question_waiting_for_its_answer_holds_up_nothing_else(
+    settings: Settings,
+) -> None:
+    asked, answer_now = anyio.Event(), anyio.Event()
+
+    async def slow_user(params: ElicitRequestParams) -> ElicitResult:
+        asked.set()
+        await answer_now.wait()
+        return ElicitResult(action="decline")
+
+    server = create_server(lambda: settings)
+    async with Client(server, mode="legacy", elicitation_callback=User(slow_user)) as client:
+        first = await call(client, action="deep-research", query=CLEAR, clarify="off")
+        started: dict[str, Any] = {}
+
+        async def start_vague() -> None:
+            started.update(await call(client, action="deep-research", query=VAGUE))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(start_vague)
+            await asked.wait()  # the form is open: everything else is still answered
+            with anyio.fail_after(5):
+                listed = await call(client, action="deep-research-list")
+                status = await call(
+                    client, action="deep-research-status", research_id=first["data"]["research_id"]
+                )
+            assert [item["query"] for item in listed["data"]["items"]] == [CLEAR]
+            assert status["success"]
+            answer_now.set()
+        assert started["data"]["clarification"]["outcome"] == "declined"
