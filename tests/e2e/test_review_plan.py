@@ -219,3 +219,19 @@ async def test_a_hierarchical_plan_is_edited_as_its_sub_questions(
         final = await run_to_end(client, rid)
     assert final["status"] == "completed", final
     assert [sq["question"] for sq in final["tree"]["sub_questions"]] == parts
+
+
+async def test_a_dismissed_plan_is_not_shown_again_at_every_status_read(
+    settings: Settings,
+) -> None:
+    reviewer = Reviewer("cancel")
+    async with Client(
+        create_server(lambda: settings), mode="legacy", elicitation_callback=reviewer
+    ) as client:
+        waiting = await _waiting(client, clarify="off")
+        for _ in range(3):
+            again = await call(
+                client, action="deep-research-status", research_id=waiting["research_id"]
+            )
+            assert again["data"]["status"] == "waiting"
+    assert len(reviewer.forms) == 1
