@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "events": "print_events",
     "cancel": "cancel_research",
     "restore": "restore_source",
+    "ask": "ask_research",
     "delete": "delete_research",
     "export": "export_research",
     "watch": "watch_research",
@@ -72,6 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
         ("watch", "follow a research another foundry-mcp process runs, until it ends"),
     ):
         commands.add_parser(name, parents=[as_json], help=text).add_argument("research_id")
+    ask = commands.add_parser(
+        "ask",
+        parents=[as_json],
+        help="ask a follow-up question about a completed research, answered from its sources",
+    )
+    ask.add_argument("research_id")
+    ask.add_argument("question", help="the follow-up question")
     restore = commands.add_parser(
         "restore", parents=[as_json], help="bring an archived source back into a stopped research"
     )

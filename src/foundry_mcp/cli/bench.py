@@ -23,7 +23,7 @@ import anyio
 from foundry_mcp.errors import FoundryError, InputError
 from foundry_mcp.research.service.research_service import ResearchService, check_range
 
-TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted"}
+TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted", "waiting"}
 SAMPLE_TASKS = "data/bench/sample_tasks.jsonl"
 MAX_CONCURRENCY = 16
 STATUS_POLL_SECONDS = 5.0

@@ -170,6 +170,15 @@ async def restore_source(service: ResearchService, args: argparse.Namespace) -> 
     return 0
 
 
+async def ask_research(service: ResearchService, args: argparse.Namespace) -> int:
+    """A follow-up question answered from a completed research's sources: exit 0 when they
+    answer it, 1 when they do not (the answer says how to research it further)."""
+    answered = await service.follow_up(args.research_id, query=args.question)
+    answered = in_terminal_words(answered, args.research_id)
+    show(args, answered, views.show_follow_up)
+    return 0 if answered.get("answerable", True) else 1
+
+
 async def cancel_research(service: ResearchService, args: argparse.Namespace) -> int:
     done = in_terminal_words(await service.cancel(args.research_id), args.research_id)
     said = (

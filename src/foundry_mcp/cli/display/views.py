@@ -23,6 +23,7 @@ STATUS_STYLES = {
     "interrupted": "yellow",
     "timed_out": "yellow",
     "failed": "red",
+    "waiting": "magenta",
 }
 VERDICT_STYLES = {"supported": "green", "partial": "yellow", "unsupported": "red"}
 
@@ -120,11 +121,37 @@ def show_status(status: dict[str, Any]) -> None:
     ]
     if status.get("provider"):
         rows.append(("model", status["provider"]))
+    rows += _conversation_rows(status)
     if status.get("error"):
         rows.append(("error", status["error"]))
     rows += [("warning", warning) for warning in status.get("warnings") or []]
     rows.append(("next", status["next_action"]))
     console.print(_block(rows))
+
+
+def _conversation_rows(status: dict[str, Any]) -> list[tuple[str, str]]:
+    """What was asked before researching, or assumed; the plan waiting for approval."""
+    rows = []
+    clarification = status.get("clarification") or {}
+    for asked in clarification.get("asked") or []:
+        rows.append(("asked", f"{asked['question']} {asked.get('answer') or '(no answer)'}"))
+    rows += [("assumed", text) for text in clarification.get("assumptions") or []]
+    plan = status.get("plan") or {}
+    rows += [(f"plan {i}", query) for i, query in enumerate(plan.get("queries", []), start=1)]
+    return rows
+
+
+def show_follow_up(answered: dict[str, Any]) -> None:
+    """A follow-up's answer, the sources it cites, and what to do when they do not answer."""
+    console = stdout()
+    console.print(Text(answered.get("answer") or ""))
+    sources = answered.get("sources") or []
+    if sources:
+        console.print(Text("\nSources", style="bold"))
+    for source in sources:
+        console.print(Text(f"  [{source['number']}] {source.get('title') or ''} {source['url']}"))
+    if answered.get("next_action"):
+        console.print(Text(f"\nnext: {answered['next_action']}", style="dim"))
 
 
 def show_evidence(claims: dict[str, Any]) -> None:
