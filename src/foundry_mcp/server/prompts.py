@@ -20,7 +20,9 @@ Research this question with the foundry-mcp `research` tool:
 
 1. Call `research` with action="deep-research" and query set to the question above{effort}.
 2. Call `research` with action="deep-research-status", the returned research_id and wait=true; \
-repeat until the status is completed, failed, cancelled, timed_out or interrupted.
+repeat until the status is completed, failed, cancelled, timed_out or interrupted. If it is \
+waiting, show the user its plan and, once they approve it (or change it), call \
+action="deep-research-resume" (with plan set to the changed queries), then go on waiting.
 3. If it completed, read the report with action="deep-research-report" (page on with \
 offset=next_offset while next_offset is not null) and answer from it, citing its numbered \
 sources. Otherwise say how it ended and give the status's next_action."""
@@ -36,12 +38,15 @@ research_id="{research_id}"; then follow its status as in step 2.
 "{research_id}", paging with offset=next_offset) {task}"""
 
 FOLLOWUP_QUESTION = """\
-and answer this follow-up from it, citing the report's numbered sources:
+and answer this follow-up:
 
 {question}
 
-If the report does not answer it, say so, and offer to continue the research with a higher \
-max_iterations (action="deep-research-resume" with max_iterations) or to start a new one on the follow-up."""
+Ask it with action="deep-research-ask", research_id="{research_id}" and query set to the \
+follow-up: it is answered from the sources the research read, with the report's numbered \
+sources and the quotes behind them, without searching again. Answer from that and the report, \
+citing the numbers. If its answerable is false, say so and offer what its next_action says \
+(continuing the research on the follow-up, or starting a new one)."""
 
 FOLLOWUP_SUMMARY = "and summarise what it found, citing the report's numbered sources."
 
@@ -66,8 +71,13 @@ def research_followup(
 ) -> str:
     """Continue a research, or answer a follow-up question from its report."""
     question = (question or "").strip()
-    task = FOLLOWUP_QUESTION.format(question=question) if question else FOLLOWUP_SUMMARY
-    return FOLLOWUP_PROMPT.format(research_id=research_id.strip(), task=task)
+    research_id = research_id.strip()
+    task = (
+        FOLLOWUP_QUESTION.format(question=question, research_id=research_id)
+        if question
+        else FOLLOWUP_SUMMARY
+    )
+    return FOLLOWUP_PROMPT.format(research_id=research_id, task=task)
 
 
 def register_prompts(server: MCPServer[Any]) -> None:
