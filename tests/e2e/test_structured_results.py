@@ -84,6 +84,8 @@ async def test_every_action_answers_in_the_published_schema(
         await call(action="deep-research-list")
         await call(action="deep-research-events", research_id=rid)
         await call(action="deep-research-export", research_id=rid, format="json")
+        await call(action="deep-research-ask", research_id=rid, query="Which practitioners?")
+        await call(action="deep-research-ask", research_id=rid, query="Martian penguins?")
         source_id = report["data"]["sources"][0]["source_id"]
         await call(action="deep-research-restore", research_id=rid, item_id=source_id)
         await call(action="health")

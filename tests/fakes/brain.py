@@ -33,10 +33,16 @@ a an and are as at be by for from has have in is it its of on or that the their 
 were which with
 """
 JUDGE_STOP_WORDS = frozenset(_JUDGE_STOP_WORDS_TEXT.split())
+# The follow-up answerer's prompt: the question, and each source's passages by number.
+FOLLOW_UP_QUESTION_RE = re.compile(r"^Follow-up question:\s*(.+)$", re.MULTILINE)
+NUMBERED_SOURCE_RE = re.compile(r"<source\s+number=\"(\d+)\"[^>]*>(.*?)</source>", re.DOTALL)
+_FOLLOW_UP_QUESTION_WORDS_TEXT = "about which where there their these those would could should"
+FOLLOW_UP_QUESTION_WORDS = frozenset(_FOLLOW_UP_QUESTION_WORDS_TEXT.split())
 
 AGENT_MARKERS: tuple[tuple[str, str], ...] = (
     ("research fact-checker", "verifier"),
     ("sub-question answerer", "answerer"),
+    ("follow-up answerer", "follow_up"),
     ("question clarifier", "clarifier"),
     ("research planner", "planner"),
     ("research analyst", "analyzer"),
@@ -184,6 +190,8 @@ class ResearchBrain:
             return self._json(self.plan(user, system))
         if agent == "answerer":
             return self._json(self.answer(user))
+        if agent == "follow_up":
+            return self._json(self.follow_up(user))
         if agent == "analyzer":
             return self._json(self.analyze(user))
         if agent == "refiner":
@@ -354,6 +362,45 @@ class ResearchBrain:
             "evidence": [cited(content, ids) for content, ids in stated[:4]],
             "caveats": ["The corpus searched is small."],
             "confidence": "high" if len(stated) >= 2 else "medium",
+        }
+
+    def follow_up(self, user: str) -> dict[str, Any]:
+        """Follow-up answerer output, from the numbered ``<source number="n">`` passages.
+
+        The question's distinctive words are its words of five letters or more, question words
+        aside (what, which, about...). The source whose passages hold most of them (the lowest
+        number on a tie) answers: its (at most two) sentences holding most of them, each citing
+        its number, ``[n]``. No source holds one: ``answerable`` false, saying so.
+        """
+        asked = FOLLOW_UP_QUESTION_RE.search(user)
+        words = {
+            w
+            for w in WORD_RE.findall((asked.group(1) if asked else "").lower())
+            if len(w) >= 5 and w not in FOLLOW_UP_QUESTION_WORDS
+        }
+        best: tuple[int, int, list[str]] | None = None  # (words held, -number, sentences)
+        for number, body in NUMBERED_SOURCE_RE.findall(user):
+            text = " ".join(body.partition("Passages:")[2].replace("[…]", " ").split())
+            sentences = [
+                s for s in SENTENCE_RE.split(text) if words & set(WORD_RE.findall(s.lower()))
+            ]
+            held = len(words & set(WORD_RE.findall(text.lower())))
+            if held and (best is None or (held, -int(number)) > best[:2]):
+                ranked = sorted(
+                    sentences, key=lambda s: -len(words & set(WORD_RE.findall(s.lower())))
+                )
+                best = (held, -int(number), [f"{s.rstrip('.')} [{number}]." for s in ranked[:2]])
+        if best is None:
+            return {
+                "answerable": False,
+                "answer": "The research's sources do not say anything about "
+                f"{', '.join(sorted(words)) or 'this'}.",
+                "reason": "No passage names what the question asks about.",
+            }
+        return {
+            "answerable": True,
+            "answer": " ".join(best[2]),
+            "reason": f"Source {-best[1]} names {best[0]} of the question's words.",
         }
 
     def analyze(self, user: str) -> dict[str, Any]:

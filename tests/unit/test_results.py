@@ -134,6 +134,9 @@ async def test_every_action_returns_what_its_model_declares(
             await run(
                 service, "deep-research-export", research_id=rid, format="json", path="r.json"
             ),
+            # A follow-up the sources answer, and one they do not.
+            await run(service, "deep-research-ask", research_id=rid, query="Which practitioners?"),
+            await run(service, "deep-research-ask", research_id=rid, query="Martian penguins?"),
             await run(service, "deep-research-restore", research_id=rid, item_id=source_id),
             await run(service, "health"),
         ]

@@ -69,6 +69,32 @@ class ExportedClaimCheck(_Export):
     repaired_from: list[str]
 
 
+class ExportedFollowUpQuote(_Export):
+    source_id: str
+    number: int
+    quote: str
+
+
+class ExportedFollowUpSource(_Export):
+    source_id: str
+    number: int  # its [n] in the answer: the report's, or after the report's for one it omits
+
+
+class ExportedFollowUp(_Export):
+    """A follow-up question asked once the research completed, and its answer."""
+
+    id: str
+    question: str
+    answer: str  # markdown citing sources as [n]
+    answerable: bool
+    reason: str
+    sources: list[ExportedFollowUpSource]  # cited, first cited first
+    quotes: list[ExportedFollowUpQuote]
+    verdicts: dict[str, int]
+    gap_id: str | None
+    asked_at: datetime
+
+
 class ExportedUsage(_Export):
     input_tokens: int
     output_tokens: int
@@ -96,6 +122,7 @@ class ResearchExport(_Export):
     sources: list[ExportedSource]
     findings: list[ExportedFinding]
     claim_checks: list[ExportedClaimCheck]
+    follow_ups: list[ExportedFollowUp] = Field(default_factory=list)
     usage: ExportedUsage
 
 
@@ -123,7 +150,7 @@ def render(state: ResearchState, fmt: str, *, now: datetime) -> str:
             ),
         )
     if fmt == "markdown":
-        return with_cost_footer(state)
+        return with_cost_footer(state, appendix=follow_up_section(state))
     sources = cited(state)
     if fmt == "bibtex":
         return "\n".join(bibtex_entry(s, accessed=now.date()) for s in sources)
@@ -137,8 +164,45 @@ def cited(state: ResearchState) -> list[Source]:
     return [by_id[sid] for sid in ids if sid in by_id]
 
 
+def source_numbers(state: ResearchState) -> dict[str, int]:
+    """Every source's number: its [n] in the report's Sources, then the sources the report does
+    not cite, in the order they were gathered (how a follow-up answer cites them)."""
+    numbers = {source.id: n for n, source in enumerate(cited(state), start=1)}
+    for source in state.sources:
+        numbers.setdefault(source.id, len(numbers) + 1)
+    return numbers
+
+
+def follow_up_section(state: ResearchState) -> str:
+    """The markdown export's "Follow-up questions": each question, its answer and the sources
+    it cites ("" when none was asked)."""
+    if not state.follow_ups:
+        return ""
+    numbers = source_numbers(state)
+    by_id = state.source_by_id()
+    lines = ["## Follow-up questions"]
+    for follow_up in state.follow_ups:
+        lines += ["", f"### {' '.join(follow_up.question.split())}", "", follow_up.answer.strip()]
+        if not follow_up.answerable:
+            lines += ["", "*The saved sources do not answer it.*"]
+        listed = [
+            f"[{numbers[sid]}] {_entry(by_id[sid])}"
+            for sid in follow_up.source_ids
+            if sid in by_id and sid in numbers
+        ]
+        if listed:
+            lines += ["", "Sources:", "", *listed]
+    return "\n".join(lines) + "\n"
+
+
+def _entry(source: Source) -> str:
+    title = " ".join(source.title.split()) or "Untitled"
+    return f"{title} - {source.url}" if source.url else title
+
+
 def to_model(state: ResearchState, *, now: datetime) -> ResearchExport:
     numbers = {source.id: n for n, source in enumerate(cited(state), start=1)}
+    answered = source_numbers(state)  # as the follow-ups cite them
     usage = state.llm_usage.total
     return ResearchExport(
         research_id=state.id,
@@ -186,6 +250,25 @@ def to_model(state: ResearchState, *, now: datetime) -> ResearchExport:
                 repaired_from=list(c.repaired_from),
             )
             for c in state.claim_checks
+        ],
+        follow_ups=[
+            ExportedFollowUp(
+                id=f.id,
+                question=f.question,
+                answer=f.answer,
+                answerable=f.answerable,
+                reason=f.reason,
+                sources=[
+                    ExportedFollowUpSource(source_id=sid, number=answered[sid])
+                    for sid in f.source_ids
+                    if sid in answered
+                ],
+                quotes=[ExportedFollowUpQuote(**q.model_dump()) for q in f.quotes],
+                verdicts=dict(f.verdicts),
+                gap_id=f.gap_id,
+                asked_at=f.asked_at,
+            )
+            for f in state.follow_ups
         ],
         usage=ExportedUsage(
             input_tokens=usage.input_tokens,

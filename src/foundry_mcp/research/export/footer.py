@@ -25,10 +25,13 @@ PHASE_ORDER = ("planning", "gathering", "analysis", "synthesis", "refinement")
 RULE = "\n\n---\n"
 
 
-def with_cost_footer(state: ResearchState) -> str:
+def with_cost_footer(state: ResearchState, appendix: str = "") -> str:
     """``state``'s report followed by its footer: what was asked of the user before researching
-    (or assumed), and the cost ("" when there is no report)."""
+    (or assumed), and the cost ("" when there is no report). ``appendix``, a section of the
+    report's export (its follow-up questions), goes between the report and the footer."""
     report = state.report or ""
+    if report and appendix.strip():
+        report = f"{report.rstrip()}\n\n{appendix.strip()}\n"
     footer = "\n\n".join(line for line in (clarification_note(state), cost_footer(state)) if line)
     return f"{report.rstrip()}{RULE}{footer}\n" if report and footer else report
 

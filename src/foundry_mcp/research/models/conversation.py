@@ -131,4 +131,6 @@ class FollowUp(_Model):
     source_ids: list[str] = Field(default_factory=list)  # cited, in the order first cited
     quotes: list[FollowUpQuote] = Field(default_factory=list)
     verdicts: dict[str, int] = Field(default_factory=dict)  # verdict -> sentences so judged
+    reason: str = ""  # what the answer rests on, or what the sources lack
+    gap_id: str | None = None  # unanswerable: the gap that carries it into a further round
     asked_at: datetime = Field(default_factory=utcnow)

@@ -21,7 +21,7 @@ from foundry_mcp.providers.breaker import CircuitState
 from foundry_mcp.providers.search.base import SourceType
 from foundry_mcp.research.effort import Effort
 from foundry_mcp.research.export.document import ExportFormat
-from foundry_mcp.server.results.report import EvidenceResult, ReportResult
+from foundry_mcp.server.results.report import EvidenceResult, ReportResult, VerdictName
 from foundry_mcp.server.results.status import (
     Clarified,
     ModeName,
@@ -30,6 +30,7 @@ from foundry_mcp.server.results.status import (
     StatusName,
     StatusResult,
     Timestamp,
+    UsageTotals,
 )
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,46 @@ class ResumeResult(Result):
     resumed_from: StatusName
     plan: Literal["approved", "edited"] | None = Field(
         None, description="A waiting plan was approved, as shown or edited."
+    )
+
+
+class AskSource(Result):
+    number: int = Field(
+        description="Its [n] in the report; sources the report does not cite come after."
+    )
+    source_id: str
+    title: str
+    url: str | None
+    in_report: bool = Field(description="Listed in the report's Sources.")
+
+
+class AskQuote(Result):
+    source_id: str
+    number: int
+    quote: str = Field(description="Verbatim text of the source (its page, or its snippet).")
+
+
+class AskResult(Result):
+    """``deep-research-ask``: a follow-up question answered from a completed research's
+    sources, with citations and the quotes behind them; nothing is searched."""
+
+    research_id: str
+    status: StatusName = Field(description="The research's, unchanged (completed).")
+    follow_up_id: str
+    question: str
+    answer: str = Field(description="Markdown citing the sources as [n].")
+    answerable: bool = Field(description="False: the saved sources do not answer it.")
+    reason: str = Field(description="What the answer rests on, or what the sources lack.")
+    sources: list[AskSource] = Field(description="The sources the answer cites, first cited first.")
+    quotes: list[AskQuote] = Field(description="The passages behind its checked sentences.")
+    verdicts: dict[VerdictName, int] = Field(description="Cited sentences per verdict.")
+    follow_ups: int = Field(description="Follow-ups the research now keeps, this one included.")
+    usage: UsageTotals = Field(description="The follow-up's own LLM calls.")
+    next_action: str | None = Field(
+        None, description="When unanswerable: what to call to research the question."
+    )
+    gap_id: str | None = Field(
+        None, description="When unanswerable in a simple research: the open gap it became."
     )
 
 
@@ -206,6 +247,7 @@ RESULT_MODELS: dict[str, type[Result]] = {
     "deep-research-events": EventsResult,
     "deep-research-cancel": CancelResult,
     "deep-research-resume": ResumeResult,
+    "deep-research-ask": AskResult,
     "deep-research-delete": DeleteResult,
     "deep-research-restore": RestoreResult,
     "deep-research-export": ExportResult,
@@ -222,6 +264,7 @@ ActionResult = (
     | EventsResult
     | CancelResult
     | ResumeResult
+    | AskResult
     | DeleteResult
     | RestoreResult
     | ExportResult
@@ -279,6 +322,8 @@ ACTION_HINTS: dict[str, ActionHints] = {
     # Partial results stay and the research can be resumed; cancelling again changes nothing.
     "deep-research-cancel": ActionHints(read_only=False, destructive=False, idempotent=True),
     "deep-research-resume": ActionHints(read_only=False, destructive=False, idempotent=False),
+    # Each call keeps one more follow-up with the research (and spends LLM calls).
+    "deep-research-ask": ActionHints(read_only=False, destructive=False, idempotent=False),
     "deep-research-delete": ActionHints(read_only=False, destructive=True, idempotent=True),
     "deep-research-restore": ActionHints(read_only=False, destructive=False, idempotent=True),
     # With path and overwrite=true it replaces a file.
