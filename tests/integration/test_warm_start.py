@@ -1,6 +1,6 @@
 """Warm start: what is readied before the first research, without a request, and never in the way.
 
-The timings themselves are printed by ``benchmarks/startup.py``; these tests check behaviour.
+The timings themselves are printed by ``benchmarks/latency/startup.py``; these tests check behaviour.
 """
 
 from __future__ import annotations

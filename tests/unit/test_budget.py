@@ -220,7 +220,7 @@ def test_levels_and_bands() -> None:
 def test_fidelity_is_recorded_banded_and_never_regresses_silently() -> None:
     from foundry_mcp.context.fidelity.bookkeeping import finish_phase, make_record, record_item
     from foundry_mcp.research.models import ResearchState
-    from foundry_mcp.research.service.views import fidelity_block
+    from foundry_mcp.research.service.payloads.status import fidelity_block
 
     state = ResearchState(query="q", llm_provider="openai", llm_model="gpt-4o")
     assert fidelity_block(state)["score"] is None

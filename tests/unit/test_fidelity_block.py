@@ -5,7 +5,7 @@ from __future__ import annotations
 from foundry_mcp.context.fidelity.bookkeeping import finish_phase, make_record
 from foundry_mcp.context.levels import ContentLevel
 from foundry_mcp.research.models import ResearchState
-from foundry_mcp.research.service.views import REPORT_ITEMS, fidelity_block
+from foundry_mcp.research.service.payloads.status import REPORT_ITEMS, fidelity_block
 
 
 def _state(degraded: int, full: int) -> ResearchState:

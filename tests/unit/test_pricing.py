@@ -18,7 +18,7 @@ from foundry_mcp.research.models import (
     ResearchState,
 )
 from foundry_mcp.research.pricing import PriceTable, normalise_model, shipped_prices
-from foundry_mcp.research.service.views import status_payload, usage_payload
+from foundry_mcp.research.service.payloads.status import status_payload, usage_payload
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,11 @@ import random
 
 import pytest
 
-from foundry_mcp.research.service.report_pages import SUMMARY_MAX_CHARS, report_page, report_summary
+from foundry_mcp.research.service.payloads.report_pages import (
+    SUMMARY_MAX_CHARS,
+    report_page,
+    report_summary,
+)
 
 
 def _report(seed: int, lines: int) -> str:

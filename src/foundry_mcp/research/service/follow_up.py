@@ -32,7 +32,7 @@ from foundry_mcp.research.models import (
 )
 from foundry_mcp.research.runs.runner import ResearchRunner
 from foundry_mcp.research.service.ownership import OwnershipWatch
-from foundry_mcp.research.service.views import citation_numbers
+from foundry_mcp.research.service.payloads.status import citation_numbers
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.owners import LeaseLostError
 from foundry_mcp.research.store.protocol import Store

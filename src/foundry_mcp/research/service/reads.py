@@ -24,11 +24,11 @@ from foundry_mcp.config import MAX_WAIT_SECONDS
 from foundry_mcp.errors import ReportNotReadyError, ResearchNotFoundError, StoreUnavailableError
 from foundry_mcp.research.export.footer import with_cost_footer
 from foundry_mcp.research.models import ResearchState, Status, utcnow
-from foundry_mcp.research.service.evidence import all_claims, evidence_page
 from foundry_mcp.research.service.inputs import check_range, parse_statuses, search_words
 from foundry_mcp.research.service.ownership import OwnershipWatch
-from foundry_mcp.research.service.report_pages import report_page, report_summary
-from foundry_mcp.research.service.views import (
+from foundry_mcp.research.service.payloads.evidence import all_claims, evidence_page
+from foundry_mcp.research.service.payloads.report_pages import report_page, report_summary
+from foundry_mcp.research.service.payloads.status import (
     all_sources,
     cited_sources,
     decision_log,

@@ -11,8 +11,7 @@ the long poll, report pages, the list, the events), ``plan_approval`` and ``plan
 plan waiting for the user), ``follow_up`` (questions on a completed research), ``ownership``
 (the heartbeat, research whose process died), ``takeover`` (a dead worker's research, on a
 team), ``chores`` (start-up housekeeping), ``quota`` (a principal's limits) and ``inputs`` (the
-checks on a caller's input); ``views``, ``conversation_views``, ``report_pages``, ``evidence``
-and ``restore`` build what they return.
+checks on a caller's input); the ``payloads`` room and ``restore`` build what they return.
 """
 
 from __future__ import annotations

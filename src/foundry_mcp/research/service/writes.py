@@ -34,7 +34,6 @@ from foundry_mcp.research.models import (
 )
 from foundry_mcp.research.runs.jobs import JobRunner
 from foundry_mcp.research.runs.runner import ResearchRunner
-from foundry_mcp.research.service.conversation_views import clarified
 from foundry_mcp.research.service.inputs import (
     check_can_continue,
     check_clarify,
@@ -46,9 +45,10 @@ from foundry_mcp.research.service.inputs import (
     resolve_mode,
 )
 from foundry_mcp.research.service.ownership import OwnershipWatch
+from foundry_mcp.research.service.payloads.conversation import clarified
+from foundry_mcp.research.service.payloads.status import shorten
 from foundry_mcp.research.service.plan_review import approve
 from foundry_mcp.research.service.restore import restore_content
-from foundry_mcp.research.service.views import shorten
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.archive import StoreArchive
 from foundry_mcp.research.store.owners import LeaseLostError, Owner

@@ -13,7 +13,7 @@ Cases: a client without elicitation (``clarify`` auto: no question, the planner 
 assumptions in the same call), ``clarify=off``, an eliciting client with a clear question (one
 judgement call, nothing asked), and with a vague one (the judgement, then one form).
 
-    python benchmarks/clarify.py [--runs 3]
+    python benchmarks/latency/clarify.py [--runs 3]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any
 
 import anyio
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from mcp import Client
 from mcp.types import ElicitResult

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from foundry_mcp.research.models import ClaimCheck, ResearchState, Source
-from foundry_mcp.research.service.views import citation_numbers
+from foundry_mcp.research.service.payloads.status import citation_numbers
 
 
 def claim_payload(

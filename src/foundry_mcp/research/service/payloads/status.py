@@ -10,7 +10,7 @@ from foundry_mcp.context.fidelity.bookkeeping import low_fidelity_warning
 from foundry_mcp.context.levels import LOW_FIDELITY, ContentLevel, fidelity_band
 from foundry_mcp.context.tokens import estimate_tokens
 from foundry_mcp.research.models import PHASE_ORDER, ResearchState, Status, UsageTotals, utcnow
-from foundry_mcp.research.service.conversation_views import (
+from foundry_mcp.research.service.payloads.conversation import (
     assumptions_hint,
     conversation_status,
     waiting_hint,

@@ -24,7 +24,7 @@ Nothing leaves the machine: the fakes listen on 127.0.0.1, and ``FOUNDRY_MCP_NO_
 keeps tiktoken from fetching its encoding (token counts fall back to the estimate). Run from the
 repository root:
 
-    python benchmarks/startup.py [--runs 5] [--delays 2] [--providers openai,anthropic,gemini]
+    python benchmarks/latency/startup.py [--runs 5] [--delays 2] [--providers openai,anthropic,gemini]
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from pathlib import Path
 
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.fakes import FakeHTTPServer, fake_anthropic, fake_gemini, fake_openai, fake_tavily
 from tests.rawmcp import RawServer
