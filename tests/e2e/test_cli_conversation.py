@@ -4,6 +4,7 @@ plan to review stops the command with the commands that approve it."""
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import re
@@ -90,3 +91,35 @@ def test_a_script_is_asked_nothing_and_a_plan_to_review_waits_for_resume(
     assert set(_searched(tavily_server)) == set(EDITED)
     # Nobody could be asked: the report says what the research assumed.
     assert "the user could not be asked" in done.stdout
+
+
+def test_a_follow_up_is_asked_from_the_terminal(
+    research_env: dict[str, str], tavily_server: FakeHTTPServer
+) -> None:
+    done = piped(
+        research_env, "research", "How do heat pumps work in cold climates?", "--clarify", "off"
+    )
+    assert done.returncode == 0, done.stderr
+    found = re.search(r"research (deepres-[0-9a-f]{12}) started", done.stderr)
+    assert found is not None
+    searched = len(_searched(tavily_server))
+    asked = piped(
+        research_env,
+        "ask",
+        found.group(1),
+        "What share of practitioners consider heat pumps a priority?",
+    )
+    assert asked.returncode == 0, asked.stderr
+    answer = json.loads(asked.stdout)  # into a pipe: the JSON document
+    assert answer["answerable"] and answer["sources"] and "[1]" in answer["answer"]
+    assert len(_searched(tavily_server)) == searched  # no new search
+
+    unanswered = piped(
+        research_env, "ask", found.group(1), "What does the Martian tax code say about penguins?"
+    )
+    assert unanswered.returncode == 1
+    said = json.loads(unanswered.stdout)
+    assert not said["answerable"]
+    assert f"foundry-mcp resume {found.group(1)}" in said["next_action"]
+    assert re.search(r"--max-iterations \d", said["next_action"])
+    assert "action=" not in said["next_action"]  # said for the terminal
