@@ -8,12 +8,10 @@ import json
 import os
 import pty
 import re
-import select
 import subprocess
 import sys
-import time
 
-from tests.e2e.test_terminal import ANSI, _env, piped
+from tests.e2e.test_terminal import _env, drained, piped
 from tests.fakes import FakeHTTPServer
 
 VAGUE = "What is the best database?"
@@ -39,26 +37,11 @@ def typed_at_a_terminal(
     )
     os.close(follower)
     os.write(leader, answers.encode())  # typed ahead: the terminal keeps it until read
-    said = []
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 0.5)
-        if ready:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            said.append(chunk)
-        elif process.poll() is not None:
-            break
-    os.close(leader)
+    said = drained(leader, process)
     assert process.stdout is not None
     out = process.stdout.read().decode()
     code = process.wait(timeout=10)
-    text = b"".join(said).decode("utf-8", "replace").replace("\r\n", "\n")
-    return code, out, ANSI.sub("", text)
+    return code, out, said
 
 
 def test_the_person_at_the_terminal_clarifies_and_edits_the_plan(

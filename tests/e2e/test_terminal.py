@@ -54,8 +54,16 @@ def on_a_terminal(research_env: dict[str, str], *args: str) -> tuple[int, str]:
         stderr=subprocess.DEVNULL,
     )
     os.close(follower)
+    text = drained(leader, process)
+    code = process.wait(timeout=10)
+    return code, text
+
+
+def drained(leader: int, process: subprocess.Popen[bytes], seconds: float = 60) -> str:
+    """What the process wrote to the pseudo-terminal until it closed it or ended (colours
+    taken out, line ends as written); the terminal is closed after."""
     chunks = []
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         ready, _, _ = select.select([leader], [], [], 0.5)
         if ready:
@@ -69,9 +77,8 @@ def on_a_terminal(research_env: dict[str, str], *args: str) -> tuple[int, str]:
         elif process.poll() is not None:
             break
     os.close(leader)
-    code = process.wait(timeout=10)
     text = b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
-    return code, ANSI.sub("", text)
+    return ANSI.sub("", text)
 
 
 @pytest.fixture
