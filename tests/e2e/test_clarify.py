@@ -224,3 +224,26 @@ async def test_a_question_waiting_for_its_answer_holds_up_nothing_else(
             assert status["success"]
             answer_now.set()
         assert started["data"]["clarification"]["outcome"] == "declined"
+
+
+@pytest.mark.stdio
+async def test_over_stdio_the_editor_is_asked_and_shown_the_plan(
+    research_env: dict[str, str], tavily_server: Any
+) -> None:
+    from tests.e2e.test_mcp_stdio import _stdio
+
+    async def answer(params: ElicitRequestParams) -> ElicitResult:
+        properties = params.requested_schema["properties"]  # type: ignore[union-attr]
+        if "decision" in properties:
+            return ElicitResult(action="accept", content={"decision": "approve"})
+        return ElicitResult(action="accept", content={"q1": "analytics (OLAP)"})
+
+    user = User(answer)
+    async with _stdio(research_env, user) as client:
+        started = await call(
+            client, action="deep-research", query=VAGUE, review_plan=True, max_iterations=1
+        )
+        assert started["data"]["clarification"]["outcome"] == "answered"
+        final = await run_to_end(client, started["data"]["research_id"])
+    assert final["status"] == "completed" and final["plan_review"] == "approved"
+    assert len(user.forms) == 2  # the questions, then the plan

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
@@ -16,13 +17,13 @@ from tests.support import assert_citations_resolve, served_urls
 pytestmark = [pytest.mark.anyio, pytest.mark.stdio]
 
 
-def _stdio(env: dict[str, str]) -> Client:
+def _stdio(env: dict[str, str], elicitation_callback: Any = None) -> Client:
     # Like an editor: only a few variables of the shell, plus the config's env block.
     base = {key: os.environ[key] for key in ("PATH", "LANG", "SYSTEMROOT") if key in os.environ}
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "foundry_mcp"], env={**base, **env}
     )
-    return Client(params, mode="legacy")
+    return Client(params, mode="legacy", elicitation_callback=elicitation_callback)
 
 
 async def test_whole_research_over_stdio(
