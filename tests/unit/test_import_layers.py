@@ -83,7 +83,7 @@ ROOM_ORDER: dict[str, tuple[str, ...]] = {
         "team",
     ),
     "foundry_mcp.context": ("tokens", "levels", "reading", "fidelity"),
-    "foundry_mcp.providers": ("http_errors", "pages", "llm", "search"),
+    "foundry_mcp.providers": ("http_errors", "pages", "llm", "search", "mcp_sources"),
     "foundry_mcp.providers.llm": ("base", "text", "programs"),
 }
 

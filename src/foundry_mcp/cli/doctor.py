@@ -12,7 +12,9 @@ subscription's quota nor sends a query nobody asked for.
 The ``llm`` and ``search`` lines sum up the providers a research started now would use: ``ok``
 only when each of them answered its live call, ``failing`` when one is configured but its call
 failed (not logged in, no network, a rejected key), ``not usable`` when the configuration
-leaves none to use. Exit status 0 when all is well, 1 otherwise.
+leaves none to use. Each ``[mcp_sources.*]`` server is started (or reached), its tools listed
+and sorted into what a research may call; one that fails is a problem. Exit status 0 when all
+is well, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from foundry_mcp.cli.wording import for_the_terminal_within
 from foundry_mcp.config import Settings
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.providers.keyless_notice import keyless_search_statement
+from foundry_mcp.providers.mcp_sources.checks import check_mcp_sources
 from foundry_mcp.providers.pages.extract import extractor_problem
 from foundry_mcp.research.service.research_service import ResearchService
 
@@ -91,9 +94,15 @@ async def doctor(service: ResearchService, args: argparse.Namespace) -> int:
     )
     if extraction is not None:
         checks["warnings"].append(extraction)
+    # Each configured MCP server: connected, its tools listed and sorted, or the fix.
+    sources = await check_mcp_sources(settings)
+    if sources:
+        checks["mcp_sources"] = sources
+    broken = [f"MCP source {e['name']}: {e['problem']}" for e in sources if e["status"] != "ok"]
+    checks["problems"] = checks["problems"] + broken
     summaries = (checks["store"], checks["llm"], checks["search"])
     all_ok = not any(str(line).startswith((NOT_USABLE, FAILING)) for line in summaries)
-    healthy = all_ok and health["ok"]
+    healthy = all_ok and health["ok"] and not broken
     show(
         args, for_the_terminal_within(checks), lambda c: show_checks(c, problems_ahead=not healthy)
     )

@@ -7,10 +7,11 @@ Each table is defined beside its kin: ``research_settings`` (``[research]``, ``[
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, PrivateAttr
+from pydantic import BaseModel, Field, PrivateAttr, field_validator
 
 from foundry_mcp.config.effects import (
     SPENDS,
@@ -18,6 +19,7 @@ from foundry_mcp.config.effects import (
     Harmless,
     Protected,
 )
+from foundry_mcp.config.mcp_source_settings import SOURCE_NAME_PATTERN, McpSourceSettings
 from foundry_mcp.config.provider_settings import (
     KNOWN_PROVIDER_KINDS,
     PriceSettings,
@@ -90,6 +92,11 @@ class Settings(Section):
     server: Annotated[ServerSettings, Protected(Effect.EXPOSES)] = Field(
         default_factory=ServerSettings
     )
+    # Other MCP servers read as sources: programs the user runs, so only the user's own files
+    # may name them.
+    mcp_sources: Annotated[dict[str, McpSourceSettings], Protected(Effect.RUNS)] = Field(
+        default_factory=dict
+    )
     _sources: list[str] = PrivateAttr(default_factory=list)
     _untrusted: UntrustedProjectConfig | None = PrivateAttr(default=None)
     _narrowing: ProjectNarrowing = PrivateAttr(default_factory=ProjectNarrowing)
@@ -119,6 +126,17 @@ class Settings(Section):
     def trust_warnings(self) -> list[str]:
         """One warning naming the ignored keys and the fix, or none."""
         return [self._untrusted.warning()] if self._untrusted else []
+
+    @field_validator("mcp_sources")
+    @classmethod
+    def _source_names(cls, value: dict[str, McpSourceSettings]) -> dict[str, McpSourceSettings]:
+        bad = [name for name in value if not re.match(SOURCE_NAME_PATTERN, name)]
+        if bad:
+            raise ValueError(
+                f"MCP source names are lower-case letters, digits, - and _ (at most 40): "
+                f"{', '.join(repr(name) for name in bad)}"
+            )
+        return value
 
     def provider(self, name: str) -> ProviderSettings:
         """The settings of a provider, empty ones when it has no table."""

@@ -46,6 +46,11 @@ def show_checks(checks: dict[str, Any], *, problems_ahead: bool) -> None:
     width = max(len(entry["name"]) for entry in checks["providers"])
     for entry in checks["providers"]:
         _provider(console, entry, width)
+    sources = checks.get("mcp_sources") or []
+    if sources:
+        console.print(Text("mcp sources", style="bold"))
+    for entry in sources:
+        _mcp_source(console, entry)
     for warning in checks["warnings"]:
         _line(console, WARN, "warning", warning)
     if problems_ahead:
@@ -70,6 +75,28 @@ def _provider(console: Console, entry: dict[str, Any], width: int) -> None:
         if entry.get(key):
             console.print(Padding(Text(entry[key], style="dim"), (0, 0, 0, 6)))
     if entry.get("fix") and (entry["in_use"] or entry["status"] == "error"):
+        _fix(console, entry["fix"], indent=6)
+
+
+def _mcp_source(console: Console, entry: dict[str, Any]) -> None:
+    """An MCP source: connected and what of it serves, or what is wrong and the fix."""
+    line = Text("  ")
+    mark = OK if entry["status"] == "ok" else BAD
+    line.append(mark[0], style=mark[1])
+    line.append(f" {entry['name']}  {entry['transport']}  {entry['status']}")
+    console.print(line)
+    if "tools" in entry:
+        roles = ", ".join(
+            f"{role} {entry[f'{role}_tool']}"
+            for role in ("search", "list", "read")
+            if entry.get(f"{role}_tool")
+        )
+        said = f"tools: {', '.join(entry['tools'])}" + (f"; {roles}" if roles else "")
+        if entry.get("never_called"):
+            said += f"; never called: {', '.join(entry['never_called'])}"
+        console.print(Padding(Text(said, style="dim"), (0, 0, 0, 6)))
+    if entry.get("problem"):
+        console.print(Padding(Text(entry["problem"], style="dim"), (0, 0, 0, 6)))
         _fix(console, entry["fix"], indent=6)
 
 

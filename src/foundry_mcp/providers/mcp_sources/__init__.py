@@ -1,0 +1,3 @@
+"""Other MCP servers as sources of a research: their connections (``connection``), the tools
+they offer and which of them may be called (``tools``), all of them for one process
+(``sources``) and what ``doctor`` says of them (``checks``)."""

@@ -1,0 +1,200 @@
+"""One connection to one configured MCP server, kept for the process.
+
+Started when first needed (the command over stdio, or the URL over Streamable HTTP), kept open
+for every later call, and started again after the server crashed or the connection broke. Every
+start and every call has the source's timeout; a server that fails or hangs raises
+:class:`McpSourceError` with what went wrong and the fix, never hangs its caller.
+
+The SDK's client must be left in the task that entered it, so one task per connection holds it
+open (in the task group :class:`McpSources` gives it) until the connection is closed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx2
+from anyio.abc import TaskGroup
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult, Tool
+
+from foundry_mcp.config.mcp_source_settings import McpSourceSettings
+from foundry_mcp.errors import FoundryError
+
+log = logging.getLogger(__name__)
+
+# The variables a stdio server inherits from ours, as MCP clients pass them (no API keys).
+INHERITED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER", "SYSTEMROOT")
+
+
+class McpSourceError(FoundryError):
+    """An MCP source could not be reached, or did not answer in time."""
+
+    error_code = "MCP_SOURCE_ERROR"
+
+
+class McpSourceConnection:
+    """The connection to the server of one ``[mcp_sources.<name>]`` table."""
+
+    def __init__(self, name: str, settings: McpSourceSettings, group: TaskGroup) -> None:
+        self.name = name
+        self.settings = settings
+        self._group = group
+        self._client: Client | None = None
+        self._holding: anyio.CancelScope | None = None  # the task holding the client open
+        self._lock = anyio.Lock()
+        self._tools: list[Tool] | None = None
+        self.starts = 0  # how many times the server was started (restarts after crashes)
+
+    async def tools(self) -> list[Tool]:
+        """The server's tools (``tools/list``), asked once per connection."""
+        if self._tools is None:
+            client = await self._connected()
+            try:
+                with anyio.fail_after(self.settings.timeout_s):
+                    listed = await client.list_tools()
+            except TimeoutError:
+                await self._drop()
+                raise self._timed_out("list its tools") from None
+            except Exception as exc:
+                await self._drop()
+                raise self._failed("list its tools", exc) from None
+            self._tools = list(listed.tools)
+        return self._tools
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+        """Call ``tool``; a server that crashed is started again once, for this call."""
+        for attempt in (1, 2):
+            client = await self._connected()
+            try:
+                with anyio.fail_after(self.settings.timeout_s):
+                    return await client.call_tool(tool, arguments)
+            except TimeoutError:
+                await self._drop()
+                raise self._timed_out(f"answer {tool}") from None
+            except Exception as exc:
+                await self._drop()
+                if attempt == 2:
+                    raise self._failed(f"answer {tool}", exc) from None
+                log.info("MCP source %s failed (%s); starting it again", self.name, exc)
+        raise AssertionError("unreachable")
+
+    async def close(self) -> None:
+        """Close the connection (the stdio server is stopped)."""
+        await self._drop()
+
+    # ------------------------------------------------------------------ the holding task
+
+    async def _connected(self) -> Client:
+        async with self._lock:
+            if self._client is not None:
+                return self._client
+            self._check_command()
+            ready = anyio.Event()
+            holding = anyio.CancelScope()
+            failure: list[BaseException] = []
+            self._holding = holding
+            self.starts += 1
+            self._group.start_soon(self._hold, ready, holding, failure)
+            with anyio.move_on_after(self.settings.timeout_s):
+                await ready.wait()
+            if self._client is None:
+                holding.cancel()  # a server that never answered is stopped
+                if failure:
+                    raise self._failed("start", failure[0])
+                raise self._timed_out("start")
+            return self._client
+
+    async def _hold(
+        self, ready: anyio.Event, holding: anyio.CancelScope, failure: list[BaseException]
+    ) -> None:
+        """Open the client, hand it over, and keep it open until ``holding`` is cancelled."""
+        with holding:
+            try:
+                async with self._open() as client:
+                    self._client = client
+                    ready.set()
+                    await anyio.sleep_forever()
+            except Exception as exc:  # the server would not start, or the connection broke
+                failure.append(exc)
+                log.info("MCP source %s ended: %s", self.name, type(exc).__name__)
+            finally:
+                if self._holding is holding:
+                    self._client = None
+                    self._tools = None
+                ready.set()
+
+    @asynccontextmanager
+    async def _open(self) -> AsyncIterator[Client]:
+        settings = self.settings
+        if settings.transport == "stdio":
+            env = {key: os.environ[key] for key in INHERITED_ENV if key in os.environ}
+            params = StdioServerParameters(
+                command=settings.command[0],
+                args=settings.command[1:],
+                env={**env, **settings.env},
+                cwd=settings.cwd,
+            )
+            async with Client(params, mode="legacy") as client:
+                yield client
+            return
+        headers = {key: value.get_secret_value() for key, value in settings.headers.items()}
+        timeout = httpx2.Timeout(settings.timeout_s, read=settings.timeout_s * 2)
+        async with httpx2.AsyncClient(headers=headers, timeout=timeout, trust_env=False) as http:
+            transport = streamable_http_client(str(settings.url), http_client=http)
+            async with Client(transport, mode="legacy") as client:
+                yield client
+
+    async def _drop(self) -> None:
+        async with self._lock:
+            if self._holding is not None:
+                self._holding.cancel()
+            self._holding = None
+            self._client = None
+            self._tools = None
+
+    # ------------------------------------------------------------------ errors
+
+    def _check_command(self) -> None:
+        command = self.settings.command
+        if command and shutil.which(command[0]) is None and not os.path.isfile(command[0]):
+            raise McpSourceError(
+                f"MCP source {self.name!r}: the command {command[0]!r} was not found.",
+                remediation=f"Install it, or give its full path in [mcp_sources.{self.name}] "
+                "command.",
+                details={"source": self.name},
+            )
+
+    def _timed_out(self, doing: str) -> McpSourceError:
+        return McpSourceError(
+            f"MCP source {self.name!r} did not {doing} within {self.settings.timeout_s:g} s.",
+            remediation=f"Check that the server works on its own; raise [mcp_sources.{self.name}]"
+            " timeout_s if it is only slow.",
+            details={"source": self.name},
+        )
+
+    def _failed(self, doing: str, exc: BaseException) -> McpSourceError:
+        return McpSourceError(
+            f"MCP source {self.name!r} could not {doing}: {_said(exc)}.",
+            remediation=f"Check [mcp_sources.{self.name}] ({self._where()}) and that the server "
+            "runs on its own.",
+            details={"source": self.name},
+        )
+
+    def _where(self) -> str:
+        return "command" if self.settings.transport == "stdio" else "url and headers"
+
+
+def _said(exc: BaseException) -> str:
+    """What an exception says, the first of a group's, in one line without secrets' room."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = " ".join(str(exc).split())[:200]
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

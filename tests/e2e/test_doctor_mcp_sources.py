@@ -1,0 +1,55 @@
+"""``foundry-mcp doctor`` checks each configured MCP source: started, its tools listed and
+sorted into what a research may call; a misconfigured one is named with its fix."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from tests.e2e.test_terminal import on_a_terminal, piped
+from tests.fakes import FakeHTTPServer
+
+NOTES = f'command = ["{sys.executable}", "-m", "tests.fakes.notes_mcp_server"]\n'
+
+
+def _with_sources(research_env: dict[str, str], tables: str) -> dict[str, str]:
+    config = Path(research_env["FOUNDRY_MCP_CONFIG"])
+    config.write_text(config.read_text() + "\n" + tables)
+    return {**research_env, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+
+
+def test_doctor_lists_each_source_and_its_tools(
+    research_env: dict[str, str], openai_server: FakeHTTPServer, tavily_server: FakeHTTPServer
+) -> None:
+    env = _with_sources(research_env, f"[mcp_sources.notes]\n{NOTES}")
+    done = piped(env, "doctor")
+    checks = json.loads(done.stdout)
+    assert done.returncode == 0, checks
+    (entry,) = checks["mcp_sources"]
+    assert entry["status"] == "ok" and entry["search_tool"] == "search_notes"
+    assert entry["never_called"] == ["delete_note"]
+    code, drawn = on_a_terminal(env, "doctor")
+    assert code == 0
+    assert "mcp sources" in drawn and "never called: delete_note" in drawn
+
+
+def test_doctor_names_a_misconfigured_source_with_its_fix(
+    research_env: dict[str, str], openai_server: FakeHTTPServer, tavily_server: FakeHTTPServer
+) -> None:
+    env = _with_sources(
+        research_env,
+        f'[mcp_sources.notes]\n{NOTES}read_tool = "read_notes"\n\n'
+        '[mcp_sources.gone]\ncommand = ["no-such-mcp-server-here"]\n',
+    )
+    done = piped(env, "doctor")
+    checks = json.loads(done.stdout)
+    assert done.returncode == 1
+    entries = {entry["name"]: entry for entry in checks["mcp_sources"]}
+    assert (
+        "read_tool names 'read_notes', which the server does not have"
+        in (entries["notes"]["problem"])
+    )
+    assert "'no-such-mcp-server-here' was not found" in entries["gone"]["problem"]
+    assert any("MCP source gone" in problem for problem in checks["problems"])
+    assert "Traceback" not in done.stderr
