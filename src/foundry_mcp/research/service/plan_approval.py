@@ -11,6 +11,7 @@ not fit the form (refused with an ``InputError``).
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from foundry_mcp.research.asking import Asker, checked_reply
@@ -18,22 +19,16 @@ from foundry_mcp.research.models import Status
 from foundry_mcp.research.service.ownership import OwnershipWatch
 from foundry_mcp.research.service.plan_review import approval_form, edited_queries
 from foundry_mcp.research.service.stopping import ResearchStopper
-from foundry_mcp.research.service.writes import ResearchWriter
 
+# Approves a waiting plan (as shown, or the queries given) for the caller; the resume's answer.
+Resume = Callable[[str, list[str] | None], Awaitable[dict[str, Any]]]
 REASK_SECONDS = 600.0  # a plan left unanswered is not asked about again sooner
 
 
 class PlanApprovals:
     """Asks the user to approve a waiting plan; see the module."""
 
-    def __init__(
-        self,
-        writer: ResearchWriter,
-        stopper: ResearchStopper,
-        watch: OwnershipWatch,
-        timeout: float,
-    ) -> None:
-        self.writer = writer
+    def __init__(self, stopper: ResearchStopper, watch: OwnershipWatch, timeout: float) -> None:
         self.stopper = stopper
         self.watch = watch
         self.timeout = timeout
@@ -42,9 +37,12 @@ class PlanApprovals:
         # the same form again at once.
         self._unanswered: dict[str, float] = {}
 
-    async def ask(self, research_id: str, asker: Asker) -> str | None:
+    async def ask(self, research_id: str, asker: Asker, resume: Resume) -> str | None:
         """Ask about the plan of ``research_id`` if it waits and nobody is asked yet; what was
-        decided: "approved", "edited", "cancelled", or None (nothing asked or decided)."""
+        decided: "approved", "edited", "cancelled", or None (nothing asked or decided).
+
+        ``resume(research_id, plan)`` approves it as the caller's own resume would (their
+        limits and quota apply)."""
         left = self._unanswered.get(research_id)
         if research_id in self._asking or (left and time.monotonic() - left < REASK_SECONDS):
             return None
@@ -63,7 +61,7 @@ class PlanApprovals:
                 return None
             self._unanswered.pop(research_id, None)
             queries = edited_queries(reply)
-            resumed: dict[str, Any] = await self.writer.resume(research_id, plan=queries)
+            resumed = await resume(research_id, queries)
             return str(resumed.get("plan", "approved"))
         finally:
             self._asking.discard(research_id)

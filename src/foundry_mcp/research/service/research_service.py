@@ -106,9 +106,7 @@ class ResearchService:
         self.stopper = ResearchStopper(
             io=io, jobs=jobs, runner=self.runner, owner=self.owner, watch=self.watch
         )
-        self.approvals = PlanApprovals(
-            self.writer, self.stopper, self.watch, settings.research.clarify_timeout
-        )
+        self.approvals = PlanApprovals(self.stopper, self.watch, settings.research.clarify_timeout)
 
     @property
     def call_logs(self) -> dict[str, Any]:
@@ -266,7 +264,12 @@ class ResearchService:
         """
         payload = await self._status(research_id, wait, wait_timeout, on_progress, principal)
         if payload["status"] == Status.WAITING.value and asker is not None:
-            decided = await self.approvals.ask(payload["research_id"], asker)
+
+            async def approve(research_id: str, plan: list[str] | None) -> dict[str, Any]:
+                await self.check_spending(principal)  # as the caller's own resume would
+                return await self.resume(research_id, plan=plan, principal=principal)
+
+            decided = await self.approvals.ask(payload["research_id"], asker, approve)
             if decided is not None:
                 payload = await self._status(research_id, False, None, None, principal)
                 payload["plan_review"] = decided
