@@ -12,8 +12,10 @@ import anyio
 import pytest
 
 from foundry_mcp.config import Settings
+from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.mcp_sources.checks import check_mcp_sources
 from foundry_mcp.providers.mcp_sources.connection import McpSourceError
+from foundry_mcp.providers.mcp_sources.search import McpSourceSearch
 from foundry_mcp.providers.mcp_sources.sources import McpSources
 from foundry_mcp.providers.mcp_sources.tools import source_tools
 
@@ -71,7 +73,7 @@ async def test_doctor_names_each_source_its_tools_and_problems() -> None:
         notes=notes(allowed_tools=["delete_notes"]),
         missing={"command": ["no-such-mcp-server-here"]},
         refused={"url": "http://127.0.0.1:9/mcp", "timeout_s": 2},
-        silent=notes(env={"NOTES_HANG": "list"}, timeout_s=0.5),
+        silent=notes(env={"NOTES_HANG": "list"}, start_timeout_s=0.5),
     )
     with anyio.fail_after(30):
         entries = {entry["name"]: entry for entry in await check_mcp_sources(settings)}
@@ -91,3 +93,32 @@ async def test_doctor_names_each_source_its_tools_and_problems() -> None:
 async def test_a_good_source_is_ok() -> None:
     (entry,) = await check_mcp_sources(settings_with(notes=notes()))
     assert entry["status"] == "ok" and entry["search_tool"] == "search_notes"
+
+
+async def test_a_source_with_a_search_tool_answers_the_query() -> None:
+    async with McpSources.open(settings_with(notes=notes())) as sources:
+        found = await McpSourceSearch(sources.connections["notes"]).search("SQLite checkpoints", 5)
+    (hit,) = found
+    assert hit.url and hit.url.startswith("mcp://notes/result/")
+    assert "checkpoints run every 1000 pages" in (hit.content or "")
+    assert hit.provider == "mcp.notes"
+
+
+async def test_a_source_that_only_lists_and_reads_is_ranked_here_and_read() -> None:
+    source = notes(list_tool="list_notes", read_tool="read_note")
+    async with McpSources.open(settings_with(notes=source)) as sources:
+        search = McpSourceSearch(sources.connections["notes"])
+        tools = await search._sorted_tools()
+        tools.search_tool = None  # as a file system or a git history: no free-text search
+        found = await search.search("release workflow howto", 3)
+    assert [hit.url for hit in found] == ["mcp://notes/howto/release.md"]
+    assert "tagged vX.Y.Z" in (found[0].content or "")
+
+
+async def test_a_failing_source_is_a_provider_error_the_research_skips() -> None:
+    hangs = notes(env={"NOTES_HANG": "call"}, timeout_s=0.5)
+    async with McpSources.open(settings_with(notes=hangs)) as sources:
+        with pytest.raises(ProviderError) as failed:
+            await McpSourceSearch(sources.connections["notes"]).search("release", 3)
+    assert failed.value.provider == "mcp.notes" and failed.value.retryable
+    assert "timeout_s" in failed.value.remediation

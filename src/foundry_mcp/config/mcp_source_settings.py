@@ -35,7 +35,8 @@ class McpSourceSettings(Section):
     read_tool: str | None = Field(None, pattern=TOOL_NAME_PATTERN)
     # Tools that may be called although they are not marked read-only (readOnlyHint).
     allowed_tools: list[str] = Field(default_factory=list, max_length=50)
-    timeout_s: float = Field(30.0, gt=0, le=600)  # each call, and the connection's start
+    timeout_s: float = Field(30.0, gt=0, le=600)  # each call
+    start_timeout_s: float = Field(60.0, gt=0, le=600)  # starting or reaching the server
     max_reads: int = Field(5, ge=1, le=50)  # items read for one search of a list-only server
 
     @field_validator("command", mode="before")

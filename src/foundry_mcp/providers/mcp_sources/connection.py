@@ -2,7 +2,7 @@
 
 Started when first needed (the command over stdio, or the URL over Streamable HTTP), kept open
 for every later call, and started again after the server crashed or the connection broke. Every
-start and every call has the source's timeout; a server that fails or hangs raises
+start (``start_timeout_s``) and every call (``timeout_s``) has a timeout; a server that fails or hangs raises
 :class:`McpSourceError` with what went wrong and the fix, never hangs its caller.
 
 The SDK's client must be left in the task that entered it, so one task per connection holds it
@@ -103,13 +103,13 @@ class McpSourceConnection:
             self._holding = holding
             self.starts += 1
             self._group.start_soon(self._hold, ready, holding, failure)
-            with anyio.move_on_after(self.settings.timeout_s):
+            with anyio.move_on_after(self.settings.start_timeout_s):
                 await ready.wait()
             if self._client is None:
                 holding.cancel()  # a server that never answered is stopped
                 if failure:
                     raise self._failed("start", failure[0])
-                raise self._timed_out("start")
+                raise self._timed_out("start", self.settings.start_timeout_s, "start_timeout_s")
             return self._client
 
     async def _hold(
@@ -172,11 +172,14 @@ class McpSourceConnection:
                 details={"source": self.name},
             )
 
-    def _timed_out(self, doing: str) -> McpSourceError:
+    def _timed_out(
+        self, doing: str, seconds: float | None = None, key: str = "timeout_s"
+    ) -> McpSourceError:
+        seconds = self.settings.timeout_s if seconds is None else seconds
         return McpSourceError(
-            f"MCP source {self.name!r} did not {doing} within {self.settings.timeout_s:g} s.",
+            f"MCP source {self.name!r} did not {doing} within {seconds:g} s.",
             remediation=f"Check that the server works on its own; raise [mcp_sources.{self.name}]"
-            " timeout_s if it is only slow.",
+            f" {key} if it is only slow.",
             details={"source": self.name},
         )
 

@@ -28,6 +28,8 @@ class SourceTools:
     search_tool: str | None = None
     list_tool: str | None = None
     read_tool: str | None = None
+    query_param: str = "query"  # the search tool's free-text parameter
+    item_param: str | None = None  # the read tool's parameter naming what to read
     callable: list[str] = field(default_factory=list)  # read-only, or allowed by the user
     refused: list[str] = field(default_factory=list)  # the others: never called
     problems: list[str] = field(default_factory=list)  # with the fix, one a line
@@ -72,6 +74,10 @@ def source_tools(name: str, settings: McpSourceSettings, tools: list[Tool]) -> S
             )
         else:
             setattr(found, f"{role}_tool", named)
+    if found.search_tool is not None:
+        found.query_param = _query_param(by_name[found.search_tool]) or found.query_param
+    if found.read_tool is not None:
+        found.item_param = _first_text_param(by_name[found.read_tool])
     if not found.usable and not found.problems:
         found.problems.append(
             f"{table}: none of its read-only tools searches, nor do a list and a read pair up; "
@@ -92,8 +98,21 @@ def _guess(role: str, tools: list[Tool]) -> str | None:
 
 
 def _takes_query(tool: Tool) -> bool:
+    return _query_param(tool) is not None
+
+
+def _query_param(tool: Tool) -> str | None:
     properties = (tool.input_schema or {}).get("properties") or {}
-    return any(
-        name in QUERY_NAMES and (spec or {}).get("type") == "string"
-        for name, spec in properties.items()
-    )
+    for name, spec in properties.items():
+        if name in QUERY_NAMES and (spec or {}).get("type") == "string":
+            return str(name)
+    return None
+
+
+def _first_text_param(tool: Tool) -> str | None:
+    """The read tool's parameter for the item: its first required text, else its first text."""
+    schema = tool.input_schema or {}
+    properties = schema.get("properties") or {}
+    texts = [name for name, spec in properties.items() if (spec or {}).get("type") == "string"]
+    required = [name for name in schema.get("required") or [] if name in texts]
+    return str((required or texts or [None])[0]) if (required or texts) else None

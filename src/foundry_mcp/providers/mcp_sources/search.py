@@ -1,0 +1,170 @@
+"""An MCP source as a search provider: its results become sources like any page.
+
+A server with a free-text search tool is asked the query. A server that only lists and reads
+(a file system, a git history) has what it holds listed, ranked against the query here by the
+words they share, and the best ``max_reads`` read. Each result has a stable link: the
+resource's URI when the server gives one, else ``mcp://<source>/<item>``. Text, structured
+content and embedded resources become the source's text: data for the analyst, never
+instructions. A server that fails or hangs raises :class:`ProviderError`, so the research skips
+it as it skips any failing search provider.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from urllib.parse import quote
+
+from mcp.types import CallToolResult, EmbeddedResource, ResourceLink, TextContent
+
+from foundry_mcp.errors import ProviderError
+from foundry_mcp.providers.mcp_sources.connection import McpSourceConnection, McpSourceError
+from foundry_mcp.providers.mcp_sources.tools import SourceTools, source_tools
+from foundry_mcp.providers.search.base import SearchResult, SourceType
+
+TITLE_CHARS = 120
+MAX_ITEMS_LISTED = 5_000  # a listing longer than this is ranked on its first items only
+
+
+class McpSourceSearch:
+    """Searches one MCP source; see the module."""
+
+    source_types: tuple[SourceType, ...] = ("local",)  # the user's own knowledge
+
+    def __init__(self, connection: McpSourceConnection) -> None:
+        self.connection = connection
+        self.source = connection.name
+        self.name = f"mcp.{connection.name}"
+        self._tools: SourceTools | None = None
+
+    async def search(
+        self, query: str, max_results: int, source_type: SourceType | None = None
+    ) -> list[SearchResult]:
+        try:
+            tools = await self._sorted_tools()
+            if tools.search_tool is not None:
+                answer = await self.connection.call(tools.search_tool, {tools.query_param: query})
+                return self._results(answer, tools.search_tool)[:max_results]
+            return await self._list_and_read(tools, query, max_results)
+        except McpSourceError as exc:
+            raise ProviderError(
+                exc.message,
+                provider=self.name,
+                retryable=True,
+                kind="transient",
+                remediation=exc.remediation,
+            ) from None
+
+    async def aclose(self) -> None:
+        await self.connection.close()
+
+    # ------------------------------------------------------------------ the two ways in
+
+    async def _sorted_tools(self) -> SourceTools:
+        if self._tools is None:
+            tools = source_tools(
+                self.source, self.connection.settings, await self.connection.tools()
+            )
+            if not tools.usable:
+                raise McpSourceError(
+                    " ".join(tools.problems),
+                    remediation="Run foundry-mcp doctor: it names the fix.",
+                )
+            self._tools = tools
+        return self._tools
+
+    async def _list_and_read(
+        self, tools: SourceTools, query: str, max_results: int
+    ) -> list[SearchResult]:
+        assert tools.list_tool is not None and tools.read_tool is not None
+        listing = await self.connection.call(tools.list_tool, {})
+        items = _items(listing)[:MAX_ITEMS_LISTED]
+        wanted = _words(query)
+        ranked = sorted(
+            (item for item in items if _words(item) & wanted),
+            key=lambda item: (-len(_words(item) & wanted), items.index(item)),
+        )
+        results = []
+        for item in ranked[: min(max_results, self.connection.settings.max_reads)]:
+            arguments = {tools.item_param: item} if tools.item_param else {}
+            answer = await self.connection.call(tools.read_tool, arguments)
+            text = _text(answer)
+            if text and not answer.is_error:
+                results.append(
+                    SearchResult(
+                        title=item[:TITLE_CHARS],
+                        url=f"mcp://{self.source}/{quote(item, safe='/')}",
+                        snippet=text[:300],
+                        content=text,
+                        provider=self.name,
+                    )
+                )
+        return results
+
+    def _results(self, answer: CallToolResult, tool: str) -> list[SearchResult]:
+        """One result per resource or text block of a search tool's answer."""
+        if answer.is_error:
+            raise McpSourceError(
+                f"MCP source {self.source!r} answered {tool} with an error: {_text(answer)[:200]}",
+                remediation="Check the query the tool expects (foundry-mcp doctor lists it).",
+            )
+        results = []
+        for block in answer.content:
+            if isinstance(block, EmbeddedResource):
+                resource = block.resource
+                text = getattr(resource, "text", None)
+                if text:
+                    results.append(self._result(str(resource.uri), text))
+            elif isinstance(block, ResourceLink):
+                results.append(self._result(str(block.uri), block.description or block.name))
+            elif isinstance(block, TextContent) and block.text.strip():
+                for text in _paragraphs(block.text):
+                    results.append(self._result(None, text))
+        if not results and answer.structured_content:
+            text = json.dumps(answer.structured_content, ensure_ascii=False, indent=1)
+            results.append(self._result(None, text))
+        return results
+
+    def _result(self, uri: str | None, text: str) -> SearchResult:
+        first = text.strip().splitlines()[0] if text.strip() else self.source
+        if uri is None:  # stable: the same text is the same link
+            digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+            uri = f"mcp://{self.source}/result/{digest}"
+        return SearchResult(
+            title=first[:TITLE_CHARS],
+            url=uri,
+            snippet=text[:300],
+            content=text,
+            provider=self.name,
+        )
+
+
+def _text(answer: CallToolResult) -> str:
+    parts = [block.text for block in answer.content if isinstance(block, TextContent)]
+    return "\n".join(parts).strip()
+
+
+def _items(listing: CallToolResult) -> list[str]:
+    """What a list tool named: its structured items, else its lines (markers stripped)."""
+    structured = listing.structured_content or {}
+    for value in structured.values():
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            return [item for item in value if item.strip()]
+    lines = [
+        re.sub(r"^(\[(FILE|DIR)\]\s*|[-*]\s+)", "", line.strip())
+        for line in _text(listing).splitlines()
+    ]
+    return list(dict.fromkeys(line for line in lines if line))
+
+
+def _paragraphs(text: str) -> list[str]:
+    """A search answer's hits: its lines when each reads as one hit, else the whole text."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines if 1 < len(lines) <= 50 and all(len(line) < 2_000 for line in lines) else [text]
+
+
+def _words(text: str) -> set[str]:
+    """The words of ``text`` worth matching, lower-cased (paths split at / . _ -)."""
+    split = re.split(r"[/._\-\s]+", text.lower())
+    return {word for word in split if len(word) > 2}
