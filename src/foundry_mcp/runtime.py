@@ -16,6 +16,7 @@ from foundry_mcp.context.limits import model_limits
 from foundry_mcp.context.tokens import counter_for_model
 from foundry_mcp.errors import ConfigError
 from foundry_mcp.providers.detection import apply_choice, choose_llm
+from foundry_mcp.providers.mcp_sources.sources import McpSources
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.providers.warming import default_llms, quietly, warm_defaults, warm_others
 from foundry_mcp.research import language
@@ -59,6 +60,9 @@ async def research_runtime(
     stop_warming = start_warm_up(providers) if warm else None
     try:
         async with anyio.create_task_group() as task_group:
+            # The MCP sources' connections, each opened when a research first searches it.
+            mcp_sources = McpSources(settings, task_group)
+            providers.attach_mcp_sources(mcp_sources)
             service = ResearchService(settings, io, providers, JobRunner(task_group), hooks)
             chores = await service.housekeeping(resume=serving)
             if any(chores.values()):
@@ -77,6 +81,8 @@ async def research_runtime(
             try:
                 yield service
             finally:
+                with anyio.CancelScope(shield=True):
+                    await mcp_sources.close()
                 task_group.cancel_scope.cancel()
     finally:
         if stop_warming is not None:

@@ -30,6 +30,7 @@ from foundry_mcp.config.loading import (
 from foundry_mcp.config.provider_settings import (
     DEFAULT_MODELS,
     KNOWN_PROVIDER_KINDS,
+    MCP_PREFIX,
     PriceSettings,
     ProviderKind,
     ProviderSettings,
@@ -63,6 +64,7 @@ __all__ = [
     "LIMIT_BOUNDS",
     "MAX_QUERY_CHARS",
     "MAX_WAIT_SECONDS",
+    "MCP_PREFIX",
     "PROJECT_CONFIG",
     "PROVIDER_ENV",
     "RESEARCH_ENV",

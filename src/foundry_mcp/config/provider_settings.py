@@ -22,7 +22,7 @@ from foundry_mcp.config.effects import (
 )
 from foundry_mcp.config.section import Section
 
-ProviderKind = Literal[
+ProviderType = Literal[
     "openai",
     "anthropic",
     "gemini",
@@ -35,6 +35,10 @@ ProviderKind = Literal[
     "codex-cli",
     "gemini-cli",
 ]
+# What a provider name stands for: a [providers.*] type, or "mcp" for the search of an
+# [mcp_sources.<name>] server (named "mcp.<name>": see Settings.provider_kind).
+ProviderKind = ProviderType | Literal["mcp"]
+MCP_PREFIX = "mcp."
 
 # The API flavour of each provider name we know; other names must say `type = ...`.
 KNOWN_PROVIDER_KINDS: dict[str, ProviderKind] = {
@@ -65,7 +69,7 @@ DEFAULT_MODELS: dict[str, str] = {
 class ProviderSettings(Section):
     """One ``[providers.<name>]`` table."""
 
-    type: Annotated[ProviderKind | None, SENDS] = None
+    type: Annotated[ProviderType | None, SENDS] = None
     api_key: Annotated[SecretStr | None, SENDS] = None
     base_url: Annotated[str | None, SENDS] = None
     model: Annotated[str | None, SPENDS] = None

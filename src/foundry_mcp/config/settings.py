@@ -22,6 +22,7 @@ from foundry_mcp.config.effects import (
 from foundry_mcp.config.mcp_source_settings import SOURCE_NAME_PATTERN, McpSourceSettings
 from foundry_mcp.config.provider_settings import (
     KNOWN_PROVIDER_KINDS,
+    MCP_PREFIX,
     PriceSettings,
     ProviderKind,
     ProviderSettings,
@@ -143,7 +144,10 @@ class Settings(Section):
         return self.providers.get(name) or ProviderSettings()
 
     def provider_kind(self, name: str) -> ProviderKind | None:
-        """The API flavour of a provider name, or None if unknown."""
+        """The API flavour of a provider name, or None if unknown; ``mcp`` for the search of
+        a configured MCP source (``mcp.<name>``)."""
+        if name.startswith(MCP_PREFIX) and name.removeprefix(MCP_PREFIX) in self.mcp_sources:
+            return "mcp"
         declared = self.providers.get(name)
         if declared is not None and declared.type is not None:
             return declared.type

@@ -7,7 +7,13 @@ from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
-from foundry_mcp.config import DEFAULT_MODELS, KNOWN_PROVIDER_KINDS, ProviderKind, Settings
+from foundry_mcp.config import (
+    DEFAULT_MODELS,
+    KNOWN_PROVIDER_KINDS,
+    MCP_PREFIX,
+    ProviderKind,
+    Settings,
+)
 from foundry_mcp.config.provider_settings import (
     CLI_DEFAULT_MODEL,
     CLI_LLM_KINDS,
@@ -23,6 +29,7 @@ from foundry_mcp.providers.search_selection import (
 )
 
 if TYPE_CHECKING:
+    from foundry_mcp.providers.mcp_sources.sources import McpSources
     from foundry_mcp.providers.pages.fetch import PageFetcher
 
 LLM_KINDS: frozenset[ProviderKind] = CLI_LLM_KINDS | {"openai", "anthropic", "gemini"}
@@ -55,6 +62,7 @@ class ProviderRegistry:
         self._llms: dict[str, LLMProvider] = {}
         self._searches: dict[str, SearchProvider] = {}
         self._fetcher: PageFetcher | None = None
+        self._mcp_sources: McpSources | None = None  # attached by the runtime
         # Adapters may be built in worker threads (their SDKs are slow to import and their
         # clients slow to create): one lock per adapter, so a slow one never holds up another.
         self._locks: dict[str, threading.Lock] = {}
@@ -251,9 +259,17 @@ class ProviderRegistry:
             self._searches[name] = self._new_search(name)
         return self._searches[name]
 
+    def attach_mcp_sources(self, sources: McpSources) -> None:
+        """The process's connections to its MCP sources, for their search adapters."""
+        self._mcp_sources = sources
+
     def search_class(self, name: str) -> type:
         """The adapter class of a search provider (importing it imports no SDK)."""
         kind = self._settings.provider_kind(name)
+        if kind == "mcp":
+            from foundry_mcp.providers.mcp_sources.search import McpSourceSearch
+
+            return McpSourceSearch
         if kind == "google":
             from foundry_mcp.providers.search.google import GoogleSearch
 
@@ -277,6 +293,15 @@ class ProviderRegistry:
     def _new_search(self, name: str) -> SearchProvider:
         settings = self._settings.provider(name)
         kind = self._settings.provider_kind(name)
+        if kind == "mcp":
+            from foundry_mcp.providers.mcp_sources.search import McpSourceSearch
+
+            if self._mcp_sources is None:  # a registry used outside a runtime
+                raise ProviderNotConfiguredError(
+                    f"MCP source {name!r} can only be searched inside a running server or command.",
+                    remediation="Run the research through foundry-mcp (server or CLI).",
+                )
+            return McpSourceSearch(self._mcp_sources.connections[name.removeprefix(MCP_PREFIX)])
         if kind == "google":
             from foundry_mcp.providers.search.google import GoogleSearch
 

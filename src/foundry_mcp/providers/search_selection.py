@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
-from foundry_mcp.config import PROVIDER_ENV, ProviderKind, Settings
+from foundry_mcp.config import MCP_PREFIX, PROVIDER_ENV, ProviderKind, Settings
 from foundry_mcp.errors import ProviderNotConfiguredError
 from foundry_mcp.providers.search.base import SourceType, served_types
 
 SEARCH_KINDS: frozenset[ProviderKind] = frozenset(
-    {"tavily", "google", "semantic_scholar", "local", "ddgs"}
+    {"tavily", "google", "semantic_scholar", "local", "ddgs", "mcp"}
 )
 # The kinds that need a key to run (Semantic Scholar only to leave the shared public rate limit).
 KEYED_KINDS: frozenset[ProviderKind] = frozenset({"tavily", "google", "semantic_scholar"})
@@ -174,7 +174,7 @@ class SearchSelection:
 
     def _listed(self, names: Sequence[str]) -> list[str]:
         """``names`` normalised and without repeats, with ``local`` added when its paths are
-        set and no local provider is listed."""
+        set and no local provider is listed, and every configured MCP source (``mcp.<name>``)."""
         listed: list[str] = []
         for raw in names:
             name = raw.strip().lower()
@@ -183,6 +183,12 @@ class SearchSelection:
         local_paths = bool(self._settings.research.local.paths)
         if local_paths and not any(self._settings.provider_kind(n) == "local" for n in listed):
             listed.append("local")
+        # The user's MCP sources take part as their documents do (source type local).
+        listed += [
+            f"{MCP_PREFIX}{n}"
+            for n in self._settings.mcp_sources
+            if f"{MCP_PREFIX}{n}" not in listed
+        ]
         return listed
 
     def _keyed(self, name: str) -> bool:

@@ -45,7 +45,10 @@ class McpSourceSearch:
             tools = await self._sorted_tools()
             if tools.search_tool is not None:
                 answer = await self.connection.call(tools.search_tool, {tools.query_param: query})
-                return self._results(answer, tools.search_tool)[:max_results]
+                # A hit shares a word with the query: "no match" texts are not sources.
+                wanted = _words(query)
+                hits = self._results(answer, tools.search_tool)
+                return [hit for hit in hits if _words(hit.content or "") & wanted][:max_results]
             return await self._list_and_read(tools, query, max_results)
         except McpSourceError as exc:
             raise ProviderError(

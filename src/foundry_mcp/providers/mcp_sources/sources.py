@@ -33,5 +33,9 @@ class McpSources:
                 yield sources
             finally:
                 with anyio.CancelScope(shield=True):
-                    for connection in sources.connections.values():
-                        await connection.close()
+                    await sources.close()
+
+    async def close(self) -> None:
+        """Close every connection (their stdio servers are stopped)."""
+        for connection in self.connections.values():
+            await connection.close()

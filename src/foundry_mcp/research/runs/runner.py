@@ -145,10 +145,11 @@ class ResearchRunner:
                 fetcher=fetcher,
                 hooks=self.hooks,
                 branches=_Branches(self.io, self.owner, state.id, self.deleted),
+                # The user's own: their documents and their MCP sources.
                 local_providers=frozenset(
                     name
                     for name in state.search_providers
-                    if self.providers.settings.provider_kind(name) == "local"
+                    if self.providers.settings.provider_kind(name) in ("local", "mcp")
                 ),
                 local_sample=next(
                     (p.sample for p in search if isinstance(p, LocalDocuments)), None

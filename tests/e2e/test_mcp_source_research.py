@@ -1,0 +1,76 @@
+"""A research reads the user's MCP sources as it reads the web: the notes server's fact is found,
+cited with a stable mcp:// link and quoted in the evidence; a source that hangs or crashes is
+skipped with a warning and the research completes from the others."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from foundry_mcp.config import Settings, load_settings
+from foundry_mcp.server import create_server
+from tests.e2e.conftest import call, run_to_end
+from tests.fakes import FakeHTTPServer
+
+pytestmark = pytest.mark.anyio
+
+QUESTION = "How often do SQLite WAL checkpoints run in our single-user store?"
+
+
+def _settings(research_env: dict[str, str], tmp_path: Path, **env: str) -> Settings:
+    config = Path(research_env["FOUNDRY_MCP_CONFIG"])
+    extra = "".join(f'{key} = "{value}"\n' for key, value in env.items())
+    config.write_text(
+        config.read_text()
+        + "\n[mcp_sources.notes]\n"
+        + f'command = ["{sys.executable}", "-m", "tests.fakes.notes_mcp_server"]\n'
+        + f'cwd = "{Path(__file__).resolve().parents[2]}"\ntimeout_s = 2\n'
+        + ("[mcp_sources.notes.env]\n" + extra if extra else "")
+    )
+    return load_settings(env=research_env, cwd=tmp_path, home=Path(research_env["HOME"]))
+
+
+async def _research(settings: Settings) -> tuple[dict[str, Any], dict[str, Any]]:
+    async with Client(create_server(lambda: settings), mode="legacy") as client:
+        started = await call(
+            client, action="deep-research", query=QUESTION, max_iterations=1, clarify="off"
+        )
+        assert started["success"], started
+        assert "mcp.notes" in started["data"]["search"]["providers"]
+        final = await run_to_end(client, started["data"]["research_id"])
+        evidence = await call(
+            client, action="deep-research-evidence", research_id=final["research_id"]
+        )
+    return final, evidence["data"]
+
+
+async def test_a_fact_held_by_an_mcp_source_is_cited_and_quoted(
+    research_env: dict[str, str], tavily_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    final, evidence = await _research(_settings(research_env, tmp_path))
+    assert final["status"] == "completed", final
+    quoted = [
+        quote
+        for claim in evidence["claims"]
+        for quote in claim["quotes"]
+        if "checkpoints run every 1000 pages" in quote["text"]
+    ]
+    assert quoted, evidence["claims"]
+    cited = {s["url"] for claim in evidence["claims"] for s in claim["sources"]}
+    assert any(url.startswith("mcp://notes/") for url in cited), cited
+
+
+@pytest.mark.parametrize("misbehaving", [{"NOTES_HANG": "call"}, {"NOTES_CRASH_AFTER": "0"}])
+async def test_a_source_that_hangs_or_crashes_is_skipped(
+    research_env: dict[str, str],
+    tavily_server: FakeHTTPServer,
+    tmp_path: Path,
+    misbehaving: dict[str, str],
+) -> None:
+    final, _ = await _research(_settings(research_env, tmp_path, **misbehaving))
+    assert final["status"] == "completed", final
+    assert any("notes" in warning for warning in final["warnings"]), final["warnings"]
