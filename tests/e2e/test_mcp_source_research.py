@@ -4,6 +4,8 @@ skipped with a warning and the research completes from the others."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,13 +36,15 @@ def _settings(research_env: dict[str, str], tmp_path: Path, **env: str) -> Setti
     return load_settings(env=research_env, cwd=tmp_path, home=Path(research_env["HOME"]))
 
 
-async def _research(settings: Settings) -> tuple[dict[str, Any], dict[str, Any]]:
+async def _research(
+    settings: Settings, provider: str = "mcp.notes"
+) -> tuple[dict[str, Any], dict[str, Any]]:
     async with Client(create_server(lambda: settings), mode="legacy") as client:
         started = await call(
             client, action="deep-research", query=QUESTION, max_iterations=1, clarify="off"
         )
         assert started["success"], started
-        assert "mcp.notes" in started["data"]["search"]["providers"]
+        assert provider in started["data"]["search"]["providers"]
         final = await run_to_end(client, started["data"]["research_id"])
         evidence = await call(
             client, action="deep-research-evidence", research_id=final["research_id"]
@@ -74,3 +78,55 @@ async def test_a_source_that_hangs_or_crashes_is_skipped(
     final, _ = await _research(_settings(research_env, tmp_path, **misbehaving))
     assert final["status"] == "completed", final
     assert any("notes" in warning for warning in final["warnings"]), final["warnings"]
+
+
+def _repository(path: Path) -> Path:
+    """A git repository whose history holds the fact (in a commit message)."""
+    path.mkdir()
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True)
+
+    git("init", "-q")
+    git("config", "user.email", "dev@example.org")
+    git("config", "user.name", "Dev")
+    for name, message in (
+        ("a.txt", "Initial layout"),
+        ("b.txt", "Switch the store to WAL mode: checkpoints every 1000 pages keep readers going"),
+        ("c.txt", "Add the release workflow"),
+    ):
+        (path / name).write_text(message)
+        git("add", name)
+        git("commit", "-q", "-m", message)
+    return path
+
+
+def _git_settings(research_env: dict[str, str], tmp_path: Path, server: str) -> Settings:
+    repo = _repository(tmp_path / "repo")
+    config = Path(research_env["FOUNDRY_MCP_CONFIG"])
+    config.write_text(
+        config.read_text()
+        + f'\n[mcp_sources.repo]\ncommand = ["{server}", "--repository", "{repo}"]\n'
+        + f'arguments = {{ repo_path = "{repo}" }}\n'
+    )
+    return load_settings(env=research_env, cwd=tmp_path, home=Path(research_env["HOME"]))
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+async def test_a_fact_in_a_repositorys_history_is_read_through_mcp_server_git(
+    research_env: dict[str, str], tavily_server: FakeHTTPServer, tmp_path: Path
+) -> None:
+    server = shutil.which("mcp-server-git", path=str(Path(sys.executable).parent))
+    assert server is not None, "mcp-server-git is a test dependency ([test] extras)"
+    settings = _git_settings(research_env, tmp_path, server)
+    final, evidence = await _research(settings, "mcp.repo")
+    assert final["status"] == "completed", final
+    quoted = [
+        (quote["text"], source["url"])
+        for claim in evidence["claims"]
+        for quote, source in zip(claim["quotes"], claim["sources"], strict=False)
+        if "checkpoints every 1000 pages" in quote["text"]
+    ]
+    assert quoted, evidence["claims"]
+    cited = {s["url"] for claim in evidence["claims"] for s in claim["sources"]}
+    assert any(url.startswith("mcp://repo/") for url in cited), cited

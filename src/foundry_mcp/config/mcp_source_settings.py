@@ -33,6 +33,8 @@ class McpSourceSettings(Section):
     search_tool: str | None = Field(None, pattern=TOOL_NAME_PATTERN)
     list_tool: str | None = Field(None, pattern=TOOL_NAME_PATTERN)
     read_tool: str | None = Field(None, pattern=TOOL_NAME_PATTERN)
+    # Fixed arguments given to every tool that takes them, e.g. {repo_path = "/src/project"}.
+    arguments: dict[str, str] = Field(default_factory=dict)
     # Tools that may be called although they are not marked read-only (readOnlyHint).
     allowed_tools: list[str] = Field(default_factory=list, max_length=50)
     timeout_s: float = Field(30.0, gt=0, le=600)  # each call

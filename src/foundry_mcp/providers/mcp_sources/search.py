@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from typing import Any
 from urllib.parse import quote
 
 from mcp.types import CallToolResult, EmbeddedResource, ResourceLink, TextContent
@@ -44,7 +45,7 @@ class McpSourceSearch:
         try:
             tools = await self._sorted_tools()
             if tools.search_tool is not None:
-                answer = await self.connection.call(tools.search_tool, {tools.query_param: query})
+                answer = await self._call(tools.search_tool, {tools.query_param: query})
                 # A hit shares a word with the query: "no match" texts are not sources.
                 wanted = _words(query)
                 hits = self._results(answer, tools.search_tool)
@@ -77,26 +78,45 @@ class McpSourceSearch:
             self._tools = tools
         return self._tools
 
+    async def _call(self, tool: str, arguments: dict[str, Any]) -> CallToolResult:
+        """Call ``tool`` with ``arguments`` and the source's fixed arguments it takes."""
+        fixed = self.connection.settings.arguments
+        if fixed:
+            taken = next(
+                (
+                    t.input_schema.get("properties") or {}
+                    for t in await self.connection.tools()
+                    if t.name == tool
+                ),
+                {},
+            )
+            arguments = {**{k: v for k, v in fixed.items() if k in taken}, **arguments}
+        return await self.connection.call(tool, arguments)
+
     async def _list_and_read(
         self, tools: SourceTools, query: str, max_results: int
     ) -> list[SearchResult]:
         assert tools.list_tool is not None and tools.read_tool is not None
-        listing = await self.connection.call(tools.list_tool, {})
-        items = _items(listing)[:MAX_ITEMS_LISTED]
+        listing = await self._call(tools.list_tool, {})
+        entries = _entries(listing)[:MAX_ITEMS_LISTED]
         wanted = _words(query)
+        order = {item: index for index, (item, _) in enumerate(entries)}
         ranked = sorted(
-            (item for item in items if _words(item) & wanted),
-            key=lambda item: (-len(_words(item) & wanted), items.index(item)),
+            (entry for entry in entries if _words(entry[1]) & wanted),
+            key=lambda entry: (-len(_words(entry[1]) & wanted), order[entry[0]]),
         )
         results = []
-        for item in ranked[: min(max_results, self.connection.settings.max_reads)]:
+        for item, listed in ranked[: min(max_results, self.connection.settings.max_reads)]:
             arguments = {tools.item_param: item} if tools.item_param else {}
-            answer = await self.connection.call(tools.read_tool, arguments)
-            text = _text(answer)
-            if text and not answer.is_error:
+            answer = await self._call(tools.read_tool, arguments)
+            read = "" if answer.is_error else _text(answer)
+            text = read if listed == item else "\n\n".join(part for part in (listed, read) if part)
+            if text:
                 results.append(
                     SearchResult(
-                        title=item[:TITLE_CHARS],
+                        title=listed.splitlines()[-1][:TITLE_CHARS]
+                        if listed != item
+                        else item[:TITLE_CHARS],
                         url=f"mcp://{self.source}/{quote(item, safe='/')}",
                         snippet=text[:300],
                         content=text,
@@ -148,17 +168,31 @@ def _text(answer: CallToolResult) -> str:
     return "\n".join(parts).strip()
 
 
-def _items(listing: CallToolResult) -> list[str]:
-    """What a list tool named: its structured items, else its lines (markers stripped)."""
+def _entries(listing: CallToolResult) -> list[tuple[str, str]]:
+    """What a list tool named, as ``(item, what the listing says of it)``: its structured
+    items, or its blocks when it answers in blocks (a commit log: the item is the block's
+    first value, its hash), else its lines (markers stripped)."""
     structured = listing.structured_content or {}
     for value in structured.values():
         if isinstance(value, list) and all(isinstance(item, str) for item in value):
-            return [item for item in value if item.strip()]
+            return [(item, item) for item in value if item.strip()]
+    text = _text(listing)
+    blocks = [b.strip() for b in re.split(r"\n\s*\n", text) if b.strip().count("\n") >= 1]
+    if len(blocks) >= 2:
+        return [(_key(block), block) for block in blocks]
     lines = [
-        re.sub(r"^(\[(FILE|DIR)\]\s*|[-*]\s+)", "", line.strip())
-        for line in _text(listing).splitlines()
+        re.sub(r"^(\[(FILE|DIR)\]\s*|[-*]\s+)", "", line.strip()) for line in text.splitlines()
     ]
-    return list(dict.fromkeys(line for line in lines if line))
+    return [(line, line) for line in dict.fromkeys(line for line in lines if line)]
+
+
+def _key(block: str) -> str:
+    """A block's item: the value of its first ``Name: value`` line, else its first line."""
+    for line in block.splitlines():
+        name, colon, value = line.partition(":")
+        if colon and value.strip() and " " not in name.strip():
+            return value.strip().strip("'\"")
+    return block.splitlines()[0].strip()
 
 
 def _paragraphs(text: str) -> list[str]:

@@ -77,7 +77,7 @@ def source_tools(name: str, settings: McpSourceSettings, tools: list[Tool]) -> S
     if found.search_tool is not None:
         found.query_param = _query_param(by_name[found.search_tool]) or found.query_param
     if found.read_tool is not None:
-        found.item_param = _first_text_param(by_name[found.read_tool])
+        found.item_param = _first_text_param(by_name[found.read_tool], set(settings.arguments))
     if not found.usable and not found.problems:
         found.problems.append(
             f"{table}: none of its read-only tools searches, nor do a list and a read pair up; "
@@ -109,10 +109,15 @@ def _query_param(tool: Tool) -> str | None:
     return None
 
 
-def _first_text_param(tool: Tool) -> str | None:
-    """The read tool's parameter for the item: its first required text, else its first text."""
+def _first_text_param(tool: Tool, fixed: set[str]) -> str | None:
+    """The read tool's parameter for the item: its first required text, else its first text
+    (one the configuration fixes, such as a repository's path, excepted)."""
     schema = tool.input_schema or {}
     properties = schema.get("properties") or {}
-    texts = [name for name, spec in properties.items() if (spec or {}).get("type") == "string"]
+    texts = [
+        name
+        for name, spec in properties.items()
+        if (spec or {}).get("type") == "string" and name not in fixed
+    ]
     required = [name for name in schema.get("required") or [] if name in texts]
     return str((required or texts or [None])[0]) if (required or texts) else None
