@@ -31,6 +31,11 @@ def stored_state(index: int = 0, **fields: Any) -> ResearchState:
     return ResearchState(**{**base, **fields})
 
 
+def searched_queries(tavily: FakeHTTPServer) -> list[str]:
+    """The queries the fake search engine was asked, in order."""
+    return [r.json["query"] for r in tavily.requests_to("/search") if r.json]
+
+
 def served_urls(tavily: FakeHTTPServer) -> set[str]:
     """Every URL the fake search engine returned (its answers are deterministic per query)."""
     urls: set[str] = set()

@@ -13,13 +13,10 @@ import sys
 
 from tests.e2e.test_terminal import _env, drained, piped
 from tests.fakes import FakeHTTPServer
+from tests.support import searched_queries
 
 VAGUE = "What is the best database?"
 EDITED = ["sqlite wal checkpoint starvation", "sqlite wal_autocheckpoint pragma"]
-
-
-def _searched(tavily: FakeHTTPServer) -> list[str]:
-    return [r.json["query"] for r in tavily.requests if isinstance(r.json, dict)]
 
 
 def typed_at_a_terminal(
@@ -56,7 +53,7 @@ def test_the_person_at_the_terminal_clarifies_and_edits_the_plan(
     assert "Which workload matters most to you?" in said and "1. transactions (OLTP)" in said
     assert "Research plan for: What is the best database?" in said
     assert "Asked before researching" in out and "analytics (OLAP)" in out and "2024" in out
-    assert set(_searched(tavily_server)) == set(EDITED)
+    assert set(searched_queries(tavily_server)) == set(EDITED)
 
 
 def test_a_script_is_asked_nothing_and_a_plan_to_review_waits_for_resume(
@@ -66,12 +63,12 @@ def test_a_script_is_asked_nothing_and_a_plan_to_review_waits_for_resume(
     assert waiting.returncode == 1, waiting.stderr
     assert "waits for its plan's approval; nothing is searched yet" in waiting.stderr
     assert "Which workload" not in waiting.stderr
-    assert _searched(tavily_server) == []
+    assert searched_queries(tavily_server) == []
     found = re.search(r"foundry-mcp resume (deepres-[0-9a-f]{12})\n", waiting.stderr)
     assert found is not None, waiting.stderr
     done = piped(research_env, "resume", found.group(1), "--plan", EDITED[0], "--plan", EDITED[1])
     assert done.returncode == 0, done.stderr
-    assert set(_searched(tavily_server)) == set(EDITED)
+    assert set(searched_queries(tavily_server)) == set(EDITED)
     # Nobody could be asked: the report says what the research assumed.
     assert "the user could not be asked" in done.stdout
 
@@ -85,7 +82,7 @@ def test_a_follow_up_is_asked_from_the_terminal(
     assert done.returncode == 0, done.stderr
     found = re.search(r"research (deepres-[0-9a-f]{12}) started", done.stderr)
     assert found is not None
-    searched = len(_searched(tavily_server))
+    searched = len(searched_queries(tavily_server))
     asked = piped(
         research_env,
         "ask",
@@ -95,7 +92,7 @@ def test_a_follow_up_is_asked_from_the_terminal(
     assert asked.returncode == 0, asked.stderr
     answer = json.loads(asked.stdout)  # into a pipe: the JSON document
     assert answer["answerable"] and answer["sources"] and "[1]" in answer["answer"]
-    assert len(_searched(tavily_server)) == searched  # no new search
+    assert len(searched_queries(tavily_server)) == searched  # no new search
 
     unanswered = piped(
         research_env, "ask", found.group(1), "What does the Martian tax code say about penguins?"

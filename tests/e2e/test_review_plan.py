@@ -17,15 +17,12 @@ from foundry_mcp.server import create_server
 from tests.e2e.conftest import call, run_to_end
 from tests.fakes import ResearchBrain
 from tests.fakes.http import FakeHTTPServer
+from tests.support import searched_queries
 
 pytestmark = pytest.mark.anyio
 
 QUESTION = "How does SQLite's write-ahead log handle checkpoints?"
 EDITED = ["sqlite wal checkpoint starvation", "sqlite wal_autocheckpoint pragma"]
-
-
-def _searched(tavily: FakeHTTPServer) -> list[str]:
-    return [r.json["query"] for r in tavily.requests if isinstance(r.json, dict)]
 
 
 async def _waiting(client: Client, **arguments: Any) -> dict[str, Any]:
@@ -51,7 +48,7 @@ async def test_nothing_is_searched_before_approval_and_the_waiting_research_surv
     assert waiting["phase"] == "gathering"
     assert len(waiting["plan"]["queries"]) == 3 and waiting["plan"]["editable"]
     assert "deep-research-resume" in waiting["next_action"]
-    assert _searched(tavily_server) == [] and brain.calls["analyzer"] == 0
+    assert searched_queries(tavily_server) == [] and brain.calls["analyzer"] == 0
 
     # A new server over the same store: the research still waits, and resumes as edited.
     async with Client(create_server(lambda: settings), mode="legacy") as client:
@@ -64,7 +61,9 @@ async def test_nothing_is_searched_before_approval_and_the_waiting_research_surv
         final = await run_to_end(client, rid)
     assert final["status"] == "completed", final
     assert final["plan_review"] == "edited"
-    assert set(_searched(tavily_server)) == set(EDITED)  # the edited plan is what was searched
+    assert set(searched_queries(tavily_server)) == set(
+        EDITED
+    )  # the edited plan is what was searched
 
 
 async def test_resume_without_plan_approves_the_plan_as_shown(
@@ -77,7 +76,7 @@ async def test_resume_without_plan_approves_the_plan_as_shown(
         assert resumed["data"]["plan"] == "approved"
         final = await run_to_end(client, rid)
     assert final["status"] == "completed"
-    assert set(_searched(tavily_server)) == set(waiting["plan"]["queries"])
+    assert set(searched_queries(tavily_server)) == set(waiting["plan"]["queries"])
 
 
 @pytest.mark.parametrize(
@@ -99,7 +98,7 @@ async def test_a_malformed_plan_is_refused_and_the_research_keeps_waiting(
         assert says in refused["error"] and "keeps waiting" in refused["data"]["remediation"]
         still = await call(client, action="deep-research-status", research_id=rid)
         assert still["data"]["status"] == "waiting"
-    assert _searched(tavily_server) == []
+    assert searched_queries(tavily_server) == []
 
 
 async def test_a_plan_given_to_a_research_that_does_not_wait_is_refused(
@@ -151,7 +150,7 @@ async def test_an_eliciting_client_is_shown_the_plan_and_its_edit_is_researched(
     (form,) = reviewer.forms
     assert QUESTION in form.message and "Planned searches" in form.message  # type: ignore[union-attr]
     assert final["plan_review"] == "edited"
-    assert set(_searched(tavily_server)) == set(EDITED)
+    assert set(searched_queries(tavily_server)) == set(EDITED)
 
 
 @pytest.mark.parametrize(
@@ -171,7 +170,7 @@ async def test_cancel_decline_or_dismiss_the_plan(
 ) -> None:
     final = await _reviewed(settings, Reviewer(action, content))
     assert final["status"] == status
-    assert _searched(tavily_server) == []
+    assert searched_queries(tavily_server) == []
 
 
 async def test_an_answer_that_does_not_fit_the_plan_form_is_refused(
@@ -195,7 +194,7 @@ async def test_an_answer_that_does_not_fit_the_plan_form_is_refused(
         reviewer.action, reviewer.content = "cancel", None
         still = await call(client, action="deep-research-status", research_id=rid)
         assert still["data"]["status"] == "waiting"
-    assert _searched(tavily_server) == []
+    assert searched_queries(tavily_server) == []
 
 
 async def test_a_hierarchical_plan_is_edited_as_its_sub_questions(

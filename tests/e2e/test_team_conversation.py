@@ -13,15 +13,12 @@ from mcp.types import ElicitRequestParams, ElicitResult
 from tests.e2e.conftest import call, run_to_end
 from tests.e2e.teamserver import TeamServer, mcp_client
 from tests.fakes import FakeHTTPServer
+from tests.support import searched_queries
 
 pytestmark = pytest.mark.anyio
 
 VAGUE = "What is the best database?"
 ALICE = "alice-token-3f9a0c2e7b1d4a65"
-
-
-def _searched(tavily: FakeHTTPServer) -> list[str]:
-    return [r.json["query"] for r in tavily.requests if isinstance(r.json, dict)]
 
 
 async def _user(_: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
@@ -51,7 +48,7 @@ async def test_a_team_caller_is_asked_through_its_client(
             final = await run_to_end(client, started["data"]["research_id"])
         assert final["status"] == "completed", final
         assert final["plan_review"] == "edited"
-        assert len(set(_searched(tavily_server))) == 1  # the plan cut to its first query
+        assert len(set(searched_queries(tavily_server))) == 1  # the plan cut to its first query
 
         async with mcp_client(server.url, ALICE) as plain:  # no elicitation: nothing asked
             started = await call(plain, action="deep-research", query=VAGUE, max_iterations=1)

@@ -24,7 +24,7 @@ from foundry_mcp.research.store.sqlite.store import (
 )
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer, ResearchBrain
-from tests.support import TERMINAL, exited_pid, wait_until
+from tests.support import TERMINAL, exited_pid, searched_queries, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -33,10 +33,6 @@ async def _until(service: ResearchService, research_id: str, check, timeout: flo
     with anyio.fail_after(timeout):
         while not check(service.store.load(research_id)):
             await anyio.sleep(0.02)
-
-
-def _searched(tavily: FakeHTTPServer) -> list[str]:
-    return [r.json["query"] for r in tavily.requests_to("/search") if r.json]
 
 
 async def test_cancel_during_gathering_stops_at_once_and_resume_repeats_nothing(
@@ -70,12 +66,12 @@ async def test_cancel_during_gathering_stops_at_once_and_resume_repeats_nothing(
         assert state.metadata["abort_phase"] == "gathering"
         assert state.sources  # partial results stay
 
-        before_resume = len(_searched(tavily_server))
+        before_resume = len(searched_queries(tavily_server))
         tavily_server.latency = 0
         await service.resume(rid)
         status = await wait_until(service, rid, TERMINAL)
         assert status["status"] == "completed", status["error"]
-    repeated = [q for q in _searched(tavily_server)[before_resume:] if q in done_before]
+    repeated = [q for q in searched_queries(tavily_server)[before_resume:] if q in done_before]
     assert repeated == []
 
 

@@ -22,7 +22,13 @@ from foundry_mcp.research.models import (
 from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer, ResearchBrain
-from tests.support import TERMINAL, assert_citations_resolve, served_urls, wait_until
+from tests.support import (
+    TERMINAL,
+    assert_citations_resolve,
+    searched_queries,
+    served_urls,
+    wait_until,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -40,10 +46,6 @@ async def _until(service: ResearchService, research_id: str, check: Any) -> None
     with anyio.fail_after(20):
         while not check(service.store.load(research_id)):
             await anyio.sleep(0.02)
-
-
-def _searched(tavily: FakeHTTPServer) -> list[str]:
-    return [r.json["query"] for r in tavily.requests_to("/search") if r.json]
 
 
 def _section(report: str) -> str:
@@ -80,7 +82,7 @@ async def test_adaptive_research_weighs_hypotheses_and_reports_them_with_citatio
     assert Counter(sq.hypothesis_id for sq in state.sub_queries) == {
         h.id: 1 for h in state.hypotheses[:2]
     }
-    assert len(_searched(tavily_server)) == 2
+    assert len(searched_queries(tavily_server)) == 2
     for hypothesis in state.hypotheses[:2]:
         assert hypothesis.verdict in (
             HypothesisVerdict.SUPPORTED,
@@ -175,7 +177,7 @@ async def test_parallel_exploration_searches_at_once_and_weighs_concurrently(
     # Everything was searched and analysed before the first assessment.
     agents = [agent for agent, _, _ in brain.history]
     assert agents.index("assessor") > max(i for i, a in enumerate(agents) if a == "analyzer")
-    assert len(_searched(tavily_server)) == 3
+    assert len(searched_queries(tavily_server)) == 3
     assert_citations_resolve(report, served_urls(tavily_server))
 
 
@@ -210,7 +212,7 @@ async def test_a_resumed_research_repeats_no_search_and_no_assessment(
         assert status["status"] == "completed", status["error"]
         state = service.store.load(rid)
 
-    searched = Counter(_searched(tavily_server))
+    searched = Counter(searched_queries(tavily_server))
     assert all(searched[query] == 1 for query in done)
     assessed = Counter(
         re.search(r"^Hypothesis H(\d+):", user, re.MULTILINE).group(1)  # type: ignore[union-attr]
@@ -243,13 +245,13 @@ async def test_a_hypothesis_searched_but_not_weighed_is_weighed_on_resume(
         stopped = service.store.load(rid)
         assert stopped.hypotheses[0].verdict is None
         assert stopped.completed_sub_queries()
-        searches = len(_searched(tavily_server))
+        searches = len(searched_queries(tavily_server))
 
         await service.resume(rid)
         status = await wait_until(service, rid, TERMINAL)
         assert status["status"] == "completed", status["error"]
         state = service.store.load(rid)
-    assert len(_searched(tavily_server)) == searches  # searched once, before the cancel
+    assert len(searched_queries(tavily_server)) == searches  # searched once, before the cancel
     assert brain.calls["assessor"] == 2
     assert state.hypotheses[0].verdict is not None
 

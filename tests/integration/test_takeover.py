@@ -30,7 +30,7 @@ from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.store.postgres.store import PostgresStore
 from foundry_mcp.runtime import research_runtime
 from tests.fakes import FakeHTTPServer, ResearchBrain
-from tests.support import TERMINAL, wait_until
+from tests.support import TERMINAL, searched_queries, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -68,10 +68,6 @@ def _settings(env: dict[str, str], tmp_path: Path, url: str, **research: object)
     for name, value in {"take_over_interval": 0.2, **research}.items():
         setattr(settings.research, name, value)
     return settings
-
-
-def _searched(tavily: FakeHTTPServer) -> list[str]:
-    return [r.json["query"] for r in tavily.requests_to("/search") if r.json]
 
 
 async def _events(service: ResearchService, research_id: str) -> list[str]:
@@ -126,7 +122,7 @@ async def test_a_killed_workers_research_is_taken_over_after_its_lease(
         killed_at = time.monotonic()
         planner_calls = brain.calls["planner"]
         done_before = {q.query for q in b.store.load(research_id).completed_sub_queries()}
-        searches_before = len(_searched(tavily_server))
+        searches_before = len(searched_queries(tavily_server))
         assert done_before
         ownership = b.store.ownership(research_id)
         assert ownership is not None and ownership.host == "worker-a"
@@ -153,7 +149,7 @@ async def test_a_killed_workers_research_is_taken_over_after_its_lease(
         events = await _events(b, research_id)
         assert events.count("taken_over") == 1
         assert events.index("interrupted") < events.index("taken_over") < events.index("resumed")
-    repeated = [q for q in _searched(tavily_server)[searches_before:] if q in done_before]
+    repeated = [q for q in searched_queries(tavily_server)[searches_before:] if q in done_before]
     assert repeated == []
     assert brain.calls["planner"] == planner_calls  # the plan is replayed, not bought again
 
@@ -238,13 +234,13 @@ async def test_a_cleanly_stopped_workers_research_continues_on_another(
         ended = [e.data for e in b.store.events(research_id, 0, 500) if e.kind == "run_ended"]
         assert ended[0]["status"] == "interrupted"
         done_before = {q.query for q in stopped.completed_sub_queries()}
-        searches_before = len(_searched(tavily_server))
+        searches_before = len(searched_queries(tavily_server))
         planner_calls = brain.calls["planner"]
         tavily_server.latency = 0
         final = await wait_until(b, research_id, TERMINAL - {"interrupted"})
         assert final["status"] == "completed", final
         assert (await _events(b, research_id)).count("taken_over") == 1
-    assert [q for q in _searched(tavily_server)[searches_before:] if q in done_before] == []
+    assert [q for q in searched_queries(tavily_server)[searches_before:] if q in done_before] == []
     assert brain.calls["planner"] == planner_calls
 
 

@@ -13,8 +13,6 @@ from pydantic import BaseModel, Field
 
 from foundry_mcp.errors import InputError
 
-DEFAULT_ASK_SECONDS = 300.0  # how long a question waits for its answer by default
-
 
 class Question(BaseModel):
     """One field of a form: free text, one of some choices, or yes/no."""

@@ -16,17 +16,17 @@ import os
 import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx2
 from anyio.abc import TaskGroup
-from mcp import Client, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult, Tool
 
 from foundry_mcp.config.mcp_source_settings import McpSourceSettings
 from foundry_mcp.errors import FoundryError
+
+if TYPE_CHECKING:  # the SDK's client is imported when a source is first reached
+    from mcp import Client
+    from mcp.types import CallToolResult, Tool
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +133,12 @@ class McpSourceConnection:
 
     @asynccontextmanager
     async def _open(self) -> AsyncIterator[Client]:
+        # Imported here: a command that never reaches a source (list, status) does not pay
+        # for the SDK's client (about 0.3 s).
+        import httpx2
+        from mcp import Client, StdioServerParameters
+        from mcp.client.streamable_http import streamable_http_client
+
         settings = self.settings
         if settings.transport == "stdio":
             env = {key: os.environ[key] for key in INHERITED_ENV if key in os.environ}
@@ -196,7 +202,7 @@ class McpSourceConnection:
 
 
 def _said(exc: BaseException) -> str:
-    """What an exception says, the first of a group's, in one line without secrets' room."""
+    """What an exception says (a group's first), on one line of at most 200 characters."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     text = " ".join(str(exc).split())[:200]

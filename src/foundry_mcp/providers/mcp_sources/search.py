@@ -114,9 +114,8 @@ class McpSourceSearch:
             if text:
                 results.append(
                     SearchResult(
-                        title=listed.splitlines()[-1][:TITLE_CHARS]
-                        if listed != item
-                        else item[:TITLE_CHARS],
+                        # A block's last line (a commit's message), else the item's name.
+                        title=listed.splitlines()[-1][:TITLE_CHARS],
                         url=f"mcp://{self.source}/{quote(item, safe='/')}",
                         snippet=text[:300],
                         content=text,

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-
-from mcp.types import Tool
+from typing import TYPE_CHECKING
 
 from foundry_mcp.config.mcp_source_settings import McpSourceSettings
+
+if TYPE_CHECKING:
+    from mcp.types import Tool
 
 QUERY_NAMES = ("query", "q", "search", "text", "question")
 LISTS = re.compile(r"(^|[_\-.])(list|tree|log|ls)([_\-.]|$)", re.IGNORECASE)
@@ -120,4 +122,5 @@ def _first_text_param(tool: Tool, fixed: set[str]) -> str | None:
         if (spec or {}).get("type") == "string" and name not in fixed
     ]
     required = [name for name in schema.get("required") or [] if name in texts]
-    return str((required or texts or [None])[0]) if (required or texts) else None
+    chosen = required or texts
+    return str(chosen[0]) if chosen else None

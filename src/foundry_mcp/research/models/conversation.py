@@ -98,8 +98,8 @@ class Clarification(_Model):
                 lines.append(
                     f"- Asked: {question.question} No answer; assumed: {question.assumption}"
                 )
-        answered = {q.assumption for q in self.questions}
-        lines += [f"- Assumed: {text}" for text in self.assumptions if text not in answered]
+        said = {q.assumption for q in self.questions}  # already told with their question
+        lines += [f"- Assumed: {text}" for text in self.assumptions if text not in said]
         return "\n".join(lines)
 
 
