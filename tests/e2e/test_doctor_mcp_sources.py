@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tests.e2e.test_terminal import on_a_terminal, piped
 from tests.fakes import FakeHTTPServer
+from tests.npm_servers import FILESYSTEM, npm_server
 
 NOTES = f'command = ["{sys.executable}", "-m", "tests.fakes.notes_mcp_server"]\n'
 
@@ -53,3 +54,28 @@ def test_doctor_names_a_misconfigured_source_with_its_fix(
     assert "'no-such-mcp-server-here' was not found" in entries["gone"]["problem"]
     assert any("MCP source gone" in problem for problem in checks["problems"])
     assert "Traceback" not in done.stderr
+
+
+def test_doctor_says_which_setting_lets_the_filesystem_server_list(
+    research_env: dict[str, str],
+    openai_server: FakeHTTPServer,
+    tavily_server: FakeHTTPServer,
+    tmp_path: Path,
+) -> None:
+    server = npm_server(*FILESYSTEM)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    table = f'[mcp_sources.docs]\ncommand = ["{server}", "{docs}"]\n'
+    (entry,) = json.loads(piped(_with_sources(research_env, table), "doctor").stdout)["mcp_sources"]
+    assert "write_file" in entry["never_called"] and "read_file" not in entry["never_called"]
+    assert any(
+        note.startswith("directory_tree lists only with [mcp_sources.docs] arguments")
+        for note in entry["notes"]
+    ), entry
+    research_env = {**research_env, "FOUNDRY_MCP_CONFIG": str(tmp_path / "again.toml")}
+    Path(research_env["FOUNDRY_MCP_CONFIG"]).write_text(
+        f'{table}arguments = {{ path = "{docs}" }}\n'
+    )
+    (entry,) = json.loads(piped(_with_sources(research_env, ""), "doctor").stdout)["mcp_sources"]
+    assert entry["status"] == "ok" and entry["list_tool"] == "directory_tree", entry
+    assert entry["read_tool"] == "read_file" and "notes" not in entry

@@ -4,9 +4,11 @@ skipped with a warning and the research completes from the others."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,9 @@ from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.server import create_server
 from tests.e2e.conftest import call, run_to_end
 from tests.fakes import FakeHTTPServer
+from tests.fakes.brain import ResearchBrain, source_sentences
+from tests.fakes.docpages import DOC_QUESTIONS, DocCorpus
+from tests.npm_servers import FILESYSTEM, npm_server
 
 pytestmark = pytest.mark.anyio
 
@@ -37,11 +42,11 @@ def _settings(research_env: dict[str, str], tmp_path: Path, **env: str) -> Setti
 
 
 async def _research(
-    settings: Settings, provider: str = "mcp.notes"
+    settings: Settings, provider: str = "mcp.notes", question: str = QUESTION
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     async with Client(create_server(lambda: settings), mode="legacy") as client:
         started = await call(
-            client, action="deep-research", query=QUESTION, max_iterations=1, clarify="off"
+            client, action="deep-research", query=question, max_iterations=1, clarify="off"
         )
         assert started["success"], started
         assert provider in started["data"]["search"]["providers"]
@@ -130,3 +135,71 @@ async def test_a_fact_in_a_repositorys_history_is_read_through_mcp_server_git(
     assert quoted, evidence["claims"]
     cited = {s["url"] for claim in evidence["claims"] for s in claim["sources"]}
     assert any(url.startswith("mcp://repo/") for url in cited), cited
+
+
+DOCS_QUESTION = "How many days does our research store keep fetched pages before the prune?"
+DOCS_FACT = (
+    "Our research store keeps fetched pages for 45 days; the nightly prune removes the rest."
+)
+
+
+def _documentation(folder: Path) -> Path:
+    """A documentation folder of long reference pages (20-400 KB of mixed prose and code);
+    the fact sits in the middle of a 310 KB page whose name shares no word with the question."""
+    for page in DocCorpus(DOC_QUESTIONS[0]).all_pages():
+        *_, part, name = page["url"].removesuffix(".html").split("/")
+        path = folder / "library" / part / f"{name}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = page["raw_content"]
+        if path.name == "how-to.md" and part == "dbm-ndbm":
+            middle = text.index("\n\n", len(text) // 2)
+            text = f"{text[:middle]}\n\n{DOCS_FACT}\n\n{text[middle:]}"
+        path.write_text(text)
+    return folder
+
+
+def _docs_settings(research_env: dict[str, str], tmp_path: Path, server: Path) -> Settings:
+    docs = _documentation(tmp_path / "docs")
+    config = Path(research_env["FOUNDRY_MCP_CONFIG"])
+    config.write_text(
+        config.read_text()
+        + f'\n[mcp_sources.docs]\ncommand = ["{server}", "{docs}"]\n'
+        + f'arguments = {{ path = "{docs}" }}\n'
+    )
+    return load_settings(env=research_env, cwd=tmp_path, home=Path(research_env["HOME"]))
+
+
+def _careful_analyst(brain: ResearchBrain) -> Callable[[str, str], str]:
+    """An analyst that, as a real model would, states what each source says on the question
+    (its sentence sharing the most words with it), not merely its opening sentences."""
+
+    def analyze(system: str, user: str) -> str:
+        answer = brain.analyze(user)
+        asked = set(DOCS_QUESTION.lower().split())
+        said = source_sentences(user)
+        for finding in answer["findings"]:
+            sentences = said.get(finding["source_ids"][0]) or [finding["content"]]
+            finding["content"] = max(sentences, key=lambda s: len(asked & set(s.lower().split())))
+        return json.dumps(answer)
+
+    return analyze
+
+
+async def test_a_fact_in_a_documentation_folder_is_read_through_the_filesystem_server(
+    research_env: dict[str, str],
+    brain: ResearchBrain,
+    tavily_server: FakeHTTPServer,
+    tmp_path: Path,
+) -> None:
+    brain.overrides["analyzer"] = _careful_analyst(brain)
+    settings = _docs_settings(research_env, tmp_path, npm_server(*FILESYSTEM))
+    final, evidence = await _research(settings, "mcp.docs", DOCS_QUESTION)
+    assert final["status"] == "completed", final
+    quoted = [
+        (quote["text"], source["url"])
+        for claim in evidence["claims"]
+        for quote, source in zip(claim["quotes"], claim["sources"], strict=False)
+        if "fetched pages for 45 days" in quote["text"]
+    ]
+    assert quoted, evidence["claims"]
+    assert all(url == "mcp://docs/library/dbm-ndbm/how-to.md" for _, url in quoted), quoted

@@ -95,6 +95,8 @@ def _mcp_source(console: Console, entry: dict[str, Any]) -> None:
         if entry.get("never_called"):
             said += f"; never called: {', '.join(entry['never_called'])}"
         console.print(Padding(Text(said, style="dim"), (0, 0, 0, 6)))
+    for note in entry.get("notes") or []:
+        console.print(Padding(Text(f"note: {note}", style="yellow"), (0, 0, 0, 6)))
     if entry.get("problem"):
         console.print(Padding(Text(entry["problem"], style="dim"), (0, 0, 0, 6)))
         _fix(console, entry["fix"], indent=6)

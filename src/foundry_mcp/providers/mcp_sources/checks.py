@@ -51,6 +51,8 @@ async def _check(connection: McpSourceConnection, entry: dict[str, Any]) -> None
             "never_called": found.refused,
         }
     )
+    if found.notes:
+        entry["notes"] = found.notes
     if found.problems:
         entry.update(
             {

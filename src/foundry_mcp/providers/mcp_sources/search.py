@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
 import re
 from typing import Any
 from urllib.parse import quote
@@ -21,11 +22,13 @@ from mcp.types import CallToolResult, EmbeddedResource, ResourceLink, TextConten
 
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.mcp_sources.connection import McpSourceConnection, McpSourceError
+from foundry_mcp.providers.mcp_sources.ranking import closest, shared, words
 from foundry_mcp.providers.mcp_sources.tools import SourceTools, source_tools
 from foundry_mcp.providers.search.base import SearchResult, SourceType
 
 TITLE_CHARS = 120
 MAX_ITEMS_LISTED = 5_000  # a listing longer than this is ranked on its first items only
+SCAN_FACTOR = 4  # items read to rank by their text, per result wanted, when names say little
 
 
 class McpSourceSearch:
@@ -47,9 +50,9 @@ class McpSourceSearch:
             if tools.search_tool is not None:
                 answer = await self._call(tools.search_tool, {tools.query_param: query})
                 # A hit shares a word with the query: "no match" texts are not sources.
-                wanted = _words(query)
+                wanted = words(query)
                 hits = self._results(answer, tools.search_tool)
-                return [hit for hit in hits if _words(hit.content or "") & wanted][:max_results]
+                return [hit for hit in hits if words(hit.content or "") & wanted][:max_results]
             return await self._list_and_read(tools, query, max_results)
         except McpSourceError as exc:
             raise ProviderError(
@@ -96,33 +99,54 @@ class McpSourceSearch:
     async def _list_and_read(
         self, tools: SourceTools, query: str, max_results: int
     ) -> list[SearchResult]:
+        """List what the source holds, rank it against ``query`` and read the best.
+
+        Items whose names share words with the query are read first. Names say little of a
+        document's content, so while fewer than ``max_reads`` names match, up to
+        ``SCAN_FACTOR`` times as many other items are read too and ranked by their text.
+        """
         assert tools.list_tool is not None and tools.read_tool is not None
         listing = await self._call(tools.list_tool, {})
         entries = _entries(listing)[:MAX_ITEMS_LISTED]
-        wanted = _words(query)
-        order = {item: index for index, (item, _) in enumerate(entries)}
-        ranked = sorted(
-            (entry for entry in entries if _words(entry[1]) & wanted),
-            key=lambda entry: (-len(_words(entry[1]) & wanted), order[entry[0]]),
+        wanted = words(query)
+        reads = min(max_results, self.connection.settings.max_reads)
+        named = [entry for entry in entries if shared(entry[1], wanted)]
+        named.sort(key=lambda entry: -shared(entry[1], wanted))  # stable: listing order
+        chosen = named[:reads]
+        if len(chosen) < reads and all(item == listed for item, listed in entries):
+            chosen += [e for e in entries if e not in chosen][: reads * SCAN_FACTOR]
+        found: list[tuple[int, SearchResult]] = []
+        for item, listed in chosen:
+            text = await self._read(tools, item, listed)
+            score = closest(text, wanted) + 2 * shared(listed, wanted)
+            if text and score:
+                found.append((score, self._read_result(item, listed, text)))
+        found.sort(key=lambda pair: -pair[0])
+        return [result for _, result in found[:reads]]
+
+    async def _read(self, tools: SourceTools, item: str, listed: str) -> str:
+        """The item's text as the read tool gives it, after what the listing said of it."""
+        assert tools.read_tool is not None
+        target = item
+        if tools.item_base and not _absolute(item):
+            target = posixpath.join(tools.item_base, item)
+        arguments = {tools.item_param: target} if tools.item_param else {}
+        answer = await self._call(tools.read_tool, arguments)
+        read = "" if answer.is_error else _text(answer)
+        return read if listed == item else "\n\n".join(part for part in (listed, read) if part)
+
+    def _read_result(self, item: str, listed: str, text: str) -> SearchResult:
+        base = (self._tools.item_base if self._tools else None) or ""
+        if base and item.startswith(base.rstrip("/") + "/"):
+            item = item[len(base.rstrip("/")) + 1 :]  # the link names the item under the folder
+        return SearchResult(
+            # A block's last line (a commit's message), else the item's name.
+            title=listed.splitlines()[-1][:TITLE_CHARS],
+            url=f"mcp://{self.source}/{quote(item.lstrip('/'), safe='/')}",
+            snippet=text[:300],
+            content=text,
+            provider=self.name,
         )
-        results = []
-        for item, listed in ranked[: min(max_results, self.connection.settings.max_reads)]:
-            arguments = {tools.item_param: item} if tools.item_param else {}
-            answer = await self._call(tools.read_tool, arguments)
-            read = "" if answer.is_error else _text(answer)
-            text = read if listed == item else "\n\n".join(part for part in (listed, read) if part)
-            if text:
-                results.append(
-                    SearchResult(
-                        # A block's last line (a commit's message), else the item's name.
-                        title=listed.splitlines()[-1][:TITLE_CHARS],
-                        url=f"mcp://{self.source}/{quote(item, safe='/')}",
-                        snippet=text[:300],
-                        content=text,
-                        provider=self.name,
-                    )
-                )
-        return results
 
     def _results(self, answer: CallToolResult, tool: str) -> list[SearchResult]:
         """One result per resource or text block of a search tool's answer."""
@@ -169,20 +193,59 @@ def _text(answer: CallToolResult) -> str:
 
 def _entries(listing: CallToolResult) -> list[tuple[str, str]]:
     """What a list tool named, as ``(item, what the listing says of it)``: its structured
-    items, or its blocks when it answers in blocks (a commit log: the item is the block's
-    first value, its hash), else its lines (markers stripped)."""
+    items; the files of a JSON tree (``directory_tree``: paths under the listed folder); its
+    blocks when it answers in blocks (a commit log: the item is the block's first value, its
+    hash); else its lines, folders (``[DIR]``) left out and markers stripped."""
     structured = listing.structured_content or {}
     for value in structured.values():
         if isinstance(value, list) and all(isinstance(item, str) for item in value):
             return [(item, item) for item in value if item.strip()]
     text = _text(listing)
+    tree = _tree_files(text)
+    if tree is not None:
+        return [(path, path) for path in tree]
     blocks = [b.strip() for b in re.split(r"\n\s*\n", text) if b.strip().count("\n") >= 1]
     if len(blocks) >= 2:
         return [(_key(block), block) for block in blocks]
     lines = [
-        re.sub(r"^(\[(FILE|DIR)\]\s*|[-*]\s+)", "", line.strip()) for line in text.splitlines()
+        re.sub(r"^(\[FILE\]\s*|[-*]\s+)", "", line.strip())
+        for line in text.splitlines()
+        if not line.strip().startswith("[DIR]")
     ]
     return [(line, line) for line in dict.fromkeys(line for line in lines if line)]
+
+
+def _tree_files(text: str) -> list[str] | None:
+    """The file paths of a JSON listing (names, or a tree of ``name``/``children``), or None
+    when ``text`` is not one."""
+    if not text.startswith(("[", "{")):
+        return None
+    try:
+        tree = json.loads(text)
+    except ValueError:
+        return None
+    files: list[str] = []
+
+    def walk(node: object, prefix: str) -> None:
+        if isinstance(node, list):
+            for child in node:
+                walk(child, prefix)
+        elif isinstance(node, str) and node.strip():
+            files.append(prefix + node)
+        elif isinstance(node, dict) and isinstance(node.get("name"), str):
+            path = prefix + node["name"]
+            children = node.get("children")
+            if isinstance(children, list) or node.get("type") == "directory":
+                walk(children or [], path + "/")
+            else:
+                files.append(path)
+
+    walk(tree, "")
+    return files if files else None
+
+
+def _absolute(item: str) -> bool:
+    return item.startswith("/") or "://" in item
 
 
 def _key(block: str) -> str:
@@ -198,9 +261,3 @@ def _paragraphs(text: str) -> list[str]:
     """A search answer's hits: its lines when each reads as one hit, else the whole text."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines if 1 < len(lines) <= 50 and all(len(line) < 2_000 for line in lines) else [text]
-
-
-def _words(text: str) -> set[str]:
-    """The words of ``text`` worth matching, lower-cased (paths split at / . _ -)."""
-    split = re.split(r"[/._\-\s]+", text.lower())
-    return {word for word in split if len(word) > 2}

@@ -32,9 +32,11 @@ class SourceTools:
     read_tool: str | None = None
     query_param: str = "query"  # the search tool's free-text parameter
     item_param: str | None = None  # the read tool's parameter naming what to read
+    item_base: str | None = None  # the folder listed items are read relative to, if any
     callable: list[str] = field(default_factory=list)  # read-only, or allowed by the user
     refused: list[str] = field(default_factory=list)  # the others: never called
     problems: list[str] = field(default_factory=list)  # with the fix, one a line
+    notes: list[str] = field(default_factory=list)  # advice: tools a setting would bring in
 
     @property
     def usable(self) -> bool:
@@ -63,7 +65,11 @@ def source_tools(name: str, settings: McpSourceSettings, tools: list[Tool]) -> S
     for role in ("search", "list", "read"):
         named = getattr(settings, f"{role}_tool")
         if named is None:
-            setattr(found, f"{role}_tool", _guess(role, [by_name[n] for n in found.callable]))
+            setattr(
+                found,
+                f"{role}_tool",
+                _guess(role, [by_name[n] for n in found.callable], set(settings.arguments)),
+            )
         elif named not in by_name:
             found.problems.append(
                 f"{table} {role}_tool names {named!r}, which the server does not have "
@@ -79,7 +85,11 @@ def source_tools(name: str, settings: McpSourceSettings, tools: list[Tool]) -> S
     if found.search_tool is not None:
         found.query_param = _query_param(by_name[found.search_tool]) or found.query_param
     if found.read_tool is not None:
-        found.item_param = _first_text_param(by_name[found.read_tool], set(settings.arguments))
+        found.item_param = _item_param(by_name[found.read_tool], set(settings.arguments))
+        # The item replaces a fixed folder (a file system's path): it is read relative to it.
+        found.item_base = settings.arguments.get(found.item_param or "")
+    if settings.list_tool is None and found.search_tool is None:
+        found.notes += _unfixed_listers(table, [by_name[n] for n in found.callable], settings)
     if not found.usable and not found.problems:
         found.problems.append(
             f"{table}: none of its read-only tools searches, nor do a list and a read pair up; "
@@ -88,15 +98,33 @@ def source_tools(name: str, settings: McpSourceSettings, tools: list[Tool]) -> S
     return found
 
 
-def _guess(role: str, tools: list[Tool]) -> str | None:
+def _guess(role: str, tools: list[Tool], fixed: set[str]) -> str | None:
+    """The first tool fit for ``role``; a list tool must need no argument the configuration
+    does not fix, and one listing a whole tree (``directory_tree``) is preferred."""
+    if role == "search":
+        return next((tool.name for tool in tools if _takes_query(tool)), None)
+    pattern = LISTS if role == "list" else READS
+    fit = [tool for tool in tools if pattern.search(tool.name) and not _takes_query(tool)]
+    if role == "list":
+        fit = [tool for tool in fit if set(_required(tool)) <= fixed]
+        fit.sort(key=lambda tool: "tree" not in tool.name.lower())
+    return fit[0].name if fit else None
+
+
+def _unfixed_listers(table: str, tools: list[Tool], settings: McpSourceSettings) -> list[str]:
+    """Advice for list tools passed over because they need an argument nobody fixed (the
+    file system's ``directory_tree`` needs the folder's ``path``)."""
+    notes = []
     for tool in tools:
-        if role == "search" and _takes_query(tool):
-            return tool.name
-        if role == "list" and LISTS.search(tool.name) and not _takes_query(tool):
-            return tool.name
-        if role == "read" and READS.search(tool.name) and not _takes_query(tool):
-            return tool.name
-    return None
+        missing = [name for name in _required(tool) if name not in settings.arguments]
+        if LISTS.search(tool.name) and missing and not _takes_query(tool):
+            wanted = ", ".join(f'{name} = "..."' for name in missing)
+            notes.append(f"{tool.name} lists only with {table} arguments = {{ {wanted} }}.")
+    return notes
+
+
+def _required(tool: Tool) -> list[str]:
+    return [str(name) for name in (tool.input_schema or {}).get("required") or []]
 
 
 def _takes_query(tool: Tool) -> bool:
@@ -111,16 +139,17 @@ def _query_param(tool: Tool) -> str | None:
     return None
 
 
-def _first_text_param(tool: Tool, fixed: set[str]) -> str | None:
-    """The read tool's parameter for the item: its first required text, else its first text
-    (one the configuration fixes, such as a repository's path, excepted)."""
-    schema = tool.input_schema or {}
-    properties = schema.get("properties") or {}
-    texts = [
-        name
-        for name, spec in properties.items()
-        if (spec or {}).get("type") == "string" and name not in fixed
-    ]
-    required = [name for name in schema.get("required") or [] if name in texts]
-    chosen = required or texts
-    return str(chosen[0]) if chosen else None
+def _item_param(tool: Tool, fixed: set[str]) -> str | None:
+    """The read tool's parameter for the item: its first required text, else its first text.
+
+    One the configuration fixes (a repository's path beside a commit's hash) is passed over,
+    unless it is the only one: then the item takes its place (a file's path under the folder).
+    """
+    properties = (tool.input_schema or {}).get("properties") or {}
+    texts = [name for name, spec in properties.items() if (spec or {}).get("type") == "string"]
+    free = [name for name in texts if name not in fixed]
+    for choice in (free, texts):
+        required = [name for name in _required(tool) if name in choice]
+        if required or choice:
+            return str((required or choice)[0])
+    return None
