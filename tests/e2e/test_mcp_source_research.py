@@ -5,10 +5,13 @@ skipped with a warning and the research completes from the others."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import socket
 import subprocess
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -203,3 +206,71 @@ async def test_a_fact_in_a_documentation_folder_is_read_through_the_filesystem_s
     ]
     assert quoted, evidence["claims"]
     assert all(url == "mcp://docs/library/dbm-ndbm/how-to.md" for _, url in quoted), quoted
+
+
+@pytest.fixture
+def notes_over_http() -> Iterator[str]:
+    """The notes server over Streamable HTTP, wanting ``Authorization: Bearer notes-token``."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "NOTES_HTTP_PORT": str(port), "NOTES_TOKEN": "notes-token"}
+    root = Path(__file__).resolve().parents[2]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tests.fakes.notes_mcp_server"], cwd=root, env=env
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def _http_settings(research_env: dict[str, str], tmp_path: Path, url: str, token: str) -> Settings:
+    config = Path(research_env["FOUNDRY_MCP_CONFIG"])
+    config.write_text(
+        config.read_text()
+        + f'\n[mcp_sources.notes]\nurl = "{url}"\ntimeout_s = 5\n'
+        + f'headers = {{ Authorization = "Bearer {token}" }}\n'
+    )
+    return load_settings(env=research_env, cwd=tmp_path, home=Path(research_env["HOME"]))
+
+
+async def test_a_source_over_streamable_http_is_read_with_its_headers(
+    research_env: dict[str, str],
+    tavily_server: FakeHTTPServer,
+    tmp_path: Path,
+    notes_over_http: str,
+) -> None:
+    settings = _http_settings(research_env, tmp_path, notes_over_http, "notes-token")
+    final, evidence = await _research(settings)
+    assert final["status"] == "completed", final
+    quoted = [
+        quote["text"]
+        for claim in evidence["claims"]
+        for quote in claim["quotes"]
+        if "checkpoints run every 1000 pages" in quote["text"]
+    ]
+    assert quoted, evidence["claims"]
+    assert not any("notes" in warning for warning in final["warnings"]), final["warnings"]
+
+
+async def test_a_source_refusing_its_headers_is_skipped_with_the_fix(
+    research_env: dict[str, str],
+    tavily_server: FakeHTTPServer,
+    tmp_path: Path,
+    notes_over_http: str,
+) -> None:
+    settings = _http_settings(research_env, tmp_path, notes_over_http, "wrong-token")
+    final, _ = await _research(settings)
+    assert final["status"] == "completed", final
+    said = [warning for warning in final["warnings"] if "notes" in warning]
+    assert said and "HTTP 401" in said[0] and "headers" in said[0], final["warnings"]
+    assert "wrong-token" not in json.dumps(final)

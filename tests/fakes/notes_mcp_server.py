@@ -4,7 +4,9 @@ Its tools: ``search_notes`` (free text; read-only), ``list_notes`` and ``read_no
 (read-only), ``delete_note`` (writes: never to be called by a research). The environment
 chooses how it misbehaves: ``NOTES_HANG=list`` never answers ``tools/list``;
 ``NOTES_HANG=call`` never answers a tool call; ``NOTES_CRASH_AFTER=N`` exits after N tool
-calls, as a crashing server does.
+calls, as a crashing server does. ``NOTES_HTTP_PORT=N`` serves it over Streamable HTTP on
+127.0.0.1:N at ``/mcp`` instead of stdio; with ``NOTES_TOKEN=T`` too, a request without the
+header ``Authorization: Bearer T`` is refused (401).
 
     python -m tests.fakes.notes_mcp_server
 """
@@ -69,7 +71,30 @@ async def delete_note(path: str) -> str:
     return f"deleted {path}"
 
 
+def _over_http(port: int, token: str | None) -> None:
+    import uvicorn
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+    app = server.streamable_http_app()
+
+    def guarded(inner: ASGIApp) -> ASGIApp:
+        async def guard(scope: Scope, receive: Receive, send: Send) -> None:
+            sent = dict(scope.get("headers") or []).get(b"authorization", b"").decode()
+            if scope["type"] == "http" and token and sent != f"Bearer {token}":
+                await send({"type": "http.response.start", "status": 401, "headers": []})
+                await send({"type": "http.response.body", "body": b"unauthorized"})
+                return
+            await inner(scope, receive, send)
+
+        return guard
+
+    uvicorn.run(guarded(app), host="127.0.0.1", port=port, log_level="warning")
+
+
 if __name__ == "__main__":
     if os.environ.get("NOTES_HANG") == "list":
         time.sleep(3600)  # never even starts answering
-    server.run("stdio")
+    if os.environ.get("NOTES_HTTP_PORT"):
+        _over_http(int(os.environ["NOTES_HTTP_PORT"]), os.environ.get("NOTES_TOKEN"))
+    else:
+        server.run("stdio")

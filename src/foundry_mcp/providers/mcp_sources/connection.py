@@ -52,6 +52,7 @@ class McpSourceConnection:
         self._lock = anyio.Lock()
         self._tools: list[Tool] | None = None
         self.starts = 0  # how many times the server was started (restarts after crashes)
+        self._refused: int | None = None  # the last HTTP error status the server answered
 
     async def tools(self) -> list[Tool]:
         """The server's tools (``tools/list``), asked once per connection."""
@@ -153,7 +154,18 @@ class McpSourceConnection:
             return
         headers = {key: value.get_secret_value() for key, value in settings.headers.items()}
         timeout = httpx2.Timeout(settings.timeout_s, read=settings.timeout_s * 2)
-        async with httpx2.AsyncClient(headers=headers, timeout=timeout, trust_env=False) as http:
+        self._refused = None
+
+        async def note_refusal(response: httpx2.Response) -> None:
+            if response.status_code >= 400:  # the SDK's error does not say which
+                self._refused = response.status_code
+
+        async with httpx2.AsyncClient(
+            headers=headers,
+            timeout=timeout,
+            trust_env=False,
+            event_hooks={"response": [note_refusal]},
+        ) as http:
             transport = streamable_http_client(str(settings.url), http_client=http)
             async with Client(transport, mode="legacy") as client:
                 yield client
@@ -190,8 +202,17 @@ class McpSourceConnection:
         )
 
     def _failed(self, doing: str, exc: BaseException) -> McpSourceError:
+        if self._refused in (401, 403):
+            return McpSourceError(
+                f"MCP source {self.name!r} refused the connection (HTTP {self._refused}): "
+                "its headers were not accepted.",
+                remediation=f"Check the token in [mcp_sources.{self.name}] headers (e.g. "
+                'Authorization = "Bearer ...").',
+                details={"source": self.name},
+            )
+        answered = f" (HTTP {self._refused})" if self._refused else ""
         return McpSourceError(
-            f"MCP source {self.name!r} could not {doing}: {_said(exc)}.",
+            f"MCP source {self.name!r} could not {doing}: {_said(exc)}{answered}.",
             remediation=f"Check [mcp_sources.{self.name}] ({self._where()}) and that the server "
             "runs on its own.",
             details={"source": self.name},
