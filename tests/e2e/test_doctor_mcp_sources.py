@@ -7,10 +7,17 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+from mcp import Client
+
+from foundry_mcp.config import load_settings
+from foundry_mcp.server import create_server
+from tests.e2e.conftest import call
 from tests.e2e.test_terminal import on_a_terminal, piped
 from tests.fakes import FakeHTTPServer
 from tests.npm_servers import FILESYSTEM, npm_server
 
+ROOT = Path(__file__).resolve().parents[2]
 NOTES = f'command = ["{sys.executable}", "-m", "tests.fakes.notes_mcp_server"]\n'
 
 
@@ -79,3 +86,25 @@ def test_doctor_says_which_setting_lets_the_filesystem_server_list(
     (entry,) = json.loads(piped(_with_sources(research_env, ""), "doctor").stdout)["mcp_sources"]
     assert entry["status"] == "ok" and entry["list_tool"] == "directory_tree", entry
     assert entry["read_tool"] == "read_file" and "notes" not in entry
+
+
+@pytest.mark.anyio
+async def test_the_health_action_checks_each_source(
+    research_env: dict[str, str],
+    openai_server: FakeHTTPServer,
+    tavily_server: FakeHTTPServer,
+    tmp_path: Path,
+) -> None:
+    env = _with_sources(
+        research_env,
+        f'[mcp_sources.notes]\n{NOTES}cwd = "{ROOT}"\n\n'
+        '[mcp_sources.gone]\ncommand = ["no-such-mcp-server-here"]\n',
+    )
+    settings = load_settings(env=env, cwd=tmp_path, home=Path(env["HOME"]))
+    async with Client(create_server(lambda: settings), mode="legacy") as client:
+        health = (await call(client, action="health"))["data"]
+    entries = {entry["name"]: entry for entry in health["mcp_sources"]}
+    assert entries["notes"]["status"] == "ok" and entries["notes"]["search_tool"] == "search_notes"
+    assert entries["gone"]["status"] == "error" and "install it" in entries["gone"]["fix"].lower()
+    assert health["ok"] is False
+    assert any(problem.startswith("MCP source gone:") for problem in health["problems"])

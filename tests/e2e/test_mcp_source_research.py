@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -19,12 +20,14 @@ import pytest
 from mcp import Client
 
 from foundry_mcp.config import Settings, load_settings
+from foundry_mcp.runtime import research_runtime
 from foundry_mcp.server import create_server
 from tests.e2e.conftest import call, run_to_end
 from tests.fakes import FakeHTTPServer
 from tests.fakes.brain import ResearchBrain, source_sentences
 from tests.fakes.docpages import DOC_QUESTIONS, DocCorpus
 from tests.npm_servers import FILESYSTEM, npm_server
+from tests.support import TERMINAL, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -173,16 +176,23 @@ def _docs_settings(research_env: dict[str, str], tmp_path: Path, server: Path) -
 
 
 def _careful_analyst(brain: ResearchBrain) -> Callable[[str, str], str]:
-    """An analyst that, as a real model would, states what each source says on the question
-    (its sentence sharing the most words with it), not merely its opening sentences."""
+    """An analyst that, as a real model would, states what the sources say on the question:
+    the three sentences sharing the most words with it, wherever they stand, each citing its
+    source (the fake's own analyst restates the first sources' opening sentences)."""
 
     def analyze(system: str, user: str) -> str:
         answer = brain.analyze(user)
         asked = set(DOCS_QUESTION.lower().split())
-        said = source_sentences(user)
-        for finding in answer["findings"]:
-            sentences = said.get(finding["source_ids"][0]) or [finding["content"]]
-            finding["content"] = max(sentences, key=lambda s: len(asked & set(s.lower().split())))
+        said = [
+            (len(asked & set(piece.lower().split())), piece, source_id)
+            for source_id, sentences in source_sentences(user).items()
+            for sentence in sentences
+            for piece in re.split(r"\s*(?:\[…\]|```|\s>\s|\s-\s)\s*", sentence)
+            if len(piece.split()) >= 4
+        ]
+        best = sorted(said, key=lambda found: -found[0])[: len(answer["findings"])]
+        for finding, (_, sentence, source_id) in zip(answer["findings"], best, strict=False):
+            finding.update(content=sentence, source_ids=[source_id])
         return json.dumps(answer)
 
     return analyze
@@ -274,3 +284,46 @@ async def test_a_source_refusing_its_headers_is_skipped_with_the_fix(
     said = [warning for warning in final["warnings"] if "notes" in warning]
     assert said and "HTTP 401" in said[0] and "headers" in said[0], final["warnings"]
     assert "wrong-token" not in json.dumps(final)
+
+
+async def test_the_planner_aims_sub_queries_at_a_source_by_name(
+    research_env: dict[str, str],
+    brain: ResearchBrain,
+    tavily_server: FakeHTTPServer,
+    tmp_path: Path,
+) -> None:
+    def planner(system: str, user: str) -> str:
+        plan = brain.plan(user, system)
+        for sub_query in plan["sub_queries"]:
+            sub_query.update(target="local", sources=["mcp.notes", "mcp.gone"])
+        return json.dumps(plan)
+
+    brain.overrides["planner"] = planner
+    settings = _two_sources(research_env, tmp_path)
+    async with research_runtime(settings, warm=False) as service:
+        started = await service.start(QUESTION, max_iterations=1, clarify="off")
+        assert {"mcp.notes", "mcp.archive"} <= set(started["search"]["providers"])
+        status = await wait_until(service, started["research_id"], TERMINAL)
+        assert status["status"] == "completed", status["error"]
+        state = service.store.load(started["research_id"])
+    (system, user) = next((s, u) for agent, s, u in brain.history if agent == "planner")
+    assert '"sources": ["<name>", ...]' in system
+    assert "source mcp.notes: the team's decision records" in user
+    assert "source mcp.archive: release notes of retired products" in user
+    assert state.sub_queries and all(sq.sources == ["mcp.notes"] for sq in state.sub_queries)
+    asked = {name for sq in state.sub_queries for name in sq.providers}
+    assert asked == {"mcp.notes"}, asked
+
+
+def _two_sources(research_env: dict[str, str], tmp_path: Path) -> Settings:
+    config = Path(research_env["FOUNDRY_MCP_CONFIG"])
+    server = f'command = ["{sys.executable}", "-m", "tests.fakes.notes_mcp_server"]\n'
+    here = f'cwd = "{Path(__file__).resolve().parents[2]}"\n'
+    config.write_text(
+        config.read_text()
+        # The archive comes first: were the planner's naming ignored, it would be asked.
+        + f"\n[mcp_sources.archive]\n{server}{here}"
+        + 'description = "release notes of retired products"\n'
+        + f'\n[mcp_sources.notes]\n{server}{here}description = "the team\'s decision records"\n'
+    )
+    return load_settings(env=research_env, cwd=tmp_path, home=Path(research_env["HOME"]))

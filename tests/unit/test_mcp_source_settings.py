@@ -10,6 +10,7 @@ import pytest
 
 from foundry_mcp.config import load_settings
 from foundry_mcp.errors import ConfigError
+from foundry_mcp.providers.registry import ProviderRegistry
 
 SOURCE = '[mcp_sources.repo-git]\ncommand = "uvx mcp-server-git --repository ."\n'
 
@@ -53,3 +54,18 @@ def test_a_table_that_cannot_work_is_refused(tmp_path: Path, table: str, says: s
     with pytest.raises(ConfigError) as refused:
         _load(tmp_path, user=table)
     assert says in str(refused.value) or says in str(refused.value.remediation)
+
+
+def test_every_source_searches_unless_the_provider_list_names_some(tmp_path: Path) -> None:
+    tables = SOURCE + '\n[mcp_sources.wiki]\ncommand = "wiki-mcp"\n'
+    listed = '\n[research]\ndeep_research_providers = ["ddgs", {}]\n'
+
+    def providers(user: str) -> tuple[list[str], list[str]]:
+        settings = _load(tmp_path, user=user)
+        return ProviderRegistry(settings).search_providers(announce=False)  # type: ignore[arg-type]
+
+    assert providers(tables + listed.format(""))[0] == ["ddgs", "mcp.repo-git", "mcp.wiki"]
+    assert providers(tables + listed.format('"mcp.wiki"'))[0] == ["ddgs", "mcp.wiki"]
+    usable, warnings = providers(tables + listed.format('"mcp.wiki", "mcp.gone"'))
+    assert usable == ["ddgs", "mcp.wiki"]
+    assert any("'mcp.gone' names no MCP source" in warning for warning in warnings), warnings

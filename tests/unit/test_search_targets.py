@@ -4,6 +4,7 @@ documents, the web, or both), its kinds of sources, and the priority and all str
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -220,3 +221,19 @@ async def test_only_a_provider_serving_several_kinds_is_told_which() -> None:
     await search_lane(GENERAL, script.ask, LOCAL)  # type: ignore[arg-type]
     assert script.asked[:3] == [("tavily", "web"), ("google", None), ("tavily", "news")]
     assert script.asked[3] == ("tavily", None)  # no kind asked for: the provider's main one
+
+
+def test_the_planner_names_which_of_the_users_sources_a_sub_query_searches() -> None:
+    providers = [TAVILY, NOTES, Named("mcp.wiki"), Named("mcp.repo")]
+    local = frozenset({"notes", "mcp.wiki", "mcp.repo"})
+
+    def lanes(sources: list[str], target: SearchTarget = SearchTarget.BOTH) -> list[Any]:
+        sub_query = SubQuery(query="q", target=target, sources=sources)
+        found = search_lanes(sub_query, providers, local)  # type: ignore[arg-type]
+        return [(lane.source_type, [p.name for p in lane.providers]) for lane in found]
+
+    assert lanes([]) == [(None, ["tavily"]), ("local", ["notes", "mcp.wiki", "mcp.repo"])]
+    assert lanes(["mcp.wiki"]) == [(None, ["tavily"]), ("local", ["mcp.wiki"])]
+    assert lanes(["mcp.repo", "notes"], SearchTarget.LOCAL) == [("local", ["notes", "mcp.repo"])]
+    # A name the research does not have leaves the user's sources as they were.
+    assert lanes(["mcp.gone"], SearchTarget.LOCAL) == [("local", ["notes", "mcp.wiki", "mcp.repo"])]

@@ -15,9 +15,14 @@ from foundry_mcp.research.modes.allocation import (
     LOCAL_SAMPLE_SIZE,
     adopt_plan,
     sample_local_documents,
+    with_named_sources,
 )
 from foundry_mcp.research.modes.kit import ResearchKit
-from foundry_mcp.research.prompts.planner import planner_prompts, strategist_prompts
+from foundry_mcp.research.prompts.planner import (
+    named_sources,
+    planner_prompts,
+    strategist_prompts,
+)
 
 
 @pytest.mark.parametrize(
@@ -178,3 +183,29 @@ async def test_documents_that_cannot_be_sampled_leave_the_plan_unallocated() -> 
         raise ProviderError("None of the [research.local] paths exists.", provider="local")
 
     assert await sample_local_documents(_kit(["tavily", "local"], broken), "Q?") == []
+
+
+@pytest.mark.anyio
+async def test_the_users_mcp_sources_are_named_to_the_planner_before_their_documents() -> None:
+    async def documents(question: str, limit: int) -> list[str]:
+        return ["notes.md"]
+
+    async def broken(question: str, limit: int) -> list[str]:
+        raise ProviderError("None of the [research.local] paths exists.", provider="local")
+
+    described = {"mcp.wiki": "the team's wiki", "mcp.repo": ""}
+    sampler = with_named_sources(documents, described)
+    sample = await sample_local_documents(_kit(["tavily", "local"], sampler), "Q?")
+    assert sample == [
+        "source mcp.repo: an MCP server of the user",
+        "source mcp.wiki: the team's wiki",
+        "notes.md",
+    ]
+    assert named_sources(sample) == {"mcp.repo", "mcp.wiki"}
+    assert await with_named_sources(broken, described)("Q?", 3) == sample[:2]  # type: ignore[misc]
+    assert await with_named_sources(None, described)("Q?", 3) == sample[:2]  # type: ignore[misc]
+    assert with_named_sources(documents, {}) is documents
+    system, _ = planner_prompts("Q?", 4, None, None, sample)
+    assert '"sources": ["<name>", ...]' in system
+    system, _ = planner_prompts("Q?", 4, None, None, ["notes.md"])
+    assert '"target"' in system and '"sources"' not in system

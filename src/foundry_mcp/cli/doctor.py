@@ -31,7 +31,6 @@ from foundry_mcp.cli.wording import for_the_terminal_within
 from foundry_mcp.config import Settings
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.providers.keyless_notice import keyless_search_statement
-from foundry_mcp.providers.mcp_sources.checks import check_mcp_sources
 from foundry_mcp.providers.pages.extract import extractor_problem
 from foundry_mcp.research.service.research_service import ResearchService
 
@@ -95,14 +94,11 @@ async def doctor(service: ResearchService, args: argparse.Namespace) -> int:
     if extraction is not None:
         checks["warnings"].append(extraction)
     # Each configured MCP server: connected, its tools listed and sorted, or the fix.
-    sources = await check_mcp_sources(settings)
-    if sources:
-        checks["mcp_sources"] = sources
-    broken = [f"MCP source {e['name']}: {e['problem']}" for e in sources if e["status"] != "ok"]
-    checks["problems"] = checks["problems"] + broken
+    if health.get("mcp_sources"):
+        checks["mcp_sources"] = health["mcp_sources"]
     summaries = (checks["store"], checks["llm"], checks["search"])
     all_ok = not any(str(line).startswith((NOT_USABLE, FAILING)) for line in summaries)
-    healthy = all_ok and health["ok"] and not broken
+    healthy = all_ok and health["ok"]
     show(
         args, for_the_terminal_within(checks), lambda c: show_checks(c, problems_ahead=not healthy)
     )

@@ -23,6 +23,8 @@ TOOL_NAME_PATTERN = r"^[A-Za-z0-9_.\-/]{1,128}$"
 class McpSourceSettings(Section):
     """One MCP server read as a source of a research."""
 
+    # What it holds, for the planner to aim searches at it, e.g. "the team's decision records".
+    description: str = Field("", max_length=300)
     # How to reach it: a command started over stdio, or a Streamable HTTP endpoint.
     command: list[str] = Field(default_factory=list, max_length=64)
     env: dict[str, str] = Field(default_factory=dict)  # added to the command's environment

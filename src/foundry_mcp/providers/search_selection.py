@@ -174,7 +174,8 @@ class SearchSelection:
 
     def _listed(self, names: Sequence[str]) -> list[str]:
         """``names`` normalised and without repeats, with ``local`` added when its paths are
-        set and no local provider is listed, and every configured MCP source (``mcp.<name>``)."""
+        set and no local provider is listed, and every configured MCP source (``mcp.<name>``)
+        unless the list names some: then only those."""
         listed: list[str] = []
         for raw in names:
             name = raw.strip().lower()
@@ -183,6 +184,8 @@ class SearchSelection:
         local_paths = bool(self._settings.research.local.paths)
         if local_paths and not any(self._settings.provider_kind(n) == "local" for n in listed):
             listed.append("local")
+        if any(name.startswith(MCP_PREFIX) for name in listed):
+            return listed
         # The user's MCP sources take part as their documents do (source type local).
         listed += [
             f"{MCP_PREFIX}{n}"
@@ -234,6 +237,12 @@ class SearchSelection:
         """Why search provider ``name`` cannot run (a warning with the fix), or None."""
         kind = self._settings.provider_kind(name)
         settings = self._settings.provider(name)
+        if kind is None and name.startswith(MCP_PREFIX):
+            return (
+                f"Search provider '{name}' names no MCP source: add a [mcp_sources."
+                f"{name.removeprefix(MCP_PREFIX)}] table to your own configuration, or take it "
+                "out of deep_research_providers; skipped."
+            )
         if kind not in SEARCH_KINDS:
             return (
                 f"Search provider '{name}' is not supported (use tavily, google, "

@@ -18,6 +18,17 @@ class PlannedSubQuery(_Model):
     priority: int = 1
     target: SearchTarget = SearchTarget.BOTH  # asked for when the user's documents are searched
     source_types: list[str] = Field(default_factory=list)  # asked for when a research has kinds
+    sources: list[str] = Field(default_factory=list)  # the user's named sources to search
+
+    @field_validator("sources", mode="before")
+    @classmethod
+    def _lenient_sources(cls, value: object) -> list[str]:
+        """Names as strings, lower-cased; anything else is no choice."""
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list):
+            return []
+        return [item.strip().lower() for item in value if isinstance(item, str) and item.strip()]
 
     @field_validator("target", mode="before")
     @classmethod

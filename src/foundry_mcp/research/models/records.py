@@ -35,6 +35,7 @@ class SubQuery(_Model):
     hypothesis_id: str | None = None  # hypotheses mode: the hypothesis this search explores
     target: SearchTarget = SearchTarget.BOTH  # local documents, the web, or both
     source_types: list[str] = Field(default_factory=list)  # kinds to search; empty: all
+    sources: list[str] = Field(default_factory=list)  # the user's sources to search; empty: all
     status: SubQueryStatus = SubQueryStatus.PENDING
     error: str | None = None
     source_ids: list[str] = Field(default_factory=list)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.research.models import (
@@ -22,10 +22,32 @@ from foundry_mcp.research.models import (
     SubQuery,
 )
 from foundry_mcp.research.modes.kit import ResearchKit
+from foundry_mcp.research.prompts.planner import named_source_line
 
 log = logging.getLogger(__name__)
 
 LOCAL_SAMPLE_SIZE = 12  # documents named to the planner
+
+Sampler = Callable[[str, int], Awaitable[list[str]]]
+
+
+def with_named_sources(documents: Sampler | None, described: dict[str, str]) -> Sampler | None:
+    """A sampler naming the user's MCP sources (``described``: name to what it holds) before a
+    sample of their documents, so the planner can aim sub-queries at each by name."""
+    if not described:
+        return documents
+    named = [named_source_line(name, text) for name, text in sorted(described.items())]
+
+    async def sample(question: str, limit: int) -> list[str]:
+        if documents is None:
+            return list(named)
+        try:
+            return named + await documents(question, limit)
+        except ProviderError as exc:
+            log.warning("the user's documents could not be sampled: %s", exc.message)
+            return list(named)
+
+    return sample
 
 
 async def sample_local_documents(kit: ResearchKit, question: str) -> list[str]:
@@ -62,6 +84,7 @@ def adopt_plan(
             iteration=state.iteration,
             target=p.target,
             source_types=p.source_types,
+            sources=p.sources,
         )
         for p in output.sub_queries
     ]

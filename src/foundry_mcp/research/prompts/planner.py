@@ -56,6 +56,14 @@ Each sub-query then reads {"query": "...", "rationale": "...", "priority": 1, \
 "target": "local|web|both"}, and the JSON object also has "allocation_strategy": one sentence \
 on how you split the sub-queries between the documents and the web, and why."""
 
+NAMED_SOURCE_RULES = """
+The list also names the user's other sources ("source <name>: what it holds"). A sub-query \
+aimed at "local" or "both" may add "sources": ["<name>", ...] to search only those of them \
+("local" names the documents); leave it out to search all of them."""
+
+# How the user's named sources (MCP servers) are listed among the documents shown the planner.
+NAMED_SOURCE_PREFIX = "source "
+
 SOURCE_TYPE_RULES = """
 
 Kinds of sources: besides any documents of the user, this research searches {kinds}. Give every sub-query a "source_types" list naming the kinds most likely to hold its answer:
@@ -120,7 +128,23 @@ def planner_prompts(
 
 
 def _allocation_rules(local_sample: Sequence[str]) -> str:
-    return ALLOCATION_RULES if local_sample else ""
+    if not local_sample:
+        return ""
+    return ALLOCATION_RULES + (NAMED_SOURCE_RULES if named_sources(local_sample) else "")
+
+
+def named_source_line(name: str, description: str) -> str:
+    """How a named source of the user (an MCP server) is listed to the planner."""
+    return f"{NAMED_SOURCE_PREFIX}{name}: {description or 'an MCP server of the user'}"
+
+
+def named_sources(local_sample: Sequence[str]) -> set[str]:
+    """The names of the user's sources listed in ``local_sample`` (see :func:`named_source_line`)."""
+    return {
+        line[len(NAMED_SOURCE_PREFIX) :].partition(":")[0]
+        for line in local_sample
+        if line.startswith(NAMED_SOURCE_PREFIX)
+    }
 
 
 def _source_type_rules(source_types: Sequence[str]) -> str:

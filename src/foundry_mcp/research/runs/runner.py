@@ -9,6 +9,7 @@ from typing import Any
 
 import anyio
 
+from foundry_mcp.config.provider_settings import MCP_PREFIX
 from foundry_mcp.errors import FoundryError, ProviderError
 from foundry_mcp.logs import research_context
 from foundry_mcp.providers.registry import ProviderRegistry
@@ -16,6 +17,7 @@ from foundry_mcp.providers.search.local import LocalDocuments
 from foundry_mcp.research.llm.calls import CallLog, LLMRoute, ResearchLLM
 from foundry_mcp.research.models import LLMCallRecord, ResearchState, Status, utcnow
 from foundry_mcp.research.modes import ResearchKit, playbook_for
+from foundry_mcp.research.modes.allocation import with_named_sources
 from foundry_mcp.research.pricing import PriceTable
 from foundry_mcp.research.runs.jobs import Job
 from foundry_mcp.research.store.access.aio import AsyncStore
@@ -151,8 +153,9 @@ class ResearchRunner:
                     for name in state.search_providers
                     if self.providers.settings.provider_kind(name) in ("local", "mcp")
                 ),
-                local_sample=next(
-                    (p.sample for p in search if isinstance(p, LocalDocuments)), None
+                local_sample=with_named_sources(
+                    next((p.sample for p in search if isinstance(p, LocalDocuments)), None),
+                    self._described_sources(state),
                 ),
                 reader=Reader(state),
             )
@@ -236,6 +239,15 @@ class ResearchRunner:
             journal=_Journal(self.io, self.owner, state.id, self.deleted) if journaled else None,
             archive=self._archive(state),
         )
+
+    def _described_sources(self, state: ResearchState) -> dict[str, str]:
+        """The research's MCP sources (``mcp.<name>``) and what each holds, for the planner."""
+        configured = self.providers.settings.mcp_sources
+        return {
+            name: configured[name.removeprefix(MCP_PREFIX)].description
+            for name in state.search_providers
+            if name.startswith(MCP_PREFIX) and name.removeprefix(MCP_PREFIX) in configured
+        }
 
     def _archive(self, state: ResearchState) -> RunArchive | None:
         """The research's content archive, in the store (every server restores from it),

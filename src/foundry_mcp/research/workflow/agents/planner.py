@@ -20,7 +20,11 @@ from foundry_mcp.research.models import (
     ResearchState,
     SearchTarget,
 )
-from foundry_mcp.research.prompts.planner import planner_prompts, strategist_prompts
+from foundry_mcp.research.prompts.planner import (
+    named_sources,
+    planner_prompts,
+    strategist_prompts,
+)
 from foundry_mcp.research.workflow.fitting.fitter import Fitting
 
 MIN_QUERY_CHARS = 3
@@ -109,8 +113,12 @@ async def plan(
         output.allocation_strategy = ""
         for sub_query in output.sub_queries:
             sub_query.target = SearchTarget.BOTH
+    named = named_sources(local_sample) | {"local"}
     for sub_query in output.sub_queries:  # nor a kind of sources the research does not search
         sub_query.source_types = [kind for kind in sub_query.source_types if kind in offered]
+        # nor a source of the user's it does not have, nor a source for the web
+        aimed = sub_query.target is not SearchTarget.WEB and len(named) > 1
+        sub_query.sources = [name for name in sub_query.sources if aimed and name in named]
     seen: set[str] = set()
     unique = []
     for sub_query in sorted(output.sub_queries, key=lambda sq: sq.priority):

@@ -6,7 +6,9 @@ a *lane*: the research's providers that serve it, in priority order (the order o
 ``[research] deep_research_providers``; by default the specification's Tavily, Google, Semantic
 Scholar). A research that asks for no kind has two lanes: every outside provider, and the user's
 documents. The sub-query's ``target`` (seed 003's allocation between the user's documents and
-the web) then keeps the documents' lane, the others, or all of them.
+the web) then keeps the documents' lane, the others, or all of them; its ``sources``, when the
+planner named some, keep only those of the user's own (``local``: the documents, ``mcp.<name>``:
+an MCP source).
 
 The lanes of a sub-query are searched at once. Within a lane, the ``priority`` strategy asks
 the first provider, and the next one only when it fails (an error, or a rate limit or quota the
@@ -99,6 +101,7 @@ def search_lanes(
         local = tuple(p for p in providers if "local" in kinds_of(p, local_providers))
         outside = tuple(p for p in providers if "local" not in kinds_of(p, local_providers))
         lanes = [SearchLane(None, outside), SearchLane("local", local)]
+    lanes = [_named(lane, sub_query.sources) for lane in lanes]
     lanes = [lane for lane in lanes if lane.providers]
     if sub_query.target is SearchTarget.LOCAL:
         aimed = [lane for lane in lanes if lane.local]
@@ -107,6 +110,14 @@ def search_lanes(
     else:
         aimed = lanes
     return aimed or lanes or [SearchLane(None, tuple(providers))]
+
+
+def _named(lane: SearchLane, names: Sequence[str]) -> SearchLane:
+    """The user's own lane narrowed to the sources ``names`` (none of them in it: unchanged)."""
+    if not lane.local or not names:
+        return lane
+    kept = tuple(p for p in lane.providers if p.name in names)
+    return SearchLane(lane.source_type, kept) if kept else lane
 
 
 async def search_lane(
