@@ -3,12 +3,14 @@
 Each is installed once into ``.test-servers/`` at the top of the repository (a file lock keeps
 parallel test workers from installing it twice) at the pinned version, so a clean clone gets
 the same server. Node.js is not a dependency of this project: where ``node`` and ``npm`` are
-absent, the tests that need one are skipped, saying so.
+absent, the tests that need one are skipped, saying so (they fail instead under
+``FOUNDRY_MCP_REQUIRE_NODE=1``, as in ``.ci/run``).
 """
 
 from __future__ import annotations
 
 import fcntl
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -23,7 +25,10 @@ def npm_server(package: str, version: str, command: str) -> Path:
     """The path of ``command`` from ``package@version``, installed when first asked."""
     npm = shutil.which("npm")
     if shutil.which("node") is None or npm is None:
-        pytest.skip(f"Node.js (node and npm) is not installed: {package} needs it")
+        missing = f"Node.js (node and npm) is not installed: {package} needs it"
+        if os.environ.get("FOUNDRY_MCP_REQUIRE_NODE") == "1":
+            pytest.fail(missing)
+        pytest.skip(missing)
     prefix = ROOT / f"{package.replace('/', '+')}@{version}"
     program = prefix / "node_modules" / ".bin" / command
     prefix.mkdir(parents=True, exist_ok=True)
