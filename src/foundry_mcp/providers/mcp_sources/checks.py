@@ -27,6 +27,17 @@ async def check_mcp_sources(settings: Settings) -> list[dict[str, Any]]:
     return [entries[name] for name in sorted(entries)]
 
 
+async def with_mcp_sources(report: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """A health ``report`` with each MCP source's check; one that is broken is a problem."""
+    sources = await check_mcp_sources(settings)
+    if sources:
+        report["mcp_sources"] = sources
+        broken = [f"MCP source {e['name']}: {e['problem']}" for e in sources if e.get("problem")]
+        report["problems"] = [*report["problems"], *broken]
+        report["ok"] = report["ok"] and not broken
+    return report
+
+
 async def _check(connection: McpSourceConnection, entry: dict[str, Any]) -> None:
     settings = connection.settings
     entry.update(

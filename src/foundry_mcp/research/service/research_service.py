@@ -24,7 +24,7 @@ from foundry_mcp.config import LIMIT_BOUNDS, MAX_QUERY_CHARS, MAX_WAIT_SECONDS, 
 from foundry_mcp.config.research_settings import LimitArgs
 from foundry_mcp.context.runtime import ContextServices
 from foundry_mcp.providers.health import check_providers
-from foundry_mcp.providers.mcp_sources.checks import check_mcp_sources
+from foundry_mcp.providers.mcp_sources.checks import with_mcp_sources
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.research.asking import Asker
 from foundry_mcp.research.export.files import MAX_INLINE_CHARS, export_research
@@ -396,12 +396,4 @@ class ResearchService:
         """Every known or configured provider: key present, a cheap live call, and the fix;
         and each MCP source: reached, its tools sorted, or what is wrong and the fix."""
         report = await check_providers(self.providers)
-        sources = await check_mcp_sources(self.providers.settings)
-        if sources:
-            report["mcp_sources"] = sources
-            broken = [
-                f"MCP source {e['name']}: {e['problem']}" for e in sources if e.get("problem")
-            ]
-            report["problems"] = [*report["problems"], *broken]
-            report["ok"] = report["ok"] and not broken
-        return report
+        return await with_mcp_sources(report, self.providers.settings)
