@@ -32,6 +32,7 @@ from foundry_mcp.providers.policy import (
     retry_observer,
 )
 from foundry_mcp.providers.search.base import SearchProvider, SearchResult, SourceType
+from foundry_mcp.providers.search.bounds import SourceBounds
 
 __all__ = [
     "DEFAULT_MAX_IN_FLIGHT",
@@ -94,11 +95,20 @@ class ResilientSearch:
         self.policy = policy
 
     async def search(
-        self, query: str, max_results: int, source_type: SourceType | None = None
+        self,
+        query: str,
+        max_results: int,
+        source_type: SourceType | None = None,
+        *,
+        bounds: SourceBounds | None = None,
     ) -> list[SearchResult]:
-        if source_type is None:  # only an adapter serving several kinds is told which one
-            return await self.policy.call(lambda: self.inner.search(query, max_results))
-        return await self.policy.call(lambda: self.inner.search(query, max_results, source_type))
+        # Only an adapter serving several kinds is told which one; bounds only when given.
+        extra: dict[str, Any] = {"bounds": bounds} if bounds is not None else {}
+        if source_type is None:
+            return await self.policy.call(lambda: self.inner.search(query, max_results, **extra))
+        return await self.policy.call(
+            lambda: self.inner.search(query, max_results, source_type, **extra)
+        )
 
     async def aclose(self) -> None:
         await self.inner.aclose()

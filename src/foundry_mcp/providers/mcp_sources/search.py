@@ -25,6 +25,7 @@ from foundry_mcp.providers.mcp_sources.connection import McpSourceConnection, Mc
 from foundry_mcp.providers.mcp_sources.ranking import closest, shared, words
 from foundry_mcp.providers.mcp_sources.tools import SourceTools, source_tools
 from foundry_mcp.providers.search.base import SearchResult, SourceType
+from foundry_mcp.providers.search.bounds import SourceBounds
 
 TITLE_CHARS = 120
 MAX_ITEMS_LISTED = 5_000  # a listing longer than this is ranked on its first items only
@@ -43,8 +44,14 @@ class McpSourceSearch:
         self._tools: SourceTools | None = None
 
     async def search(
-        self, query: str, max_results: int, source_type: SourceType | None = None
+        self,
+        query: str,
+        max_results: int,
+        source_type: SourceType | None = None,
+        *,
+        bounds: SourceBounds | None = None,
     ) -> list[SearchResult]:
+        # ``bounds`` is ignored: the user's own sources are never domain- or date-filtered.
         try:
             tools = await self._sorted_tools()
             if tools.search_tool is not None:

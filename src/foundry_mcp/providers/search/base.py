@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from datetime import date, datetime
 from email.utils import parsedate_to_datetime
-from typing import Literal, Protocol, get_args
+from typing import TYPE_CHECKING, Literal, Protocol, get_args
 
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from foundry_mcp.providers.search.bounds import SourceBounds
 
 # The kinds of sources a research can ask for (the ``source_types`` of ``deep-research``).
 SourceType = Literal["web", "academic", "news", "local"]
@@ -71,24 +74,40 @@ class SearchProvider(Protocol):
     """A search API behind one method.
 
     An adapter class says which kinds of sources it serves in a ``source_types`` class
-    attribute (a tuple of ``SOURCE_TYPES``, its main kind first; ``("web",)`` when absent).
+    attribute (a tuple of ``SOURCE_TYPES``, its main kind first; ``("web",)`` when absent),
+    and which source bounds its service applies itself in a ``native_bounds`` class attribute
+    (a frozenset of ``bounds.BOUND_NAMES``; empty when absent, see ``native_bounds_of``).
     """
 
     name: str
 
     async def search(
-        self, query: str, max_results: int, source_type: SourceType | None = None
+        self,
+        query: str,
+        max_results: int,
+        source_type: SourceType | None = None,
+        *,
+        bounds: SourceBounds | None = None,
     ) -> list[SearchResult]:
         """Search; raise ``ProviderError`` (from ``foundry_mcp.errors``) on failure.
 
         ``source_type`` is the kind of sources wanted, one the adapter serves; it is passed
-        only to an adapter that serves several (None: its main kind).
+        only to an adapter that serves several (None: its main kind). ``bounds`` limits the
+        sources: the adapter sends what its service can apply in the request and returns only
+        results within the bounds (``bounds.apply_bounds``). The user's own documents and MCP
+        sources are never bounded.
         """
         ...
 
     async def aclose(self) -> None:
         """Release the HTTP client."""
         ...
+
+
+def native_bounds_of(provider: object) -> frozenset[str]:
+    """The source bounds a search adapter's service applies itself (empty when it says none)."""
+    declared = getattr(provider, "native_bounds", None)
+    return declared if isinstance(declared, frozenset) else frozenset()
 
 
 def served_types(provider: object) -> tuple[SourceType, ...]:

@@ -3,11 +3,24 @@
 ``GET {base}/customsearch/v1?key=...&cx=...&q=...&num=...``; each ``items[]`` entry becomes a
 ``SearchResult`` with the title, the link and Google's snippet (no page text: the gatherer
 fetches the page). Needs an API key and a search engine id (``cx``).
+
+Source bounds, all applied by Google itself (native):
+
+- one included domain: ``siteSearch=<domain>&siteSearchFilter=i``; several: ``(site:a OR
+  site:b)`` added to ``q``;
+- one excluded domain and none included: ``siteSearch=<domain>&siteSearchFilter=e``; otherwise
+  a `` -site:<domain>`` term in ``q`` per excluded domain;
+- the days: ``sort=date:r:YYYYMMDD:YYYYMMDD``, the documented "restrict to range" form of the
+  sort operator on Google's estimate of a page's date (an open end gets a far bound).
+
+Google reads at most 32 words of ``q``: with many domains the last ``site:`` terms may be
+ignored, so the domain rules are checked again on the results (as for every adapter).
 """
 
 from __future__ import annotations
 
 import re
+from datetime import date
 from typing import Any
 
 import httpx
@@ -16,9 +29,13 @@ from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.http_errors import parse_retry_after
 from foundry_mcp.providers.search._http import get_json, install_log_redaction, new_client
 from foundry_mcp.providers.search.base import SearchResult, SourceType
+from foundry_mcp.providers.search.bounds import BOUND_NAMES, SourceBounds, apply_bounds
 
 DEFAULT_BASE_URL = "https://www.googleapis.com"
 MAX_NUM = 10  # the API answers at most 10 results per request
+# The bounds of a date range left open: Google compares the dates as numbers.
+_EARLIEST = date(1900, 1, 1)
+_LATEST = date(9999, 12, 31)
 _QUOTA_REASONS = {
     "dailylimitexceeded",
     "ratelimitexceeded",
@@ -38,6 +55,7 @@ class GoogleSearch:
     """Search through the Custom Search JSON API; one HTTP client per provider."""
 
     source_types: tuple[SourceType, ...] = ("web",)
+    native_bounds: frozenset[str] = BOUND_NAMES  # see the module
 
     def __init__(
         self,
@@ -55,14 +73,22 @@ class GoogleSearch:
         self._client = new_client(base_url or DEFAULT_BASE_URL, self._timeout)
 
     async def search(
-        self, query: str, max_results: int, source_type: SourceType | None = None
+        self,
+        query: str,
+        max_results: int,
+        source_type: SourceType | None = None,
+        *,
+        bounds: SourceBounds | None = None,
     ) -> list[SearchResult]:
         num = max(1, min(max_results, MAX_NUM))
+        params: dict[str, Any] = {"key": self._key, "cx": self._cse_id, "q": query, "num": num}
+        if bounds is not None:
+            params.update(bound_params(query, bounds))
         data = await get_json(
             self._client,
             self.name,
             "/customsearch/v1",
-            params={"key": self._key, "cx": self._cse_id, "q": query, "num": num},
+            params=params,
             timeout=self._timeout,
             secret=self._key,
             map_error=self._map_error,
@@ -76,7 +102,8 @@ class GoogleSearch:
                 kind="transient",
             )
         results = [_result(self.name, item) for item in items if isinstance(item, dict)]
-        return [r for r in results if r.url][:max_results]
+        found = [r for r in results if r.url][:max_results]
+        return apply_bounds(found, bounds, self.native_bounds)
 
     def _map_error(
         self, status: int, parsed: Any, headers: httpx.Headers, detail: str
@@ -112,6 +139,27 @@ class GoogleSearch:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def bound_params(query: str, bounds: SourceBounds) -> dict[str, str]:
+    """The request parameters that carry ``bounds`` (``q`` with its ``site:`` terms)."""
+    params: dict[str, str] = {}
+    terms: list[str] = []
+    included, excluded = bounds.include_domains, list(bounds.exclude_domains)
+    if len(included) == 1:
+        params.update(siteSearch=included[0], siteSearchFilter="i")
+    elif included:
+        terms.append("(" + " OR ".join(f"site:{domain}" for domain in included) + ")")
+    if len(excluded) == 1 and not included:
+        params.update(siteSearch=excluded.pop(), siteSearchFilter="e")
+    terms += [f"-site:{domain}" for domain in excluded]
+    if terms:
+        params["q"] = " ".join([query.strip(), *terms])
+    after, before = bounds.published_after, bounds.published_before
+    if after is not None or before is not None:
+        low, high = (after or _EARLIEST), (before or _LATEST)
+        params["sort"] = f"date:r:{low:%Y%m%d}:{high:%Y%m%d}"
+    return params
 
 
 def _reasons(parsed: Any) -> set[str]:

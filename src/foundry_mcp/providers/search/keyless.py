@@ -10,6 +10,12 @@ resilience policy, which backs off, retries and then falls through to the next p
 A hit carries its title, its URL and the engine's snippet, never the page text: the gatherer
 has the page fetcher read it. A news hit also carries the day it was published.
 
+Source bounds: the domain rules become ``site:`` / ``-site:`` operators in the query text. The
+engines know no date range, only a window back from today (ddgs's ``timelimit``: a day, a
+week, a month, a year): a ``published_after`` within a year asks for the smallest window that
+holds it. A window is coarser than the bound, so the dates are checked again on the hits that
+carry one (news); "before" is only checked on them. The domain rules are checked again too.
+
 ``ddgs`` is synchronous: a search runs in a worker thread, bounded by the provider's timeout.
 It is imported when the adapter is built (in a worker thread, see ``registry``), never when
 this module is. ``primp`` honours ``HTTPS_PROXY`` / ``ALL_PROXY`` / ``NO_PROXY``.
@@ -21,6 +27,8 @@ import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -28,6 +36,7 @@ import anyio
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.http_errors import malformed_error, timeout_error
 from foundry_mcp.providers.search.base import SearchResult, SourceType, published_on
+from foundry_mcp.providers.search.bounds import SourceBounds, apply_bounds
 
 if TYPE_CHECKING:
     from ddgs.base import BaseSearchEngine
@@ -35,6 +44,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Safesearch = Literal["on", "moderate", "off"]
+Timelimit = Literal["d", "w", "m", "y"]
+
+# ddgs's windows back from today, each with the days it surely covers whole (a month taken as
+# its shortest, a window ending now as starting on the day after its first).
+_WINDOWS: tuple[tuple[Timelimit, int], ...] = (("d", 0), ("w", 6), ("m", 27), ("y", 364))
 
 # The engines asked, in order, until enough hits are found (ddgs's backend names).
 DEFAULT_BACKENDS: dict[SourceType, tuple[str, ...]] = {
@@ -67,6 +81,8 @@ class KeylessSearch:
     """Search the web (or news) through ddgs's engines; no key, one engine after the other."""
 
     source_types: tuple[SourceType, ...] = ("web", "news")
+    # At most: the domains, as query operators, when the bounds name some (see ``_native``).
+    native_bounds: frozenset[str] = frozenset({"include_domains", "exclude_domains"})
 
     def __init__(
         self,
@@ -114,12 +130,23 @@ class KeylessSearch:
             self._idle[key].append(self._new_engine(key))
 
     async def search(
-        self, query: str, max_results: int, source_type: SourceType | None = None
+        self,
+        query: str,
+        max_results: int,
+        source_type: SourceType | None = None,
+        *,
+        bounds: SourceBounds | None = None,
     ) -> list[SearchResult]:
         kind: SourceType = "news" if source_type == "news" else "web"
         text = " ".join(query.split())
         if not text:
             return []
+        asked = _Asked(
+            query=bounded_query(text, bounds),
+            timelimit=timelimit_for(bounds.published_after if bounds else None),
+            bounds=bounds,
+            native=self._native(bounds),
+        )
         if not self._backends[kind]:
             raise ProviderError(
                 f"{self.name} has no usable {kind} search backend.",
@@ -137,7 +164,7 @@ class KeylessSearch:
                 return await anyio.to_thread.run_sync(
                     self._search_sync,
                     kind,
-                    text,
+                    asked,
                     max(1, max_results),
                     stop,
                     abandon_on_cancel=True,
@@ -147,10 +174,15 @@ class KeylessSearch:
         finally:
             stop.set()
 
+    def _native(self, bounds: SourceBounds | None) -> frozenset[str]:
+        """The bounds this search sends to the engines: the domain rules it names."""
+        return self.native_bounds & bounds.given if bounds is not None else frozenset()
+
     def _search_sync(
-        self, kind: SourceType, query: str, max_results: int, stop: threading.Event
+        self, kind: SourceType, asked: _Asked, max_results: int, stop: threading.Event
     ) -> list[SearchResult]:
-        """Ask the backends in order until ``max_results`` distinct hits are found.
+        """Ask the backends in order until ``max_results`` distinct hits within the bounds
+        are found.
 
         An engine that answered, even with nothing, makes the search a success; when none did,
         the failure is raised (a rate limit first, when one engine said so).
@@ -163,13 +195,13 @@ class KeylessSearch:
             if stop.is_set() or len(results) >= max_results:
                 break
             try:
-                found = self._ask(f"{kind}:{backend}", kind, query)
+                found = self._ask(f"{kind}:{backend}", kind, asked.query, asked.timelimit)
             except _EngineFailure as failure:
                 log.info("%s: backend %s failed: %s", self.name, backend, failure.error.message)
                 failures.append(failure.error)
                 continue
             answered = True
-            for result in found:
+            for result in apply_bounds(found, asked.bounds, asked.native):
                 if result.url not in seen:
                     seen.add(str(result.url))
                     results.append(result)
@@ -178,7 +210,9 @@ class KeylessSearch:
         limited = [f for f in failures if f.kind == "rate_limit"]
         raise (limited or failures)[-1]
 
-    def _ask(self, key: str, kind: SourceType, query: str) -> list[SearchResult]:
+    def _ask(
+        self, key: str, kind: SourceType, query: str, timelimit: Timelimit | None
+    ) -> list[SearchResult]:
         """One request to one engine, its answer read by the engine's own parser."""
         from ddgs.exceptions import DDGSException, TimeoutException
 
@@ -188,7 +222,7 @@ class KeylessSearch:
                     query=query,
                     region=self._region,
                     safesearch=self._safesearch,
-                    timelimit=None,
+                    timelimit=timelimit,
                     page=1,
                 )
                 body = "params" if engine.search_method == "GET" else "data"
@@ -276,6 +310,42 @@ class KeylessSearch:
     async def aclose(self) -> None:
         with self._idle_lock:
             self._idle = {key: [] for key in self._classes}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Asked:
+    """What one search asks every engine, and the bounds its hits are kept within."""
+
+    query: str
+    timelimit: Timelimit | None
+    bounds: SourceBounds | None
+    native: frozenset[str]
+
+
+def bounded_query(text: str, bounds: SourceBounds | None) -> str:
+    """``text`` with the domain rules of ``bounds`` as ``site:`` / ``-site:`` operators."""
+    if bounds is None:
+        return text
+    terms = [text]
+    included = bounds.include_domains
+    if len(included) == 1:
+        terms.append(f"site:{included[0]}")
+    elif included:
+        terms.append("(" + " OR ".join(f"site:{domain}" for domain in included) + ")")
+    terms += [f"-site:{domain}" for domain in bounds.exclude_domains]
+    return " ".join(terms)
+
+
+def timelimit_for(after: date | None, today: date | None = None) -> Timelimit | None:
+    """The smallest ddgs window back from ``today`` (UTC) that holds every day from ``after``
+    on; None when there is no ``after`` or it is more than a year back."""
+    if after is None:
+        return None
+    today = today or datetime.now(UTC).date()
+    for window, days in _WINDOWS:
+        if after >= today - timedelta(days=days):
+            return window
+    return None
 
 
 def _result(provider: str, kind: SourceType, hit: Any) -> SearchResult | None:

@@ -32,6 +32,7 @@ import anyio
 from foundry_mcp.config import LocalDocumentsSettings
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.search.base import SearchResult, SourceType
+from foundry_mcp.providers.search.bounds import SourceBounds
 from foundry_mcp.providers.search.documents import first_heading, split_passages
 from foundry_mcp.providers.search.local_index import INDEX_FILE, LocalIndex, ScanStats
 
@@ -134,8 +135,15 @@ class LocalDocuments:
     # ------------------------------------------------------------------ search
 
     async def search(
-        self, query: str, max_results: int, source_type: SourceType | None = None
+        self,
+        query: str,
+        max_results: int,
+        source_type: SourceType | None = None,
+        *,
+        bounds: SourceBounds | None = None,
     ) -> list[SearchResult]:
+        """Passages matching ``query``; ``bounds`` is ignored: the user's own documents are
+        never domain- or date-filtered."""
         return await self._off_loop(self._search_sync, query, max_results)
 
     async def sample(self, question: str, limit: int) -> list[str]:

@@ -5,6 +5,11 @@
 and citation count; its URL is the DOI when known, else the arXiv page, else Semantic Scholar's.
 Its authors, year, venue, DOI and arXiv id also become its ``Publication`` (for citing it).
 An API key (header ``x-api-key``) is optional: without one, requests share a public rate limit.
+
+Source bounds: the days are sent as ``publicationDateOrYear=<after>:<before>`` (inclusive,
+either end may be open; the API matches a paper known only by its year on the year), so the date
+range is native. The API has no domain filter: the domain rules are checked on each paper's
+URL (its DOI, arXiv or Semantic Scholar link), after the search.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.http_errors import parse_retry_after, status_error
 from foundry_mcp.providers.search._http import get_json, new_client
 from foundry_mcp.providers.search.base import Publication, SearchResult, SourceType
+from foundry_mcp.providers.search.bounds import SourceBounds, apply_bounds
 
 DEFAULT_BASE_URL = "https://api.semanticscholar.org"
 FIELDS = "title,abstract,tldr,url,externalIds,year,authors,venue,citationCount"
@@ -33,6 +39,7 @@ class SemanticScholarSearch:
     """Search papers; one HTTP client per provider, key optional."""
 
     source_types: tuple[SourceType, ...] = ("academic",)
+    native_bounds: frozenset[str] = frozenset({"published_after", "published_before"})
 
     def __init__(
         self, name: str, api_key: str | None, base_url: str | None, timeout: float
@@ -44,17 +51,27 @@ class SemanticScholarSearch:
         self._client = new_client(base_url or DEFAULT_BASE_URL, self._timeout, headers)
 
     async def search(
-        self, query: str, max_results: int, source_type: SourceType | None = None
+        self,
+        query: str,
+        max_results: int,
+        source_type: SourceType | None = None,
+        *,
+        bounds: SourceBounds | None = None,
     ) -> list[SearchResult]:
         # The API finds nothing for hyphenated terms; it supports no query syntax at all.
         text = re.sub(r"\s+", " ", query.replace("-", " ")).strip()
         if not text:
             return []
+        limit = max(1, min(max_results, MAX_LIMIT))
+        params: dict[str, Any] = {"query": text, "limit": limit, "fields": FIELDS}
+        dates = publication_range(bounds)
+        if dates is not None:
+            params["publicationDateOrYear"] = dates
         data = await get_json(
             self._client,
             self.name,
             "/graph/v1/paper/search",
-            params={"query": text, "limit": max(1, min(max_results, MAX_LIMIT)), "fields": FIELDS},
+            params=params,
             timeout=self._timeout,
             secret=self._key,
             map_error=self._map_error,
@@ -68,7 +85,8 @@ class SemanticScholarSearch:
                 kind="transient",
             )
         results = [_result(self.name, p) for p in papers if isinstance(p, dict)]
-        return [r for r in results if r is not None][:max_results]
+        found = [r for r in results if r is not None][:max_results]
+        return apply_bounds(found, bounds, self.native_bounds)
 
     def _map_error(
         self, status: int, parsed: Any, headers: httpx.Headers, detail: str
@@ -100,6 +118,15 @@ class SemanticScholarSearch:
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def publication_range(bounds: SourceBounds | None) -> str | None:
+    """``publicationDateOrYear`` for the days of ``bounds`` (``2020-01-01:``, ``:2023-12-31``,
+    or both ends), None when no day is bounded."""
+    if bounds is None or (bounds.published_after is None and bounds.published_before is None):
+        return None
+    after, before = bounds.published_after, bounds.published_before
+    return f"{after.isoformat() if after else ''}:{before.isoformat() if before else ''}"
 
 
 def paper_url(paper: dict[str, Any]) -> str | None:

@@ -3,6 +3,9 @@
 A search for news sources uses Tavily's ``news`` topic (recent articles from news outlets);
 any other search its general web topic. The day a news result was published (its
 ``published_date``) becomes its ``Publication``.
+
+Source bounds are all sent in the request: ``include_domains`` / ``exclude_domains`` lists and
+``start_date`` / ``end_date`` days (``YYYY-MM-DD``, both inclusive).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from foundry_mcp.providers.http_errors import (
     timeout_error,
 )
 from foundry_mcp.providers.search.base import SearchResult, SourceType, published_on
+from foundry_mcp.providers.search.bounds import BOUND_NAMES, SourceBounds, apply_bounds
 
 if TYPE_CHECKING:
     from tavily import AsyncTavilyClient
@@ -39,6 +43,7 @@ class TavilySearch:
     """
 
     source_types: tuple[SourceType, ...] = ("web", "news")
+    native_bounds: frozenset[str] = BOUND_NAMES  # domains and days are request fields
 
     def __init__(
         self,
@@ -59,7 +64,12 @@ class TavilySearch:
         self._client: AsyncTavilyClient = AsyncTavilyClient(api_key=api_key, api_base_url=base_url)
 
     async def search(
-        self, query: str, max_results: int, source_type: SourceType | None = None
+        self,
+        query: str,
+        max_results: int,
+        source_type: SourceType | None = None,
+        *,
+        bounds: SourceBounds | None = None,
     ) -> list[SearchResult]:
         if not self._key:  # without a key the SDK would silently go keyless
             raise ProviderError(
@@ -78,17 +88,19 @@ class TavilySearch:
                 search_depth=self._search_depth,
                 timeout=self._timeout,
                 **topic,
+                **_bound_fields(bounds),
             )
             results = response.get("results") or []
         except Exception as exc:
             raise self._error(exc) from None
         if not isinstance(results, list):
             raise malformed_error(self.name, "the results are not a list")
-        return [
+        found = [
             _result(self.name, item, self._max_page_chars)
             for item in results[:max_results]
             if isinstance(item, dict)
         ]
+        return apply_bounds(found, bounds, self.native_bounds)
 
     def _error(self, exc: Exception) -> ProviderError:
         """The ProviderError for anything the SDK raised; an unknown exception is re-raised."""
@@ -135,6 +147,22 @@ class TavilySearch:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+def _bound_fields(bounds: SourceBounds | None) -> dict[str, Any]:
+    """The ``/search`` fields that carry ``bounds`` (none for an absent bound)."""
+    if bounds is None:
+        return {}
+    fields: dict[str, Any] = {}
+    if bounds.include_domains:
+        fields["include_domains"] = list(bounds.include_domains)
+    if bounds.exclude_domains:
+        fields["exclude_domains"] = list(bounds.exclude_domains)
+    if bounds.published_after is not None:
+        fields["start_date"] = bounds.published_after.isoformat()
+    if bounds.published_before is not None:
+        fields["end_date"] = bounds.published_before.isoformat()
+    return fields
 
 
 def _result(provider: str, item: dict[str, Any], max_page_chars: int) -> SearchResult:
