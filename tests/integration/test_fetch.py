@@ -230,6 +230,24 @@ async def test_redirects_are_followed_up_to_the_cap() -> None:
     assert [r.path for r in server.requests[-4:]] == ["/hop0", "/hop1", "/hop2", "/hop3"]
 
 
+async def test_a_redirect_out_of_the_bounds_is_not_followed() -> None:
+    """A research's source bounds are asked about every hop: a page outside them is never
+    requested, even when a page inside redirects to it."""
+    pages = {"/start": redirect("/elsewhere"), "/elsewhere": html_page(ARTICLE)}
+    with fake_pages(pages) as server:
+        fetcher = _open()
+        try:
+            refused = await fetcher.fetch(
+                server.base_url + "/start", lambda url: not url.endswith("/elsewhere")
+            )
+            followed = await fetcher.fetch(server.base_url + "/start", lambda url: True)
+        finally:
+            await fetcher.aclose()
+    assert not refused.ok and refused.error == "outside the research's source bounds"
+    assert followed.ok
+    assert [r.path for r in server.requests] == ["/start", "/start", "/elsewhere"]
+
+
 async def test_slow_page_times_out() -> None:
     with fake_pages({"/slow": html_page(ARTICLE)}) as server:
         server.latency = 3.0

@@ -137,7 +137,14 @@ async def test_a_page_three_parts_found_is_read_once_and_serves_each_part(
         item: facts_in(" ".join(f.content for f in state.findings if item in f.content))
         for item in ITEMS
     }
-    assert all(len(tags) == 3 for tags in answered.values()), answered
+    # (A finding may name another cache beside its own, as a comparison does: which finding
+    # holds which depends on the order the researchers ran in; every cache's own three facts
+    # reach findings naming it, whatever that order.)
+    own = {
+        item: {tag for tag in tags if tag.startswith(f"FACT-{item}-")}
+        for item, tags in answered.items()
+    }
+    assert all(len(tags) == 3 for tags in own.values()), answered
     # The analyst saw the user's question and the part a reading was for.
     assert all(
         QUESTION in prompt and "This reading was asked for part" in prompt for prompt in prompts

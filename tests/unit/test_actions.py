@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from datetime import date
 from typing import Any
 
 import pytest
@@ -34,6 +35,11 @@ SAMPLES: dict[str, Any] = {
     "preferred_sources": ["docs.python.org"],
     "clarify": "always",
     "review_plan": True,
+    "include_domains": ["python.org"],
+    "exclude_domains": ["example.com"],
+    "published_after": date(2024, 1, 1),
+    "published_before": date(2025, 6, 30),
+    "output_schema": {"type": "object", "properties": {"answer": {"type": "string"}}},
     "plan": ["first edited query", "second edited query"],
     "max_iterations": 2,
     "max_sub_queries": 3,
@@ -72,6 +78,8 @@ class RecordingService:
             for key, value in bound.arguments.items():
                 if signature.parameters[key].kind is inspect.Parameter.VAR_KEYWORD:
                     self.received.update(value)  # the limits, given as keywords
+                elif key == "bounds" and value:
+                    self.received.update(value)  # the source bounds, given as one mapping
                 elif key != "self":
                     self.received[key] = value
             if name == "start_warnings":

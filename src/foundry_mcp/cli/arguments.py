@@ -178,6 +178,29 @@ def _add_research(
         help="sites to favour, comma-separated domains or https:// address prefixes",
     )
     research.add_argument(
+        "--include-domain",
+        action="append",
+        metavar="DOMAIN",
+        help="read only sources on this domain (its subdomains too); repeat for more",
+    )
+    research.add_argument(
+        "--exclude-domain",
+        action="append",
+        metavar="DOMAIN",
+        help="never search, read or cite this domain; repeat for more",
+    )
+    research.add_argument(
+        "--published-after", metavar="YYYY-MM-DD", help="only sources published on or after"
+    )
+    research.add_argument(
+        "--published-before", metavar="YYYY-MM-DD", help="only sources published on or before"
+    )
+    research.add_argument(
+        "--schema",
+        metavar="FILE",
+        help="a JSON Schema file: also answer in that shape, every value cited (report: 'answer')",
+    )
+    research.add_argument(
         "--clarify",
         type=str.lower,
         choices=["auto", "off", "always"],

@@ -9,8 +9,10 @@ or continue it.
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -20,6 +22,7 @@ from foundry_mcp.cli.display.output import in_terminal_words, print_json
 from foundry_mcp.cli.display.progress import TERMINAL, follow_progress
 from foundry_mcp.cli.report_file import ReportTarget, WrittenReport, report_target, write_report
 from foundry_mcp.cli.wording import for_the_terminal
+from foundry_mcp.errors import InputError
 from foundry_mcp.research.asking import Asker
 from foundry_mcp.research.service.research_service import ResearchService
 
@@ -48,6 +51,13 @@ async def run_research(service: ResearchService, args: argparse.Namespace) -> in
         preferred_sources=args.prefer,
         clarify=args.clarify,
         review_plan=args.review_plan,
+        bounds={
+            "include_domains": args.include_domain,
+            "exclude_domains": args.exclude_domain,
+            "published_after": args.published_after,
+            "published_before": args.published_before,
+        },
+        output_schema=read_schema(args.schema),
         asker=asker,
         **limits,
     )
@@ -128,6 +138,25 @@ async def _follow(
     sys.stdout.flush()
     _say_what_next(status, written)
     return 0 if completed else 1
+
+
+def read_schema(path: str | None) -> Any:
+    """The JSON Schema in the file ``path`` (None: no schema), or an error saying what is
+    wrong with the file."""
+    if path is None:
+        return None
+    try:
+        return json.loads(Path(path).expanduser().read_text(encoding="utf-8"))
+    except OSError as exc:
+        problem = f"--schema {path}: the file cannot be read ({exc.strerror or exc})."
+    except (ValueError, UnicodeDecodeError) as exc:
+        problem = f"--schema {path}: not JSON ({exc})."
+    raise InputError(
+        problem,
+        remediation="Give a file holding one JSON Schema object, e.g. "
+        '{"type": "object", "properties": {"licence": {"type": "string"}}}.',
+        details={"field": "output_schema"},
+    )
 
 
 def _show_waiting_plan(status: dict[str, Any], as_json: bool) -> None:

@@ -3,6 +3,7 @@ deep research runs, reads pages and reads the user's own documents."""
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 from typing import Annotated, Literal, TypedDict
 
@@ -243,6 +244,16 @@ class ResearchSettings(Section):
     ] = Field(0, ge=0, le=100)
     max_cost_usd: Annotated[float | None, LOWER_SPENDS] = Field(None, gt=0)
     max_time_s: Annotated[float | None, LOWER_SPENDS] = Field(None, ge=5, le=86400)
+    # Source bounds of every research (a call's own are added; docs/usage.md): the only
+    # domains it reads, those it never reads, and the days its sources were published between.
+    include_domains: Annotated[list[str], Protected(Effect.READS)] = Field(
+        default_factory=list, max_length=50
+    )
+    exclude_domains: Annotated[list[str], Protected(Effect.READS)] = Field(
+        default_factory=list, max_length=50
+    )
+    published_after: Annotated[date | None, Protected(Effect.READS)] = None
+    published_before: Annotated[date | None, Protected(Effect.READS)] = None
 
     # Talking with the user (docs/usage.md): a vague question is clarified first when the
     # client can be asked; how long a question waits for its answer.

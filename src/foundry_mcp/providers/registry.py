@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from foundry_mcp.config import (
     DEFAULT_MODELS,
@@ -23,6 +23,7 @@ from foundry_mcp.providers.detection import LLMChoice, default_provider_origin, 
 from foundry_mcp.providers.llm.base import LLMProvider
 from foundry_mcp.providers.resilience import ResilienceRegistry
 from foundry_mcp.providers.search.base import SearchProvider, SourceType
+from foundry_mcp.providers.search.bounds import SourceBounds
 from foundry_mcp.providers.search_selection import (
     SearchSelection,
     key_hint,
@@ -262,6 +263,10 @@ class ProviderRegistry:
     def attach_mcp_sources(self, sources: McpSources) -> None:
         """The process's connections to its MCP sources, for their search adapters."""
         self._mcp_sources = sources
+
+    def bounds_report(self, names: Sequence[str], bounds: SourceBounds) -> dict[str, Any]:
+        """See :meth:`SearchSelection.bounds_report`."""
+        return self._selection.bounds_report(names, bounds)
 
     def search_class(self, name: str) -> type:
         """The adapter class of a search provider (importing it imports no SDK)."""

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from foundry_mcp.config import MCP_PREFIX, PROVIDER_ENV, ProviderKind, Settings
 from foundry_mcp.errors import ProviderNotConfiguredError
-from foundry_mcp.providers.search.base import SourceType, served_types
+from foundry_mcp.providers.search.base import SourceType, native_bounds_of, served_types
+from foundry_mcp.providers.search.bounds import SourceBounds
 
 SEARCH_KINDS: frozenset[ProviderKind] = frozenset(
     {"tavily", "google", "semantic_scholar", "local", "ddgs", "mcp"}
@@ -164,6 +166,24 @@ class SearchSelection:
                 f"No usable search provider. {detail}", remediation=_NO_SEARCH_FIX
             )
         return usable, warnings
+
+    def bounds_report(self, names: Sequence[str], bounds: SourceBounds) -> dict[str, Any]:
+        """The ``bounds`` as a research's status shows them: for each outside search provider,
+        the ones its service applies itself (the rest are checked on its results here), and the
+        user's own sources, which no bound applies to."""
+        by_service: dict[str, list[str]] = {}
+        own = []
+        for name in names:
+            if self._settings.provider_kind(name) in ("local", "mcp"):
+                own.append(name)
+            else:
+                native = native_bounds_of(self._search_class(name)) & bounds.given
+                by_service[name] = sorted(native)
+        return {
+            **bounds.model_dump(mode="json", exclude_defaults=True),
+            "applied_by_service": by_service,
+            "not_bounded": own,
+        }
 
     def types(self, name: str) -> tuple[SourceType, ...]:
         """The kinds of sources search provider ``name`` serves (none for an unknown kind)."""

@@ -14,6 +14,7 @@ from foundry_mcp.errors import InputError, UnknownActionError
 from foundry_mcp.server.arguments import (
     ACTION_PARAMS,
     ACTION_SUMMARIES,
+    BOUND_PARAMS,
     LIMIT_PARAMS,
     ResearchArguments,
 )
@@ -122,6 +123,8 @@ async def _deep_research(
         preferred_sources=use.get("preferred_sources"),
         clarify=use.get("clarify"),
         review_plan=bool(use.get("review_plan", False)),
+        bounds={name: use[name] for name in BOUND_PARAMS if name in use},
+        output_schema=use.get("output_schema"),
         asker=call.asker,
         principal=call.principal,
         **_limits(use),

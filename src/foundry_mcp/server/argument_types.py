@@ -75,4 +75,9 @@ PreferredSources = Annotated[
 ]
 
 
+Domains = Annotated[
+    list[Annotated[str, Field(max_length=255)]], Field(max_length=50), BeforeValidator(_as_list)
+]
+
+
 EditedPlan = Annotated[dict[str, Any] | list[Any], BeforeValidator(_plan_value)]

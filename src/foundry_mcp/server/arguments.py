@@ -7,6 +7,7 @@ A call whose arguments do not fit the model is refused with the tool's own envel
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -25,6 +26,7 @@ from foundry_mcp.server.argument_types import (
     LOW,
     NOT_BOOL,
     Concurrency,
+    Domains,
     EditedPlan,
     Iterations,
     Offset,
@@ -41,6 +43,7 @@ from foundry_mcp.server.argument_types import (
 )
 
 LIMIT_PARAMS = tuple(LIMIT_BOUNDS)
+BOUND_PARAMS = ("include_domains", "exclude_domains", "published_after", "published_before")
 
 # Each action and the parameters it reads: the tool description, the "ignored parameter"
 # warnings and the dispatcher's table all follow this.
@@ -58,6 +61,8 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
         "preferred_sources",
         "clarify",
         "review_plan",
+        *BOUND_PARAMS,
+        "output_schema",
         *LIMIT_PARAMS,
     ),
     "deep-research-status": ("research_id", "wait", "wait_timeout"),
@@ -77,15 +82,15 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
 ACTION_SUMMARIES: dict[str, str] = {
     "deep-research": "start one",
     "deep-research-status": "where it is",
-    "deep-research-report": "summary and a report page",
+    "deep-research-report": "summary and a page",
     "deep-research-evidence": "checked sentences with quotes",
     "deep-research-list": "newest first",
     "deep-research-events": "audit trail",
     "deep-research-cancel": "stop; resumable",
-    "deep-research-resume": "go on; approves a waiting plan (plan edits it)",
-    "deep-research-ask": "follow-up question, answered from its sources",
+    "deep-research-resume": "go on; approves a waiting plan",
+    "deep-research-ask": "follow-up question from its sources",
     "deep-research-delete": "delete",
-    "deep-research-restore": "bring back an archived source",
+    "deep-research-restore": "restore an archived source",
     "deep-research-export": "as a file format",
     "health": "check the providers",
 }
@@ -179,6 +184,28 @@ class ResearchArguments(BaseModel):
             "or https:// address prefixes (at most 20): their sources rank higher and are "
             "never cut below a headline when the budget is tight."
         ),
+    )
+    include_domains: Domains | None = Field(
+        None,
+        description="deep-research: read only sources on these domains ('python.org': its "
+        "subdomains too; at most 50); the user's documents and MCP sources are not bounded.",
+    )
+    exclude_domains: Domains | None = Field(
+        None, description="deep-research: never search, read or cite these domains (at most 50)."
+    )
+    published_after: date | None = Field(
+        None,
+        description="deep-research: only sources published on or after this day (YYYY-MM-DD); "
+        "a source whose day is unknown is kept.",
+    )
+    published_before: date | None = Field(
+        None, description="deep-research: only sources published on or before this day."
+    )
+    output_schema: dict[str, Any] | None = Field(
+        None,
+        description="deep-research: a JSON Schema (an object or array at the top) the research "
+        "also answers in, every value cited with a quote in a map beside it; a value no source "
+        "states is null with the reason. The report action returns it as answer.",
     )
     clarify: Literal["auto", "off", "always"] | None = Field(
         None,

@@ -27,8 +27,7 @@ SCHEMAS_URI = "research://schemas"
 SHORT: dict[str, str] = {
     "provider_id": "'provider' or 'provider:model'.",
     "max_time_s": "Deadline, seconds.",
-    "preferred_sources": "Domains or https:// prefixes to favour.",
-    "offset": "Report: first character; evidence: first sentence.",
+    "preferred_sources": "Sites to favour.",
     "path": "File to write, in the working directory.",
 }
 # What validation enforces but a caller need not read: lengths of texts and lists.
@@ -49,6 +48,11 @@ def _compact(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     kept: dict[str, Any] = dict(options[0]) if len(options) == 1 else {"anyOf": options}
     for noise in UNPUBLISHED:
         kept.pop(noise, None)
+    if kept.get("additionalProperties") is True:  # JSON Schema's default
+        del kept["additionalProperties"]
+    for option in kept.get("anyOf", []):
+        if option.get("additionalProperties") is True:
+            del option["additionalProperties"]
     items = kept.get("items")
     if isinstance(items, dict):
         kept["items"] = {k: v for k, v in items.items() if k not in UNPUBLISHED}
@@ -63,8 +67,7 @@ OUTPUT_SCHEMA: dict[str, Any] = {
         "success": {"type": "boolean"},
         "data": {
             "type": "object",
-            "description": f"The action's result ({SCHEMAS_URI}); on failure error_code, "
-            "error_type and remediation.",
+            "description": f"Result ({SCHEMAS_URI}); on failure error_code, remediation.",
         },
         "error": {"type": ["string", "null"]},
         "meta": {

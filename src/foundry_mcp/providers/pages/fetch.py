@@ -23,6 +23,7 @@ import os
 import re
 import ssl
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -121,8 +122,12 @@ class PageFetcher:
                 group.start_soon(one, index, url)
         return [r for r in results if r is not None]
 
-    async def fetch(self, url: str) -> FetchResult:
-        """Download one page and extract its text; never raises for a page's problems."""
+    async def fetch(self, url: str, allowed: Callable[[str], bool] | None = None) -> FetchResult:
+        """Download one page and extract its text; never raises for a page's problems.
+
+        ``allowed``: whether a URL may be read (a research's source bounds); a page, or a
+        redirect, to one it refuses is not requested.
+        """
         if self._downloads is None:
             self._downloads = anyio.CapacityLimiter(self.settings.max_concurrent)
         if self._extractors is None:
@@ -132,7 +137,7 @@ class PageFetcher:
         try:
             async with self._downloads:
                 with anyio.fail_after(self.settings.timeout):
-                    download = await self._download(url)
+                    download = await self._download(url, allowed)
             result.final_url = download.final_url
             result.content_type = download.content_type
             result.status_code = download.status
@@ -167,9 +172,11 @@ class PageFetcher:
             log.info("fetch of %s failed: %s", _loggable(url), result.error)
         return result
 
-    async def _download(self, url: str) -> _Download:
+    async def _download(self, url: str, allowed: Callable[[str], bool] | None) -> _Download:
         current = url
         for hop in range(self.settings.max_redirects + 1):
+            if allowed is not None and not allowed(current):
+                raise FetchRefusedError("outside the research's source bounds")
             target = _parse_url(current)
             # With the guard on, the transport vets the address of every new connection.
             request = self._client.build_request("GET", target)

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from foundry_mcp.context.options import TokenBudgetOptions
+from foundry_mcp.providers.search.bounds import SourceBounds
 from foundry_mcp.research.models.base import _Model
 from foundry_mcp.research.models.modes import ExplorationMode, HypothesisMode, ResearchMode
 
@@ -50,6 +51,8 @@ class SearchOptions(_Model):
 
     source_types: list[str] = Field(default_factory=list)
     strategy: Literal["priority", "all"] = "priority"
+    # The caller's source bounds (domains, publication days); None: unbounded.
+    bounds: SourceBounds | None = None
 
 
 class ResearchOptions(_Model):

@@ -8,7 +8,10 @@ itself, so the CLI and direct callers get the same errors.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
+
+from pydantic import ValidationError as PydanticValidationError
 
 from foundry_mcp.config import (
     LIMIT_BOUNDS,
@@ -20,6 +23,7 @@ from foundry_mcp.config import (
 from foundry_mcp.config.research_settings import LimitArgs
 from foundry_mcp.errors import InputError, InvalidStateError
 from foundry_mcp.providers.search.base import SOURCE_TYPES
+from foundry_mcp.providers.search.bounds import SourceBounds
 from foundry_mcp.research.models import (
     Clarify,
     ExplorationMode,
@@ -289,3 +293,47 @@ def check_clarify(value: Any, configured: str) -> Clarify:
             "be asked), always or off; or leave it out.",
             details={"field": "clarify"},
         ) from None
+
+
+BOUND_EXAMPLE = (
+    "include_domains=['docs.python.org'], exclude_domains=['example.com'], "
+    "published_after='2024-01-01'"
+)
+
+
+def check_bounds(given: Mapping[str, Any], configured: ResearchSettings) -> SourceBounds | None:
+    """A research's source bounds: the call's (``given``: include_domains, exclude_domains,
+    published_after, published_before) over ``[research]``'s. The call's included domains
+    replace the configured ones, its excluded ones are added, its days replace the configured
+    days. None when nothing bounds it; ``InputError`` naming the value to change otherwise."""
+    wanted = {key: value for key, value in given.items() if value not in (None, [], "")}
+    merged: dict[str, Any] = {
+        "include_domains": wanted.get("include_domains", configured.include_domains),
+        "exclude_domains": [
+            *configured.exclude_domains,
+            *_as_list(wanted.get("exclude_domains", [])),
+        ],
+        "published_after": wanted.get("published_after", configured.published_after),
+        "published_before": wanted.get("published_before", configured.published_before),
+    }
+    try:
+        bounds = SourceBounds.model_validate(merged)
+    except PydanticValidationError as exc:
+        error = exc.errors()[0]
+        said = error["msg"].removeprefix("Value error, ")
+        field = str(error["loc"][0]) if error["loc"] else "bounds"
+        if field != "bounds":
+            from_file = field not in wanted
+            said = f"{field}{' ([research] in your configuration)' if from_file else ''}: {said}"
+        raise InputError(
+            said,
+            remediation=f"Give domains and ISO days (YYYY-MM-DD), e.g. {BOUND_EXAMPLE}.",
+            details={"field": field},
+        ) from None
+    return None if bounds.empty else bounds
+
+
+def _as_list(value: Any) -> list[Any]:
+    if isinstance(value, str):
+        return [part for part in value.split(",") if part.strip()]
+    return list(value) if isinstance(value, list | tuple) else [value]

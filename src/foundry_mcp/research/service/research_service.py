@@ -17,6 +17,7 @@ checks on a caller's input); the ``payloads`` room and ``restore`` build what th
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -135,21 +136,15 @@ class ResearchService:
         language: str | None = None,
         clarify: Any = None,
         review_plan: bool = False,
+        bounds: Mapping[str, Any] | None = None,
+        output_schema: Any = None,
         asker: Asker | None = None,
         principal: Principal | None = None,
         **limits: Unpack[LimitArgs],
     ) -> dict[str, Any]:
-        """Validate, save a queued research and start it in the background.
-
-        ``clarify`` (auto, off, always): a vague question is first clarified with the user when
-        ``asker`` can reach them. ``review_plan``: it waits after planning for the plan's
-        approval (status waiting).
-
-        ``source_types`` (web, academic, news, local) limits the search to those kinds of
-        sources; none: every configured provider. Sources from ``preferred_sources`` (domains
-        or address prefixes) get the user's priority boost and are never cut below a headline.
-        The research belongs to ``principal``, whose ``max_concurrent_researches`` it must fit.
-        """
+        """Validate, save a queued research and start it in the background (the arguments:
+        :meth:`ResearchWriter.start`). It belongs to ``principal``, whose
+        ``max_concurrent_researches`` it must fit."""
         async with admitted(self.watch, principal):
             return await self.writer.start(
                 query,
@@ -165,6 +160,8 @@ class ResearchService:
                 language=language,
                 clarify=clarify,
                 review_plan=review_plan,
+                bounds=bounds,
+                output_schema=output_schema,
                 asker=asker,
                 principal=name_of(principal),
             )

@@ -7,6 +7,7 @@ that cannot run fails at once, naming the fix, instead of in the background.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -35,6 +36,7 @@ from foundry_mcp.research.models import (
 from foundry_mcp.research.runs.jobs import JobRunner
 from foundry_mcp.research.runs.runner import ResearchRunner
 from foundry_mcp.research.service.inputs import (
+    check_bounds,
     check_can_continue,
     check_clarify,
     check_preferred_sources,
@@ -97,6 +99,8 @@ class ResearchWriter:
         language: Any = None,
         clarify: Any = None,
         review_plan: bool = False,
+        bounds: Mapping[str, Any] | None = None,
+        output_schema: Any = None,
         asker: Asker | None = None,
         principal: str | None = None,
     ) -> dict[str, Any]:
@@ -108,7 +112,12 @@ class ResearchWriter:
         waits after planning until the plan is approved (:mod:`.plan_review`).
 
         The report is written in ``language`` when given, else in the question's language when
-        it is recognised (:mod:`foundry_mcp.research.language`).
+        it is recognised (:mod:`foundry_mcp.research.language`). ``bounds`` (include_domains,
+        exclude_domains, published_after, published_before) bound its sources, over the
+        configured ones (:func:`.inputs.check_bounds`); ``source_types`` (web, academic, news,
+        local) keeps those kinds of sources; ``preferred_sources`` (domains or address
+        prefixes) rank higher and are never cut below a headline. With ``output_schema`` (a
+        JSON Schema) it also answers in that shape, each value cited (:mod:`.answer_schema`).
 
         ``effort`` (quick, standard, deep) sets the limits, mode and checks the caller did not
         give (see :mod:`foundry_mcp.research.effort`). The research belongs to ``principal``
@@ -118,6 +127,7 @@ class ResearchWriter:
         written_in = await anyio.to_thread.run_sync(report_language, language, query)
         kinds = check_source_types(source_types)
         preferred = check_preferred_sources(preferred_sources)
+        bounded = check_bounds(bounds or {}, self.settings.research)
         chosen = check_effort(effort)
         asking = check_clarify(clarify, self.settings.research.clarify)
         if max_time_s is not None:
@@ -168,7 +178,9 @@ class ResearchWriter:
                 phase_timeouts=research.phase_timeouts(),
                 mode=mode_options,
                 search=SearchOptions(
-                    source_types=kinds, strategy=research.deep_research_search_strategy
+                    source_types=kinds,
+                    strategy=research.deep_research_search_strategy,
+                    bounds=bounded,
                 ),
             ),
             mode=mode_options.requested,
@@ -219,6 +231,11 @@ class ResearchWriter:
                 "strategy": research.deep_research_search_strategy,
                 "warnings": warnings,
                 "preferred_sources": preferred,
+                **(
+                    {"bounds": self.providers.bounds_report(search, bounded)}
+                    if bounded is not None
+                    else {}
+                ),
             },
         }
 

@@ -25,13 +25,14 @@ import re
 import time
 import unicodedata
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import anyio
 
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.search.base import SearchProvider, SearchResult, SourceType, richer
+from foundry_mcp.providers.search.bounds import apply_bounds
 from foundry_mcp.research.llm.calls import CallLog
 from foundry_mcp.research.llm.fanout import fan_out
 from foundry_mcp.research.models import (
@@ -224,11 +225,17 @@ async def _ask(
         event["source_type"] = kind
     attempt = Attempt(provider.name)
     limit = state.limits.max_sources_per_query
+    bounds = state.options.search.bounds
+    # Only a bounded research tells its providers the bounds (each in its service's terms).
+    bounded: dict[str, Any] = {"bounds": bounds} if bounds is not None else {}
+    if kind is not None:  # an adapter serving one kind is not told which
+        bounded["source_type"] = kind
     try:
-        if kind is None:  # an adapter serving one kind is not told which
-            attempt.results = await provider.search(query, limit)
-        else:
-            attempt.results = await provider.search(query, limit, kind)
+        found = await provider.search(query, limit, **bounded)
+        # Checked again here, whatever the adapter did: nothing outside the bounds is read.
+        attempt.results = apply_bounds(found, bounds) if bounds is not None else found
+        if len(attempt.results) < len(found):
+            event["outside_bounds"] = len(found) - len(attempt.results)
         event["results"] = len(attempt.results)
     except ProviderError as exc:
         log.warning("search on %s failed: %s", provider.name, exc.message)
@@ -254,21 +261,28 @@ async def _fetch_pages(
 ) -> None:
     """Read the pages of ``sources`` that need it; their text becomes the source content."""
     follow = fetcher.settings.follow_links
+    bounds = state.options.search.bounds
     wanted = [
         s
         for s in sources
         if s.url
         and urlsplit(s.url).scheme.lower() in ("http", "https")
         and (follow or not s.content)
+        and (bounds is None or bounds.allows_url(s.url))
     ]
     if not wanted:
         return
+    allowed = bounds.allows_url if bounds is not None else None
+
+    def fetch(url: str) -> Awaitable[FetchResult]:
+        # A redirect out of the bounds is not followed either.
+        return fetcher.fetch(url, allowed) if allowed is not None else fetcher.fetch(url)
 
     async def one(source: Source) -> None:
         assert source.url is not None
         started = time.perf_counter()
         result: FetchResult = await (
-            pool.read(source.url, fetcher.fetch) if pool is not None else fetcher.fetch(source.url)
+            pool.read(source.url, fetch) if pool is not None else fetch(source.url)
         )
         calls.add("fetch", started, time.perf_counter())
         state.emit(
