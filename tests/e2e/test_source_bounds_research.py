@@ -88,6 +88,7 @@ async def _research(
         started = await service.start(QUESTION, max_iterations=1, clarify="off", **options)
         status = await wait_until(service, started["research_id"], TERMINAL)
         assert status["status"] == "completed", status["error"]
+        assert status.get("bounds") == started["search"].get("bounds")  # the status says so too
         state = service.store.load(started["research_id"])
         evidence, _ = await service.report(started["research_id"], evidence=True)
     return started, state, evidence

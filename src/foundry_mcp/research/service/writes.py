@@ -191,6 +191,8 @@ class ResearchWriter:
         )
         if stated is not None:
             state.metadata["provider_choice"] = stated
+        if bounded is not None:
+            state.metadata["bounds"] = self.providers.bounds_report(search, bounded)
         self._fit_settings(state)  # token budget options from [research]
         if asker is not None and asking != Clarify.OFF:
             llm = await self.runner.research_llm(state, CallLog(), journaled=False)
@@ -231,11 +233,7 @@ class ResearchWriter:
                 "strategy": research.deep_research_search_strategy,
                 "warnings": warnings,
                 "preferred_sources": preferred,
-                **(
-                    {"bounds": self.providers.bounds_report(search, bounded)}
-                    if bounded is not None
-                    else {}
-                ),
+                **({"bounds": state.metadata["bounds"]} if bounded is not None else {}),
             },
         }
 

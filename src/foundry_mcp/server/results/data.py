@@ -23,6 +23,7 @@ from foundry_mcp.research.effort import Effort
 from foundry_mcp.research.export.document import ExportFormat
 from foundry_mcp.server.results.report import EvidenceResult, ReportResult, VerdictName
 from foundry_mcp.server.results.status import (
+    BoundsReport,
     Clarified,
     ModeName,
     PhaseName,
@@ -55,6 +56,7 @@ class SearchPlan(Result):
     strategy: Literal["priority", "all"]
     warnings: list[str] = Field(description="Providers skipped, and why.")
     preferred_sources: list[str]
+    bounds: BoundsReport | None = None
 
 
 class StartResult(Result):

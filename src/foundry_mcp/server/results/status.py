@@ -217,6 +217,7 @@ class StatusResult(Result):
     tree: ResearchTree | None = Field(description="None in simple mode.")
     fidelity: Fidelity
     clarification: Clarified | None = None
+    bounds: BoundsReport | None = Field(None, description="Its source bounds, when bounded.")
     waiting_for: Literal["plan_approval"] | None = Field(
         None, description="Status waiting: what it waits for."
     )
@@ -230,6 +231,20 @@ class AskedQuestion(Result):
     question: str
     choices: list[str] | None = None
     answer: str | None = Field(description="null: not answered (its assumption was made).")
+
+
+class BoundsReport(Result):
+    """A research's source bounds and who applies them."""
+
+    include_domains: list[str] = Field(default_factory=list)
+    exclude_domains: list[str] = Field(default_factory=list)
+    published_after: str | None = None
+    published_before: str | None = None
+    applied_by_service: dict[str, list[str]] = Field(
+        description="Per search provider, the bounds its service applied itself; the others "
+        "are checked on its results."
+    )
+    not_bounded: list[str] = Field(description="The user's own sources: never bounded.")
 
 
 class Clarified(Result):

@@ -109,6 +109,7 @@ def status_payload(
         "updated_at": state.updated_at.isoformat(),
         "tree": research_tree(state),
         "fidelity": fidelity_block(state),
+        **({"bounds": state.metadata["bounds"]} if "bounds" in state.metadata else {}),
         **conversation_status(state),
     }
 
