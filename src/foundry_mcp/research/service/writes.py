@@ -47,7 +47,7 @@ from foundry_mcp.research.service.inputs import (
     resolve_mode,
 )
 from foundry_mcp.research.service.ownership import OwnershipWatch
-from foundry_mcp.research.service.payloads.conversation import clarified
+from foundry_mcp.research.service.payloads.started import started_payload
 from foundry_mcp.research.service.payloads.status import shorten
 from foundry_mcp.research.service.plan_review import approve
 from foundry_mcp.research.service.restore import restore_content
@@ -208,34 +208,7 @@ class ResearchWriter:
             await self.io.write(lambda store: store.create(state, self.owner, lease))
             self.runner.event(state.id, "created", created)
             self.jobs.start(state.id, self.runner.run)
-        return {
-            "research_id": state.id,
-            "status": state.status.value,
-            "phase": state.phase.value,
-            "message": (
-                "Research started in the background. Follow it with its research_id: "
-                "action='deep-research-status' with wait=true (returns when it moves); then "
-                "read action='deep-research-report'."
-            ),
-            "limits": resolved.model_dump(),
-            "mode": mode_options.requested.value,
-            "effort": (chosen or Effort.STANDARD).value,
-            **clarified(state),
-            "provider": f"{llm_name}:{llm_model}",
-            **({"provider_choice": stated} if stated else {}),
-            "phase_providers": {
-                group: [f"{name}:{chosen}" for name, chosen in pairs]
-                for group, pairs in routes.items()
-            },
-            "search": {
-                "providers": search,
-                "source_types": kinds,
-                "strategy": research.deep_research_search_strategy,
-                "warnings": warnings,
-                "preferred_sources": preferred,
-                **({"bounds": state.metadata["bounds"]} if bounded is not None else {}),
-            },
-        }
+        return started_payload(state, routes, warnings)
 
     async def resume(
         self,
