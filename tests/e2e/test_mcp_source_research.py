@@ -35,15 +35,19 @@ QUESTION = "How often do SQLite WAL checkpoints run in our single-user store?"
 
 
 def _settings(research_env: dict[str, str], tmp_path: Path, **env: str) -> Settings:
-    config = Path(research_env["FOUNDRY_MCP_CONFIG"])
     extra = "".join(f'{key} = "{value}"\n' for key, value in env.items())
-    config.write_text(
-        config.read_text()
-        + "\n[mcp_sources.notes]\n"
-        + f'command = ["{sys.executable}", "-m", "tests.fakes.notes_mcp_server"]\n'
-        + f'cwd = "{Path(__file__).resolve().parents[2]}"\ntimeout_s = 2\n'
-        + ("[mcp_sources.notes.env]\n" + extra if extra else "")
-    )
+    tables = (
+        "\n[mcp_sources.notes]\n"
+        f'command = ["{sys.executable}", "-m", "tests.fakes.notes_mcp_server"]\n'
+        f'cwd = "{Path(__file__).resolve().parents[2]}"\ntimeout_s = 2\n'
+    ) + ("[mcp_sources.notes.env]\n" + extra if extra else "")
+    return _with_tables(research_env, tmp_path, tables)
+
+
+def _with_tables(research_env: dict[str, str], tmp_path: Path, tables: str) -> Settings:
+    """The research's settings with ``tables`` added to its configuration file."""
+    config = Path(research_env["FOUNDRY_MCP_CONFIG"])
+    config.write_text(config.read_text() + tables)
     return load_settings(env=research_env, cwd=tmp_path, home=Path(research_env["HOME"]))
 
 
@@ -114,13 +118,11 @@ def _repository(path: Path) -> Path:
 
 def _git_settings(research_env: dict[str, str], tmp_path: Path, server: str) -> Settings:
     repo = _repository(tmp_path / "repo")
-    config = Path(research_env["FOUNDRY_MCP_CONFIG"])
-    config.write_text(
-        config.read_text()
-        + f'\n[mcp_sources.repo]\ncommand = ["{server}", "--repository", "{repo}"]\n'
-        + f'arguments = {{ repo_path = "{repo}" }}\n'
+    tables = (
+        f'\n[mcp_sources.repo]\ncommand = ["{server}", "--repository", "{repo}"]\n'
+        f'arguments = {{ repo_path = "{repo}" }}\n'
     )
-    return load_settings(env=research_env, cwd=tmp_path, home=Path(research_env["HOME"]))
+    return _with_tables(research_env, tmp_path, tables)
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
@@ -166,13 +168,11 @@ def _documentation(folder: Path) -> Path:
 
 def _docs_settings(research_env: dict[str, str], tmp_path: Path, server: Path) -> Settings:
     docs = _documentation(tmp_path / "docs")
-    config = Path(research_env["FOUNDRY_MCP_CONFIG"])
-    config.write_text(
-        config.read_text()
-        + f'\n[mcp_sources.docs]\ncommand = ["{server}", "{docs}"]\n'
-        + f'arguments = {{ path = "{docs}" }}\n'
+    tables = (
+        f'\n[mcp_sources.docs]\ncommand = ["{server}", "{docs}"]\n'
+        f'arguments = {{ path = "{docs}" }}\n'
     )
-    return load_settings(env=research_env, cwd=tmp_path, home=Path(research_env["HOME"]))
+    return _with_tables(research_env, tmp_path, tables)
 
 
 def _careful_analyst(brain: ResearchBrain) -> Callable[[str, str], str]:
@@ -244,13 +244,11 @@ def notes_over_http() -> Iterator[str]:
 
 
 def _http_settings(research_env: dict[str, str], tmp_path: Path, url: str, token: str) -> Settings:
-    config = Path(research_env["FOUNDRY_MCP_CONFIG"])
-    config.write_text(
-        config.read_text()
-        + f'\n[mcp_sources.notes]\nurl = "{url}"\ntimeout_s = 5\n'
-        + f'headers = {{ Authorization = "Bearer {token}" }}\n'
+    tables = (
+        f'\n[mcp_sources.notes]\nurl = "{url}"\ntimeout_s = 5\n'
+        f'headers = {{ Authorization = "Bearer {token}" }}\n'
     )
-    return load_settings(env=research_env, cwd=tmp_path, home=Path(research_env["HOME"]))
+    return _with_tables(research_env, tmp_path, tables)
 
 
 async def test_a_source_over_streamable_http_is_read_with_its_headers(
@@ -316,14 +314,12 @@ async def test_the_planner_aims_sub_queries_at_a_source_by_name(
 
 
 def _two_sources(research_env: dict[str, str], tmp_path: Path) -> Settings:
-    config = Path(research_env["FOUNDRY_MCP_CONFIG"])
     server = f'command = ["{sys.executable}", "-m", "tests.fakes.notes_mcp_server"]\n'
     here = f'cwd = "{Path(__file__).resolve().parents[2]}"\n'
-    config.write_text(
-        config.read_text()
+    tables = (
         # The archive comes first: were the planner's naming ignored, it would be asked.
-        + f"\n[mcp_sources.archive]\n{server}{here}"
-        + 'description = "release notes of retired products"\n'
-        + f'\n[mcp_sources.notes]\n{server}{here}description = "the team\'s decision records"\n'
+        f"\n[mcp_sources.archive]\n{server}{here}"
+        'description = "release notes of retired products"\n'
+        f'\n[mcp_sources.notes]\n{server}{here}description = "the team\'s decision records"\n'
     )
-    return load_settings(env=research_env, cwd=tmp_path, home=Path(research_env["HOME"]))
+    return _with_tables(research_env, tmp_path, tables)
