@@ -7,7 +7,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 SOURCE_BLOCK_RE = re.compile(r"<source\s+id=\"(src-[0-9a-f]{8})\"")
@@ -33,6 +33,14 @@ a an and are as at be by for from has have in is it its of on or that the their 
 were which with
 """
 JUDGE_STOP_WORDS = frozenset(_JUDGE_STOP_WORDS_TEXT.split())
+# The answer structurer's prompt: the schema in a <document>, and a value claim it is judged by.
+SCHEMA_BLOCK_RE = re.compile(r"<document name=\"output schema\">\n(.*?)\n</document>", re.DOTALL)
+VALUE_CLAIM_RE = re.compile(r"^(?:.+ — )?[^:—]{1,60}: (?P<value>.*[^.\s])$")
+ISO_DATE_RE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+ISO_DATE_TIME_RE = re.compile(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:Z|[+-]\d{2}:\d{2})")
+NOT_NUMBER_RE = re.compile(r"\d{4}-\d{2}-\d{2}\S*|\d+(?:\.\d+){2,}")  # dates, versions
+NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?\b")
+NAME_KEYS = frozenset({"name", "title", "project", "package", "library", "tool", "product"})
 # The follow-up answerer's prompt: the question, and each source's passages by number.
 FOLLOW_UP_QUESTION_RE = re.compile(r"^Follow-up question:\s*(.+)$", re.MULTILINE)
 NUMBERED_SOURCE_RE = re.compile(r"<source\s+number=\"(\d+)\"[^>]*>(.*?)</source>", re.DOTALL)
@@ -43,6 +51,7 @@ AGENT_MARKERS: tuple[tuple[str, str], ...] = (
     ("research fact-checker", "verifier"),
     ("sub-question answerer", "answerer"),
     ("follow-up answerer", "follow_up"),
+    ("answer structurer", "structurer"),
     ("question clarifier", "clarifier"),
     ("research planner", "planner"),
     ("research analyst", "analyzer"),
@@ -192,6 +201,8 @@ class ResearchBrain:
             return self._json(self.answer(user))
         if agent == "follow_up":
             return self._json(self.follow_up(user))
+        if agent == "structurer":
+            return self._json(self.structure(user))
         if agent == "analyzer":
             return self._json(self.analyze(user))
         if agent == "refiner":
@@ -403,6 +414,21 @@ class ResearchBrain:
             "reason": f"Source {-best[1]} names {best[0]} of the question's words.",
         }
 
+    def structure(self, user: str) -> dict[str, Any]:
+        """Answer structurer output: the prompt's output schema filled from its findings.
+
+        Each leaf takes a value only from a finding's text, citing that finding's sources: an
+        enum option the text names, the ISO date it holds, the number nearest the key's word
+        (a version or a date is no number), the word after "<key> is" or ":", or, for an
+        object's name-like first string, the finding's first word. An array of objects has
+        one row per finding that fills two of its values (at most maxItems, else five); any
+        other leaf is null with its reason under "unknown". Nothing is guessed.
+        """
+        match = SCHEMA_BLOCK_RE.search(user)
+        schema = json.loads(match.group(1)) if match else {"type": "object"}
+        filled = fill_schema(schema, prompt_findings(user), None)
+        return {"answer": filled.value, "sources": filled.sources, "unknown": filled.unknown}
+
     def analyze(self, user: str) -> dict[str, Any]:
         """Analyzer output: findings citing the prompt's sources, quality updates, gaps."""
         ids = _unique(SOURCE_BLOCK_RE.findall(user)) or _unique(SOURCE_ID_RE.findall(user))
@@ -588,7 +614,9 @@ class ResearchBrain:
         Supported when at least three quarters of the claim's content words appear in its
         excerpts, partial when at least a third do, unsupported otherwise. With
         ``check_figures``, like a careful checker, it finds a claim unsupported when one of its
-        figures (a word with a digit) is not in the excerpts.
+        figures (a word with a digit) is not in the excerpts. A structured answer's value claim
+        ("requests — licence: Apache-2.0", no final full stop) is unsupported when a word of
+        its value is not in the excerpts, whatever else they share with it.
         """
         verdicts = []
         for number, claim, excerpts in prompt_claims(user):
@@ -597,9 +625,11 @@ class ResearchBrain:
             share = len(words & found) / len(words) if words else 0.0
             figures = {w for w in WORD_RE.findall(claim.lower()) if any(c.isdigit() for c in w)}
             said = set(WORD_RE.findall(" ".join(excerpts).lower()))
+            value = VALUE_CLAIM_RE.match(claim)
+            stated = not value or set(WORD_RE.findall(value.group("value").lower())) <= said
             verdict = (
                 "unsupported"
-                if self.check_figures and figures - said
+                if not stated or (self.check_figures and figures - said)
                 else "supported"
                 if share >= 0.75
                 else "partial"
@@ -750,6 +780,119 @@ def prompt_claims(user: str) -> list[tuple[int, str, list[str]]]:
 def judge_words(text: str) -> set[str]:
     """The fake judge's content words: lower-case, three letters or more, no stop words."""
     return {w for w in WORD_RE.findall(text.lower()) if len(w) >= 3 and w not in JUDGE_STOP_WORDS}
+
+
+@dataclass
+class Filled:
+    """A value of the fake structurer's answer, with its sources and unknown reasons keyed by
+    JSON pointers relative to it."""
+
+    value: Any = None
+    sources: dict[str, list[str]] = field(default_factory=dict)
+    unknown: dict[str, str] = field(default_factory=dict)
+
+    def under(self, prefix: str) -> tuple[dict[str, list[str]], dict[str, str]]:
+        """Its sources and unknown reasons with ``prefix`` before their pointers."""
+        return (
+            {prefix + k: v for k, v in self.sources.items()},
+            {prefix + k: v for k, v in self.unknown.items()},
+        )
+
+
+def _escaped(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def fill_schema(
+    schema: dict[str, Any],
+    findings: list[tuple[str, list[str]]],
+    key: str | None,
+    first: bool = False,
+) -> Filled:
+    """The fake structurer's value for ``schema`` from ``findings`` (see ``structure``)."""
+    kinds = schema.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else list(kinds or [])
+    if "object" in kinds or "properties" in schema:
+        filled = Filled(value={})
+        plain = [
+            name
+            for name, sub in (schema.get("properties") or {}).items()
+            if sub.get("type") == "string" and "enum" not in sub and "format" not in sub
+        ]
+        for name, sub in (schema.get("properties") or {}).items():
+            part = fill_schema(sub, findings, name, first=bool(plain) and name == plain[0])
+            filled.value[name] = part.value
+            sources, unknown = part.under(f"/{_escaped(name)}")
+            filled.sources.update(sources)
+            filled.unknown.update(unknown)
+        return filled
+    if "array" in kinds:
+        items = schema.get("items") or {}
+        most = int(schema.get("maxItems", 5))
+        rows = [fill_schema(items, [finding], key) for finding in findings]
+        # A row of objects names more than the thing it is about (its first word).
+        enough = 2 if len(items.get("properties") or {}) >= 2 else 1
+        rows = [row for row in rows if len(row.sources) >= enough][:most]
+        filled = Filled(value=[row.value for row in rows])
+        for index, row in enumerate(rows):
+            sources, unknown = row.under(f"/{index}")
+            filled.sources.update(sources)
+            filled.unknown.update(unknown)
+        return filled
+    for content, ids in findings:
+        value = leaf_value(schema, key or "", content, first)
+        if value is not None:
+            return Filled(value=value, sources={"": ids})
+    return Filled(unknown={"": f"no finding states the {key or 'value'}"})
+
+
+def leaf_value(schema: dict[str, Any], key: str, text: str, first: bool) -> Any:
+    """The value of one leaf a finding's ``text`` states, or None (see ``structure``)."""
+    lowered = text.lower()
+    options = schema.get("enum") or ([schema["const"]] if "const" in schema else [])
+    if options:
+        return next(
+            (
+                option
+                for option in options
+                if option is not None
+                and re.search(rf"(?<![\w-]){re.escape(str(option).lower())}(?![\w-])", lowered)
+            ),
+            None,
+        )
+    kinds = schema.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else list(kinds or [])
+    if schema.get("format") in ("date", "date-time"):
+        pattern = ISO_DATE_RE if schema["format"] == "date" else ISO_DATE_TIME_RE
+        found = pattern.search(text)
+        return found.group() if found else None
+    if "integer" in kinds or "number" in kinds:
+        return _nearest_number(key, text, integer="number" not in kinds)
+    if "string" in kinds:
+        said = re.search(
+            rf"\b{re.escape(key.replace('_', ' '))}\s*(?:is|was|:)\s+([\w.+-]*\w)", text, re.I
+        )
+        if said:
+            return said.group(1)
+        if first or key in NAME_KEYS:
+            words = text.split()
+            return words[0].strip(",;:") if words else None
+    return None
+
+
+def _nearest_number(key: str, text: str, integer: bool) -> int | float | None:
+    """The number nearest a word of ``key`` in ``text`` (None when the text lacks the word)."""
+    plain = NOT_NUMBER_RE.sub(lambda m: " " * len(m.group()), text)
+    anchors = [
+        m.start()
+        for word in WORD_RE.findall(key.lower())
+        for m in re.finditer(re.escape(word[:5]), plain.lower())
+    ]
+    numbers = [m for m in NUMBER_RE.finditer(plain) if not integer or "." not in m.group()]
+    if not anchors or not numbers:
+        return None
+    best = min(numbers, key=lambda m: min(abs(m.start() - a) for a in anchors)).group()
+    return float(best) if "." in best else int(best)
 
 
 _COMPARISON_RE = re.compile(

@@ -1,7 +1,7 @@
 """The MCP resources: the tool's guide and result schemas, a research's report, claims,
 sources and events, and recent reports.
 
-The four templates read one research each; a failed read is a resource error carrying the
+The five templates read one research each; a failed read is a resource error carrying the
 same message as the tool's error for that id (``RESEARCH_NOT_FOUND``, ``REPORT_NOT_READY``).
 On a team server both the templates and the list serve the caller's own research only.
 """
@@ -46,6 +46,13 @@ TEMPLATES: list[tuple[str, str, str, Reader]] = [
         "Every cited sentence of a research's report with its verdict, its numbered sources "
         "and the quotes the fact-checker saw (spans of the sources' stored text), as JSON.",
         lambda service, rid, principal: service.claims(rid, principal),
+    ),
+    (
+        "answer",
+        "application/json",
+        "The answer of a research started with output_schema, in that shape, with each value's "
+        "sources and quotes by JSON pointer (citations) and why a value is null (unknown).",
+        lambda service, rid, principal: service.answer(rid, principal),
     ),
     (
         "sources",

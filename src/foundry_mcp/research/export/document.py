@@ -124,6 +124,10 @@ class ResearchExport(_Export):
     claim_checks: list[ExportedClaimCheck]
     follow_ups: list[ExportedFollowUp] = Field(default_factory=list)
     usage: ExportedUsage
+    # Started with an output_schema: the schema, and the answer in its shape with its sources.
+    output_schema: dict[str, Any] | None = None
+    # data, citations (by JSON pointer), unknown, valid, ... as deep-research-report's answer
+    answer: dict[str, Any] | None = None
 
 
 def schema() -> dict[str, Any]:
@@ -278,4 +282,6 @@ def to_model(state: ResearchState, *, now: datetime) -> ResearchExport:
             cost_usd=round(usage.cost_usd, 6),
             unpriced_calls=usage.unpriced_calls,
         ),
+        output_schema=state.options.output_schema,
+        answer=answer.model_dump(mode="json") if (answer := state.structured_answer) else None,
     )

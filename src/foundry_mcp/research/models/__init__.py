@@ -4,7 +4,8 @@ Every object that is persisted, handed from one agent to the next or returned to
 pydantic model of this package. Names follow the design seeds where they name them:
 ``base`` (ids and enumerations), ``records`` (what a research accumulates), ``options``
 (its limits and switches), ``state`` (``ResearchState``), ``handoffs`` (agent outputs),
-``modes`` (the research modes: sub-questions, hypotheses, the mode decision). The
+``modes`` (the research modes: sub-questions, hypotheses, the mode decision), ``answer`` (the
+structured answer in the caller's JSON Schema, with each value's sources). The
 token-management types a state holds (content levels, budget options, fidelity records) belong to ``foundry_mcp.context`` and
 are re-exported here.
 """
@@ -18,6 +19,7 @@ from foundry_mcp.context.fidelity.records import (
 )
 from foundry_mcp.context.levels import ContentLevel
 from foundry_mcp.context.options import PHASE_BUDGET_FRACTIONS, TokenBudgetOptions
+from foundry_mcp.research.models.answer import StructuredAnswer, ValueSource
 from foundry_mcp.research.models.base import (
     PHASE_ORDER,
     PHASE_TO_AGENT,
@@ -185,6 +187,7 @@ __all__ = [
     "Source",
     "SourceQuality",
     "Status",
+    "StructuredAnswer",
     "SubQuery",
     "SubQueryStatus",
     "SubQuestion",
@@ -193,6 +196,7 @@ __all__ = [
     "TokenBudgetOptions",
     "UsageTotals",
     "ValidationResult",
+    "ValueSource",
     "Verdict",
     "VerificationSummary",
     "new_id",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -75,3 +75,6 @@ class ResearchOptions(_Model):
     token_budget: TokenBudgetOptions = Field(default_factory=TokenBudgetOptions)
     mode: ModeOptions = Field(default_factory=ModeOptions)
     search: SearchOptions = Field(default_factory=SearchOptions)
+    # The caller's JSON Schema for a structured answer, as checked when the research started
+    # (workflow/report/answer_schema.py); None: the report only.
+    output_schema: dict[str, Any] | None = None

@@ -11,6 +11,7 @@ from foundry_mcp.context.fidelity.records import (
     ContentAllocationMetadata,
     ContentFidelity,
 )
+from foundry_mcp.research.models.answer import StructuredAnswer
 from foundry_mcp.research.models.base import (
     STATE_SCHEMA_VERSION,
     AgentRole,
@@ -98,6 +99,7 @@ class ResearchState(_Model):
     claim_checks: list[ClaimCheck] = Field(default_factory=list)
     report: str | None = None
     report_metadata: ReportMetadata | None = None
+    structured_answer: StructuredAnswer | None = None  # in the caller's output_schema, if any
 
     decisions: list[AgentDecision] = Field(default_factory=list)
     llm_usage: LLMUsage = Field(default_factory=LLMUsage)

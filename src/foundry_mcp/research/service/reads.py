@@ -21,11 +21,18 @@ from typing import Any
 import anyio
 
 from foundry_mcp.config import MAX_WAIT_SECONDS
-from foundry_mcp.errors import ReportNotReadyError, ResearchNotFoundError, StoreUnavailableError
+from foundry_mcp.errors import (
+    FoundryError,
+    InputError,
+    ReportNotReadyError,
+    ResearchNotFoundError,
+    StoreUnavailableError,
+)
 from foundry_mcp.research.export.footer import with_cost_footer
 from foundry_mcp.research.models import ResearchState, Status, utcnow
 from foundry_mcp.research.service.inputs import check_range, parse_statuses, search_words
 from foundry_mcp.research.service.ownership import OwnershipWatch
+from foundry_mcp.research.service.payloads.answer import answer_payload
 from foundry_mcp.research.service.payloads.evidence import all_claims, evidence_page
 from foundry_mcp.research.service.payloads.report_pages import report_page, report_summary
 from foundry_mcp.research.service.payloads.status import (
@@ -236,6 +243,7 @@ class ResearchReader:
             "decision_log": decision_log(state),
             "usage": usage_payload(state),
             "fidelity": report_fidelity_block(state),
+            **answer_payload(state),
         }
         return payload, warnings
 
@@ -250,6 +258,13 @@ class ResearchReader:
         """Every source the research gathered, cited or not, as JSON (the MCP resource)."""
         state = await self.watch.load_checked(validate_research_id(research_id))
         return _to_json(all_sources(state))
+
+    async def answer(self, research_id: Any) -> str:
+        """The answer in the caller's shape with its citations, as JSON (the MCP resource)."""
+        state = await self.watch.load_checked(validate_research_id(research_id))
+        if state.structured_answer is None:
+            raise _no_answer(state)
+        return _to_json(answer_payload(state)["answer"])
 
     async def full_report(self, research_id: Any) -> str:
         """The whole markdown report with its cost footer (the MCP resource)."""
@@ -351,6 +366,22 @@ def _moved(before: Fingerprint | None, now: Fingerprint | None) -> bool:
 
 def _to_json(payload: dict[str, Any]) -> str:
     return json.dumps(payload, ensure_ascii=False, indent=1)
+
+
+def _no_answer(state: ResearchState) -> FoundryError:
+    if state.options.output_schema is None:
+        return InputError(
+            f"Research {state.id} was started without output_schema: it has no structured answer.",
+            remediation="Start a research with output_schema (a JSON Schema) for one; its "
+            "report is at research://{id}/report.",
+            details={"field": "output_schema"},
+        )
+    if state.report is None:
+        return _not_ready(state)
+    return ReportNotReadyError(
+        f"Research {state.id} has its report; its answer in your shape is written after it.",
+        remediation="Wait for the status completed (or resume the research), then read it again.",
+    )
 
 
 def _not_ready(state: ResearchState) -> ReportNotReadyError:

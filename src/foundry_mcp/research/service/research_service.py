@@ -315,6 +315,11 @@ class ResearchService:
         await self._reveal(research_id, principal)
         return await self.reader.full_report(research_id)
 
+    async def answer(self, research_id: Any, principal: Principal | None = None) -> str:
+        """The answer in the caller's shape, with its citations, as JSON (the MCP resource)."""
+        await self._reveal(research_id, principal)
+        return await self.reader.answer(research_id)
+
     async def sources(self, research_id: Any, principal: Principal | None = None) -> str:
         """Every source the research gathered, cited or not, as JSON (the MCP resource)."""
         await self._reveal(research_id, principal)
@@ -390,7 +395,6 @@ class ResearchService:
         )
 
     async def health(self) -> dict[str, Any]:
-        """Every known or configured provider: key present, a cheap live call, and the fix;
-        and each MCP source: reached, its tools sorted, or what is wrong and the fix."""
+        """Each provider and MCP source: reached (a cheap live call), or the problem and fix."""
         report = await check_providers(self.providers)
         return await with_mcp_sources(report, self.providers.settings)

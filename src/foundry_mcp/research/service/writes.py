@@ -57,6 +57,7 @@ from foundry_mcp.research.store.owners import LeaseLostError, Owner
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.records import validate_research_id
 from foundry_mcp.research.workflow.agents.clarifier import clarify as clarify_question
+from foundry_mcp.research.workflow.report.answer_schema import check_output_schema
 
 
 class ResearchWriter:
@@ -128,6 +129,7 @@ class ResearchWriter:
         kinds = check_source_types(source_types)
         preferred = check_preferred_sources(preferred_sources)
         bounded = check_bounds(bounds or {}, self.settings.research)
+        schema = check_output_schema(output_schema) if output_schema is not None else None
         chosen = check_effort(effort)
         asking = check_clarify(clarify, self.settings.research.clarify)
         if max_time_s is not None:
@@ -167,6 +169,7 @@ class ResearchWriter:
                 language=written_in,
                 clarify=asking,
                 review_plan=bool(review_plan),
+                output_schema=schema,
                 max_verified_claims=preset.max_verified_claims
                 or research.deep_research_verification_max_claims,
                 gate_retries=research.deep_research_gate_retries,

@@ -3,7 +3,7 @@ decisions, usage and fidelity; and ``deep-research-evidence``, a page of its che
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -83,6 +83,31 @@ class ReportFidelity(Fidelity):
     report_warning: str | None = Field(None, description="Set when the report exceeds the budget.")
 
 
+class AnswerSource(Result):
+    number: int | None = Field(description="Its [n] in the report; None if not cited there.")
+    source_id: str
+    url: str | None
+    title: str
+    quote: str = Field(description="Verbatim from the source.")
+    verdict: str = Field(description="The fact-checker's: supported, partial or unverified.")
+
+
+class StructuredAnswer(Result):
+    """The research's answer in the shape of its output_schema."""
+
+    data: Any = Field(description="The answer, in the schema's shape; a null value: unknown.")
+    citations: dict[str, list[AnswerSource]] = Field(
+        description="Each value's sources, by JSON pointer (e.g. /rows/0/licence)."
+    )
+    unknown: dict[str, str] = Field(description="Why a value is null, by JSON pointer.")
+    valid: bool = Field(description="Validates against the schema, nulls allowed at leaves.")
+    strict_valid: bool = Field(description="Validates against the schema as given.")
+    errors: list[str]
+    checked: int = Field(description="Values the fact-checker was asked about.")
+    supported: int
+    removed: int = Field(description="Values made null: their sources did not state them.")
+
+
 class ReportResult(Result):
     """``deep-research-report``: the summary and one page of the report."""
 
@@ -99,6 +124,9 @@ class ReportResult(Result):
     decision_log: DecisionLog
     usage: Usage
     fidelity: ReportFidelity
+    answer: StructuredAnswer | None = Field(
+        None, description="With output_schema: the answer in its shape (null until written)."
+    )
 
 
 class ClaimSource(Result):

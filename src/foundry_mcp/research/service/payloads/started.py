@@ -18,8 +18,7 @@ def started_payload(
     state: ResearchState, routes: dict[str, list[tuple[str, str]]], search_warnings: list[str]
 ) -> dict[str, Any]:
     """What a start answers: its id, limits, mode, providers (``routes``: the per-phase LLM
-    routes), its searches (``search_warnings``: providers left out and why), bounds and
-    the structured answer it will give."""
+    routes), its searches (``search_warnings``: providers left out and why) and bounds."""
     options = state.options
     stated = state.metadata.get("provider_choice")
     return {
