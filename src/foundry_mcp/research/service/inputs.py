@@ -1,7 +1,7 @@
 """What the research service accepts: checks on a caller's input that name the field and the fix.
 
 The bounds live in ``config`` (``MAX_QUERY_CHARS``, ``MAX_WAIT_SECONDS``, ``LIMIT_BOUNDS``), where
-``server/arguments.py`` also finds them for the tool's schema; the service checks its input
+``server/arguments`` also finds them for the tool's schema; the service checks its input
 itself, so the CLI and direct callers get the same errors.
 """
 
