@@ -17,6 +17,7 @@ from mcp import Client
 from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.server import create_server
 from tests.e2e.conftest import call, run_to_end
+from tests.e2e.test_terminal import piped
 from tests.fakes import FakeHTTPServer, ResearchBrain
 from tests.fakes.providers import fake_tavily
 
@@ -183,3 +184,31 @@ async def test_a_schema_that_cannot_work_is_refused_at_start(
     assert not refused["success"] and refused["data"]["error_code"] == "VALIDATION_ERROR"
     assert says in refused["error"] and refused["data"]["remediation"], refused
     assert listed["data"]["items"] == [] and not library_pages.requests
+
+
+def test_the_command_line_takes_a_schema_file_and_source_bounds(
+    research_env: dict[str, str], library_pages: FakeHTTPServer, tmp_path: Path
+) -> None:
+    schema_file = tmp_path / "libraries.json"
+    schema_file.write_text(json.dumps(SCHEMA))
+    env = {**research_env, "TAVILY_BASE_URL": library_pages.base_url}
+    flags = ["--mode", "simple", "--max-iterations", "1", "--clarify", "off"]
+    bounds = ["--include-domain", "docs.example.org", "--published-after", "2020-01-01"]
+    done = piped(env, "research", QUESTION, *flags, *bounds, "--schema", str(schema_file), "--json")
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    assert printed["answer"]["valid"] and _rows(printed["answer"])["httpx"][1]["licence"]
+    sent = [r.json for r in library_pages.requests if r.path == "/search"]
+    assert sent and all(body["include_domains"] == ["docs.example.org"] for body in sent)
+    assert all(body["start_date"] == "2020-01-01" for body in sent)
+    # In words, on a terminal's stderr, without --json.
+    done = piped(env, "research", QUESTION, *flags, "--schema", str(schema_file))
+    assert "answer in your schema's shape:" in done.stderr and "1 unknown" in done.stderr
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    refused = piped(env, "research", QUESTION, "--schema", str(broken))
+    assert (
+        refused.returncode != 0
+        and "--schema" in refused.stderr
+        and "Traceback" not in refused.stderr
+    )

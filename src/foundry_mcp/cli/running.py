@@ -127,15 +127,24 @@ async def _follow(
         error = for_the_terminal(status.get("error") or "", research_id)
         print(f"research ended {status['status']}: {error}", file=sys.stderr)
     report = await service.full_report(research_id) if status["report_available"] else None
+    answer = (await service.report(research_id))[0].get("answer") if report else None
     written = _saved(status, report, target)
     if as_json:
         path = str(written.path) if written else None
+        shaped = {"answer": answer} if answer is not None else {}
         print_json(
-            {**in_terminal_words(status, research_id), "report": report, "report_file": path}
+            {
+                **in_terminal_words(status, research_id),
+                "report": report,
+                "report_file": path,
+                **shaped,
+            }
         )
     elif report is not None:
         print(report)
     sys.stdout.flush()
+    if answer is not None and not as_json:
+        _say_answered(answer, research_id)
     _say_what_next(status, written)
     return 0 if completed else 1
 
@@ -198,6 +207,19 @@ def _saved(
             file=sys.stderr,
         )
         return None
+
+
+def _say_answered(answer: dict[str, Any], research_id: str) -> None:
+    """How the answer in the --schema's shape came out, and where to read it, on stderr."""
+    cited, unknown = len(answer["citations"]), len(answer["unknown"])
+    fits = "fits the schema" if answer["strict_valid"] else "fits the schema with nulls allowed"
+    if not answer["valid"]:
+        fits = "does not fit the schema: " + "; ".join(answer["errors"][:2])
+    print(
+        f"answer in your schema's shape: {cited} value(s) cited, {unknown} unknown (null); it "
+        f"{fits}\n  read it:      foundry-mcp export {research_id} --format json (its answer)",
+        file=sys.stderr,
+    )
 
 
 def _say_what_next(status: dict[str, Any], written: WrittenReport | None) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -217,7 +218,7 @@ async def _check(
             unverified += 1
         answer.citations[value.pointer] = [
             _cited(sources[sid], value, numbers, (verdict or Verdict.UNVERIFIED).value)
-            for sid in value.source_ids
+            for sid in _stating(value)
         ]
     answer.checked = len(to_judge)
     answer.supported = sum(1 for verdict, _ in judged.answers if verdict in _KEPT)
@@ -271,6 +272,19 @@ def claim_text(data: Any, pointer: str, value: Any) -> str:
             if name != tokens[owner] and isinstance(item, str) and item.strip()
         ][:CONTEXT_VALUES]
     return f"{', '.join(context)} — {key}: {said}" if context else f"{key}: {said}"
+
+
+def _stating(value: _Value) -> list[str]:
+    """The cited sources whose quotes state the value word for word, when some do (a model
+    cites every source of the finding it took a value from; not each states each value);
+    else all of them, as the fact-checker judged them together."""
+    said = re.compile(rf"(?<![\w.-]){re.escape(str(value.value))}(?![\w-]|\.\d)", re.IGNORECASE)
+    stating = [
+        sid
+        for sid in value.source_ids
+        if any(q.source_id == sid and said.search(q.text) for q in value.quotes)
+    ]
+    return stating or value.source_ids
 
 
 def _cited(source: Source, value: _Value, numbers: Mapping[str, int], verdict: str) -> ValueSource:
