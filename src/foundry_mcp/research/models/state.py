@@ -128,6 +128,14 @@ class ResearchState(_Model):
     def source_by_id(self) -> dict[str, Source]:
         return {source.id: source for source in self.sources}
 
+    def citation_numbers(self) -> dict[str, int]:
+        """Each cited source's number in the report's Sources list (``[n]``), in that order."""
+        cited = self.report_metadata.cited_source_ids if self.report_metadata else []
+        numbers: dict[str, int] = {}
+        for n, source_id in enumerate(cited, start=1):
+            numbers.setdefault(source_id, n)
+        return numbers
+
     def completed_sub_queries(self) -> list[SubQuery]:
         return [sq for sq in self.sub_queries if sq.status is SubQueryStatus.COMPLETED]
 

@@ -32,7 +32,6 @@ from foundry_mcp.research.models import (
 )
 from foundry_mcp.research.runs.runner import ResearchRunner
 from foundry_mcp.research.service.ownership import OwnershipWatch
-from foundry_mcp.research.service.payloads.status import citation_numbers
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.owners import LeaseLostError
 from foundry_mcp.research.store.protocol import Store
@@ -200,7 +199,7 @@ def ask_payload(
 ) -> dict[str, Any]:
     """What ``deep-research-ask`` returns (``AskResult``)."""
     numbers = source_numbers(state)
-    in_report = citation_numbers(state)
+    in_report = state.citation_numbers()
     by_id = state.source_by_id()
     usage = UsageTotals()
     for record in calls:

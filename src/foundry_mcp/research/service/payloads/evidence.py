@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from foundry_mcp.research.models import ClaimCheck, ResearchState, Source
-from foundry_mcp.research.service.payloads.status import citation_numbers
 
 
 def claim_payload(
@@ -41,7 +40,7 @@ def evidence_page(state: ResearchState, offset: int, max_chars: int) -> dict[str
     """The checked sentences from number ``offset`` on, as many as fit ``max_chars`` of JSON
     (at least one), and where the next page starts (None at the end)."""
     checks = state.claim_checks
-    numbers, by_id = citation_numbers(state), state.source_by_id()
+    numbers, by_id = state.citation_numbers(), state.source_by_id()
     claims: list[dict[str, Any]] = []
     used = 0
     index = offset
@@ -63,6 +62,6 @@ def evidence_page(state: ResearchState, offset: int, max_chars: int) -> dict[str
 
 def all_claims(state: ResearchState) -> str:
     """Every checked sentence with its quotes, as JSON (the ``claims`` resource)."""
-    numbers, by_id = citation_numbers(state), state.source_by_id()
+    numbers, by_id = state.citation_numbers(), state.source_by_id()
     claims = [claim_payload(check, numbers, by_id) for check in state.claim_checks]
     return json.dumps({"research_id": state.id, "claims": claims}, ensure_ascii=False, indent=1)

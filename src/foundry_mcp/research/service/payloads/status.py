@@ -217,23 +217,14 @@ def cited_sources(state: ResearchState) -> list[dict[str, Any]]:
     by_id = state.source_by_id()
     return [
         {"number": n, "source_id": sid, "title": by_id[sid].title, "url": by_id[sid].url}
-        for sid, n in citation_numbers(state).items()
+        for sid, n in state.citation_numbers().items()
         if sid in by_id
     ]
 
 
-def citation_numbers(state: ResearchState) -> dict[str, int]:
-    """Each cited source's number in the report's Sources list, in that order."""
-    cited_ids = state.report_metadata.cited_source_ids if state.report_metadata else []
-    numbers: dict[str, int] = {}
-    for n, sid in enumerate(cited_ids, start=1):
-        numbers.setdefault(sid, n)
-    return numbers
-
-
 def all_sources(state: ResearchState) -> dict[str, Any]:
     """Every source the research gathered: the cited ones by number, then the rest as found."""
-    numbers = citation_numbers(state)
+    numbers = state.citation_numbers()
     ordered = sorted(state.sources, key=lambda s: (s.id not in numbers, numbers.get(s.id, 0)))
     return {
         "research_id": state.id,

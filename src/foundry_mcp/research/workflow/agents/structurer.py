@@ -199,7 +199,7 @@ async def _check(
     )
     judged.warn(state)
     verdicts = {v.pointer: result for v, result in zip(to_judge, judged.answers, strict=True)}
-    numbers = _report_numbers(state)
+    numbers = state.citation_numbers()
     unverified = 0
     for value in values:
         if not value.source_ids:
@@ -315,15 +315,6 @@ def best_quote(quotes: Sequence[EvidenceQuote], value: Any) -> str:
     if end < len(quote) and (space := quote.rfind(" ", start, end)) > max(start, at):
         end = space
     return quote[start:end].strip()
-
-
-def _report_numbers(state: ResearchState) -> dict[str, int]:
-    """Each source's citation number in the report: ``cited_source_ids[n - 1]`` is ``[n]``."""
-    cited = state.report_metadata.cited_source_ids if state.report_metadata else []
-    numbers: dict[str, int] = {}
-    for n, source_id in enumerate(cited, start=1):
-        numbers.setdefault(source_id, n)
-    return numbers
 
 
 def _failed(state: ResearchState, message: str) -> StructuredAnswer:
