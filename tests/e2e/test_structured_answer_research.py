@@ -7,6 +7,7 @@ JSON export and the resource."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -212,3 +213,37 @@ def test_the_command_line_takes_a_schema_file_and_source_bounds(
         and "--schema" in refused.stderr
         and "Traceback" not in refused.stderr
     )
+
+
+async def test_an_answer_not_written_by_max_time_s_is_left_out_saying_so(
+    research_env: dict[str, str],
+    brain: ResearchBrain,
+    library_pages: FakeHTTPServer,
+    tmp_path: Path,
+) -> None:
+    def slow(system: str, user: str) -> str:
+        time.sleep(7)  # the model takes longer than the research has left
+        return json.dumps(brain.structure(user))
+
+    brain.overrides["structurer"] = slow
+    settings = _settings(research_env, tmp_path, library_pages)
+    async with Client(create_server(lambda: settings), mode="legacy") as client:
+        started = await call(
+            client,
+            action="deep-research",
+            query=QUESTION,
+            mode="simple",
+            max_iterations=1,
+            clarify="off",
+            max_time_s=5,
+            output_schema=SCHEMA,
+        )
+        began = time.monotonic()
+        final = await run_to_end(client, started["data"]["research_id"])
+        took = time.monotonic() - began
+        report = await call(client, action="deep-research-report", research_id=final["research_id"])
+    assert final["status"] == "completed" and took < 7.5, (final, took)  # not the 7 s answer
+    answer = report["data"]["answer"]
+    assert answer["data"] is None and "max_time_s (5 s) ran out" in answer["errors"][0]
+    assert any("max_time_s (5 s) ran out" in warning for warning in final["warnings"])
+    assert report["data"]["report"]

@@ -28,7 +28,7 @@ from foundry_mcp.research.store.owners import (
 )
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.states import Snapshot
-from foundry_mcp.research.workflow.agents.structurer import shape_answer
+from foundry_mcp.research.workflow.agents.structurer import shape_answer_in_time
 from foundry_mcp.research.workflow.reading.reader import Reader
 from foundry_mcp.research.workflow.review import AwaitingApproval
 from foundry_mcp.research.workflow.supervisor import PhaseTimeoutError, Supervisor, SupervisorHooks
@@ -164,7 +164,7 @@ class ResearchRunner:
             with anyio.fail_after(state.limits.task_timeout):
                 await supervisor.run()
                 if state.options.output_schema is not None and state.report is not None:
-                    await shape_answer(llm, state)  # the answer in the caller's shape
+                    await shape_answer_in_time(llm, state)  # the answer in the caller's shape
                     await checkpoint()
         except AwaitingApproval:
             state.status = Status.WAITING  # no process works on it until it is approved

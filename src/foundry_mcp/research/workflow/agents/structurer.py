@@ -41,6 +41,7 @@ from foundry_mcp.research.prompts.structurer import repair_prompts, structurer_p
 from foundry_mcp.research.verification.excerpts import ExcerptSelector
 from foundry_mcp.research.verification.judge import judge_claims
 from foundry_mcp.research.verification.quotes import quotes_for
+from foundry_mcp.research.workflow.deadline.ceiling import TimeCeiling
 from foundry_mcp.research.workflow.report.answer_schema import (
     get_at,
     leaves,
@@ -136,6 +137,21 @@ async def shape_answer(
         {"valid": answer.valid, "checked": answer.checked, "removed": answer.removed},
     )
     return answer
+
+
+async def shape_answer_in_time(llm: ResearchLLM, state: ResearchState) -> StructuredAnswer:
+    """:func:`shape_answer` within the research's ``max_time_s``: its value checks end with
+    the report's deadline (those not judged by then kept unverified), and an answer not
+    written by the deadline itself is left out, saying so, rather than overrun it."""
+    ceiling = TimeCeiling.start(state, llm)
+    with anyio.move_on_after(ceiling.left()) as shaping:
+        return await shape_answer(llm, state, end_by=ceiling.finish_by())
+    assert shaping.cancelled_caught
+    return _failed(
+        state,
+        f"max_time_s ({ceiling.max_time_s:g} s) ran out before the answer in the output_schema's "
+        "shape was written; the report is complete. Give a larger max_time_s for both.",
+    )
 
 
 def chosen_findings(findings: Sequence[Finding]) -> list[Finding]:
