@@ -78,22 +78,28 @@ def _settings(research_env: dict[str, str], tmp_path: Path, tavily: FakeHTTPServ
     return load_settings(env=env, cwd=tmp_path, home=Path(env["HOME"]))
 
 
+async def _run(client: Client, **options: Any) -> dict[str, Any]:
+    """A one-round simple research of the question with the schema, run to its end."""
+    started = await call(
+        client,
+        action="deep-research",
+        query=QUESTION,
+        mode="simple",
+        max_iterations=1,
+        clarify="off",
+        output_schema=SCHEMA,
+        **options,
+    )
+    assert started["success"], started
+    return await run_to_end(client, started["data"]["research_id"])
+
+
 async def _answer(settings: Settings) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """The report action's answer, the JSON export and the answer resource."""
     async with Client(create_server(lambda: settings), mode="legacy") as client:
-        started = await call(
-            client,
-            action="deep-research",
-            query=QUESTION,
-            mode="simple",
-            max_iterations=1,
-            clarify="off",
-            output_schema=SCHEMA,
-        )
-        assert started["success"], started
-        rid = started["data"]["research_id"]
-        final = await run_to_end(client, rid)
+        final = await _run(client)
         assert final["status"] == "completed", final
+        rid = final["research_id"]
         report = await call(client, action="deep-research-report", research_id=rid)
         exported = await call(client, action="deep-research-export", research_id=rid, format="json")
         resource = await client.read_resource(f"research://{rid}/answer")
@@ -228,18 +234,8 @@ async def test_an_answer_not_written_by_max_time_s_is_left_out_saying_so(
     brain.overrides["structurer"] = slow
     settings = _settings(research_env, tmp_path, library_pages)
     async with Client(create_server(lambda: settings), mode="legacy") as client:
-        started = await call(
-            client,
-            action="deep-research",
-            query=QUESTION,
-            mode="simple",
-            max_iterations=1,
-            clarify="off",
-            max_time_s=5,
-            output_schema=SCHEMA,
-        )
         began = time.monotonic()
-        final = await run_to_end(client, started["data"]["research_id"])
+        final = await _run(client, max_time_s=5)
         took = time.monotonic() - began
         report = await call(client, action="deep-research-report", research_id=final["research_id"])
     assert final["status"] == "completed" and took < 7.5, (final, took)  # not the 7 s answer

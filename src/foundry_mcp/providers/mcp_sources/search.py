@@ -127,7 +127,7 @@ class McpSourceSearch:
             text = await self._read(tools, item, listed)
             score = closest(text, wanted) + 2 * shared(listed, wanted)
             if text and score:
-                found.append((score, self._read_result(item, listed, text)))
+                found.append((score, self._read_result(tools, item, listed, text)))
         found.sort(key=lambda pair: -pair[0])
         return [result for _, result in found[:reads]]
 
@@ -142,8 +142,8 @@ class McpSourceSearch:
         read = "" if answer.is_error else _text(answer)
         return read if listed == item else "\n\n".join(part for part in (listed, read) if part)
 
-    def _read_result(self, item: str, listed: str, text: str) -> SearchResult:
-        base = (self._tools.item_base if self._tools else None) or ""
+    def _read_result(self, tools: SourceTools, item: str, listed: str, text: str) -> SearchResult:
+        base = tools.item_base or ""
         if base and item.startswith(base.rstrip("/") + "/"):
             item = item[len(base.rstrip("/")) + 1 :]  # the link names the item under the folder
         return SearchResult(

@@ -15,7 +15,7 @@ unknown is never date-filtered: a bound excludes only what is known to lie outsi
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import date
 from typing import Literal, Protocol, TypeVar, get_args
 from urllib.parse import urlsplit
@@ -205,6 +205,17 @@ def _date_in(publication: Dated | None, after: date | None, before: date | None)
     if year is not None:
         return (after is None or year >= after.year) and (before is None or year <= before.year)
     return True
+
+
+def site_terms(included: Sequence[str], excluded: Sequence[str]) -> list[str]:
+    """Domain rules as search-engine operators: ``site:a``, or ``(site:a OR site:b)`` for
+    several, then ``-site:x`` for each excluded domain."""
+    terms = []
+    if len(included) == 1:
+        terms.append(f"site:{included[0]}")
+    elif included:
+        terms.append("(" + " OR ".join(f"site:{domain}" for domain in included) + ")")
+    return terms + [f"-site:{domain}" for domain in excluded]
 
 
 def apply_bounds(

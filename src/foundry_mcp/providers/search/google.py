@@ -29,7 +29,12 @@ from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.http_errors import parse_retry_after
 from foundry_mcp.providers.search._http import get_json, install_log_redaction, new_client
 from foundry_mcp.providers.search.base import SearchResult, SourceType
-from foundry_mcp.providers.search.bounds import BOUND_NAMES, SourceBounds, apply_bounds
+from foundry_mcp.providers.search.bounds import (
+    BOUND_NAMES,
+    SourceBounds,
+    apply_bounds,
+    site_terms,
+)
 
 DEFAULT_BASE_URL = "https://www.googleapis.com"
 MAX_NUM = 10  # the API answers at most 10 results per request
@@ -144,15 +149,13 @@ class GoogleSearch:
 def bound_params(query: str, bounds: SourceBounds) -> dict[str, str]:
     """The request parameters that carry ``bounds`` (``q`` with its ``site:`` terms)."""
     params: dict[str, str] = {}
-    terms: list[str] = []
-    included, excluded = bounds.include_domains, list(bounds.exclude_domains)
+    included, excluded = list(bounds.include_domains), list(bounds.exclude_domains)
+    # Google's own site filter takes one domain: an inclusion, else a lone exclusion.
     if len(included) == 1:
-        params.update(siteSearch=included[0], siteSearchFilter="i")
-    elif included:
-        terms.append("(" + " OR ".join(f"site:{domain}" for domain in included) + ")")
-    if len(excluded) == 1 and not included:
+        params.update(siteSearch=included.pop(), siteSearchFilter="i")
+    elif len(excluded) == 1 and not included:
         params.update(siteSearch=excluded.pop(), siteSearchFilter="e")
-    terms += [f"-site:{domain}" for domain in excluded]
+    terms = site_terms(included, excluded)
     if terms:
         params["q"] = " ".join([query.strip(), *terms])
     after, before = bounds.published_after, bounds.published_before

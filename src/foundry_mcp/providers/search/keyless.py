@@ -36,7 +36,7 @@ import anyio
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.http_errors import malformed_error, timeout_error
 from foundry_mcp.providers.search.base import SearchResult, SourceType, published_on
-from foundry_mcp.providers.search.bounds import SourceBounds, apply_bounds
+from foundry_mcp.providers.search.bounds import SourceBounds, apply_bounds, site_terms
 
 if TYPE_CHECKING:
     from ddgs.base import BaseSearchEngine
@@ -326,14 +326,7 @@ def bounded_query(text: str, bounds: SourceBounds | None) -> str:
     """``text`` with the domain rules of ``bounds`` as ``site:`` / ``-site:`` operators."""
     if bounds is None:
         return text
-    terms = [text]
-    included = bounds.include_domains
-    if len(included) == 1:
-        terms.append(f"site:{included[0]}")
-    elif included:
-        terms.append("(" + " OR ".join(f"site:{domain}" for domain in included) + ")")
-    terms += [f"-site:{domain}" for domain in bounds.exclude_domains]
-    return " ".join(terms)
+    return " ".join([text, *site_terms(bounds.include_domains, bounds.exclude_domains)])
 
 
 def timelimit_for(after: date | None, today: date | None = None) -> Timelimit | None:

@@ -14,12 +14,13 @@ import copy
 import json
 import re
 from datetime import date, datetime
-from typing import Any
-
-from jsonschema import Draft202012Validator, FormatChecker
-from jsonschema.exceptions import SchemaError
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from foundry_mcp.errors import InputError
+
+if TYPE_CHECKING:
+    from jsonschema import FormatChecker
 
 MAX_SCHEMA_CHARS = 20_000
 MAX_PROPERTIES = 200
@@ -98,6 +99,10 @@ def check_output_schema(value: Any) -> dict[str, Any]:
             "Shorten descriptions and drop fields the answer does not need.",
             reason="too_large",
         )
+    # Imported here: only a research given a schema needs jsonschema (about 30 ms to import).
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
     try:
         Draft202012Validator.check_schema(value)
     except SchemaError as exc:
@@ -190,7 +195,6 @@ def _allow_null(schema: dict[str, Any]) -> None:
 
 # --------------------------------------------------------------------------- validation
 
-_FORMATS = FormatChecker(formats=())
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DATE_TIME = re.compile(
     r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})"
@@ -211,14 +215,23 @@ def _is_date_time(value: object) -> bool:
     )
 
 
-_FORMATS.checks("date", raises=ValueError)(_is_date)
-_FORMATS.checks("date-time", raises=ValueError)(_is_date_time)
+@cache
+def _formats() -> FormatChecker:
+    """The formats checked: "date" and "date-time", by the rules above."""
+    from jsonschema import FormatChecker
+
+    checker = FormatChecker(formats=())
+    checker.checks("date", raises=ValueError)(_is_date)
+    checker.checks("date-time", raises=ValueError)(_is_date_time)
+    return checker
 
 
 def validation_errors(data: Any, schema: dict[str, Any]) -> list[str]:
     """Why ``data`` does not validate against ``schema`` ("date" and "date-time" formats
     checked), each message led by the value's JSON pointer; empty when it validates."""
-    validator = Draft202012Validator(schema, format_checker=_FORMATS)
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(schema, format_checker=_formats())
     found = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
     return [
         f"{to_pointer([str(p) for p in error.absolute_path]) or '/'}: {_cut(error.message)}"
