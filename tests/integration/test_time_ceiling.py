@@ -11,7 +11,6 @@ import pytest
 from foundry_mcp.config import Settings
 from foundry_mcp.errors import InputError
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
-from foundry_mcp.research import language
 from foundry_mcp.research.llm.calls import CallLog, ResearchLLM
 from foundry_mcp.research.models import (
     Finding,
@@ -128,10 +127,11 @@ def the_stop(state: ResearchState) -> dict[str, Any]:
 
 
 async def run_to_end(settings: Settings, question: str, **options: Any) -> ResearchState:
-    # The deadline counts from the start call: the language model is loaded first, as a
-    # server's warm-up loads it, or its first load (0.3-0.6 s) would eat into the deadline.
-    await anyio.to_thread.run_sync(language.warm_up)
-    async with research_runtime(settings, warm=False) as service:
+    # The deadline counts from the start call: the server's warm-up is over first (the LLM
+    # SDK's import and client, the language model), as it is a few seconds after a server
+    # starts, or their first load (0.3-1 s, by the machine) would eat into the deadline.
+    async with research_runtime(settings) as service:
+        assert await anyio.to_thread.run_sync(service.providers.warmed.wait, 30)
         started = await service.start(question, mode="simple", **options)
         status = await wait_until(service, started["research_id"], TERMINAL, timeout=30)
         assert status["status"] == "completed", status["error"]

@@ -7,6 +7,7 @@ import pytest
 
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.research.llm.fanout import fan_out
+from foundry_mcp.research.runs.runner import as_itself
 
 pytestmark = pytest.mark.anyio
 
@@ -55,3 +56,13 @@ async def test_every_child_runs_to_the_end() -> None:
 
     await fan_out(work, range(3))
     assert done == [2, 1, 0]
+
+
+async def test_a_run_sees_an_error_a_task_group_wrapped_as_itself() -> None:
+    async def wrapped() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(anyio.sleep_forever)
+            raise ProviderError("the provider refused the key", kind="auth", provider="openai")
+
+    with pytest.raises(ProviderError, match="refused the key"):
+        await as_itself(wrapped())

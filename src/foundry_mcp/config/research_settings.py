@@ -199,6 +199,9 @@ class ResearchSettings(Section):
     deep_research_analysis_timeout: Annotated[float, LOWER_SPENDS] = Field(300.0, ge=1, le=86400)
     deep_research_synthesis_timeout: Annotated[float, LOWER_SPENDS] = Field(300.0, ge=1, le=86400)
     deep_research_refinement_timeout: Annotated[float, LOWER_SPENDS] = Field(180.0, ge=1, le=86400)
+    # Seconds the parts of a research may go without moving (no provider call in flight, no
+    # work saved) before those still running are stopped and the research goes on without them.
+    deep_research_stall_timeout: Annotated[float, LOWER_SPENDS] = Field(120.0, ge=1, le=86400)
     retention_days: Annotated[float | None, DELETES] = Field(None, gt=0)
     auto_resume: Annotated[bool, OFF_RUNS] = False
     # Workers sharing a store resume research whose worker died (research/service/takeover.py).

@@ -297,8 +297,8 @@ def _selection(
 ) -> PageSelection:
     """What of ``page`` the analyst gets: ``chosen``; ``copies`` (passages whose every sentence
     it gets from another passage) count as read, not sent again."""
-    if not chosen:
-        return PageSelection(page.id, "", (), len(pieces), 0)
+    if not chosen:  # nothing new: its copies count as read all the same
+        return PageSelection(page.id, "", tuple(sorted(copies)), len(pieces), 0)
     whole = not page.read and not copies and len(chosen) == len(pieces)
     text = page.text.strip() if whole else assemble(pieces, chosen)
     read = tuple(sorted({*chosen, *copies}))

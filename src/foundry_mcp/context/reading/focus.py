@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from foundry_mcp.context.reading.passages import (
@@ -96,6 +97,11 @@ class RepeatLedger:
         repeat (so reading it from ``source_id`` would add nothing)."""
         long_ones = [s for p in paragraphs_of(text) for s in p if len(s) >= REPEAT_MIN_CHARS]
         return bool(long_ones) and not any(self.readable(source_id, long_ones))
+
+    def forget(self, source_ids: Iterable[str]) -> None:
+        """Forget the sentences first read from these sources (their reading is done again)."""
+        gone = set(source_ids)
+        self.first_reader = {k: s for k, s in self.first_reader.items() if s not in gone}
 
     def claim_text(self, source_id: str, text: str) -> None:
         """Make ``source_id`` the first reader of every long sentence of ``text`` not yet read:

@@ -28,19 +28,19 @@ async def fan_out(work: Callable[[T], Coroutine[Any, Any, None]], items: Iterabl
             for item in items:
                 group.start_soon(work, item)
     except BaseExceptionGroup as grouped:
-        error = _first_error(grouped)
+        error = first_error(grouped)
         if error is None:
             raise
     if error is not None:
         raise error  # outside the handler: its own cause and traceback stay as they were
 
 
-def _first_error(grouped: BaseExceptionGroup[BaseException]) -> BaseException | None:
+def first_error(grouped: BaseExceptionGroup[BaseException]) -> BaseException | None:
     """The first exception in ``grouped`` (nested groups included) that is not a cancellation."""
     cancelled = anyio.get_cancelled_exc_class()
     for error in grouped.exceptions:
         if isinstance(error, BaseExceptionGroup):
-            inner = _first_error(error)
+            inner = first_error(error)
             if inner is not None:
                 return inner
         elif not isinstance(error, cancelled):

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -30,15 +33,20 @@ class InFlight:
 
 @dataclass
 class CallLog:
-    """Start and end times (``time.perf_counter``) of every provider call, by kind, and the LLM
-    calls still waiting for their answer (which the time ceiling weighs)."""
+    """Start and end times (``time.perf_counter``) of every provider call, by kind, and the
+    calls still waiting for their answer: the LLM calls (which the time ceiling weighs) and the
+    searches and page reads. It also knows when the research last moved (a call landed, or a
+    researcher saved its work), which the stall watch weighs (``modes/watch.py``)."""
 
     intervals: list[tuple[str, float, float]] = field(default_factory=list)
     _flying: dict[int, InFlight] = field(default_factory=dict)
     _tickets: int = 0
+    _waiting: int = 0  # searches and page reads in flight
+    _moved: float = field(default_factory=time.perf_counter)
 
     def add(self, kind: str, started: float, ended: float) -> None:
         self.intervals.append((kind, started, ended))
+        self.moved()
 
     def count(self, kind: str) -> int:
         return sum(1 for k, _, _ in self.intervals if k == kind)
@@ -56,10 +64,33 @@ class CallLog:
     def land(self, ticket: int) -> None:
         """The call of ``ticket`` answered, failed or was cancelled."""
         self._flying.pop(ticket, None)
+        self.moved()
 
     def in_flight(self) -> list[InFlight]:
         """The LLM calls waiting for their answer, oldest first."""
         return list(self._flying.values())
+
+    @contextmanager
+    def waiting(self, kind: str) -> Iterator[None]:
+        """Time one search or page read (``kind``) while it is in flight; logged when done."""
+        started = time.perf_counter()
+        self._waiting += 1
+        try:
+            yield
+        finally:
+            self._waiting -= 1
+            self.add(kind, started, time.perf_counter())
+
+    def moved(self) -> None:
+        """Something of the research moved: a call landed, or work was saved."""
+        self._moved = time.perf_counter()
+
+    def idle_for(self) -> float:
+        """Seconds since the research last moved; 0 while any provider call is in flight (its
+        own timeout bounds it)."""
+        if self._flying or self._waiting:
+            return 0.0
+        return time.perf_counter() - self._moved
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,9 @@ class ResearchOptions(_Model):
     gate_retries: int = 1
     enable_reflection: bool = True
     phase_timeouts: dict[str, float] = Field(default_factory=dict)  # seconds, by phase value
+    # Seconds a research's parts may go without moving, no provider call in flight, before
+    # those still running are stopped (modes/watch.py).
+    stall_timeout: float = 120.0
     token_budget: TokenBudgetOptions = Field(default_factory=TokenBudgetOptions)
     mode: ModeOptions = Field(default_factory=ModeOptions)
     search: SearchOptions = Field(default_factory=SearchOptions)

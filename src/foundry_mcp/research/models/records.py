@@ -149,6 +149,10 @@ class FiledFinding(_Model):
     part: str  # the sub-question it answers
     finding: Finding
     sources: list[Source] = Field(default_factory=list)
+    by: str | None = None  # the sub-question whose reading found it
+    # Its reading was done again (a retried analysis): the finding no longer stands, and a
+    # researcher that took it drops it, so the new reading's findings do not repeat it.
+    withdrawn: bool = False
 
 
 class Gap(_Model):

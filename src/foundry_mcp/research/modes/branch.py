@@ -169,6 +169,7 @@ async def research_branch(
         summarize_branch(sub_question, branch)
         await branches.save(branch)
         await kit.checkpoint()
+        kit.calls.moved()
 
     sub_question.status = BranchStatus.RESEARCHING
     sub_question.error = None

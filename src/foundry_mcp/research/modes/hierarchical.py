@@ -14,10 +14,7 @@ SYNTHESIS  the meta-synthesis: one report integrating the sub-answers (agreement
 
 from __future__ import annotations
 
-import anyio
-
 from foundry_mcp.providers.search.base import richer
-from foundry_mcp.research.llm.fanout import fan_out
 from foundry_mcp.research.models import (
     AgentDecision,
     AgentRole,
@@ -38,6 +35,7 @@ from foundry_mcp.research.models import (
 from foundry_mcp.research.modes.allocation import adopt_plan, sample_local_documents
 from foundry_mcp.research.modes.branch import allocate_budgets, branch_state, research_branch
 from foundry_mcp.research.modes.kit import ResearchKit
+from foundry_mcp.research.modes.watch import gathering_bound, research_parts
 from foundry_mcp.research.prompts.report_parts import META_FRAME_SYSTEM
 from foundry_mcp.research.prompts.synthesizer import META_SYSTEM, render_sub_answers
 from foundry_mcp.research.workflow.agents.planner import plan
@@ -137,7 +135,7 @@ def _untaken_filings(
     join the research under that sub-question, with the sources they cite."""
     have = {f.id for f in findings}
     for filed in state.filed:
-        if filed.finding.id in have:
+        if filed.finding.id in have or filed.withdrawn:
             continue
         findings.append(filed.finding.model_copy(update={"sub_question_id": filed.part}))
         have.add(filed.finding.id)
@@ -211,14 +209,12 @@ class HierarchicalPlaybook:
                 outputs={"researching": [sq.id for sq in waiting]},
             )
         )
-        limiter = anyio.Semaphore(state.limits.max_concurrent)
 
         async def research(sub_question: SubQuestion) -> None:
-            async with limiter:
-                branch = saved.get(sub_question.id) or branch_state(state, sub_question)
-                await research_branch(state, sub_question, branch, kit)
+            branch = saved.get(sub_question.id) or branch_state(state, sub_question)
+            await research_branch(state, sub_question, branch, kit)
 
-        await fan_out(research, waiting)
+        await research_parts(state, waiting, research, kit.calls, kit.checkpoint)
         answered = [sq for sq in state.sub_questions if sq.status is BranchStatus.COMPLETED]
         return {
             "sub_questions": len(state.sub_questions),
@@ -239,6 +235,8 @@ class HierarchicalPlaybook:
         contradictions: list[Contradiction] = []
         gaps: list[Gap] = []
         search_calls = 0
+        # Filed by a reading that was done again: its new findings stand instead.
+        withdrawn = {filed.finding.id for filed in state.filed if filed.withdrawn}
         for sub_question in state.sub_questions:
             branch = branches.get(sub_question.id)
             if branch is None:
@@ -260,6 +258,7 @@ class HierarchicalPlaybook:
                 f.model_copy(update={"sub_question_id": sub_question.id})
                 for f in branch.findings
                 if f.id not in {kept.id for kept in findings}  # filed to several parts: once
+                and f.id not in withdrawn
             ]
             contradictions += branch.contradictions
             gaps += branch.unaddressed_gaps()
@@ -303,10 +302,10 @@ class HierarchicalPlaybook:
     # ------------------------------------------------------------------ the supervisor's asks
 
     def timeout(self, phase: Phase) -> float | None:
-        # The researchers bound their own phases; the research as a whole has task_timeout.
+        timeouts = self.state.options.phase_timeouts
         if phase is Phase.GATHERING:
-            return None
-        return self.state.options.phase_timeouts.get(phase.value)
+            return gathering_bound(self.state)
+        return timeouts.get(phase.value)
 
     def gate(self, phase: Phase) -> ValidationResult:
         state = self.state

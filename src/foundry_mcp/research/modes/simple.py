@@ -324,10 +324,13 @@ class SimplePlaybook:
             again = [s for s in state.sources if s.iteration == state.iteration]
             for source in again:
                 source.analyzed = False
-            # A retry reads them again, with the gate's issues as guidance.
+            # A retry reads them again, with the gate's issues as guidance: what was read of
+            # them is forgotten (its sentences too, or they would count as known repeats).
             state.read_by_round.pop(state.iteration, None)
+            forgotten = [s.id for s in again]
             if self.kit.reader is not None:
-                self.kit.reader.forget((s.id for s in again), state.branch)
+                forgotten = self.kit.reader.forget(forgotten, state.branch)
+            self.kit.repeats.forget(forgotten)
 
     def next_phase(self, phase: Phase, complete_early: bool) -> Phase | None:
         state = self.state

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from foundry_mcp.logs import research_context
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.providers.search.local import LocalDocuments
 from foundry_mcp.research.llm.calls import CallLog, LLMRoute, ResearchLLM
+from foundry_mcp.research.llm.fanout import first_error
 from foundry_mcp.research.models import LLMCallRecord, ResearchState, Status, utcnow
 from foundry_mcp.research.modes import ResearchKit, playbook_for
 from foundry_mcp.research.modes.allocation import with_named_sources
@@ -42,6 +43,18 @@ SERVER_STOPPED = "The server stopped while the research was running."
 # idle loop); a run that began at once would put its state load, its first save and the
 # planner's prompt building on the event loop between the call and its answer.
 ANSWER_FIRST_SECONDS = 0.005
+
+
+async def as_itself(work: Awaitable[None]) -> None:
+    """Await ``work``; an error that a task group below wrapped is raised as itself, so the
+    run's handlers judge it by what it is (not "an internal error" for a ``FoundryError``)."""
+    try:
+        await work
+    except BaseExceptionGroup as grouped:
+        error = first_error(grouped)
+        if error is None:
+            raise
+        raise error from None
 
 
 def abort(state: ResearchState, status: Status, reason: str) -> None:
@@ -162,7 +175,7 @@ class ResearchRunner:
             )
             supervisor = Supervisor(state, llm, playbook_for(state, kit), checkpoint, self.hooks)
             with anyio.fail_after(state.limits.task_timeout):
-                await supervisor.run()
+                await as_itself(supervisor.run())
                 if state.options.output_schema is not None and state.report is not None:
                     await shape_answer_in_time(llm, state)  # the answer in the caller's shape
                     await checkpoint()

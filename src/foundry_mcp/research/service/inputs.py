@@ -25,6 +25,7 @@ from foundry_mcp.errors import InputError, InvalidStateError
 from foundry_mcp.providers.search.base import SOURCE_TYPES
 from foundry_mcp.providers.search.bounds import SourceBounds
 from foundry_mcp.research.models import (
+    BranchStatus,
     Clarify,
     ExplorationMode,
     HypothesisMode,
@@ -33,6 +34,7 @@ from foundry_mcp.research.models import (
     ResearchMode,
     ResearchState,
     Status,
+    SubQuestion,
 )
 
 
@@ -252,8 +254,17 @@ def _reading_budget(value: Any) -> int | None:
     return None if value == WHOLE_PAGES else value
 
 
+def stopped_parts(state: ResearchState) -> list[SubQuestion]:
+    """The sub-questions of a hierarchical research that were stopped before they were
+    answered (modes/watch.py): a resume researches them again."""
+    return [sq for sq in state.sub_questions if sq.status is BranchStatus.FAILED]
+
+
 def check_can_continue(state: ResearchState, max_iterations: int | None) -> None:
-    """Refuse to continue a completed research unless more iterations can still help it."""
+    """Refuse to continue a completed research unless more iterations can still help it, or
+    it has sub-questions that were stopped."""
+    if state.mode is ResearchMode.HIERARCHICAL and stopped_parts(state):
+        return
     if state.mode is not ResearchMode.SIMPLE:
         raise InvalidStateError(
             f"Research {state.id} is a completed {state.mode.value} research; only a simple "

@@ -9,7 +9,14 @@ from foundry_mcp.context.budget import TokenBudget
 from foundry_mcp.context.fidelity.bookkeeping import low_fidelity_warning
 from foundry_mcp.context.levels import LOW_FIDELITY, ContentLevel, fidelity_band
 from foundry_mcp.context.tokens import estimate_tokens
-from foundry_mcp.research.models import PHASE_ORDER, ResearchState, Status, UsageTotals, utcnow
+from foundry_mcp.research.models import (
+    PHASE_ORDER,
+    BranchStatus,
+    ResearchState,
+    Status,
+    UsageTotals,
+    utcnow,
+)
 from foundry_mcp.research.service.payloads.conversation import (
     assumptions_hint,
     conversation_status,
@@ -144,6 +151,7 @@ def research_tree(state: ResearchState) -> dict[str, Any] | None:
                 "findings": len(sq.finding_ids),
                 "confidence": sq.synthesis.confidence.value if sq.synthesis else None,
                 "quality": sq.quality_score,
+                **({"error": shorten(sq.error, 300)} if sq.error else {}),
             }
             for sq in state.sub_questions
         ]
@@ -170,8 +178,16 @@ def next_action(state: ResearchState, status: Status, stale: bool) -> str:
     """A one-line hint for the caller: what to do now."""
     rid = state.id
     if status is Status.COMPLETED:
+        stopped = sum(1 for sq in state.sub_questions if sq.status is BranchStatus.FAILED)
+        again = (
+            f" {stopped} sub-question(s) were stopped before they were answered (see tree): "
+            f"action='deep-research-resume', research_id='{rid}' researches them again."
+            if stopped
+            else ""
+        )
         return (
             f"Read the report: action='deep-research-report', research_id='{rid}'."
+            + again
             + assumptions_hint(state)
         )
     if status in (Status.QUEUED, Status.RUNNING):

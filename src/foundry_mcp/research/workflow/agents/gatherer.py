@@ -231,7 +231,8 @@ async def _ask(
     if kind is not None:  # an adapter serving one kind is not told which
         bounded["source_type"] = kind
     try:
-        found = await provider.search(query, limit, **bounded)
+        with calls.waiting("search"):
+            found = await provider.search(query, limit, **bounded)
         # Checked again here, whatever the adapter did: nothing outside the bounds is read.
         attempt.results = apply_bounds(found, bounds) if bounds is not None else found
         if len(attempt.results) < len(found):
@@ -244,10 +245,8 @@ async def _ask(
         if exc.kind == "auth" or exc.status_code in (401, 403):
             state.warn(f"{exc.message} {exc.remediation}")
     finally:
-        ended = time.perf_counter()
-        calls.add("search", started, ended)
         state.search_calls += 1
-        event["latency_s"] = round(ended - started, 3)
+        event["latency_s"] = round(time.perf_counter() - started, 3)
     state.emit("search", event)
     return attempt
 
@@ -280,11 +279,10 @@ async def _fetch_pages(
 
     async def one(source: Source) -> None:
         assert source.url is not None
-        started = time.perf_counter()
-        result: FetchResult = await (
-            pool.read(source.url, fetch) if pool is not None else fetch(source.url)
-        )
-        calls.add("fetch", started, time.perf_counter())
+        with calls.waiting("fetch"):
+            result: FetchResult = await (
+                pool.read(source.url, fetch) if pool is not None else fetch(source.url)
+            )
         state.emit(
             "fetch",
             {

@@ -143,8 +143,10 @@ def _budgeted(
         read[source.id] = PageRead(selection.passages, selection.chosen, selection.tokens)
         if ledger is not None and selection.text:
             ledger.claim_text(source.id, selection.text)
-        if not selection.text and source.content:
-            continue  # nothing of it within the allowance: considered, not read
+        if not selection.text and (source.content or selection.chosen):
+            # Nothing of it within the allowance (considered, not read), or nothing new in it
+            # (its passages all read from other pages: read, not sent again).
+            continue
         text = selection.text or source_text(source)  # a page of no text: its snippet
         frame = counter.count(render_source(source, "", ContentLevel.FULL))
         whole = selection.whole(page.read) and not page.read
