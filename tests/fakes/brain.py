@@ -48,6 +48,7 @@ _FOLLOW_UP_QUESTION_WORDS_TEXT = "about which where there their these those woul
 FOLLOW_UP_QUESTION_WORDS = frozenset(_FOLLOW_UP_QUESTION_WORDS_TEXT.split())
 
 AGENT_MARKERS: tuple[tuple[str, str], ...] = (
+    ("answer repairer", "repairer"),  # asked once for an answer that could not be read
     ("research fact-checker", "verifier"),
     ("sub-question answerer", "answerer"),
     ("follow-up answerer", "follow_up"),

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from foundry_mcp.research.llm.jsonparse import parse_handoff
+from foundry_mcp.research.llm.jsonparse import read_answer
 from foundry_mcp.research.models import (
     BranchStatus,
     CoverageAssessment,
@@ -172,7 +172,7 @@ def test_a_messy_generation_is_repaired_merged_ordered_and_capped() -> None:
             ],
         }
     )
-    answer = parse_handoff("```json\n" + text + "\n```", GenerationAnswer)
+    answer = read_answer("```json\n" + text + "\n```", GenerationAnswer).value
     assert answer is not None
     hypotheses = hypotheses_from(answer, limit=2)
 
@@ -207,7 +207,7 @@ def test_priority_ties_go_to_the_more_confident() -> None:
 @pytest.mark.anyio
 async def test_an_unreadable_generation_falls_back_to_the_question() -> None:
     state = _state()
-    llm = ScriptedLLM("I would rather not answer in JSON.")
+    llm = ScriptedLLM("I would rather not answer in JSON.", "Nor when asked again.")
     brief, hypotheses = await propose_hypotheses(llm, state, None, local_search=False)  # type: ignore[arg-type]
     assert brief == ""
     assert [h.statement for h in hypotheses] == [state.query]
@@ -215,6 +215,7 @@ async def test_an_unreadable_generation_falls_back_to_the_question() -> None:
     assert any("investigator" in w for w in state.warnings)
     assert llm.prompts[0][0] == "planning"
     assert "research investigator" in llm.prompts[0][1]
+    assert len(llm.prompts) == 2 and "answer repairer" in llm.prompts[1][1]  # asked once more
 
 
 # ---------------------------------------------------------------------- the assessors' answers
@@ -270,7 +271,7 @@ async def test_an_unreadable_assessment_is_inconclusive_and_no_findings_ask_noth
     state = _state()
     state.findings = [Finding(content="Something.", source_ids=["src-00000000"])]
     hypothesis = _hypothesis("Cable corrosion weakened it", confidence=60)
-    await assess_hypothesis(ScriptedLLM("no json"), state, 1, hypothesis, None)  # type: ignore[arg-type]
+    await assess_hypothesis(ScriptedLLM("no json", "still none"), state, 1, hypothesis, None)  # type: ignore[arg-type]
     assert hypothesis.verdict is HypothesisVerdict.INCONCLUSIVE
     assert hypothesis.final_confidence == 60
     assert any("H1 could not be read" in w for w in state.warnings)
@@ -290,6 +291,7 @@ async def test_coverage_maps_the_recommendation_and_continues_when_unreadable() 
     llm = ScriptedLLM(
         json.dumps({"sufficient": "no", "reasoning": "Design is open.", "recommended_next": "H2"}),
         "unreadable",
+        "unreadable when asked again",
     )
     coverage = await assess_coverage(llm, state, explored, remaining, None)  # type: ignore[arg-type]
     assert coverage == CoverageAssessment(

@@ -468,7 +468,7 @@ async def test_unreadable_or_incomplete_answers_leave_claims_unverified() -> Non
     draft, sources = _many_claims_draft(10)
 
     def judge(request: LLMRequest) -> str:
-        if prompt_claims(request.user)[0][1] == first_claim:
+        if "answer repairer" in request.system or prompt_claims(request.user)[0][1] == first_claim:
             return "I am not able to judge these claims today."
         return json.dumps({"verdicts": [{"claim": 1, "verdict": "unsupported", "reason": "no"}]})
 

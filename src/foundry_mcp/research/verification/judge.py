@@ -17,10 +17,12 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from foundry_mcp.errors import ProviderError
+from foundry_mcp.research.llm.answers import ask_json
 from foundry_mcp.research.llm.calls import ResearchLLM
 from foundry_mcp.research.llm.fanout import fan_out
-from foundry_mcp.research.llm.jsonparse import parse_handoff
+from foundry_mcp.research.llm.jsonparse import read_answer
 from foundry_mcp.research.models import (
+    AgentRole,
     ResearchState,
     Verdict,
     VerificationSummary,
@@ -67,9 +69,13 @@ def read_verdict(value: Any) -> Verdict | None:
 
 def read_judge_answer(text: str, count: int) -> dict[int, tuple[Verdict, str]] | None:
     """Verdicts by claim number (1..``count``) from the judge's answer; None if unreadable."""
-    answer = parse_handoff(text, _JudgeAnswer)
-    if answer is None:
-        return None
+    answer = read_answer(text, _JudgeAnswer).value
+    return None if answer is None else judged_verdicts(answer, count)
+
+
+def judged_verdicts(answer: _JudgeAnswer, count: int) -> dict[int, tuple[Verdict, str]]:
+    """Verdicts by claim number (1..``count``) of a judge's answer: those naming a claim asked
+    about and a verdict, the first for each claim."""
     verdicts: dict[int, tuple[Verdict, str]] = {}
     for item in answer.verdicts:
         number = re.search(r"\d+", str(item.claim))
@@ -150,6 +156,12 @@ async def judge_claims(
     waiting = set(range(len(items)))
     semaphore = anyio.Semaphore(max(1, state.limits.max_concurrent))
 
+    async def ask(system: str, user: str) -> str:
+        summary.llm_calls += 1  # a repair request is a call too
+        return await llm.ask(
+            "verification", system, user, json_mode=True, max_tokens=VERIFIER_MAX_TOKENS
+        )
+
     async def judge(batch: list[int]) -> None:
         async with semaphore:
             if judged.stopped:
@@ -165,10 +177,9 @@ async def judge_claims(
                 for n, i in enumerate(batch, start=1)
             ]
             system, user = verifier_prompts(state.query, numbered)
-            summary.llm_calls += 1
             try:
-                text = await llm.ask(
-                    "verification", system, user, json_mode=True, max_tokens=VERIFIER_MAX_TOKENS
+                answer = await ask_json(
+                    ask, system, user, _JudgeAnswer, state=state, agent=AgentRole.SYNTHESIZER
                 )
             except ProviderError as exc:
                 log.warning("citation verification stopped: %s", exc.message)
@@ -181,14 +192,14 @@ async def judge_claims(
                     )
                 return
         waiting.difference_update(batch)
-        answer = read_judge_answer(text, len(batch))
         if answer is None:
             judged.unreadable += len(batch)
             for i in batch:
                 judged.answers[i] = (None, "The fact-checker's answer could not be read.")
             return
+        verdicts = judged_verdicts(answer, len(batch))
         for n, i in enumerate(batch, start=1):
-            judged.answers[i] = answer.get(n, (None, "The fact-checker gave no verdict on it."))
+            judged.answers[i] = verdicts.get(n, (None, "The fact-checker gave no verdict on it."))
 
     with anyio.CancelScope(deadline=end_by):
         await fan_out(judge, spread(list(range(len(items))), state.limits.max_concurrent))

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from foundry_mcp.errors import ProviderError
+from foundry_mcp.research.llm.answers import ask_json
 from foundry_mcp.research.llm.calls import ResearchLLM
-from foundry_mcp.research.llm.jsonparse import parse_handoff
 from foundry_mcp.research.models import (
     AgentRole,
     Phase,
@@ -33,14 +34,20 @@ async def reflect(
         state.query, prompt, gate_summary, metrics, state.iteration, state.limits.max_iterations
     )
     try:
-        text = await llm.ask(f"reflection:{phase.value}", system, user, json_mode=True)
+        decision = await ask_json(
+            partial(llm.ask, f"reflection:{phase.value}", json_mode=True),
+            system,
+            user,
+            ReflectionDecision,
+            state=state,
+            agent=AgentRole.SUPERVISOR,
+        )
     except ProviderError as exc:
         state.record_fallback(
             AgentRole.SUPERVISOR,
             f"Reflection after {phase.value} failed ({exc.message}); proceeding.",
         )
         return ReflectionDecision(action="proceed", rationale="Reflection unavailable.")
-    decision = parse_handoff(text, ReflectionDecision)
     if decision is None or decision.action not in ACTIONS:
         state.record_fallback(
             AgentRole.SUPERVISOR,

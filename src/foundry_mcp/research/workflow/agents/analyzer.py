@@ -23,15 +23,13 @@ from foundry_mcp.context.levels import ContentLevel
 from foundry_mcp.context.reading.focus import RepeatLedger
 from foundry_mcp.context.reading.selection import select_passages
 from foundry_mcp.context.tokens import count_messages
+from foundry_mcp.research.llm.answers import ask_json
 from foundry_mcp.research.llm.calls import ResearchLLM
 from foundry_mcp.research.llm.fanout import fan_out
-from foundry_mcp.research.llm.jsonparse import parse_handoff
 from foundry_mcp.research.models import (
     AgentRole,
     AnalyzerOutput,
-    Confidence,
     Contradiction,
-    ExtractedFinding,
     Finding,
     Gap,
     ResearchState,
@@ -82,22 +80,28 @@ async def analyze(
         reader.receive(state)
     if not pending:
         return combined
-    mine = pending if reader is None else await reader.claim(pending)
-    try:
-        for source in pending:
-            if source not in mine:  # read elsewhere in the research: its findings were filed
+    if reader is None:
+        await _analyze_sources(
+            llm, state, guidance, checkpoint, pending, limiter, ledger, None, combined
+        )
+        return combined
+    analysed = False
+    while pending:
+        with reader.claimed(pending) as claim:
+            for source in claim.read:  # read elsewhere in the research: its findings were filed
                 source.analyzed = True
-        if reader is not None:
             reader.receive(state)
-        if mine:
-            await _analyze_sources(
-                llm, state, guidance, checkpoint, mine, limiter, ledger, reader, combined
-            )
-        else:
-            await checkpoint()
-    finally:
-        if reader is not None:
-            reader.release(mine)
+            if claim.mine:
+                await _analyze_sources(
+                    llm, state, guidance, checkpoint, claim.mine, limiter, ledger, reader, combined
+                )
+                analysed = True
+        # Pages another researcher is reading now: waited for holding nothing (this caller's
+        # own are released above), then taken as read, or read here if that reading failed.
+        await reader.settle(claim.busy)
+        pending = [s for s in claim.busy if not s.analyzed]
+    if not analysed:
+        await checkpoint()
     return combined
 
 
@@ -114,17 +118,29 @@ async def read_more(
     part (:func:`~foundry_mcp.research.workflow.reading.budget.more_to_read`): their passages
     worth most to the question, its parts and this round's sub-queries (the gaps a later round
     searches for), across those pages. A page a round read only in part is read further before
-    the research searches again for what it may hold."""
+    the research searches again for what it may hold; the pages are claimed as a first reading
+    is (one being read elsewhere now is left to that reading)."""
     combined = AnalyzerOutput()
     allowance = more_to_read(state)
     ceiling = TimeCeiling.current()
     if ceiling is not None and not ceiling.allows("analysis"):
         return combined  # no time for a further call before the report must be written
-    pages = reader.read_in_part(state) if reader is not None and allowance else []
-    if pages:
-        await _analyze_sources(
-            llm, state, guidance, checkpoint, pages, None, ledger, reader, combined, more=allowance
-        )
+    if reader is None or not allowance:
+        return combined
+    with reader.claimed_further(state) as pages:
+        if pages:
+            await _analyze_sources(
+                llm,
+                state,
+                guidance,
+                checkpoint,
+                pages,
+                None,
+                ledger,
+                reader,
+                combined,
+                more=allowance,
+            )
     return combined
 
 
@@ -227,6 +243,8 @@ def _record(
             continue
         if reader is not None:
             reader.record(source.id, page.passages, page.chosen, page.tokens, state.branch)
+        if not page.tokens:
+            continue  # its passages were all read from other pages: nothing was sent
         spend(state, page.tokens)
         state.emit(
             "page_read",
@@ -283,32 +301,19 @@ async def _analyze_batch(
         return _prompts(state, rendered, guidance, parts)
 
     system, user = build(1.0)
-    text = await fitting.ask(
-        "analysis",
+    output = await ask_json(
+        fitting.json_ask("analysis", LEGACY_MAX_TOKENS, build),
         system,
         user,
-        json_mode=True,
-        max_tokens=fitting.output_tokens("analysis", LEGACY_MAX_TOKENS),
-        rebuild=build,
+        AnalyzerOutput,
+        state=state,
+        agent=AgentRole.ANALYZER,
+        fallback="An analysis answer could not be read, even when asked again; its sources "
+        "gave no findings.",
     )
-    sources = [f.source for f in batch]
-    output = parse_handoff(text, AnalyzerOutput)
-    if output is not None:
-        return _keep_known_sources(output, {s.id for s in sources})
-    state.record_fallback(
-        AgentRole.ANALYZER,
-        "An analysis answer could not be read; a low-confidence summary was kept.",
-    )
-    summary = " ".join(text.split())[:600] or "The sources were collected but not analysed."
-    return AnalyzerOutput(
-        findings=[
-            ExtractedFinding(
-                content=summary,
-                confidence=Confidence.LOW,
-                source_ids=[s.id for s in sources[:3]],
-            )
-        ]
-    )
+    if output is None:
+        return AnalyzerOutput()
+    return _keep_known_sources(output, {fitted.source.id for fitted in batch})
 
 
 def _keep_known_sources(output: AnalyzerOutput, known: set[str]) -> AnalyzerOutput:
@@ -349,11 +354,11 @@ def _apply(
         )
         own = state.branch
         if reader is not None and own is not None and parts and own not in parts:
-            reader.file(finding, batch, parts)  # it answers other parts only
+            reader.file(finding, batch, parts, by=own)  # it answers other parts only
             continue
         state.findings.append(finding)
         if reader is not None:
-            reader.file(finding, batch, [part for part in parts if part != own])
+            reader.file(finding, batch, [part for part in parts if part != own], by=own)
     known_gaps = {" ".join(g.description.lower().split()) for g in state.gaps}
     for identified in output.gaps:
         key = " ".join(identified.description.lower().split())

@@ -13,9 +13,10 @@ from collections import Counter
 
 from pydantic import Field, field_validator
 
+from foundry_mcp.context.errors import ContextExceededError
 from foundry_mcp.errors import ProviderError
+from foundry_mcp.research.llm.answers import ask_json
 from foundry_mcp.research.llm.calls import ResearchLLM
-from foundry_mcp.research.llm.jsonparse import parse_handoff
 from foundry_mcp.research.models import (
     AgentRole,
     Confidence,
@@ -72,14 +73,30 @@ async def answer_sub_question(
     sources = [s for s in state.sources if s.id in cited]
     fitting = await Fitting.open(llm, state, "synthesis")
     shown: set[str] = set()
+    written_from: list[int] = []  # how many findings the last prompt held, when not all
 
     def build(scale: float) -> tuple[str, str]:
         findings: list[Finding] = list(state.findings)
         listed: list[Source] = sources
         if fitting.enabled:
-            fitted = fit_findings(
-                fitting, findings, sources, [], [], scale=scale, record=scale >= 1.0
-            )
+            try:
+                fitted = fit_findings(
+                    fitting, findings, sources, [], [], scale=scale, record=scale >= 1.0
+                )
+            except ContextExceededError:
+                # The report's sections state every finding of the sub-question: its answer
+                # may rest on the strongest of them, whatever allow_content_dropping.
+                fitted = fit_findings(
+                    fitting,
+                    findings,
+                    sources,
+                    [],
+                    [],
+                    scale=scale,
+                    record=False,
+                    allow_dropping=True,
+                )
+                written_from[:] = [len(fitted.findings)]
             findings, listed = fitted.findings, fitted.sources
         shown.clear()
         shown.update(s.id for s in listed)
@@ -89,21 +106,26 @@ async def answer_sub_question(
 
     system, user = build(1.0)
     try:
-        text = await fitting.ask(
-            "synthesis",
+        draft = await ask_json(
+            fitting.json_ask("synthesis", LEGACY_MAX_TOKENS, build),
             system,
             user,
-            json_mode=True,
-            max_tokens=fitting.output_tokens("synthesis", LEGACY_MAX_TOKENS),
-            rebuild=build,
+            _Draft,
+            state=state,
+            agent=AgentRole.SYNTHESIZER,
         )
     except ProviderError as exc:
         if exc.kind == "budget":
             raise
         return _finish(state, _from_findings(state, f"the answer could not be written: {exc}"))
-    draft = parse_handoff(text, _Draft)
     if draft is None or not draft.direct_answer.strip():
         return _finish(state, _from_findings(state, "the model's answer could not be read"))
+    if written_from:
+        state.warn(
+            f"The answer to the sub-question '{state.query[:120]}' was written from "
+            f"{written_from[0]} of its {len(state.findings)} findings, all the model's window "
+            "holds; the report's sections state every finding."
+        )
     direct = _keep_citations(draft.direct_answer, shown)
     evidence = [line for e in draft.evidence if (line := _keep_citations(e, shown))]
     citations = list(dict.fromkeys(_CITATION.findall(" ".join([direct, *evidence]))))

@@ -9,13 +9,14 @@ is a :class:`Clarification` or None, never an error: the research goes on with i
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 import anyio
 
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.research.asking import Asker, Form, Question, Reply, checked_reply
+from foundry_mcp.research.llm.answers import ask_json
 from foundry_mcp.research.llm.calls import ResearchLLM
-from foundry_mcp.research.llm.jsonparse import parse_handoff
 from foundry_mcp.research.models import (
     AgentDecision,
     AgentRole,
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 
 JUDGE_SECONDS = 30.0  # the judgement is one short call; a slower one is given up
 JUDGE_MAX_TOKENS = 600
-OUTCOMES = {"decline": "declined", "cancel": "declined", "timeout": "timed_out"}
+OUTCOMES = {"decline": "declined", "cancel": "dismissed", "timeout": "timed_out"}
 
 
 async def judge(llm: ResearchLLM, state: ResearchState) -> ClarifierOutput | None:
@@ -40,13 +41,17 @@ async def judge(llm: ResearchLLM, state: ResearchState) -> ClarifierOutput | Non
     system, user = clarifier_prompts(state.query, state.system_prompt, always)
     with anyio.move_on_after(JUDGE_SECONDS):
         try:
-            text = await llm.ask(
-                "planning", system, user, json_mode=True, max_tokens=JUDGE_MAX_TOKENS
+            return await ask_json(
+                partial(llm.ask, "planning", json_mode=True, max_tokens=JUDGE_MAX_TOKENS),
+                system,
+                user,
+                ClarifierOutput,
+                state=state,
+                agent=AgentRole.PLANNER,
             )
         except FoundryError as exc:
             log.info("the clarifier's judgement failed: %s", exc.message)
             return None
-        return parse_handoff(text, ClarifierOutput)
     log.info("the clarifier's judgement took over %g s; no question asked", JUDGE_SECONDS)
     return None
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from functools import partial
 
 import anyio
 from pydantic import field_validator
@@ -30,9 +31,10 @@ from foundry_mcp.context.reading.passages import PassageIndex
 from foundry_mcp.context.tokens import counter_for_model
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.research.export.document import source_numbers
+from foundry_mcp.research.llm.answers import ask_json
 from foundry_mcp.research.llm.calls import ResearchLLM
-from foundry_mcp.research.llm.jsonparse import parse_handoff
 from foundry_mcp.research.models import (
+    AgentRole,
     ClaimCheck,
     Finding,
     FollowUp,
@@ -92,8 +94,14 @@ async def answer_follow_up(llm: ResearchLLM, state: ResearchState, question: str
             reason="The research saved no source text to answer from.",
         )
     system, user = follow_up_prompts(state.query, question, findings, numbers, shown)
-    text = await llm.ask(PURPOSE, system, user, json_mode=True, max_tokens=MAX_ANSWER_TOKENS)
-    draft = parse_handoff(text, _Answer)
+    draft = await ask_json(
+        partial(llm.ask, PURPOSE, json_mode=True, max_tokens=MAX_ANSWER_TOKENS),
+        system,
+        user,
+        _Answer,
+        state=state,
+        agent=AgentRole.SYNTHESIZER,
+    )
     if draft is None:
         raise ProviderError(
             "The model's answer to the follow-up question could not be read.",

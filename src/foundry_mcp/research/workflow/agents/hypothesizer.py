@@ -8,17 +8,17 @@
 * :func:`assess_coverage` (the coverage assessor, an ``analysis`` call): after a hypothesis,
   whether to stop exploring and which hypothesis to explore next.
 
-Model output is read leniently (see :mod:`.hypothesis_answers`); what cannot be read at all
-falls back to a safe default, recorded as a fallback: the question itself as the only
-hypothesis, an inconclusive verdict, or "continue exploring".
+Model output is read leniently (see :mod:`.hypothesis_answers`); what cannot be read at all,
+even when asked again, falls back to a safe default, recorded as a fallback: the question
+itself as the only hypothesis, an inconclusive verdict, or "continue exploring".
 """
 
 from __future__ import annotations
 
 import math
 
+from foundry_mcp.research.llm.answers import ask_json
 from foundry_mcp.research.llm.calls import ResearchLLM
-from foundry_mcp.research.llm.jsonparse import parse_handoff
 from foundry_mcp.research.models import (
     AgentRole,
     CoverageAssessment,
@@ -84,15 +84,14 @@ async def propose_hypotheses(
         )
 
     system, user = build(1.0)
-    text = await fitting.ask(
-        "planning",
+    answer = await ask_json(
+        fitting.json_ask("planning", LEGACY_MAX_TOKENS, build),
         system,
         user,
-        json_mode=True,
-        max_tokens=fitting.output_tokens("planning", LEGACY_MAX_TOKENS),
-        rebuild=build,
+        GenerationAnswer,
+        state=state,
+        agent=AgentRole.PLANNER,
     )
-    answer = parse_handoff(text, GenerationAnswer)
     hypotheses = hypotheses_from(answer, limit) if answer is not None else []
     if hypotheses:
         assert answer is not None
@@ -147,20 +146,17 @@ async def assess_hypothesis(
         return assessor_prompts(state.query, number, hypothesis, rendered, guidance)
 
     system, user = build(1.0)
-    text = await fitting.ask(
-        "analysis",
+    answer = await ask_json(
+        fitting.json_ask("analysis", LEGACY_MAX_TOKENS, build),
         system,
         user,
-        json_mode=True,
-        max_tokens=fitting.output_tokens("analysis", LEGACY_MAX_TOKENS),
-        rebuild=build,
+        AssessmentAnswer,
+        state=state,
+        agent=AgentRole.ANALYZER,
+        fallback=f"The assessment of hypothesis H{number} could not be read; it is left "
+        "inconclusive.",
     )
-    answer = parse_handoff(text, AssessmentAnswer)
     if answer is None:
-        state.record_fallback(
-            AgentRole.ANALYZER,
-            f"The assessment of hypothesis H{number} could not be read; it is left inconclusive.",
-        )
         _conclude(
             hypothesis,
             HypothesisVerdict.INCONCLUSIVE,
@@ -213,19 +209,17 @@ async def assess_coverage(
         minutes_limit=state.limits.task_timeout / 60,
         guidance=guidance,
     )
-    text = await fitting.ask(
-        "analysis",
+    answer = await ask_json(
+        fitting.json_ask("analysis", LEGACY_MAX_TOKENS),
         system,
         user,
-        json_mode=True,
-        max_tokens=fitting.output_tokens("analysis", LEGACY_MAX_TOKENS),
+        CoverageAnswer,
+        state=state,
+        agent=AgentRole.SUPERVISOR,
+        fallback="The coverage assessment could not be read; exploration continues in priority "
+        "order.",
     )
-    answer = parse_handoff(text, CoverageAnswer)
     if answer is None:
-        state.record_fallback(
-            AgentRole.SUPERVISOR,
-            "The coverage assessment could not be read; exploration continues in priority order.",
-        )
         return CoverageAssessment(
             after=after, reasoning="The coverage assessment could not be read; continuing."
         )

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from foundry_mcp.research.llm.answers import ask_json
 from foundry_mcp.research.llm.calls import ResearchLLM
-from foundry_mcp.research.llm.jsonparse import parse_handoff
 from foundry_mcp.research.models import (
     AgentRole,
     Clarification,
@@ -87,15 +87,14 @@ async def plan(
         )
 
     system, user = build(1.0)
-    text = await fitting.ask(
-        "planning",
+    output = await ask_json(
+        fitting.json_ask("planning", LEGACY_MAX_TOKENS, build),
         system,
         user,
-        json_mode=True,
-        max_tokens=fitting.output_tokens("planning", LEGACY_MAX_TOKENS),
-        rebuild=build,
+        PlannerOutput,
+        state=state,
+        agent=AgentRole.PLANNER,
     )
-    output = parse_handoff(text, PlannerOutput)
     if output is not None:
         note_clarification(state, output, assume)
     if output is None or not output.sub_queries:

@@ -8,8 +8,8 @@ has them).
 
 from __future__ import annotations
 
+from foundry_mcp.research.llm.answers import ask_json
 from foundry_mcp.research.llm.calls import ResearchLLM
-from foundry_mcp.research.llm.jsonparse import parse_handoff
 from foundry_mcp.research.models import (
     AgentDecision,
     AgentRole,
@@ -61,24 +61,19 @@ async def refine(llm: ResearchLLM, state: ResearchState, guidance: str | None) -
         )
 
     system, user = build(1.0)
-    text = await fitting.ask(
-        "refinement",
+    output = await ask_json(
+        fitting.json_ask("refinement", LEGACY_MAX_TOKENS, build),
         system,
         user,
-        json_mode=True,
-        max_tokens=fitting.output_tokens("refinement", LEGACY_MAX_TOKENS),
-        rebuild=build,
+        RefinerOutput,
+        state=state,
+        agent=AgentRole.REFINER,
+        fallback="The refiner's answer could not be read; the gaps' own queries were used.",
     )
-    output = parse_handoff(text, RefinerOutput)
     known = {gap.id for gap in gaps}
     if output is not None:
         output.gap_analysis = [a for a in output.gap_analysis if a.gap_id in known]
     if output is None or not output.gap_analysis:
-        if output is None:
-            state.record_fallback(
-                AgentRole.REFINER,
-                "The refiner's answer could not be read; the gaps' own queries were used.",
-            )
         # Advice given without assessments is kept; the assessments fall back.
         advice = output or RefinerOutput()
         output = RefinerOutput(

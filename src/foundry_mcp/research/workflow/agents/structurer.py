@@ -17,15 +17,17 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import anyio
 from pydantic import Field, field_validator
 
 from foundry_mcp.errors import ProviderError
+from foundry_mcp.research.llm.answers import ask_json
 from foundry_mcp.research.llm.calls import ResearchLLM
-from foundry_mcp.research.llm.jsonparse import parse_handoff
 from foundry_mcp.research.models import (
+    AgentRole,
     Confidence,
     EvidenceQuote,
     Finding,
@@ -170,30 +172,22 @@ def chosen_findings(findings: Sequence[Finding]) -> list[Finding]:
 async def _write(
     llm: ResearchLLM, state: ResearchState, schema: dict[str, Any], findings: list[Finding]
 ) -> _Draft | None:
-    """The model's answer, asked again once (the errors shown) when it does not validate with
-    nulls allowed: the repaired one unless it is worse, None when neither can be read. A
-    provider error on the first call is raised; on the repair call, the first answer is kept."""
+    """The model's answer, asked again once (the first prompt, the answer and the errors shown)
+    when it cannot be read or does not validate with nulls allowed: the repaired one unless it
+    is worse, None when neither can be read. A provider error on the first call is raised; on
+    the repair call, the first answer is kept."""
     system, user = structurer_prompts(state.query, schema, findings)
-    text = await llm.ask(PURPOSE, system, user, json_mode=True, max_tokens=MAX_ANSWER_TOKENS)
-    draft = parse_handoff(text, _Draft)
     lenient = nullable(schema)
-    errors = (
-        ["The answer is not a JSON object with an 'answer' key."]
-        if draft is None
-        else validation_errors(draft.answer, lenient)
+    return await ask_json(
+        partial(llm.ask, PURPOSE, json_mode=True, max_tokens=MAX_ANSWER_TOKENS),
+        system,
+        user,
+        _Draft,
+        state=state,
+        agent=AgentRole.SYNTHESIZER,
+        check=lambda draft: validation_errors(draft.answer, lenient),
+        repair=partial(repair_prompts, state.query, schema, findings),
     )
-    if not errors:
-        return draft
-    system, user = repair_prompts(state.query, schema, findings, text, errors)
-    try:
-        text = await llm.ask(PURPOSE, system, user, json_mode=True, max_tokens=MAX_ANSWER_TOKENS)
-    except ProviderError as exc:
-        state.warn(f"The structured answer's repair call failed ({exc.message}); kept as written.")
-        return draft
-    repaired = parse_handoff(text, _Draft)
-    if repaired is None or (draft is not None and validation_errors(repaired.answer, lenient)):
-        return draft or repaired
-    return repaired
 
 
 async def _check(

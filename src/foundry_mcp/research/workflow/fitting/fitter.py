@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
@@ -245,6 +245,25 @@ class Fitting:
                     "10% and sent again. Set the model's window in [research] "
                     "model_context_overrides to avoid the retries."
                 )
+
+    def json_ask(
+        self, purpose: str, legacy_max_tokens: int, rebuild: Rebuild | None = None
+    ) -> Callable[[str, str], Awaitable[str]]:
+        """JSON-mode calls of ``purpose`` as :func:`~foundry_mcp.research.llm.answers.ask_json`
+        makes them: the first prompt sent is the one ``rebuild`` builds (and shrinks when it
+        does not fit); a later one, a repair request, is shrunk in its middle."""
+        max_tokens = self.output_tokens(purpose, legacy_max_tokens)
+        sent = 0
+
+        async def ask(system: str, user: str) -> str:
+            nonlocal sent
+            sent += 1
+            fit_by = rebuild if sent == 1 else None
+            return await self.ask(
+                purpose, system, user, json_mode=True, max_tokens=max_tokens, rebuild=fit_by
+            )
+
+        return ask
 
     def _shrunk(
         self, rebuild: Rebuild | None, scale: float, original: tuple[str, str]
