@@ -58,9 +58,12 @@ def fit_findings(
     *,
     scale: float = 1.0,
     record: bool = True,
+    allow_dropping: bool | None = None,
 ) -> FittedFindings:
     """The findings (shortened or dropped by priority) and the lists around them that fit
-    the synthesis budget; ``scale`` shrinks the budget for overflow retries."""
+    the synthesis budget; ``scale`` shrinks the budget for overflow retries.
+    ``allow_dropping`` overrides the research's ``allow_content_dropping`` (a prompt whose
+    findings reach the report by another call may go without some)."""
     state, options = fitting.state, fitting.options
     budget = max(1, math.floor(fitting.phase_budget("synthesis") * scale))
     fixed_room = math.floor(budget * MAX_FIXED_SHARE)
@@ -107,7 +110,7 @@ def fit_findings(
     allocation = allocate(
         items,
         max(0, budget - cost),
-        allow_dropping=options.allow_content_dropping,
+        allow_dropping=options.allow_content_dropping if allow_dropping is None else allow_dropping,
         what="synthesis findings",
     )
     kept: list[Finding] = []

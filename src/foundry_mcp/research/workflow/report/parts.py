@@ -8,11 +8,15 @@ writes the frame (title, executive summary, contradictions, limitations, conclus
 them. At most ``max_concurrent`` calls run at once. The parts are then put together: the frame's
 title and summary, the sections in topic order, the rest of the frame. A part whose call has not
 answered by the deadline is written by code: a section lists its findings as the analysis stated
-them, with their citations; the frame is a title and a summary saying so.
+them, with their citations; the frame is a title and a summary saying so. So is a part whose
+prompt no shortening fits to the model's window (the frame shortens further first, see
+:mod:`foundry_mcp.research.workflow.report.frame`), with a warning: a small window never fails
+the research.
 
 The frame's fitting covers every finding, so it is the one recorded in the content fidelity: a
-section sees a subset of the same findings within the same budget and is never cut more. When a
-section's material is its sub-question's answer, that answer stands for its findings in the
+section sees a subset of the same findings within the same budget and is never cut more (when
+their shortest forms do not fit, the frame goes without some and records nothing: its sections
+show them). When a section's material is its sub-question's answer, that answer stands for its findings in the
 frame (the frame shows the answer, not the findings again), and the section is given the
 answer's conclusion and caveats, not its evidence list (the section has the findings).
 """
@@ -26,31 +30,30 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from foundry_mcp.context.errors import ContextExceededError
+from foundry_mcp.errors import ProviderError
 from foundry_mcp.research.language import writing_rule
 from foundry_mcp.research.llm.fanout import fan_out
 from foundry_mcp.research.models import (
     Finding,
     ResearchState,
     Source,
-    SourceQuality,
     SubQuestion,
     SubQuestionSynthesis,
 )
 from foundry_mcp.research.prompts.report_parts import body_sections_note, section_prompts
-from foundry_mcp.research.prompts.synthesizer import (
-    SYNTHESIZER_SYSTEM,
-    render_sub_answers,
-    synthesizer_prompts,
-)
+from foundry_mcp.research.prompts.synthesizer import render_sub_answers
 from foundry_mcp.research.workflow.deadline.pace import MIN_FINDINGS
 from foundry_mcp.research.workflow.fitting.findings import fit_findings
-from foundry_mcp.research.workflow.fitting.fitter import Fitting, Rebuild
+from foundry_mcp.research.workflow.fitting.fitter import Fitting, Rebuild, is_context_overflow
+from foundry_mcp.research.workflow.report.frame import (
+    FrameFit,
+    stated_frame,
+    unfitted_frame,
+    whole_report_builder,
+)
 
 MAX_SECTIONS = 6  # more topics than this are merged: a report is not a list of fragments
-STATED_SUMMARY = (
-    "The writer did not finish this report in time (see Time Limit): what it did not write up "
-    "lists the findings as the analysis extracted them, each with its sources."
-)
 
 _FENCED_REPORT = re.compile(r"^```(?:markdown|md)?\s*\n(.*)\n```\s*$", re.DOTALL)
 _LEVEL_TWO = re.compile(r"^##\s+\S", re.MULTILINE)
@@ -171,61 +174,6 @@ def merge_smallest(sections: list[ReportSection], limit: int = MAX_SECTIONS) -> 
     return sections
 
 
-def whole_report_builder(
-    fitting: Fitting,
-    state: ResearchState,
-    sources: Sequence[Source],
-    guidance: str | None,
-    *,
-    system: str = SYNTHESIZER_SYSTEM,
-    material: str | None = None,
-    offered: set[str],
-    summarized: frozenset[str] = frozenset(),
-    summary_sources: frozenset[str] = frozenset(),
-) -> Rebuild:
-    """The prompts of a call written from every finding (the whole report, or the frame).
-
-    With token management the findings are fitted to ``scale`` of the synthesis budget, the
-    fitting recorded at full scale; ``offered`` is set to the sources the prompt lists. The
-    ``summarized`` findings are fitted but not shown: the sub-answers in ``material`` stand for
-    them, and of their sources only those the answers cite (``summary_sources``) stay listed.
-    """
-    high_quality = sum(1 for s in state.sources if s.quality is SourceQuality.HIGH)
-
-    def build(scale: float) -> tuple[str, str]:
-        findings, listed = state.findings, list(sources)
-        gaps, contradictions = state.unaddressed_gaps(), state.contradictions
-        if fitting.enabled:
-            fitted = fit_findings(
-                fitting, findings, sources, gaps, contradictions, scale=scale, record=scale >= 1.0
-            )
-            findings, listed = fitted.findings, fitted.sources
-            gaps, contradictions = fitted.gaps, fitted.contradictions
-        if summarized:
-            findings = [f for f in findings if f.id not in summarized]
-            cited = {sid for f in findings for sid in f.source_ids} | summary_sources
-            cited.update(sid for c in contradictions for sid in c.source_ids)
-            listed = [s for s in listed if s.id in cited]
-        offered.clear()
-        offered.update(s.id for s in listed)
-        return synthesizer_prompts(
-            state.query,
-            state.research_brief,
-            findings,
-            gaps,
-            listed,
-            state.iteration,
-            state.limits.max_iterations,
-            high_quality,
-            guidance,
-            contradictions=contradictions,
-            system=system + writing_rule(state.options.language),
-            material=material,
-        )
-
-    return build
-
-
 def section_builder(
     fitting: Fitting,
     state: ResearchState,
@@ -280,8 +228,9 @@ async def write_in_parts(
     end_by: float = math.inf,
 ) -> WrittenReport:
     """The frame and every section written concurrently, then put together (see module); the
-    parts not written by ``end_by`` (anyio's clock: a deadline's) are written by code."""
-    note = body_sections_note([s.topic for s in sections])
+    parts not written by ``end_by`` (anyio's clock: a deadline's) are written by code, and so
+    are those whose prompt no shortening fits to the model's window (each with a warning)."""
+    frame_fit = FrameFit(body_sections_note([s.topic for s in sections]), material)
     frame_offered: set[str] = set()
     frame = whole_report_builder(
         fitting,
@@ -289,10 +238,10 @@ async def write_in_parts(
         sources,
         guidance,
         system=frame_system,
-        material=f"{material.strip()}\n\n{note}" if material else note,
         offered=frame_offered,
         summarized=frozenset(fid for s in sections for fid in s.summarized),
         summary_sources=frozenset().union(*(s.citable for s in sections if s.summarized)),
+        frame=frame_fit,
     )
     offered_by: list[set[str]] = [set() for _ in sections]
     builders: list[Rebuild] = [frame] + [
@@ -301,40 +250,80 @@ async def write_in_parts(
     ]
     texts: list[str] = [""] * len(builders)
     written: set[int] = set()
+    unfitted: dict[int, str] = {}  # part -> why its prompt fits no shortening
     semaphore = anyio.Semaphore(max(1, state.limits.max_concurrent))
 
     async def write(index: int) -> None:
         async with semaphore:
-            system, user = builders[index](1.0)
             purpose = "synthesis" if index == 0 else f"synthesis:section-{index}"
-            text = await fitting.ask(
-                purpose,
-                system,
-                user,
-                json_mode=False,
-                max_tokens=max_tokens,
-                rebuild=builders[index],
-            )
+            try:
+                system, user = builders[index](1.0)
+                text = await fitting.ask(
+                    purpose,
+                    system,
+                    user,
+                    json_mode=False,
+                    max_tokens=max_tokens,
+                    rebuild=builders[index],
+                )
+            except (ContextExceededError, ProviderError) as exc:
+                if isinstance(exc, ProviderError) and not is_context_overflow(exc):
+                    raise
+                unfitted[index] = exc.message
+                return
             text = unwrap_fence(text)
             texts[index] = text if index == 0 else without_title(text)
             written.add(index)
+
+    def stated(index: int) -> str:
+        wanted = set(sections[index - 1].finding_ids)
+        findings = [f for f in state.findings if f.id in wanted]
+        offered_by[index - 1].update(sid for f in findings for sid in f.source_ids)
+        return stated_section(sections[index - 1].topic, findings)
 
     # The frame first, then the sections with the most findings: the longest parts start first.
     order = sorted(range(1, len(builders)), key=lambda i: -len(sections[i - 1].finding_ids))
     # The cost ceiling is checked once: a report is not left half written.
     with fitting.llm.finishing(), anyio.CancelScope(deadline=end_by):
         await fan_out(write, [0, *order])
-    unwritten = [index for index in range(len(texts)) if index not in written]
-    for index in unwritten:
+    window = fitting.budget.context_window
+    if 0 in written and frame_fit.cut():
+        state.warn(frame_fit.warning(window))
+    for index, why in sorted(unfitted.items()):
         if index == 0:
-            texts[0] = stated_frame(state)
-            continue
-        wanted = set(sections[index - 1].finding_ids)
-        findings = [f for f in state.findings if f.id in wanted]
-        texts[index] = stated_section(sections[index - 1].topic, findings)
-        offered_by[index - 1].update(sid for f in findings for sid in f.source_ids)
+            texts[0] = unfitted_frame(state)
+            frame_offered.clear()
+        else:
+            texts[index] = stated(index)
+        topic = sections[index - 1].topic if index else None
+        state.warn(unfitted_warning(topic, window, why, fitting.options.allow_content_dropping))
+    unwritten = [i for i in range(len(texts)) if i not in written and i not in unfitted]
+    for index in unwritten:
+        texts[index] = stated(index) if index else stated_frame(state)
     offered = frame_offered.union(*offered_by)
     return WrittenReport(assemble(texts[0], texts[1:]), offered, len(unwritten), len(texts))
+
+
+def unfitted_warning(topic: str | None, window: int, why: str, dropping: bool) -> str:
+    """What the research's warnings say of a part (the frame when ``topic`` is None) written
+    by code because no shortening fitted its prompt to the model's ``window`` (``why``);
+    ``dropping``: whether the research lets content be dropped (then never advised)."""
+    part = "frame (title, summary, conclusion)" if topic is None else f"section on {topic!r}"
+    done = (
+        "it was written by code: the report opens with its body sections, written as usual"
+        if topic is None
+        else "its findings are listed as the analysis stated them, each with its sources"
+    )
+    advice = (
+        "A model with a larger window writes it (or give the model's true window in [research] "
+        "model_context_overrides)"
+    )
+    if topic is not None and not dropping:
+        advice += "; so does allow_content_dropping = true, leaving out its least findings"
+    return (
+        f"The report's {part} did not fit the model's window ({window:,} tokens) even "
+        f"shortened ({why.rstrip('.')}), so {done}. {advice}."
+    )
 
 
 def stated_report(state: ResearchState) -> WrittenReport:
@@ -355,12 +344,6 @@ def stated_section(topic: str, findings: Sequence[Finding]) -> str:
         words, mark = (text[:-1], text[-1]) if text[-1:] in (".", "!", "?") else (text, ".")
         lines.append(f"- {words} {''.join(f'[{sid}]' for sid in finding.source_ids)}{mark}")
     return "\n".join(lines) + "\n"
-
-
-def stated_frame(state: ResearchState) -> str:
-    """The report's frame written by code (its writer did not answer in time): the question
-    as its title, and a summary saying where to read why."""
-    return f"# {state.query.strip()[:200]}\n\n## Executive Summary\n\n{STATED_SUMMARY}\n"
 
 
 def without_title(section: str) -> str:

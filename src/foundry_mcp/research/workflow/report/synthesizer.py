@@ -6,11 +6,11 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass
-from functools import partial
 
 import anyio
 
 from foundry_mcp.research.llm.calls import ResearchLLM
+from foundry_mcp.research.llm.fanout import fan_out
 from foundry_mcp.research.models import (
     ReportMetadata,
     ResearchState,
@@ -40,6 +40,7 @@ from foundry_mcp.research.workflow.deadline.texts import (
 )
 from foundry_mcp.research.workflow.fitting.fitter import Fitting
 from foundry_mcp.research.workflow.report.citations import quote_sources, resolve_citations
+from foundry_mcp.research.workflow.report.frame import whole_report_builder
 from foundry_mcp.research.workflow.report.parts import (
     ReportSection,
     WrittenReport,
@@ -47,7 +48,6 @@ from foundry_mcp.research.workflow.report.parts import (
     sections_by_sub_query,
     stated_report,
     unwrap_fence,
-    whole_report_builder,
     write_in_parts,
 )
 
@@ -107,12 +107,19 @@ async def synthesize(
     selector = ExcerptSelector({s.id: s for s in sources})
     ceiling = TimeCeiling.current()
     end_by = math.inf if ceiling is None else ceiling.finish_by()
-    async with anyio.create_task_group() as group:
+    drafts: list[WrittenReport] = []
+
+    async def index_sources() -> None:
         if state.options.verify_citations:
-            group.start_soon(
-                partial(anyio.to_thread.run_sync, selector.index, [s.id for s in sources])
-            )
-        written = await _write_draft(fitting, state, sources, guidance, writing, end_by)
+            await anyio.to_thread.run_sync(selector.index, [s.id for s in sources])
+
+    async def write_draft() -> None:
+        drafts.append(await _write_draft(fitting, state, sources, guidance, writing, end_by))
+
+    # fan_out, not a bare task group: the writer's error reaches the run as its own type (a
+    # context error names its fix), not wrapped in an exception group.
+    await fan_out(lambda job: job(), [index_sources, write_draft])
+    written = drafts[0]
     draft, offered = written.draft, written.offered
     notes = []  # what the deadline cut of the report's own writing and checking
     if written.unwritten:
