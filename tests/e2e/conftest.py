@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
 import anyio
+import pytest
 from mcp import Client
 
+from foundry_mcp.research.models import base as model_base
 from foundry_mcp.server.envelope import compact_text
 
 TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted", "waiting"}
@@ -37,3 +40,24 @@ async def run_to_end(client: Client, research_id: str, timeout: float = 60) -> d
             assert envelope["success"], envelope
             if envelope["data"]["status"] in TERMINAL:
                 return envelope["data"]
+
+
+class MovedClock(datetime):
+    """The research's clock (``utcnow``), ``ahead`` of the real one."""
+
+    ahead = timedelta()
+
+    @classmethod
+    def now(cls, tz: tzinfo | None = None) -> datetime:  # type: ignore[override]
+        return datetime.now(tz) + cls.ahead
+
+
+@pytest.fixture
+def research_clock(monkeypatch: pytest.MonkeyPatch) -> type[MovedClock]:
+    """The research's clock for this test: move it on with ``research_clock.ahead += ...``."""
+
+    class Clock(MovedClock):
+        ahead = timedelta()
+
+    monkeypatch.setattr(model_base, "datetime", Clock)
+    return Clock

@@ -1,12 +1,14 @@
 """Clarifying a vague question with the user, through a real MCP client session and its
 elicitation callback: answers shape the brief and the report says what was asked; a decline, a
 dismissal or no answer in time still give a report; a client without elicitation is asked
-nothing and sees the assumptions made; a clear question asks nothing."""
+nothing and sees the assumptions made; a clear question asks nothing; the time spent answering
+is not charged to max_time_s."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 import anyio
@@ -17,7 +19,7 @@ from mcp.types import ElicitRequestParams, ElicitResult
 
 from foundry_mcp.config import Settings
 from foundry_mcp.server import create_server
-from tests.e2e.conftest import call, run_to_end
+from tests.e2e.conftest import MovedClock, call, run_to_end
 from tests.fakes import ResearchBrain
 
 pytestmark = pytest.mark.anyio
@@ -90,11 +92,16 @@ async def test_a_vague_question_is_clarified_and_the_answers_shape_the_brief(
 
 
 @pytest.mark.parametrize(
-    ("reply", "outcome"),
-    [("decline", "declined"), ("cancel", "declined"), ("timeout", "timed_out")],
+    ("reply", "outcome", "why"),
+    [
+        ("decline", "declined", "the user declined"),
+        # What an editor with nobody there answers (Claude Code in -p mode): not a decline.
+        ("cancel", "dismissed", "closed unanswered"),
+        ("timeout", "timed_out", "no answer in time"),
+    ],
 )
 async def test_a_decline_a_dismissal_or_silence_still_give_a_report(
-    settings: Settings, brain: ResearchBrain, reply: str, outcome: str
+    settings: Settings, brain: ResearchBrain, reply: str, outcome: str, why: str
 ) -> None:
     settings.research.clarify_timeout = 0.5
 
@@ -103,9 +110,12 @@ async def test_a_decline_a_dismissal_or_silence_still_give_a_report(
             await anyio.sleep(math.inf)  # the user never answers
         return ElicitResult(action=reply)  # type: ignore[arg-type]
 
-    started, _, report = await _research(settings, User(answer))
+    started, final, report = await _research(settings, User(answer))
     clarification = started["clarification"]
-    assert clarification["outcome"] == outcome
+    assert clarification["outcome"] == outcome == final["clarification"]["outcome"]
+    # The start and the status say that the research went on with assumptions, and why.
+    for hint in (started["message"], final["next_action"]):
+        assert why in hint and "clarification.assumptions" in hint, hint
     assert all(q["answer"] is None for q in clarification["asked"])
     assert clarification["assumptions"] == [
         "a general-purpose transactional workload",
@@ -113,6 +123,25 @@ async def test_a_decline_a_dismissal_or_silence_still_give_a_report(
     ]
     assert all("assumed: the last two years" in p for p in _analyst_prompts(brain))
     assert "no answer; assumed the last two years" in report
+
+
+async def test_the_time_spent_answering_is_not_charged_to_max_time_s(
+    settings: Settings, research_clock: type[MovedClock]
+) -> None:
+    # The person thinks for 90 s (the research's clock moves on by 90 s while the form is open)
+    # of a research given 60 s: its deadline counts from when its work starts, not from the
+    # question. Charged, its deadline would be gone before it began.
+    async def answer(params: ElicitRequestParams) -> ElicitResult:
+        research_clock.ahead += timedelta(seconds=90)
+        first = next(iter(params.requested_schema["properties"]))  # type: ignore[union-attr]
+        return ElicitResult(action="accept", content={first: "analytics (OLAP)"})
+
+    started, final, report = await _research(settings, User(answer), max_time_s=60)
+    assert started["clarification"]["outcome"] == "answered"
+    assert not [w for w in final["warnings"] if "max_time_s" in w], final["warnings"]
+    assert final["progress"]["findings"] > 0 and "## Time Limit" not in report
+    created = datetime.fromisoformat(final["created_at"])
+    assert (datetime.fromisoformat(final["updated_at"]) - created).total_seconds() >= 90
 
 
 async def test_a_client_without_elicitation_is_asked_nothing_and_sees_the_assumptions(

@@ -1,6 +1,7 @@
 """``foundry-mcp research`` talking with the person at the terminal: a vague question is clarified
-there, a plan to review is shown and approved or edited there; in a script nothing is asked, a
-plan to review stops the command with the commands that approve it."""
+there, a plan to review is shown and approved or edited there; a question left unanswered leaves
+the next line to the next question and nothing to wait for at the end; in a script nothing is
+asked, a plan to review stops the command with the commands that approve it."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import json
 import os
 import pty
 import re
+import select
 import subprocess
 import sys
+import time
+from pathlib import Path
 
-from tests.e2e.test_terminal import _env, drained, piped
+from tests.e2e.test_terminal import ANSI, _env, drained, piped
 from tests.fakes import FakeHTTPServer
 from tests.support import searched_queries
 
@@ -54,6 +58,64 @@ def test_the_person_at_the_terminal_clarifies_and_edits_the_plan(
     assert "Research plan for: What is the best database?" in said
     assert "Asked before researching" in out and "analytics (OLAP)" in out and "2024" in out
     assert set(searched_queries(tavily_server)) == set(EDITED)
+
+
+def read_until(
+    leader: int, process: subprocess.Popen[bytes], text: str | None, seconds: float = 60
+) -> str:
+    """What the process wrote to the pseudo-terminal (colours taken out) until it wrote
+    ``text`` (None: until it ended), the terminal left open; AssertionError if that did not
+    happen within ``seconds``."""
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if select.select([leader], [], [], 0.2)[0]:
+            try:
+                chunks.append(os.read(leader, 65536))
+            except OSError:  # it closed the terminal
+                break
+        elif text is None and process.poll() is not None:
+            break
+        said = ANSI.sub("", b"".join(chunks).decode("utf-8", "replace")).replace("\r\n", "\n")
+        if text is not None and text in said:
+            return said
+    said = ANSI.sub("", b"".join(chunks).decode("utf-8", "replace")).replace("\r\n", "\n")
+    assert text is None and process.poll() is not None, (
+        f"{text!r} not written, or still on:\n{said}"
+    )
+    return said
+
+
+def test_a_question_left_unanswered_leaves_the_next_line_to_the_next_question(
+    research_env: dict[str, str], tavily_server: FakeHTTPServer
+) -> None:
+    config = Path(research_env["FOUNDRY_MCP_CONFIG"])
+    config.write_text(config.read_text() + "\n[research]\nclarify_timeout = 5\n")
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "foundry_mcp", "research", VAGUE, "--review-plan"],
+        env=_env(research_env),
+        stdin=follower,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+    )
+    os.close(follower)
+    try:
+        # Nobody answers the clarifying questions; the plan's form is shown after them.
+        said = read_until(leader, process, "Approve this plan?")
+        assert "Which workload matters most to you?" in said and "no answer in time" in said
+        os.write(leader, b"cancel\n\n")  # the next lines typed answer the plan's form
+        # It ends by itself: nothing left reading the terminal holds it open for an Enter.
+        said += read_until(leader, process, None, seconds=30)
+        code = process.wait()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(leader)
+    assert "research ended cancelled" in said, said
+    assert code == 1
+    assert searched_queries(tavily_server) == []
 
 
 def test_a_script_is_asked_nothing_and_a_plan_to_review_waits_for_resume(

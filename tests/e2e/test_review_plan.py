@@ -1,12 +1,15 @@
 """A plan to approve (``review_plan``), through real MCP client sessions: nothing is searched
 before approval; the plan is in the status of the waiting research, which survives a server
 restart; resume approves it as shown or edited; a client with elicitation is shown the plan as a
-form; malformed plans and answers are refused and the research keeps waiting."""
+form; malformed plans and answers are refused and the research keeps waiting; an answer that
+comes after another client approved or cancelled the research is not applied, saying why."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext
@@ -14,7 +17,7 @@ from mcp.types import ElicitRequestParams, ElicitResult
 
 from foundry_mcp.config import Settings
 from foundry_mcp.server import create_server
-from tests.e2e.conftest import call, run_to_end
+from tests.e2e.conftest import MovedClock, call, run_to_end
 from tests.fakes import ResearchBrain
 from tests.fakes.http import FakeHTTPServer
 from tests.support import searched_queries
@@ -77,6 +80,19 @@ async def test_resume_without_plan_approves_the_plan_as_shown(
         final = await run_to_end(client, rid)
     assert final["status"] == "completed"
     assert set(searched_queries(tavily_server)) == set(waiting["plan"]["queries"])
+
+
+async def test_the_wait_for_approval_is_not_charged_to_max_time_s(
+    settings: Settings, research_clock: type[MovedClock]
+) -> None:
+    async with Client(create_server(lambda: settings), mode="legacy") as client:
+        rid = (await _waiting(client, max_time_s=60))["research_id"]
+        research_clock.ahead += timedelta(hours=1)  # the plan waits an hour for its user
+        await call(client, action="deep-research-resume", research_id=rid)
+        final = await run_to_end(client, rid)
+    assert final["status"] == "completed", final
+    assert not [w for w in final["warnings"] if "max_time_s" in w], final["warnings"]
+    assert final["progress"]["findings"] > 0
 
 
 @pytest.mark.parametrize(
@@ -234,3 +250,80 @@ async def test_a_dismissed_plan_is_not_shown_again_at_every_status_read(
             )
             assert again["data"]["status"] == "waiting"
     assert len(reviewer.forms) == 1
+
+
+class LateReviewer:
+    """A user who opens the plan's form and answers with ``content`` (None: declines) only once
+    ``answer_now`` is set."""
+
+    def __init__(self, content: dict[str, Any] | None) -> None:
+        self.content = content
+        self.asked, self.answer_now = anyio.Event(), anyio.Event()
+
+    async def __call__(self, _: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+        self.asked.set()
+        await self.answer_now.wait()
+        if self.content is None:
+            return ElicitResult(action="decline")
+        return ElicitResult(action="accept", content=self.content)
+
+
+async def _answered_late(
+    settings: Settings, other: Client, reviewer: LateReviewer, meanwhile: dict[str, Any]
+) -> tuple[dict[str, Any], str]:
+    """A plan waits; ``reviewer``'s client reads its status and is shown the form; while it is
+    open ``other`` (a client of a second server on the same store, which cannot be asked) calls
+    ``meanwhile`` on the research; then the form is answered. The status that asked, and the
+    research's id."""
+    rid = (await _waiting(other, clarify="off"))["research_id"]
+    asked: dict[str, Any] = {}
+    async with Client(
+        create_server(lambda: settings), mode="legacy", elicitation_callback=reviewer
+    ) as client:
+
+        async def read_status() -> None:
+            asked.update(await call(client, action="deep-research-status", research_id=rid))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_status)
+            with anyio.fail_after(10):
+                await reviewer.asked.wait()  # the form is open
+            done = await call(other, research_id=rid, **meanwhile)
+            assert done["success"], done
+            reviewer.answer_now.set()
+    assert asked["success"], asked
+    return asked["data"], rid
+
+
+async def test_a_late_approval_does_not_resume_a_research_cancelled_meanwhile(
+    settings: Settings, tavily_server: FakeHTTPServer
+) -> None:
+    reviewer = LateReviewer({"decision": "approve"})
+    async with Client(create_server(lambda: settings), mode="legacy") as other:
+        cancel = {"action": "deep-research-cancel"}
+        data, rid = await _answered_late(settings, other, reviewer, cancel)
+        assert data["status"] == "cancelled", data
+        answer = data["plan_answer"]
+        assert answer["answer"] == "approve" and not answer["applied"]
+        assert "was cancelled while the form was open" in answer["reason"]
+        assert "approval given in the form was not applied" in answer["reason"]
+        still = await call(other, action="deep-research-status", research_id=rid)
+        assert still["data"]["status"] == "cancelled"
+    assert searched_queries(tavily_server) == []
+
+
+async def test_a_late_decline_does_not_cancel_a_research_approved_meanwhile(
+    settings: Settings, tavily_server: FakeHTTPServer
+) -> None:
+    reviewer = LateReviewer(None)  # declines: that would cancel a research still waiting
+    async with Client(create_server(lambda: settings), mode="legacy") as other:
+        approve = {"action": "deep-research-resume"}
+        data, rid = await _answered_late(settings, other, reviewer, approve)
+        final = await run_to_end(other, rid)
+    assert final["status"] == "completed", final
+    assert searched_queries(tavily_server)  # it went on as the other client approved it
+    assert data["status"] != "cancelled" and data["plan_review"] == "approved"
+    answer = data["plan_answer"]
+    assert answer["answer"] == "cancel" and not answer["applied"], data
+    assert "had its plan approved by another client" in answer["reason"]
+    assert "cancellation given in the form was not applied" in answer["reason"]

@@ -46,6 +46,7 @@ async def follow_progress(
             if status["status"] == "waiting" and asker is not None:
                 live.stop()  # the form is asked on the same terminal
                 status = await service.status(research_id, asker=asker)
+                say_unapplied(status)
                 live.start()
             live.update(_live_line(status), refresh=True)
             if status["status"] in TERMINAL or interrupted.is_set():
@@ -61,6 +62,7 @@ async def _follow_plain(
     last = ""
     while True:
         status = await service.status(research_id, wait=True, wait_timeout=0.5, asker=asker)
+        say_unapplied(status)
         line = progress_line(status)
         changed = line.split("]", 1)[1]  # the elapsed time alone is not a change
         if changed != last:
@@ -68,6 +70,13 @@ async def _follow_plain(
             last = changed
         if status["status"] in TERMINAL or interrupted.is_set():
             return status
+
+
+def say_unapplied(status: dict[str, Any]) -> None:
+    """An answer to the plan's form that came too late to apply: why, on stderr."""
+    answer = status.get("plan_answer") or {}
+    if answer and not answer["applied"]:
+        print(answer["reason"], file=sys.stderr, flush=True)
 
 
 def _done_fraction(status: dict[str, Any]) -> float:

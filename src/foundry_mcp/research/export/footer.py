@@ -38,6 +38,7 @@ def with_cost_footer(state: ResearchState, appendix: str = "") -> str:
 
 WHY_UNANSWERED = {
     "declined": "the user declined to answer",
+    "dismissed": "the questions were closed unanswered",
     "timed_out": "no answer came in time",
     "answered": "",
 }

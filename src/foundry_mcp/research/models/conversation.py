@@ -73,7 +73,8 @@ class ClarifierOutput(_Model):
 ClarificationOutcome = Literal[
     "clear",  # the question needed no clarification
     "answered",
-    "declined",  # the user declined or dismissed the questions
+    "declined",  # the user declined the questions
+    "dismissed",  # the form was closed unanswered (an editor with nobody there cancels it)
     "timed_out",
     "not_asked",  # the client could not be asked: the research made assumptions
 ]

@@ -118,6 +118,9 @@ class ResearchState(_Model):
 
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+    # When it was queued for its first run, once its user had answered its clarifying
+    # questions: its deadline (max_time_s) counts from here, not from created_at.
+    queued_at: datetime | None = None
     started_at: datetime | None = None
     completed_at: datetime | None = None
 

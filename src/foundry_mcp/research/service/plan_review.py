@@ -5,7 +5,8 @@ A research started with ``review_plan`` stops after planning with status ``waiti
 process works on it, so it survives restarts. The plan is in its status; resuming it approves
 the plan (as shown, or as edited with ``plan``); cancelling it ends it (resumable as any
 cancelled research). A client that can be asked gets the plan as a form the first time it asks
-for the status of the waiting research.
+for the status of the waiting research; its answer applies only while the research still waits
+for the plan the form showed (:func:`waits_for`, :mod:`.plan_approval`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from foundry_mcp.research.models import (
     PlanReview,
     ResearchMode,
     ResearchState,
+    Status,
     SubQuery,
     SubQuestion,
     utcnow,
@@ -37,6 +39,17 @@ def plan_of(state: ResearchState) -> dict[str, Any]:
         "preferred_sources": list(state.options.preferred_sources),
         "source_types": list(state.options.search.source_types),
     }
+
+
+def waits_for(state: ResearchState, plan: dict[str, Any] | None) -> bool:
+    """Whether ``state`` waits for its plan's approval; with ``plan`` (:func:`plan_of`, as a
+    form showed it), for that very plan, undecided since."""
+    if state.status is not Status.WAITING:
+        return False
+    if plan is None:
+        return True
+    review = state.plan_review
+    return review is not None and review.state == "waiting" and plan_of(state) == plan
 
 
 def _queries(state: ResearchState) -> list[str]:

@@ -44,10 +44,7 @@ from foundry_mcp.research.service.stopping import ResearchStopper
 from foundry_mcp.research.service.writes import ResearchWriter
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.owners import Owner
-from foundry_mcp.research.store.records import (
-    research_not_found,
-    validate_research_id,
-)
+from foundry_mcp.research.store.records import research_not_found, validate_research_id
 from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 
 __all__ = [
@@ -177,6 +174,7 @@ class ResearchService:
         research_id: Any,
         *,
         plan: Any = None,
+        shown: dict[str, Any] | None = None,
         principal: Principal | None = None,
         **limits: Unpack[LimitArgs],
     ) -> dict[str, Any]:
@@ -184,11 +182,11 @@ class ResearchService:
 
         A completed research given a larger ``max_iterations`` continues with a refinement
         round, if gaps are still open. A research waiting for its plan's approval goes on with
-        the plan as shown, or as ``plan`` edits it.
+        the plan as shown, or as ``plan`` edits it (``shown``: :meth:`ResearchWriter.resume`).
         """
         await self._reveal(research_id, principal)
         async with admitted(self.watch, principal):
-            return await self.writer.resume(research_id, limits, plan=plan)
+            return await self.writer.resume(research_id, limits, plan=plan, shown=shown)
 
     async def follow_up(
         self, research_id: Any, *, query: Any, principal: Principal | None = None
@@ -258,19 +256,19 @@ class ResearchService:
         While waiting, ``on_progress`` receives the status every second. Another principal's
         research is not found, as an unknown id. A research waiting for its plan's approval
         has the plan put to the user when ``asker`` can reach them; the status then says what
-        they decided.
+        became of their answer (``plan_answer``).
         """
         payload = await self._status(research_id, wait, wait_timeout, on_progress, principal)
         if payload["status"] == Status.WAITING.value and asker is not None:
 
-            async def approve(research_id: str, plan: list[str] | None) -> dict[str, Any]:
+            async def approve(rid: str, plan: list[str] | None, shown: Any) -> dict[str, Any]:
                 await self.check_spending(principal)  # as the caller's own resume would
-                return await self.resume(research_id, plan=plan, principal=principal)
+                return await self.resume(rid, plan=plan, shown=shown, principal=principal)
 
-            decided = await self.approvals.ask(payload["research_id"], asker, approve)
-            if decided is not None:
+            answered = await self.approvals.ask(payload["research_id"], asker, approve)
+            if answered is not None:
                 payload = await self._status(research_id, False, None, None, principal)
-                payload["plan_review"] = decided
+                payload.update(answered.shown())
         return payload
 
     async def _status(

@@ -13,6 +13,7 @@ from foundry_mcp.research.models import Status
 from foundry_mcp.research.runs.jobs import JobRunner
 from foundry_mcp.research.runs.runner import ResearchRunner, abort
 from foundry_mcp.research.service.ownership import OwnershipWatch
+from foundry_mcp.research.service.plan_review import waits_for
 from foundry_mcp.research.service.reads import WAIT_POLL_SECONDS, status_of
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.owners import LeaseLostError, Owner
@@ -74,23 +75,34 @@ class ResearchStopper:
         return {"research_id": research_id, "status": status}
 
     async def _cancel_waiting(self, research_id: str) -> dict[str, Any]:
-        """Cancel a research waiting for its plan's approval (fenced, as restore is)."""
-
-        def cancel(store: Store) -> None:
-            read = store.load_status(research_id)
-            state = read.state
-            if state.status is not Status.WAITING:
-                return  # resumed meanwhile: a cancel of a running research is asked for
-            abort(state, Status.CANCELLED, "cancelled")
-            store.save_unowned(state, read.ownership.token)
-
-        with suppress(LeaseLostError):  # taken up meanwhile: the status read below says so
-            await self.io.write(cancel)
-        self.runner.event(research_id, "cancelled_while_waiting", {}, owned=False)
+        """Cancel a research waiting for its plan's approval, or, resumed meanwhile, ask its
+        run to stop."""
+        await self.cancel_waiting(research_id)
         status = await self.io.read(lambda store: store.load_status(research_id))
         if status.state.status.is_active:
             return await self.cancel(research_id)
         return {"research_id": research_id, "status": status.state.status.value}
+
+    async def cancel_waiting(self, research_id: str, plan: dict[str, Any] | None = None) -> bool:
+        """Cancel a research waiting for its plan's approval (with ``plan``: for that plan,
+        undecided since; :func:`.plan_review.waits_for`), read and saved fenced, as restore
+        is: False when it no longer waits so, or another process took it up meanwhile."""
+
+        def cancel(store: Store) -> bool:
+            read = store.load_status(research_id)
+            state = read.state
+            if not waits_for(state, plan):
+                return False
+            abort(state, Status.CANCELLED, "cancelled")
+            store.save_unowned(state, read.ownership.token)
+            return True
+
+        cancelled = False
+        with suppress(LeaseLostError):  # taken up meanwhile: not cancelled here
+            cancelled = await self.io.write(cancel)
+        if cancelled:
+            self.runner.event(research_id, "cancelled_while_waiting", {}, owned=False)
+        return cancelled
 
     async def delete(self, research_id: Any) -> dict[str, Any]:
         """Delete a research, cancelling it first if it runs here or elsewhere."""

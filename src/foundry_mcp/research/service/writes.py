@@ -32,6 +32,7 @@ from foundry_mcp.research.models import (
     SearchOptions,
     Status,
     SubQueryStatus,
+    utcnow,
 )
 from foundry_mcp.research.runs.jobs import JobRunner
 from foundry_mcp.research.runs.runner import ResearchRunner
@@ -45,11 +46,12 @@ from foundry_mcp.research.service.inputs import (
     check_source_types,
     research_limits,
     resolve_mode,
+    stopped_parts,
 )
 from foundry_mcp.research.service.ownership import OwnershipWatch
 from foundry_mcp.research.service.payloads.started import started_payload
 from foundry_mcp.research.service.payloads.status import shorten
-from foundry_mcp.research.service.plan_review import approve
+from foundry_mcp.research.service.plan_review import approve, waits_for
 from foundry_mcp.research.service.restore import restore_content
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.archive import StoreArchive
@@ -179,6 +181,7 @@ class ResearchWriter:
                 effort=(chosen or Effort.STANDARD).value,
                 max_time_s=float(max_time_s) if max_time_s is not None else research.max_time_s,
                 phase_timeouts=research.phase_timeouts(),
+                stall_timeout=research.deep_research_stall_timeout,
                 mode=mode_options,
                 search=SearchOptions(
                     source_types=kinds,
@@ -201,6 +204,7 @@ class ResearchWriter:
             llm = await self.runner.research_llm(state, CallLog(), journaled=False)
             wait = self.settings.research.clarify_timeout
             state.clarification = await clarify_question(llm, state, asker, wait)
+        state.queued_at = utcnow()  # its deadline counts from here, not while its user answered
         lease = self.watch.lease_seconds
         created: dict[str, Any] = {"query": shorten(query, 300)}
         if principal is not None:
@@ -220,26 +224,39 @@ class ResearchWriter:
         *,
         plan: Any = None,
         patient: bool = False,
+        shown: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Continue an unfinished research from its saved phase, without redoing work.
 
         A completed research given a larger ``max_iterations`` continues with a refinement
         round, if gaps are still open. A research waiting for its plan's approval goes on with
-        the plan, or with ``plan`` (:mod:`.plan_review`). ``patient``: its reads wait out a
-        short outage of the database, as its writes do (a takeover, which no user is waiting
-        on).
+        the plan, or with ``plan`` (:mod:`.plan_review`); with ``shown`` (the plan an approval
+        form showed) only while it still waits for that plan, undecided: ``InvalidStateError``
+        otherwise. ``patient``: its reads wait out a short outage of the database, as its
+        writes do (a takeover, which no user is waiting on).
         """
         research_id = validate_research_id(research_id)
         # Claimed under our lease before its run starts, and never left claimed but not run
         # by a caller that gives up meanwhile (shielded).
         with self.jobs.starting(research_id), anyio.CancelScope(shield=True):
-            resumed = await self._resume(research_id, limits, patient, plan)
+            resumed = await self._resume(research_id, limits, patient, plan, shown)
         return resumed
 
     async def _resume(
-        self, research_id: str, limits: LimitArgs | None, patient: bool, plan: Any
+        self,
+        research_id: str,
+        limits: LimitArgs | None,
+        patient: bool,
+        plan: Any,
+        shown: dict[str, Any] | None,
     ) -> dict[str, Any]:
         state = await self.watch.load_checked(research_id, patient=patient)
+        # A form's late approval: the claim below fails if it changes between this read and then.
+        if shown is not None and not waits_for(state, shown):
+            raise InvalidStateError(
+                f"Research {research_id} no longer waits for the plan the form showed.",
+                remediation="Read its status: action='deep-research-status'.",
+            )
         if state.status.is_active:
             raise InvalidStateError(
                 f"Research {research_id} is {state.status.value}; it is still being worked on.",
@@ -270,8 +287,8 @@ class ResearchWriter:
                 remediation="Follow it with action='deep-research-status'.",
             )
         previous = state.status
-        if continuing:
-            state.phase = Phase.REFINEMENT
+        if continuing:  # a round more, or the sub-questions that were stopped
+            state.phase = Phase.GATHERING if stopped_parts(state) else Phase.REFINEMENT
         state.record(
             AgentDecision(
                 agent=AgentRole.SUPERVISOR,

@@ -225,6 +225,19 @@ class StatusResult(Result):
     plan_review: Literal["waiting", "approved", "edited", "cancelled"] | None = Field(
         None, description="review_plan: what became of the plan."
     )
+    plan_answer: PlanFormAnswer | None = Field(
+        None, description="The plan's form answered during this call: was its answer applied?"
+    )
+
+
+class PlanFormAnswer(Result):
+    """An answer to the plan's form, and whether it was applied."""
+
+    answer: Literal["approve", "cancel"]
+    applied: bool
+    reason: str | None = Field(
+        None, description="Not applied: what the research did while the form was open."
+    )
 
 
 class AskedQuestion(Result):
@@ -250,8 +263,11 @@ class BoundsReport(Result):
 class Clarified(Result):
     """What was asked before researching, or assumed where nobody could be asked."""
 
-    outcome: Literal["clear", "answered", "declined", "timed_out", "not_asked"] = Field(
-        description="not_asked: the client could not be asked; the research made assumptions."
+    outcome: Literal["clear", "answered", "declined", "dismissed", "timed_out", "not_asked"] = (
+        Field(
+            description="dismissed: the form was closed unanswered; not_asked: the client could "
+            "not be asked. Unanswered, the research made assumptions."
+        )
     )
     asked: list[AskedQuestion]
     assumptions: list[str] = Field(description="What the research assumed, unanswered.")

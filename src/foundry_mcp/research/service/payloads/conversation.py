@@ -51,13 +51,23 @@ def waiting_hint(state: ResearchState) -> str:
     )
 
 
+UNCLARIFIED = {
+    "not_asked": "could not be clarified with the user",
+    "dismissed": "was not clarified: the questions were closed unanswered",
+    "timed_out": "was not clarified: the questions got no answer in time",
+    "declined": "was not clarified: the user declined the questions",
+}
+
+
 def assumptions_hint(state: ResearchState) -> str:
-    """A note for a caller whose user could not be asked: the research assumed things."""
+    """A note for a caller whose user did not answer (could not be asked, closed the form,
+    did not answer in time, declined): the research assumed things."""
     clarification = state.clarification
-    if clarification is None or clarification.outcome != "not_asked":
+    why = UNCLARIFIED.get(clarification.outcome) if clarification is not None else None
+    if why is None:
         return ""
     return (
-        " The question was ambiguous and could not be clarified with the user; the research "
-        "assumed what clarification.assumptions says. If that is not what the user meant, "
-        "start again with a sharper question."
+        f" The question was ambiguous and {why}; the research assumed what "
+        "clarification.assumptions says. If that is not what the user meant, start again with "
+        "a sharper question."
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from foundry_mcp.research.models import ResearchState
-from foundry_mcp.research.service.payloads.conversation import clarified
+from foundry_mcp.research.service.payloads.conversation import assumptions_hint, clarified
 
 STARTED = (
     "Research started in the background. Follow it with its research_id: "
@@ -25,7 +25,7 @@ def started_payload(
         "research_id": state.id,
         "status": state.status.value,
         "phase": state.phase.value,
-        "message": STARTED,
+        "message": STARTED + assumptions_hint(state),
         "limits": state.limits.model_dump(),
         "mode": options.mode.requested.value,
         "effort": options.effort,

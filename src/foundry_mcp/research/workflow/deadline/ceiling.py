@@ -1,10 +1,12 @@
 """A research's deadline (``max_time_s``): the report is written and checked before it.
 
-``max_time_s`` is a deadline for each run of a research. A new research counts it from the call
-that created it (its wait in the queue included). A resumed one (by hand, ``auto_resume`` or a
-takeover) counts a fresh ``max_time_s`` from the start of the resumed run: the time its earlier
-runs spent is not charged again, so a research resumed after its first deadline is not ended at
-once, empty (:func:`spent_before`). The time it keeps for the report is estimated from the
+``max_time_s`` is a deadline for each run of a research. A new research counts it from the moment
+it was queued (its wait in the queue included), after its user answered its clarifying
+questions: the time a person takes to answer is not the research's. A resumed one (by hand,
+``auto_resume``, a takeover, or the approval of a plan that waited for its user) counts a fresh
+``max_time_s`` from the start of the resumed run: the time its earlier runs spent, and a plan's
+wait for approval, are not charged again, so a research resumed after its first deadline is not
+ended at once, empty (:func:`spent_before`). The time it keeps for the report is estimated from the
 research itself (:mod:`.pace`): writing and checking a report of the findings in hand at the pace
 its own LLM calls have shown, plus ``MARGIN_S`` for assembling and saving. Writing must start at
 the deadline less that time; the supervisor watches each phase before the report
@@ -380,11 +382,12 @@ class TimeCeiling:
 
 
 def spent_before(state: ResearchState) -> float:
-    """The seconds of ``state``'s run gone before its supervisor began: since the call that
-    created it for a new research, since the run's own start for a resumed one (see the
-    module; only a resume, which records a ``resume`` decision, starts a later run)."""
+    """The seconds of ``state``'s run gone before its supervisor began: since it was queued for
+    a new research (the time its user took to answer is not its work), since the run's own
+    start for a resumed one (see the module; only a resume, which records a ``resume``
+    decision, starts a later run)."""
     resumed = any(decision.action == "resume" for decision in state.decisions)
-    since = state.started_at if resumed else state.created_at
+    since = state.started_at if resumed else (state.queued_at or state.created_at)
     return 0.0 if since is None else max(0.0, (utcnow() - since).total_seconds())
 
 
