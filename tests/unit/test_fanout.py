@@ -6,8 +6,7 @@ import anyio
 import pytest
 
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.research.llm.fanout import fan_out
-from foundry_mcp.research.runs.runner import as_itself
+from foundry_mcp.research.llm.fanout import as_itself, fan_out
 
 pytestmark = pytest.mark.anyio
 

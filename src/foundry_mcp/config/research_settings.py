@@ -24,6 +24,7 @@ from foundry_mcp.config.effects import (
     NARROWS_READS,
     OFF_READS,
     OFF_RUNS,
+    OFF_SENDS,
     OFF_SPENDS,
     PLACES,
     RUNS,
@@ -182,6 +183,9 @@ class ResearchSettings(Section):
     deep_research_search_strategy: Annotated[
         Literal["priority", "all"], Ordered(Effect.SPENDS, ("priority", "all"))
     ] = "priority"
+    # Off: words that only the user's own documents and MCP sources hold are left out of the
+    # queries sent to public search services (research/workflow/agents/privacy.py).
+    private_text_in_public_searches: Annotated[bool, OFF_SENDS] = False
     research_dir: Annotated[Path, PLACES] = Path("~/.foundry-mcp/research")
     # Keep research in a PostgreSQL database shared by a team's servers, instead of SQLite in
     # research_dir: "postgresql://user:password@host:5432/database". Its password is a secret.

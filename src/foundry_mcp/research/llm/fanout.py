@@ -8,7 +8,7 @@ cancelled or timed out), so are they: no provider request starts after the run h
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
 import anyio
@@ -46,3 +46,16 @@ def first_error(grouped: BaseExceptionGroup[BaseException]) -> BaseException | N
         elif not isinstance(error, cancelled):
             return error
     return None
+
+
+async def as_itself(work: Awaitable[None]) -> None:
+    """Await ``work``; an error that a task group below wrapped is raised as itself, so the
+    caller's handlers judge it by what it is (a run's: not "an internal error" for a
+    ``FoundryError``)."""
+    try:
+        await work
+    except BaseExceptionGroup as grouped:
+        error = first_error(grouped)
+        if error is None:
+            raise
+        raise error from None

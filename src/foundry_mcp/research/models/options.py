@@ -53,6 +53,9 @@ class SearchOptions(_Model):
     strategy: Literal["priority", "all"] = "priority"
     # The caller's source bounds (domains, publication days); None: unbounded.
     bounds: SourceBounds | None = None
+    # Whether words only the user's own sources hold may go to public search services
+    # (workflow/agents/privacy.py); off: they are left out of those queries.
+    private_text_in_public: bool = False
 
 
 class ResearchOptions(_Model):

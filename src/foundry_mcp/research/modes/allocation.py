@@ -61,10 +61,13 @@ async def sample_local_documents(kit: ResearchKit, question: str) -> list[str]:
     if sampler is None or all(p.name in kit.local_providers for p in kit.search):
         return []
     try:
-        return await sampler(question, LOCAL_SAMPLE_SIZE)
+        sample = await sampler(question, LOCAL_SAMPLE_SIZE)
     except ProviderError as exc:
         log.warning("the user's documents could not be sampled for the planner: %s", exc.message)
         return []
+    if kit.private is not None:  # the planner sees these names: they are the user's own
+        kit.private.learn_private(sample)
+    return sample
 
 
 def adopt_plan(

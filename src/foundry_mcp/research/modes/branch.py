@@ -186,6 +186,7 @@ async def research_branch(
         local_sample=kit.local_sample,
         repeats=kit.repeats,
         reader=kit.reader,
+        private=kit.private,
     )
     playbook = SimplePlaybook(
         branch,

@@ -191,6 +191,8 @@ class HierarchicalPlaybook:
         assert kit.branches is not None
         saved = await kit.branches.load()
         kit.pool.remember(saved.values())
+        if kit.private is not None:
+            kit.private.remember(saved.values())
         waiting = [sq for sq in state.sub_questions if sq.status is not BranchStatus.COMPLETED]
         state.record(
             AgentDecision(

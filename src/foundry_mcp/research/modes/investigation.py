@@ -138,6 +138,7 @@ async def _search_and_read(state: ResearchState, kit: ResearchKit, guidance: str
             kit.fetcher,
             pool=kit.pool,
             local_providers=kit.local_providers,
+            private=kit.private,
         )
         for hypothesis in with_status(state, BranchStatus.RESEARCHING):
             if all_failed(state, hypothesis):

@@ -12,6 +12,7 @@ from foundry_mcp.providers.search.base import SearchProvider
 from foundry_mcp.research.llm.calls import CallLog, ResearchLLM
 from foundry_mcp.research.models import ResearchState
 from foundry_mcp.research.workflow.agents.pool import SourcePool
+from foundry_mcp.research.workflow.agents.privacy import PrivateWords
 from foundry_mcp.research.workflow.reading.reader import Reader
 from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 
@@ -49,3 +50,5 @@ class ResearchKit:
     repeats: RepeatLedger = field(default_factory=RepeatLedger)
     # Who reads which page of the research (each page once), and findings filed between parts.
     reader: Reader | None = None
+    # The words only the user's own sources hold, left out of public searches (None: no guard).
+    private: PrivateWords | None = None

@@ -161,6 +161,7 @@ class SimplePlaybook:
             pool=kit.pool,
             local_providers=kit.local_providers,
             on_sources=analyse_at_once,
+            private=kit.private,
         )
         current = [sq for sq in state.sub_queries if sq.iteration == state.iteration]
         if current and all(sq.status is SubQueryStatus.FAILED for sq in current):

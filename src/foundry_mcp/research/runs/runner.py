@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from foundry_mcp.logs import research_context
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.providers.search.local import LocalDocuments
 from foundry_mcp.research.llm.calls import CallLog, LLMRoute, ResearchLLM
-from foundry_mcp.research.llm.fanout import first_error
+from foundry_mcp.research.llm.fanout import as_itself
 from foundry_mcp.research.models import LLMCallRecord, ResearchState, Status, utcnow
 from foundry_mcp.research.modes import ResearchKit, playbook_for
 from foundry_mcp.research.modes.allocation import with_named_sources
@@ -29,6 +29,7 @@ from foundry_mcp.research.store.owners import (
 )
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.states import Snapshot
+from foundry_mcp.research.workflow.agents.privacy import guard_for
 from foundry_mcp.research.workflow.agents.structurer import shape_answer_in_time
 from foundry_mcp.research.workflow.reading.reader import Reader
 from foundry_mcp.research.workflow.review import AwaitingApproval
@@ -43,18 +44,6 @@ SERVER_STOPPED = "The server stopped while the research was running."
 # idle loop); a run that began at once would put its state load, its first save and the
 # planner's prompt building on the event loop between the call and its answer.
 ANSWER_FIRST_SECONDS = 0.005
-
-
-async def as_itself(work: Awaitable[None]) -> None:
-    """Await ``work``; an error that a task group below wrapped is raised as itself, so the
-    run's handlers judge it by what it is (not "an internal error" for a ``FoundryError``)."""
-    try:
-        await work
-    except BaseExceptionGroup as grouped:
-        error = first_error(grouped)
-        if error is None:
-            raise
-        raise error from None
 
 
 def abort(state: ResearchState, status: Status, reason: str) -> None:
@@ -153,6 +142,11 @@ class ResearchRunner:
                 for name in state.search_providers
             ]
             fetcher = await anyio.to_thread.run_sync(self.providers.fetcher)
+            own = frozenset(  # the user's own sources: their documents and MCP sources
+                name
+                for name in state.search_providers
+                if self.providers.settings.provider_kind(name) in ("local", "mcp")
+            )
             kit = ResearchKit(
                 llm=llm,
                 search=search,
@@ -161,17 +155,15 @@ class ResearchRunner:
                 fetcher=fetcher,
                 hooks=self.hooks,
                 branches=_Branches(self.io, self.owner, state.id, self.deleted),
-                # The user's own: their documents and their MCP sources.
-                local_providers=frozenset(
-                    name
-                    for name in state.search_providers
-                    if self.providers.settings.provider_kind(name) in ("local", "mcp")
-                ),
+                local_providers=own,
                 local_sample=with_named_sources(
                     next((p.sample for p in search if isinstance(p, LocalDocuments)), None),
                     self._described_sources(state),
                 ),
                 reader=Reader(state),
+                private=guard_for(
+                    state, own, [name for name in state.search_providers if name not in own]
+                ),
             )
             supervisor = Supervisor(state, llm, playbook_for(state, kit), checkpoint, self.hooks)
             with anyio.fail_after(state.limits.task_timeout):

@@ -187,6 +187,7 @@ class ResearchWriter:
                     source_types=kinds,
                     strategy=research.deep_research_search_strategy,
                     bounds=bounded,
+                    private_text_in_public=research.private_text_in_public_searches,
                 ),
             ),
             mode=mode_options.requested,

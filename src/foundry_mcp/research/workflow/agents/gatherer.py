@@ -43,6 +43,8 @@ from foundry_mcp.research.models import (
     SubQueryStatus,
 )
 from foundry_mcp.research.workflow.agents.pool import SourcePool, normalise_url
+from foundry_mcp.research.workflow.agents.privacy import WARNING as PRIVATE_WARNING
+from foundry_mcp.research.workflow.agents.privacy import PrivateWords
 from foundry_mcp.research.workflow.agents.search_lanes import (
     Attempt,
     LaneAnswer,
@@ -90,6 +92,7 @@ async def gather(
     pool: SourcePool | None = None,
     local_providers: frozenset[str] = frozenset(),
     on_sources: SourcesFound | None = None,
+    private: PrivateWords | None = None,
 ) -> GathererOutput:
     """Search every pending sub-query; each finished one is saved before the next starts.
 
@@ -98,7 +101,8 @@ async def gather(
     its page is read once. ``local_providers`` names the providers of the user's documents (a
     sub-query whose ``target`` is ``local`` or ``web`` is searched by them, or by the others,
     only). ``on_sources`` receives each saved sub-query's new sources (not called when it found
-    none).
+    none). With ``private`` (the research's), a query sent to a public service goes without the
+    words only the user's own sources hold (:mod:`.privacy`), and what is found is learnt.
     """
     output = GathererOutput()
     seen_urls = {normalise_url(s.url) for s in state.sources if s.url}
@@ -114,7 +118,12 @@ async def gather(
         answers: dict[int, LaneAnswer] = {}
 
         async def ask(provider: SearchProvider, kind: SourceType | None) -> Attempt:
-            attempt = await _ask(provider, kind, sub_query.query, state, calls)
+            query = sub_query.query
+            if private is not None and provider.name not in local_providers:
+                query = _public_query(query, provider, private, state)
+                if not query:
+                    return Attempt(provider.name)  # nothing of it may go out: nothing found
+            attempt = await _ask(provider, kind, query, state, calls)
             if attempt.error is None:
                 answered.add(provider.name)
             else:
@@ -170,6 +179,8 @@ async def gather(
             sub_query.source_ids.append(source.id)
             output.sources.append(source)
             output.stats.sources_collected += 1
+        if private is not None:
+            private.learn(sources)
         sub_query.providers = list(dict.fromkeys(attempt.provider for attempt in attempts))
         await checkpoint()
         if on_sources is not None and sources:
@@ -209,6 +220,20 @@ def _merge_into(
     target = matches[0] if matches else next((s for s in known if same(s)), None)
     if target is not None:
         target.publication = richer(target.publication, result.publication)
+
+
+def _public_query(
+    query: str, provider: SearchProvider, private: PrivateWords, state: ResearchState
+) -> str:
+    """``query`` as a public service may get it: without the user's own words."""
+    public, left_out = private.redact(query)
+    if left_out:
+        state.emit(
+            "query_redacted",
+            {"provider": provider.name, "words": left_out, "sent": bool(public)},
+        )
+        state.warn(PRIVATE_WARNING)
+    return public
 
 
 async def _ask(
