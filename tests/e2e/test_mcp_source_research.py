@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,11 @@ import pytest
 from mcp import Client
 
 from foundry_mcp.config import Settings, load_settings
+from foundry_mcp.providers.mcp_sources.search import McpSourceSearch
+from foundry_mcp.research.models import ResearchState
 from foundry_mcp.runtime import research_runtime
 from foundry_mcp.server import create_server
+from foundry_mcp.server.host import ServiceHost
 from tests.e2e.conftest import call, run_to_end
 from tests.fakes import FakeHTTPServer
 from tests.fakes.brain import ResearchBrain, source_sentences
@@ -51,20 +55,46 @@ def _with_tables(research_env: dict[str, str], tmp_path: Path, tables: str) -> S
     return load_settings(env=research_env, cwd=tmp_path, home=Path(research_env["HOME"]))
 
 
-async def _research(
+@dataclass
+class Visit:
+    """A research run to its end through an MCP client, and what the test reads of it."""
+
+    final: dict[str, Any]  # its last status
+    evidence: dict[str, Any]
+    report: str  # the whole markdown
+    state: ResearchState
+    source: McpSourceSearch  # the MCP source's adapter (its connection counts the calls)
+    policy: dict[str, Any]  # the source's resilience policy: attempts, retries, circuit
+
+
+async def _visit(
     settings: Settings, provider: str = "mcp.notes", question: str = QUESTION
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    async with Client(create_server(lambda: settings), mode="legacy") as client:
+) -> Visit:
+    hosts: list[ServiceHost] = []
+    server = create_server(lambda: settings, on_started=hosts.append)
+    async with Client(server, mode="legacy") as client:
         started = await call(
             client, action="deep-research", query=question, max_iterations=1, clarify="off"
         )
         assert started["success"], started
         assert provider in started["data"]["search"]["providers"]
-        final = await run_to_end(client, started["data"]["research_id"])
-        evidence = await call(
-            client, action="deep-research-evidence", research_id=final["research_id"]
-        )
-    return final, evidence["data"]
+        research_id = started["data"]["research_id"]
+        final = await run_to_end(client, research_id)
+        evidence = await call(client, action="deep-research-evidence", research_id=research_id)
+        service = await hosts[0].service()
+        report = await service.full_report(research_id)
+        state = service.store.load(research_id)
+        source = service.providers.search(provider)
+        policy = service.providers.resilience.snapshot().get(provider, {})
+    assert isinstance(source, McpSourceSearch)
+    return Visit(final, evidence["data"], report, state, source, policy)
+
+
+async def _research(
+    settings: Settings, provider: str = "mcp.notes", question: str = QUESTION
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    visit = await _visit(settings, provider, question)
+    return visit.final, visit.evidence
 
 
 async def test_a_fact_held_by_an_mcp_source_is_cited_and_quoted(
@@ -95,24 +125,42 @@ async def test_a_source_that_hangs_or_crashes_is_skipped(
     assert any("notes" in warning for warning in final["warnings"]), final["warnings"]
 
 
+# Commit messages as people write them: a subject, then paragraphs wrapped at 72 columns.
+COMMITS = (
+    ("a.txt", "Initial layout"),
+    (
+        "b.txt",
+        "Queue the crawl workers\n\n"
+        "Workers take jobs from an asyncio.Queue and put results on a second\n"
+        "queue that the writer drains in batches of fifty.\n\n"
+        "A full queue makes the workers wait; the writer never does.",
+    ),
+    (
+        "c.txt",
+        "Switch the store to WAL mode\n\n"
+        "SQLite WAL checkpoints every 1000 pages keep readers going while the\n"
+        "writer appends.\n\n"
+        "Readers never wait for the writer, and the single-user store stays\n"
+        "small.",
+    ),
+    ("d.txt", "Add the release workflow\n\nReleases are tagged and built by the workflow."),
+)
+
+
+def _git(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True)
+
+
 def _repository(path: Path) -> Path:
-    """A git repository whose history holds the fact (in a commit message)."""
+    """A git repository whose history holds the fact (in a wrapped commit body)."""
     path.mkdir()
-
-    def git(*args: str) -> None:
-        subprocess.run(["git", "-C", str(path), *args], check=True, capture_output=True)
-
-    git("init", "-q")
-    git("config", "user.email", "dev@example.org")
-    git("config", "user.name", "Dev")
-    for name, message in (
-        ("a.txt", "Initial layout"),
-        ("b.txt", "Switch the store to WAL mode: checkpoints every 1000 pages keep readers going"),
-        ("c.txt", "Add the release workflow"),
-    ):
+    for args in (["init", "-q"], ["config", "user.email", "dev@example.org"]):
+        _git(path, *args).check_returncode()
+    _git(path, "config", "user.name", "Dev").check_returncode()
+    for name, message in COMMITS:
         (path / name).write_text(message)
-        git("add", name)
-        git("commit", "-q", "-m", message)
+        _git(path, "add", name).check_returncode()
+        _git(path, "commit", "-q", "-m", message).check_returncode()
     return path
 
 
@@ -132,7 +180,8 @@ async def test_a_fact_in_a_repositorys_history_is_read_through_mcp_server_git(
     server = shutil.which("mcp-server-git", path=str(Path(sys.executable).parent))
     assert server is not None, "mcp-server-git is a test dependency ([test] extras)"
     settings = _git_settings(research_env, tmp_path, server)
-    final, evidence = await _research(settings, "mcp.repo")
+    visit = await _visit(settings, "mcp.repo")
+    final, evidence = visit.final, visit.evidence
     assert final["status"] == "completed", final
     quoted = [
         (quote["text"], source["url"])
@@ -141,8 +190,20 @@ async def test_a_fact_in_a_repositorys_history_is_read_through_mcp_server_git(
         if "checkpoints every 1000 pages" in quote["text"]
     ]
     assert quoted, evidence["claims"]
-    cited = {s["url"] for claim in evidence["claims"] for s in claim["sources"]}
-    assert any(url.startswith("mcp://repo/") for url in cited), cited
+    # Every link names a commit (its full hash), never a paragraph of a commit's body.
+    links = set(re.findall(r"mcp://repo/([^\s)\]>\"']*)", visit.report + json.dumps(evidence)))
+    assert links, visit.report
+    repo = tmp_path / "repo"
+    for link in links:
+        assert re.fullmatch(r"[0-9a-f]{40}", link), link
+        assert _git(repo, "cat-file", "-e", f"{link}^{{commit}}").returncode == 0, link
+    # Titled by subject lines, without git_log's "Message: " label.
+    subjects = {message.split("\n")[0] for _, message in COMMITS}
+    titles = {s.title for s in visit.state.sources if (s.url or "").startswith("mcp://repo/")}
+    assert titles and titles <= subjects, titles
+    # Listed once and each commit read once, for all the research's sub-queries.
+    calls = visit.source.connection.calls
+    assert calls["git_log"] == 1 and calls["git_show"] <= len(COMMITS), calls
 
 
 DOCS_QUESTION = "How many days does our research store keep fetched pages before the prune?"
@@ -151,9 +212,25 @@ DOCS_FACT = (
 )
 
 
+# Text a research must never read: it lies outside the documentation folder.
+SECRET = "SECRET deploy key: our research store keeps fetched pages; days before the prune."
+# Files of the folder whose names, read as a server on another system or decoding them might,
+# climb out of it: refused, never read, named in the research's warnings.
+CLIMBING = ("..\\..\\outside-secret.md", "%2e%2e%2f%2e%2e%2fsecret-store-pages.md")
+
+
 def _documentation(folder: Path) -> Path:
     """A documentation folder of long reference pages (20-400 KB of mixed prose and code);
-    the fact sits in the middle of a 310 KB page whose name shares no word with the question."""
+    the fact sits in the middle of a 310 KB page whose name shares no word with the question.
+    Beside them: names that climb out of the folder, and a link to a file outside it."""
+    outside = folder.parent / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text(SECRET)
+    for name in CLIMBING:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(SECRET)
+    (folder / "library").mkdir(parents=True, exist_ok=True)
+    (folder / "library" / "store-pages-prune.md").symlink_to(outside / "secret.md")
     for page in DocCorpus(DOC_QUESTIONS[0]).all_pages():
         *_, part, name = page["url"].removesuffix(".html").split("/")
         path = folder / "library" / part / f"{name}.md"
@@ -206,7 +283,8 @@ async def test_a_fact_in_a_documentation_folder_is_read_through_the_filesystem_s
 ) -> None:
     brain.overrides["analyzer"] = _careful_analyst(brain)
     settings = _docs_settings(research_env, tmp_path, npm_server(*FILESYSTEM))
-    final, evidence = await _research(settings, "mcp.docs", DOCS_QUESTION)
+    visit = await _visit(settings, "mcp.docs", DOCS_QUESTION)
+    final, evidence = visit.final, visit.evidence
     assert final["status"] == "completed", final
     quoted = [
         (quote["text"], source["url"])
@@ -216,6 +294,16 @@ async def test_a_fact_in_a_documentation_folder_is_read_through_the_filesystem_s
     ]
     assert quoted, evidence["claims"]
     assert all(url == "mcp://docs/library/dbm-ndbm/how-to.md" for _, url in quoted), quoted
+    # Nothing outside the folder was read: names climbing out are refused and said.
+    assert "SECRET" not in visit.report
+    assert not any("SECRET" in (s.content or "") for s in visit.state.sources)
+    (said,) = [w for w in final["warnings"] if "outside its folder" in w]
+    assert all(repr(name) in said for name in CLIMBING), said
+    # One listing for the research, each file read at most once (the link's read refused).
+    files = [p for p in (tmp_path / "docs").rglob("*") if p.is_file() or p.is_symlink()]
+    calls = visit.source.connection.calls
+    reads = sum(count for tool, count in calls.items() if tool.startswith("read"))
+    assert calls["directory_tree"] == 1 and reads <= len(files) - len(CLIMBING), calls
 
 
 @pytest.fixture

@@ -4,17 +4,28 @@ Its tools: ``search_notes`` (free text; read-only), ``list_notes`` and ``read_no
 (read-only), ``delete_note`` (writes: never to be called by a research). The environment
 chooses how it misbehaves: ``NOTES_HANG=list`` never answers ``tools/list``;
 ``NOTES_HANG=call`` never answers a tool call; ``NOTES_CRASH_AFTER=N`` exits after N tool
-calls, as a crashing server does. ``NOTES_HTTP_PORT=N`` serves it over Streamable HTTP on
-127.0.0.1:N at ``/mcp`` instead of stdio; with ``NOTES_TOKEN=T`` too, a request without the
-header ``Authorization: Bearer T`` is refused (401).
+calls, as a crashing server does; ``NOTES_CRASH_WHEN=N`` with ``NOTES_CRASH_MARK=<file>``
+holds calls until N are in flight, then exits, once (the mark file says it did: the next
+server answers). ``NOTES_HTTP_PORT=N`` serves it over Streamable HTTP on 127.0.0.1:N at
+``/mcp`` instead of stdio; with ``NOTES_TOKEN=T`` too, a request without the header
+``Authorization: Bearer T`` is refused (401).
+
+``NOTES_CALL_LOG=<file>`` appends each tool call (``{"tool", "arguments"}``) as a JSON line.
+``NOTES_NO_SEARCH=1`` leaves ``search_notes`` out (the server only lists and reads).
+``NOTES_ROOT=<folder>`` serves the notes as files of that folder (listed relative to it, read
+by their full path); ``NOTES_LIST_EXTRA`` (a JSON list) adds items to the listing, such as
+paths outside the folder, whose read answers ``SECRET`` text.
 
     python -m tests.fakes.notes_mcp_server
 """
 
 from __future__ import annotations
 
+import json
 import os
+import posixpath
 import time
+from pathlib import Path
 
 import anyio
 from mcp.server.mcpserver import MCPServer
@@ -31,42 +42,62 @@ server = MCPServer("notes")
 calls = 0
 
 
-async def _misbehave() -> None:
-    global calls
+ROOT = os.environ.get("NOTES_ROOT", "").rstrip("/")
+CRASH_MARK = Path(os.environ["NOTES_CRASH_MARK"]) if "NOTES_CRASH_MARK" in os.environ else None
+in_flight = 0
+
+
+async def _misbehave(tool: str, **arguments: str) -> None:
+    global calls, in_flight
     calls += 1
+    if os.environ.get("NOTES_CALL_LOG"):  # one short line: blocking is harmless in a fake
+        with Path(os.environ["NOTES_CALL_LOG"]).open("a") as log:  # noqa: ASYNC230
+            log.write(json.dumps({"tool": tool, "arguments": arguments}) + "\n")
     if os.environ.get("NOTES_HANG") == "call":
         await anyio.sleep(3600)
     crash_after = os.environ.get("NOTES_CRASH_AFTER")
     if crash_after and calls > int(crash_after):
         os._exit(3)
+    if CRASH_MARK is not None and not CRASH_MARK.exists():
+        in_flight += 1
+        if in_flight < int(os.environ.get("NOTES_CRASH_WHEN", "1")):
+            await anyio.sleep_forever()  # the server exits with this call unanswered
+        CRASH_MARK.touch()
+        os._exit(3)
 
 
-@server.tool(annotations=READ_ONLY)
 async def search_notes(query: str) -> str:
     """Notes whose text holds a word of the query."""
-    await _misbehave()
+    await _misbehave("search_notes", query=query)
     words = {w.lower() for w in query.split() if len(w) > 3}
     hits = [f"{path}: {text}" for path, text in NOTES.items() if words & set(text.lower().split())]
     return "\n".join(hits) or "no note matches"
 
 
+if not os.environ.get("NOTES_NO_SEARCH"):
+    server.tool(annotations=READ_ONLY)(search_notes)
+
+
 @server.tool(annotations=READ_ONLY)
 async def list_notes() -> str:
     """Every note's path, one a line."""
-    await _misbehave()
-    return "\n".join(NOTES)
+    await _misbehave("list_notes")
+    return "\n".join([*NOTES, *json.loads(os.environ.get("NOTES_LIST_EXTRA", "[]"))])
 
 
 @server.tool(annotations=READ_ONLY)
 async def read_note(path: str) -> str:
     """One note's text."""
-    await _misbehave()
-    return NOTES.get(path, f"no note {path}")
+    await _misbehave("read_note", path=path)
+    if ROOT and not posixpath.normpath(path.replace("\\", "/")).startswith(ROOT + "/"):
+        return f"SECRET text of {path}, outside the notes"
+    return NOTES.get(path.removeprefix(ROOT + "/") if ROOT else path, f"no note {path}")
 
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True))
 async def delete_note(path: str) -> str:
     """Delete a note (a writing tool: a research never calls it)."""
+    await _misbehave("delete_note", path=path)
     NOTES.pop(path, None)
     return f"deleted {path}"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -55,6 +56,28 @@ async def test_a_crashed_server_is_started_again() -> None:
         again = await connection.call("list_notes", {})  # the server exits; a new one answers
         assert "howto/release.md" in again.content[0].text  # type: ignore[union-attr]
         assert connection.starts == 2
+
+
+async def test_calls_in_flight_when_the_server_crashes_share_one_restart(tmp_path: Path) -> None:
+    # The server holds four calls, then exits with all of them unanswered (once: the next
+    # server answers). Each caller retries on the next start; none starts one of its own, nor
+    # closes the one a peer started.
+    crashing = notes(env={"NOTES_CRASH_WHEN": "4", "NOTES_CRASH_MARK": str(tmp_path / "mark")})
+    async with McpSources.open(settings_with(notes=crashing)) as sources:
+        connection = sources.connections["notes"]
+        answers: dict[int, str] = {}
+
+        async def read(number: int) -> None:
+            answer = await connection.call("read_note", {"path": "howto/release.md"})
+            answers[number] = answer.content[0].text  # type: ignore[union-attr]
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as group:
+                for number in range(4):
+                    group.start_soon(read, number)
+    assert (tmp_path / "mark").exists()  # it did crash
+    assert connection.starts == 2
+    assert len(answers) == 4 and all("tagged vX.Y.Z" in text for text in answers.values())
 
 
 async def test_a_server_that_hangs_times_out_with_the_fix() -> None:

@@ -14,6 +14,7 @@ from foundry_mcp.errors import FoundryError, ProviderError
 from foundry_mcp.logs import research_context
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.providers.search.local import LocalDocuments
+from foundry_mcp.providers.search.scope import serving
 from foundry_mcp.research.llm.calls import CallLog, LLMRoute, ResearchLLM
 from foundry_mcp.research.llm.fanout import as_itself
 from foundry_mcp.research.models import LLMCallRecord, ResearchState, Status, utcnow
@@ -86,8 +87,9 @@ class ResearchRunner:
             await anyio.sleep(ANSWER_FIRST_SECONDS)
             state = await self.io.read(lambda store: store.load(job.research_id), patient=True)
         state.attach(lambda kind, data: self.event(state.id, kind, data))
-        # Every line the run logs, down to the providers, names the research and its principal.
-        with research_context(state.id, state.principal):
+        # Every line the run logs, down to the providers, names the research and its principal;
+        # every search serves it (providers keep their per-research work in its scope).
+        with research_context(state.id, state.principal), serving(state.id, state.warn):
             try:
                 await self._run(job, state)
             except LeaseLostError:

@@ -127,7 +127,10 @@ async def gather(
             if attempt.error is None:
                 answered.add(provider.name)
             else:
-                failures.setdefault(provider.name, []).append(attempt.error.message)
+                error = attempt.error
+                failures.setdefault(provider.name, []).append(
+                    " ".join(filter(None, (error.message, error.remediation)))
+                )
             return attempt
 
         async def one_lane(position: int) -> None:
@@ -191,7 +194,7 @@ async def gather(
         if answered - {name}:
             state.warn(
                 f"Search provider '{name}' failed on {len(errors)} search(es); the other "
-                f"providers' results were used. Last error: {errors[-1]}"
+                f"providers' results were used. The last failure: {errors[-1]}"
             )
     return output
 
@@ -256,7 +259,7 @@ async def _ask(
     if kind is not None:  # an adapter serving one kind is not told which
         bounded["source_type"] = kind
     try:
-        with calls.waiting("search"):
+        with calls.waiting("search") as traced:
             found = await provider.search(query, limit, **bounded)
         # Checked again here, whatever the adapter did: nothing outside the bounds is read.
         attempt.results = apply_bounds(found, bounds) if bounds is not None else found
@@ -272,7 +275,7 @@ async def _ask(
     finally:
         state.search_calls += 1
         event["latency_s"] = round(time.perf_counter() - started, 3)
-    state.emit("search", event)
+    state.emit("search", {**event, "phase": state.phase.value, **traced})
     return attempt
 
 
@@ -304,13 +307,15 @@ async def _fetch_pages(
 
     async def one(source: Source) -> None:
         assert source.url is not None
-        with calls.waiting("fetch"):
+        with calls.waiting("fetch") as traced:
             result: FetchResult = await (
                 pool.read(source.url, fetch) if pool is not None else fetch(source.url)
             )
         state.emit(
             "fetch",
             {
+                **traced,
+                "phase": state.phase.value,
                 "url": source.url,
                 "ok": result.ok,
                 "bytes": result.bytes,
