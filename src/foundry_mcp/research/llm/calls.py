@@ -38,6 +38,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Any
 
 from foundry_mcp.context.archive import ContentArchive
 from foundry_mcp.context.tokens import estimate_tokens
@@ -177,6 +178,7 @@ class ResearchLLM:
             started = time.perf_counter()
             ticket = self._calls.depart(purpose, started)
             token = retry_observer.set(self._retry_listener(purpose, route))
+            traced: dict[str, Any] = {}
             try:
                 response = await route.provider.complete(request)
             except ProviderError as exc:
@@ -199,9 +201,10 @@ class ResearchLLM:
                 raise
             finally:
                 retry_observer.reset(token)
-                self._calls.land(ticket)
+                traced = self._calls.land(ticket)
                 self._calls.add("llm", started, time.perf_counter())
-            await self._book(purpose, phase, route, response, token_counts(response, request), key)
+            tokens = token_counts(response, request)
+            await self._book(purpose, phase, route, response, tokens, key, traced)
             return response.text
         raise AssertionError("a route list is never empty")
 
@@ -257,6 +260,7 @@ class ResearchLLM:
         response: LLMResponse,
         tokens: tuple[int, int],
         key: str,
+        traced: dict[str, Any],
     ) -> None:
         input_tokens, output_tokens = tokens
         cost = None
@@ -292,6 +296,7 @@ class ResearchLLM:
                 "output_tokens": output_tokens,
                 "latency_s": round(response.latency_s, 3),
                 "cost_usd": None if cost is None else round(cost, 6),
+                **traced,
             },
         )
         log.debug(

@@ -13,6 +13,9 @@ from typing import Any, TypeVar
 
 import anyio
 
+from foundry_mcp.research.llm import trace
+from foundry_mcp.research.llm.trace import Step
+
 T = TypeVar("T")
 
 
@@ -23,16 +26,23 @@ async def fan_out(work: Callable[[T], Coroutine[Any, Any, None]], items: Iterabl
     callers keep catching ``ProviderError`` and friends.
     """
     error: BaseException | None = None
+    ended: list[Step | None] = []
+
+    async def child(item: T) -> None:
+        await work(item)
+        ended.append(trace.current())  # the last call of its flow, for the trace's join
+
     try:
         async with anyio.create_task_group() as group:
             for item in items:
-                group.start_soon(work, item)
+                group.start_soon(child, item)
     except BaseExceptionGroup as grouped:
         error = first_error(grouped)
         if error is None:
             raise
     if error is not None:
         raise error  # outside the handler: its own cause and traceback stay as they were
+    trace.joined(ended)
 
 
 def first_error(grouped: BaseExceptionGroup[BaseException]) -> BaseException | None:

@@ -10,9 +10,11 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from foundry_mcp.providers.llm.base import LLMProvider, LLMRequest
+from foundry_mcp.research.llm import trace
+from foundry_mcp.research.llm.trace import Step
 from foundry_mcp.research.models import LLMCallRecord
 
 LLM_PHASES = ("planning", "analysis", "synthesis", "refinement")
@@ -39,7 +41,9 @@ class CallLog:
     researcher saved its work), which the stall watch weighs (``modes/watch.py``)."""
 
     intervals: list[tuple[str, float, float]] = field(default_factory=list)
+    origin: float = field(default_factory=time.perf_counter)  # the run's start, for the trace
     _flying: dict[int, InFlight] = field(default_factory=dict)
+    _steps: dict[int, Step] = field(default_factory=dict)
     _tickets: int = 0
     _waiting: int = 0  # searches and page reads in flight
     _moved: float = field(default_factory=time.perf_counter)
@@ -59,27 +63,37 @@ class CallLog:
         """Note an LLM call in flight; returns its ticket for :meth:`land`."""
         self._tickets += 1
         self._flying[self._tickets] = InFlight(purpose, started)
+        self._steps[self._tickets] = trace.begin("llm")
         return self._tickets
 
-    def land(self, ticket: int) -> None:
-        """The call of ``ticket`` answered, failed or was cancelled."""
+    def land(self, ticket: int) -> dict[str, Any]:
+        """The call of ``ticket`` answered, failed or was cancelled; its trace fields."""
         self._flying.pop(ticket, None)
         self.moved()
+        step = self._steps.pop(ticket, None)
+        if step is None:
+            return {}
+        trace.end(step)
+        return step.fields(self.origin)
 
     def in_flight(self) -> list[InFlight]:
         """The LLM calls waiting for their answer, oldest first."""
         return list(self._flying.values())
 
     @contextmanager
-    def waiting(self, kind: str) -> Iterator[None]:
-        """Time one search or page read (``kind``) while it is in flight; logged when done."""
-        started = time.perf_counter()
+    def waiting(self, kind: str) -> Iterator[dict[str, Any]]:
+        """Time one search or page read (``kind``) while it is in flight; logged when done.
+        Yields the fields of its trace step, filled in when it ends."""
+        step = trace.begin(kind)
         self._waiting += 1
+        fields: dict[str, Any] = {}
         try:
-            yield
+            yield fields
         finally:
             self._waiting -= 1
-            self.add(kind, started, time.perf_counter())
+            trace.end(step)
+            self.add(kind, step.started, step.ended or step.started)
+            fields.update(step.fields(self.origin))
 
     def moved(self) -> None:
         """Something of the research moved: a call landed, or work was saved."""
