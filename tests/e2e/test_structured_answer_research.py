@@ -1,8 +1,8 @@
 """A research answers in the caller's shape (output_schema) over a real MCP session: a table
 of libraries whose every value is cited with a quote of a source that states it; a value no
 source states is null with the reason; a value the model makes up is caught by the fact-check;
-a schema that cannot work is refused before anything starts; the answer is in the report, the
-JSON export and the resource."""
+a schema that cannot work is refused before anything starts (test_structured_answer_bounds.py:
+any nesting, patterns); the answer is in the report, the JSON export and the resource."""
 
 from __future__ import annotations
 

@@ -21,7 +21,8 @@ from foundry_mcp.research.models import (
     StructuredAnswer,
 )
 from foundry_mcp.research.workflow.agents.structurer import shape_answer
-from foundry_mcp.research.workflow.report.answer_schema import check_output_schema, leaves
+from foundry_mcp.research.workflow.report.answer_schema import check_output_schema
+from foundry_mcp.research.workflow.report.json_pointers import leaves
 from tests.fakes import ResearchBrain
 
 pytestmark = pytest.mark.anyio

@@ -1,24 +1,27 @@
-"""The caller's output_schema: what is refused and why, nulls at leaves, validation, pointers."""
+"""The caller's output_schema: what is refused and why (any nesting, past any bound, patterns
+RE2 cannot run, named by pointer), the check in a worker thread, nulls at leaves, pointers."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 
 from foundry_mcp.errors import InputError
+from foundry_mcp.research.workflow.report import answer_schema, re2_patterns
+from foundry_mcp.research.workflow.report.answer_check import validation_errors
 from foundry_mcp.research.workflow.report.answer_schema import (
     MAX_DEPTH,
+    MAX_JSON_DEPTH,
+    MAX_JSON_VALUES,
     MAX_PROPERTIES,
     MAX_SCHEMA_CHARS,
     check_output_schema,
-    get_at,
-    leaves,
+    check_output_schema_off_loop,
     nullable,
-    set_at,
-    tokens_of,
-    validation_errors,
 )
+from foundry_mcp.research.workflow.report.json_pointers import get_at, leaves, set_at, tokens_of
 
 TABLE: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -165,26 +168,6 @@ def test_nullable_lets_every_leaf_be_null_and_leaves_the_schema_as_it_was() -> N
     assert len(validation_errors(answer, TABLE)) == 6
 
 
-def test_validation_checks_dates_and_leads_each_error_with_its_pointer() -> None:
-    row = {
-        "name": "requests",
-        "licence": "GPL",
-        "released": "2023-02-30",
-        "updated": "2023-05-22 10:00",
-        "extra": 1,
-    }
-    errors = validation_errors({"rows": [row]}, TABLE)
-    assert any(e.startswith("/rows/0/released:") and "'date'" in e for e in errors), errors
-    assert any(e.startswith("/rows/0/updated:") and "'date-time'" in e for e in errors), errors
-    assert any(e.startswith("/rows/0/licence:") for e in errors), errors
-    assert any(e.startswith("/rows/0:") and "extra" in e for e in errors), errors
-    good = {**row, "licence": "MIT", "released": "2023-05-22", "updated": "2023-05-22T10:00:00Z"}
-    del good["extra"]
-    assert validation_errors({"rows": [good]}, TABLE) == []
-    assert validation_errors({"rows": []}, TABLE) == ["/rows: [] should be non-empty"]
-    assert validation_errors([], TABLE)[0].startswith("/: ")
-
-
 def test_leaves_give_every_scalar_its_escaped_pointer_and_set_at_replaces_it() -> None:
     data = {"a/b": {"c~d": [1, None, {"e": "x"}], "f": []}, "g": True}
     found = leaves(data)
@@ -204,3 +187,123 @@ def test_leaves_give_every_scalar_its_escaped_pointer_and_set_at_replaces_it() -
     with pytest.raises(ValueError):
         set_at(data, "", 1)
     assert leaves("scalar") == [("", "scalar")]
+
+
+# --------------------------------------------------------------------------- a caller's JSON bounded
+
+CATASTROPHIC = r"^((((\w+)+)+)+)+\d$"  # Python's re: minutes on a dozen letters
+
+
+def items_deep(levels: int) -> dict[str, Any]:
+    """A schema of arrays within arrays, ``levels`` deep (one JSON level each)."""
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(levels):
+        schema = {"type": "array", "items": schema}
+    return schema
+
+
+@pytest.mark.parametrize("levels", [33, 150, 100_000])
+def test_any_nesting_is_refused_naming_the_limit_and_where_never_a_recursion_error(
+    levels: int,
+) -> None:
+    error = refusal(items_deep(levels))
+    assert error.details["reason"] == "too_deep"
+    assert f"more than {MAX_JSON_DEPTH} levels deep" in error.message
+    assert error.details["pointer"].startswith("/items/items/")
+    assert error.details["pointer"] in error.message
+    assert f"at most {MAX_DEPTH} schemas" in error.remediation
+
+
+def test_nesting_in_a_value_the_schema_holds_is_bounded_too() -> None:
+    deep: Any = "leaf"
+    for _ in range(50_000):
+        deep = {"a": deep}
+    error = refusal({"type": "object", "default": deep})
+    assert error.details["reason"] == "too_deep"
+    assert error.details["pointer"].startswith("/default/a/a")
+
+
+def test_the_number_of_values_is_bounded_before_anything_walks_them() -> None:
+    huge = {"type": "object", "enum": list(range(1_000_000))}
+    began = time.monotonic()
+    error = refusal(huge)
+    assert time.monotonic() - began < 1  # stops at the bound, not at the end of the enum
+    assert error.details == {
+        "field": "output_schema",
+        "pointer": "/enum",
+        "reason": "too_many_values",
+    }
+    assert f"{MAX_JSON_VALUES:,} JSON values" in error.message
+
+
+def test_a_value_json_cannot_hold_is_refused() -> None:
+    error = refusal({"type": "object", "properties": {"a": {"type": "string", "default": {1, 2}}}})
+    assert error.details["reason"] == "not_json"
+    assert error.details["pointer"] == "/properties/a/default"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "said"),
+    [
+        (r"(a)\1", "invalid escape sequence"),  # a backreference
+        (r"(?=a)b", "invalid perl operator"),  # lookahead
+        (r"(?<!a)b", "invalid perl operator"),  # lookbehind
+        (r"end\Z", "invalid escape sequence"),
+        (r".{0,1000}x", "too complex"),
+    ],
+)
+def test_a_pattern_re2_cannot_run_is_refused_at_start_naming_its_pointer(
+    pattern: str, said: str
+) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"rows": {"type": "array", "items": {"type": "string", "pattern": pattern}}},
+    }
+    error = refusal(schema)
+    assert error.details["pointer"] == "/properties/rows/items/pattern"
+    assert error.details["keyword"] == "pattern" and error.details["reason"] == "pattern"
+    assert "/properties/rows/items/pattern" in error.message and said in error.message
+    if said != "too complex":
+        assert "no backreferences" in error.remediation and "lookaround" in error.remediation
+    else:
+        assert "maxLength" in error.remediation
+
+
+def test_without_re2_a_pattern_is_refused_never_run_by_re(monkeypatch: pytest.MonkeyPatch) -> None:
+    saved = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^a"}}}
+    check_output_schema(saved)  # accepted while RE2 is there
+    monkeypatch.setattr(re2_patterns, "_engine", lambda: None)
+    error = refusal(saved)
+    assert error.details["pointer"] == "/properties/code/pattern"
+    assert "google-re2" in error.remediation
+    # A research saved with the schema says its pattern was not checked, rather than use re.
+    assert validation_errors({"code": "b"}, saved) == [
+        "/code: '^a' was not checked: RE2 (the google-re2 package) is not installed"
+    ]
+    plain = {"type": "object", "properties": {"code": {"type": "string"}}}
+    assert check_output_schema(plain) is plain
+
+
+@pytest.mark.anyio
+async def test_the_start_checks_the_schema_in_a_worker_thread() -> None:
+    assert await check_output_schema_off_loop(TABLE) is TABLE
+    with pytest.raises(InputError) as caught:
+        await check_output_schema_off_loop(items_deep(150))
+    assert caught.value.details["reason"] == "too_deep"
+
+
+@pytest.mark.anyio
+async def test_a_start_check_that_overruns_its_time_is_refused_saying_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def slow(value: Any) -> dict[str, Any]:
+        time.sleep(1)
+        return dict(value)
+
+    monkeypatch.setattr(answer_schema, "START_CHECK_SECONDS", 0.1)
+    monkeypatch.setattr(answer_schema, "check_output_schema", slow)
+    began = time.monotonic()
+    with pytest.raises(InputError) as caught:
+        await check_output_schema_off_loop(TABLE)
+    assert time.monotonic() - began < 0.9
+    assert caught.value.details["reason"] == "too_slow" and "0.1 s" in caught.value.message

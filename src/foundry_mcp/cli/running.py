@@ -23,8 +23,10 @@ from foundry_mcp.cli.display.progress import TERMINAL, follow_progress
 from foundry_mcp.cli.report_file import ReportTarget, WrittenReport, report_target, write_report
 from foundry_mcp.cli.wording import for_the_terminal
 from foundry_mcp.errors import InputError
+from foundry_mcp.plain import plain, plain_within
 from foundry_mcp.research.asking import Asker
 from foundry_mcp.research.service.research_service import ResearchService
+from foundry_mcp.research.workflow.report.answer_schema import MAX_JSON_DEPTH
 
 
 async def run_research(service: ResearchService, args: argparse.Namespace) -> int:
@@ -63,7 +65,7 @@ async def run_research(service: ResearchService, args: argparse.Namespace) -> in
     )
     # What the start had to say (a provider left out, where keyless searches go) comes first.
     for warning in (started.get("search") or {}).get("warnings") or []:
-        print(f"warning: {for_the_terminal(warning)}", file=sys.stderr)
+        print(f"warning: {plain(for_the_terminal(warning))}", file=sys.stderr)
     rid = started["research_id"]
     return await _follow(service, rid, as_json=args.json, target=target, asker=asker)
 
@@ -124,9 +126,10 @@ async def _follow(
         return 1
     completed = status["status"] == "completed"
     if not completed:
-        error = for_the_terminal(status.get("error") or "", research_id)
+        error = plain(for_the_terminal(status.get("error") or "", research_id))
         print(f"research ended {status['status']}: {error}", file=sys.stderr)
-    report = await service.full_report(research_id) if status["report_available"] else None
+    # What the pages and the model wrote, as plain text on stdout and in the file alike.
+    report = plain(await service.full_report(research_id)) if status["report_available"] else None
     answer = (await service.report(research_id))[0].get("answer") if report else None
     written = _saved(status, report, target)
     if as_json:
@@ -160,6 +163,11 @@ def read_schema(path: str | None) -> Any:
         problem = f"--schema {path}: the file cannot be read ({exc.strerror or exc})."
     except (ValueError, UnicodeDecodeError) as exc:
         problem = f"--schema {path}: not JSON ({exc})."
+    except RecursionError:  # Python's JSON reader recurses: about a thousand levels at most
+        problem = (
+            f"--schema {path}: its JSON nests too deeply to be read (an output schema's JSON "
+            f"nests at most {MAX_JSON_DEPTH} levels)."
+        )
     raise InputError(
         problem,
         remediation="Give a file holding one JSON Schema object, e.g. "
@@ -174,7 +182,7 @@ def _show_waiting_plan(status: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print_json(in_terminal_words(status, research_id))
         return
-    plan = status.get("plan") or {}
+    plan = plain_within(status.get("plan") or {})
     lines = [f"research {research_id} waits for its plan's approval; nothing is searched yet."]
     lines += [f"  {i}. {query}" for i, query in enumerate(plan.get("queries", []), start=1)]
     lines += [
@@ -214,7 +222,7 @@ def _say_answered(answer: dict[str, Any], research_id: str) -> None:
     cited, unknown = len(answer["citations"]), len(answer["unknown"])
     fits = "fits the schema" if answer["strict_valid"] else "fits the schema with nulls allowed"
     if not answer["valid"]:
-        fits = "does not fit the schema: " + "; ".join(answer["errors"][:2])
+        fits = "does not fit the schema: " + plain("; ".join(answer["errors"][:2]))
     print(
         f"answer in your schema's shape: {cited} value(s) cited, {unknown} unknown (null); it "
         f"{fits}\n  read it:      foundry-mcp export {research_id} --format json (its answer)",

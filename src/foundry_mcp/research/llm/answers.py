@@ -32,6 +32,8 @@ AnswerT = TypeVar("AnswerT", bound=BaseModel)
 
 Ask = Callable[[str, str], Awaitable[str]]  # (system, user) prompts -> the model's text
 RepairPrompts = Callable[[str, Sequence[str]], tuple[str, str]]  # (answer, errors) -> prompts
+# What else is wrong with a readable answer; async for work kept off the loop (a schema's).
+Check = Callable[[AnswerT], list[str] | Awaitable[list[str]]]
 MAX_NOTED_PATHS = 20  # of one answer, in its event
 
 
@@ -44,20 +46,20 @@ async def ask_json(
     state: ResearchState,
     agent: AgentRole,
     fallback: str | None = None,
-    check: Callable[[AnswerT], list[str]] | None = None,
+    check: Check[AnswerT] | None = None,
     repair: RepairPrompts | None = None,
 ) -> AnswerT | None:
     """``model`` read from the answer to ``system`` and ``user``, or None; see the module.
 
     ``fallback``: what the agent does instead of an unreadable answer, recorded as its
     fallback when that happens. ``check``: what else is wrong with a readable answer (the
-    structurer's schema errors), worth the one repair. ``repair``: the agent's own repair
-    prompts; by default its instructions, its answer and the errors. A repair call that fails
-    leaves the first answer as it was read.
+    structurer's schema errors; awaited when async), worth the one repair. ``repair``: the
+    agent's own repair prompts; by default its instructions, its answer and the errors. A
+    repair call that fails leaves the first answer as it was read.
     """
     text = await ask(system, user)
     reading = read_answer(text, model)
-    problems = _problems(reading, check)
+    problems = await _problems(reading, check)
     if problems:
         prompts = repair(text, problems) if repair else repair_prompts(system, text, problems)
         try:
@@ -70,7 +72,7 @@ async def ask_json(
         else:
             repaired = read_answer(again, model)
             better = repaired.value is not None and (
-                reading.value is None or not _problems(repaired, check)
+                reading.value is None or not await _problems(repaired, check)
             )
             state.emit(
                 "answer_repair",
@@ -89,11 +91,14 @@ async def ask_json(
     return reading.value
 
 
-def _problems(reading: Reading[AnswerT], check: Callable[[AnswerT], list[str]] | None) -> list[str]:
+async def _problems(reading: Reading[AnswerT], check: Check[AnswerT] | None) -> list[str]:
     """Why ``reading`` is worth a repair: unreadable, or the check's errors."""
     if reading.value is None:
         return list(reading.errors)
-    return check(reading.value) if check is not None else []
+    if check is None:
+        return []
+    found = check(reading.value)
+    return found if isinstance(found, list) else await found
 
 
 def _note(

@@ -59,7 +59,7 @@ from foundry_mcp.research.store.owners import LeaseLostError, Owner
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.records import validate_research_id
 from foundry_mcp.research.workflow.agents.clarifier import clarify as clarify_question
-from foundry_mcp.research.workflow.report.answer_schema import check_output_schema
+from foundry_mcp.research.workflow.report.answer_schema import check_output_schema_off_loop
 
 
 class ResearchWriter:
@@ -131,7 +131,9 @@ class ResearchWriter:
         kinds = check_source_types(source_types)
         preferred = check_preferred_sources(preferred_sources)
         bounded = check_bounds(bounds or {}, self.settings.research)
-        schema = check_output_schema(output_schema) if output_schema is not None else None
+        schema = (
+            await check_output_schema_off_loop(output_schema) if output_schema is not None else None
+        )
         chosen = check_effort(effort)
         asking = check_clarify(clarify, self.settings.research.clarify)
         if max_time_s is not None:

@@ -31,7 +31,7 @@ def _as_list(value: Any) -> Any:
         text = value.strip()
         try:
             value = json.loads(text) if text.startswith("[") else text.split(",")
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deeply to read
             value = text.split(",")
     if isinstance(value, list):
         return [item.strip().lower() if isinstance(item, str) else item for item in value]
@@ -43,7 +43,7 @@ def _plan_value(value: Any) -> Any:
     if isinstance(value, str) and value.strip()[:1] in ("[", "{"):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested too deeply to read
             return value
     return value
 

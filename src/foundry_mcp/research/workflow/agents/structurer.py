@@ -44,14 +44,14 @@ from foundry_mcp.research.verification.excerpts import ExcerptSelector
 from foundry_mcp.research.verification.judge import judge_claims
 from foundry_mcp.research.verification.quotes import quotes_for
 from foundry_mcp.research.workflow.deadline.ceiling import TimeCeiling
-from foundry_mcp.research.workflow.report.answer_schema import (
+from foundry_mcp.research.workflow.report.answer_check import answer_errors, check_answer
+from foundry_mcp.research.workflow.report.answer_schema import nullable
+from foundry_mcp.research.workflow.report.json_pointers import (
     get_at,
     leaves,
-    nullable,
     set_at,
     to_pointer,
     tokens_of,
-    validation_errors,
 )
 
 PURPOSE = "synthesis"  # written like the report, by the synthesis providers
@@ -129,10 +129,10 @@ async def shape_answer(
     if draft is None:
         return _failed(state, "The model's structured answer could not be read as JSON.")
     answer = await _check(llm, state, draft, end_by)
-    strict = validation_errors(answer.data, schema)
-    answer.strict_valid = not strict
-    answer.valid = answer.strict_valid or not validation_errors(answer.data, nullable(schema))
-    answer.errors = strict
+    fit = await check_answer(answer.data, schema)  # off the loop, bounded
+    answer.strict_valid, answer.valid, answer.errors = fit.strict_valid, fit.valid, fit.errors
+    if fit.note:
+        state.warn(fit.note)
     state.structured_answer = answer
     state.emit(
         "structured_answer",
@@ -185,7 +185,7 @@ async def _write(
         _Draft,
         state=state,
         agent=AgentRole.SYNTHESIZER,
-        check=lambda draft: validation_errors(draft.answer, lenient),
+        check=lambda draft: answer_errors(draft.answer, lenient),
         repair=partial(repair_prompts, state.query, schema, findings),
     )
 

@@ -4,20 +4,29 @@ A structured answer is written by a model from the research's findings, so the s
 to what a model fills reliably and what a reader can check value by value: objects, arrays and
 leaves (strings, numbers, booleans, enums) with plain constraints. Combinators, references and
 conditional schemas are refused with what to write instead. A value no source establishes is
-null, so the answer is validated twice: against :func:`nullable` (nulls allowed at its leaves)
-and against the schema as given. Values are addressed by JSON pointers (RFC 6901).
+null, so the answer is validated twice (:mod:`.answer_check`): against :func:`nullable` (nulls
+allowed at its leaves) and against the schema as given. Values are addressed by JSON pointers
+(RFC 6901).
+
+The schema is a caller's JSON: its nesting, number of values and size are bounded first,
+without recursion (:func:`.json_pointers.overrun`), so no schema reaches a recursive check
+(jsonschema's, the JSON encoder's) deep enough to overflow Python's stack; its patterns must
+run in RE2 (:mod:`.re2_patterns`); and the whole check runs in a worker thread
+(:func:`check_output_schema_off_loop`).
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import re
-from datetime import date, datetime
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from foundry_mcp.errors import InputError
+from foundry_mcp.research.workflow.report.json_pointers import escape, overrun, to_pointer
+from foundry_mcp.research.workflow.report.re2_patterns import PatternError, check_pattern, is_regex
 
 if TYPE_CHECKING:
     from jsonschema import FormatChecker
@@ -25,7 +34,11 @@ if TYPE_CHECKING:
 MAX_SCHEMA_CHARS = 20_000
 MAX_PROPERTIES = 200
 MAX_DEPTH = 6  # schemas nested within one another, the root's included
-MAX_ERRORS = 20
+# Of the schema as JSON, its enums, consts, defaults and examples included: room for 6
+# schemas (2 levels each: "properties", then the name) and the values they hold.
+MAX_JSON_DEPTH = 32
+MAX_JSON_VALUES = 5_000
+START_CHECK_SECONDS = 10.0  # the check is bounded work; this only guards the start's caller
 MAX_ERROR_CHARS = 300
 ROOT_TYPES = ("object", "array")
 SUPPORTED_KEYWORDS = frozenset(
@@ -85,33 +98,17 @@ def _where(pointer: str) -> str:
 
 
 def check_output_schema(value: Any) -> dict[str, Any]:
-    """``value`` as a usable output schema; ``InputError`` saying what to change otherwise."""
+    """``value`` as a usable output schema; ``InputError`` saying what to change otherwise.
+    Bounded work however large ``value`` is; see the module."""
     if not isinstance(value, dict):
         raise _refuse(
             "output_schema must be a JSON object (a JSON Schema).",
             'Pass a JSON Schema object such as {"type": "object", "properties": {...}}.',
         )
-    size = len(json.dumps(value, ensure_ascii=False))
+    _check_bounds(value)
+    size = len(json.dumps(value, ensure_ascii=False))  # safe now: bounded depth and values
     if size > MAX_SCHEMA_CHARS:
-        raise _refuse(
-            f"output_schema is {size:,} characters of JSON; at most {MAX_SCHEMA_CHARS:,} are "
-            "accepted.",
-            "Shorten descriptions and drop fields the answer does not need.",
-            reason="too_large",
-        )
-    # Imported here: only a research given a schema needs jsonschema (about 30 ms to import).
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-
-    try:
-        Draft202012Validator.check_schema(value)
-    except SchemaError as exc:
-        where = to_pointer([str(part) for part in exc.path])
-        raise _refuse(
-            f"output_schema is not a valid JSON Schema {_where(where)}: {_cut(exc.message)}",
-            "Correct the schema so that it validates as JSON Schema (Draft 2020-12).",
-            pointer=where,
-        ) from None
+        raise _too_large(f"{size:,} characters of JSON")
     counted = _walk(value, "", 1)
     if counted > MAX_PROPERTIES:
         raise _refuse(
@@ -120,6 +117,19 @@ def check_output_schema(value: Any) -> dict[str, Any]:
             "Ask for fewer fields, or split the question into several researches.",
             reason="too_many_properties",
         )
+    # Imported here: only a research given a schema needs jsonschema (about 30 ms to import).
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
+    try:
+        Draft202012Validator.check_schema(value, format_checker=_schema_formats())
+    except SchemaError as exc:
+        where = to_pointer([str(part) for part in exc.path])
+        raise _refuse(
+            f"output_schema is not a valid JSON Schema {_where(where)}: {cut(exc.message)}",
+            "Correct the schema so that it validates as JSON Schema (Draft 2020-12).",
+            pointer=where,
+        ) from None
     if value.get("type") not in ROOT_TYPES:
         raise _refuse(
             'output_schema\'s root must be {"type": "object"} or {"type": "array"}.',
@@ -128,6 +138,64 @@ def check_output_schema(value: Any) -> dict[str, Any]:
             pointer="",
         )
     return value
+
+
+async def check_output_schema_off_loop(value: Any) -> dict[str, Any]:
+    """:func:`check_output_schema` in a worker thread: a large schema's checks (jsonschema's,
+    RE2's compiling) never hold the event loop. Bounded work; :data:`START_CHECK_SECONDS`
+    only keeps a caller from waiting on a thread that is slow for another reason."""
+    try:
+        with anyio.fail_after(START_CHECK_SECONDS):
+            return await anyio.to_thread.run_sync(
+                check_output_schema, value, abandon_on_cancel=True
+            )
+    except TimeoutError:
+        raise _refuse(
+            f"output_schema could not be checked within {START_CHECK_SECONDS:g} s.",
+            "Try again; if it happens again, shorten the schema.",
+            reason="too_slow",
+        ) from None
+
+
+def _too_large(measured: str) -> InputError:
+    return _refuse(
+        f"output_schema is {measured}; at most {MAX_SCHEMA_CHARS:,} characters of JSON are "
+        "accepted.",
+        "Shorten descriptions and drop fields the answer does not need.",
+        reason="too_large",
+    )
+
+
+def _check_bounds(value: dict[str, Any]) -> None:
+    """Refuse a schema past a bound of its JSON (nesting, values, size), naming where."""
+    found = overrun(value, depth=MAX_JSON_DEPTH, values=MAX_JSON_VALUES, chars=MAX_SCHEMA_CHARS)
+    if found is None:
+        return
+    where, pointer = _where(found.pointer), found.pointer
+    if found.bound == "depth":
+        raise _refuse(
+            f"output_schema nests JSON more than {MAX_JSON_DEPTH} levels deep ({where}).",
+            f"Flatten the shape: a structured answer's schema nests at most {MAX_DEPTH} "
+            "schemas (objects within objects, arrays within arrays).",
+            pointer=pointer,
+            reason="too_deep",
+        )
+    if found.bound == "values":
+        raise _refuse(
+            f"output_schema holds more than {MAX_JSON_VALUES:,} JSON values (passed {where}).",
+            "Ask for fewer fields and shorter enums, or split the question into several "
+            "researches.",
+            pointer=pointer,
+            reason="too_many_values",
+        )
+    if found.bound == "size":
+        raise _too_large(f"more than {MAX_SCHEMA_CHARS:,} characters (passed {where})")
+    raise _refuse(
+        f"output_schema holds a value JSON cannot hold ({where}).",
+        "Give the schema as JSON: objects, arrays, strings, numbers, booleans and null.",
+        pointer=pointer,
+        reason="not_json",
+    )
 
 
 def _walk(schema: dict[str, Any], pointer: str, depth: int) -> int:
@@ -149,8 +217,12 @@ def _walk(schema: dict[str, Any], pointer: str, depth: int) -> int:
                 keyword=keyword,
                 pointer=pointer,
             )
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str):  # one of another type is the metaschema's to refuse
+        _check_pattern(pattern, f"{pointer}/pattern")
     counted = 0
-    for name, sub in (schema.get("properties") or {}).items():
+    properties = schema.get("properties")
+    for name, sub in properties.items() if isinstance(properties, dict) else ():
         counted += 1
         if isinstance(sub, dict):
             counted += _walk(sub, f"{pointer}/properties/{escape(name)}", depth + 1)
@@ -159,6 +231,29 @@ def _walk(schema: dict[str, Any], pointer: str, depth: int) -> int:
         if isinstance(sub, dict):
             counted += _walk(sub, f"{pointer}/{keyword}", depth + 1)
     return counted
+
+
+def _check_pattern(pattern: str, pointer: str) -> None:
+    try:
+        check_pattern(pattern)
+    except PatternError as exc:
+        raise _refuse(
+            f"output_schema's pattern {_where(pointer)} cannot be used: {exc.reason}.",
+            exc.remediation,
+            keyword="pattern",
+            pointer=pointer,
+            reason="pattern",
+        ) from None
+
+
+@cache
+def _schema_formats() -> FormatChecker:
+    """The formats the metaschema check checks: "regex" (a pattern), by RE2, not ``re``."""
+    from jsonschema import FormatChecker
+
+    checker = FormatChecker(formats=())
+    checker.checks("regex", raises=PatternError)(is_regex)
+    return checker
 
 
 # --------------------------------------------------------------------------- nulls at leaves
@@ -193,127 +288,6 @@ def _allow_null(schema: dict[str, Any]) -> None:
             _allow_null(sub)
 
 
-# --------------------------------------------------------------------------- validation
-
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_DATE_TIME = re.compile(
-    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})"
-)
-
-
-def _is_date(value: object) -> bool:
-    if not isinstance(value, str):
-        return True
-    return _DATE.fullmatch(value) is not None and bool(date.fromisoformat(value))
-
-
-def _is_date_time(value: object) -> bool:
-    if not isinstance(value, str):
-        return True
-    return _DATE_TIME.fullmatch(value) is not None and bool(
-        datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
-    )
-
-
-@cache
-def _formats() -> FormatChecker:
-    """The formats checked: "date" and "date-time", by the rules above."""
-    from jsonschema import FormatChecker
-
-    checker = FormatChecker(formats=())
-    checker.checks("date", raises=ValueError)(_is_date)
-    checker.checks("date-time", raises=ValueError)(_is_date_time)
-    return checker
-
-
-def validation_errors(data: Any, schema: dict[str, Any]) -> list[str]:
-    """Why ``data`` does not validate against ``schema`` ("date" and "date-time" formats
-    checked), each message led by the value's JSON pointer; empty when it validates."""
-    from jsonschema import Draft202012Validator
-
-    validator = Draft202012Validator(schema, format_checker=_formats())
-    found = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
-    return [
-        f"{to_pointer([str(p) for p in error.absolute_path]) or '/'}: {_cut(error.message)}"
-        for error in found[:MAX_ERRORS]
-    ]
-
-
-def _cut(message: str) -> str:
+def cut(message: str) -> str:
+    """``message`` within :data:`MAX_ERROR_CHARS`."""
     return message if len(message) <= MAX_ERROR_CHARS else message[: MAX_ERROR_CHARS - 1] + "…"
-
-
-# --------------------------------------------------------------------------- JSON pointers
-
-
-def escape(token: str) -> str:
-    """One reference token of a JSON pointer: "~" as "~0", "/" as "~1"."""
-    return token.replace("~", "~0").replace("/", "~1")
-
-
-def unescape(token: str) -> str:
-    return token.replace("~1", "/").replace("~0", "~")
-
-
-def to_pointer(tokens: list[str]) -> str:
-    """The JSON pointer of a path of keys and indexes ("" for the whole document)."""
-    return "".join(f"/{escape(token)}" for token in tokens)
-
-
-def tokens_of(pointer: str) -> list[str]:
-    """The keys and indexes of a JSON pointer, unescaped."""
-    if not pointer:
-        return []
-    if not pointer.startswith("/"):
-        raise ValueError(f"not a JSON pointer: {pointer!r}")
-    return [unescape(token) for token in pointer[1:].split("/")]
-
-
-def leaves(data: Any) -> list[tuple[str, Any]]:
-    """Every value of ``data`` that is not an object or an array, with its JSON pointer, in
-    document order."""
-    found: list[tuple[str, Any]] = []
-
-    def visit(value: Any, pointer: str) -> None:
-        if isinstance(value, dict):
-            for key, item in value.items():
-                visit(item, f"{pointer}/{escape(str(key))}")
-        elif isinstance(value, list):
-            for index, item in enumerate(value):
-                visit(item, f"{pointer}/{index}")
-        else:
-            found.append((pointer, value))
-
-    visit(data, "")
-    return found
-
-
-def get_at(data: Any, pointer: str) -> Any:
-    """The value at ``pointer``; ``KeyError`` when there is none."""
-    value = data
-    for token in tokens_of(pointer):
-        value = _step(value, token)
-    return value
-
-
-def set_at(data: Any, pointer: str, value: Any) -> None:
-    """Replace the value at ``pointer`` (an existing key or index of its container) in place."""
-    parts = tokens_of(pointer)
-    if not parts:
-        raise ValueError("the whole document cannot be replaced in place")
-    container = get_at(data, to_pointer(parts[:-1]))
-    last = parts[-1]
-    if isinstance(container, dict):
-        container[last] = value
-    elif isinstance(container, list) and last.isdigit() and int(last) < len(container):
-        container[int(last)] = value
-    else:
-        raise KeyError(pointer)
-
-
-def _step(value: Any, token: str) -> Any:
-    if isinstance(value, dict) and token in value:
-        return value[token]
-    if isinstance(value, list) and token.isdigit() and int(token) < len(value):
-        return value[int(token)]
-    raise KeyError(token)
