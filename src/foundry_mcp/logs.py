@@ -5,7 +5,8 @@ Every record gets two fields, ``research_id`` and ``principal``: given with
 sets :func:`research_context` for everything it calls). The text format shows them after the
 message when they are set; ``--log-format json`` writes one JSON object per line with the
 time, level, logger, message, research_id and principal. Logs always go to stderr: over stdio,
-stdout carries the MCP protocol.
+stdout carries the MCP protocol. A message can quote what a page or a provider said, so a line
+is plain text (:mod:`foundry_mcp.plain`), never a control sequence for the terminal.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any, Literal
+
+from foundry_mcp.plain import plain, plain_within
 
 LogFormat = Literal["text", "json"]
 LOG_FORMATS: tuple[LogFormat, ...] = ("text", "json")
@@ -72,12 +75,19 @@ class JsonLines(logging.Formatter):
         }
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False)
+        return json.dumps(plain_within(entry), ensure_ascii=False)
+
+
+class TextLines(logging.Formatter):
+    """:data:`TEXT_FORMAT`, as plain text."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return plain(super().format(record))
 
 
 def configure_logging(level: str, log_format: LogFormat = "text") -> None:
     """Send log records of ``level`` and above to stderr, as text lines or JSON lines."""
     handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(ResearchFields())
-    handler.setFormatter(JsonLines() if log_format == "json" else logging.Formatter(TEXT_FORMAT))
+    handler.setFormatter(JsonLines() if log_format == "json" else TextLines(TEXT_FORMAT))
     logging.basicConfig(level=level, handlers=[handler])

@@ -5,6 +5,7 @@ asked, a plan to review stops the command with the commands that approve it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
@@ -79,6 +80,9 @@ def read_until(
         said = ANSI.sub("", b"".join(chunks).decode("utf-8", "replace")).replace("\r\n", "\n")
         if text is not None and text in said:
             return said
+    if text is None:  # the terminal closed as the process ends: give it the time left to end
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
     said = ANSI.sub("", b"".join(chunks).decode("utf-8", "replace")).replace("\r\n", "\n")
     assert text is None and process.poll() is not None, (
         f"{text!r} not written, or still on:\n{said}"

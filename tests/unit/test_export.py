@@ -354,3 +354,27 @@ def test_inline_export_is_bounded(tmp_path: Path) -> None:
         )
     assert caught.value.details["reason"] == "too_large"
     assert "path" in caught.value.remediation
+
+
+HOSTILE = "\x1b[2J\x1b]8;;http://evil.example\x1b\\link\x1b]8;;\x1b\\ \x9b2J\u202e"
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "json", "bibtex", "ris"])
+def test_every_format_is_plain_text_whatever_the_pages_held(fmt: str) -> None:
+    state = _state()
+    for source in state.sources:
+        source.title = f"{source.title} {HOSTILE}"
+        source.snippet = f"A snippet {HOSTILE}"
+    state.findings[0].content = f"CRDTs merge {HOSTILE}."
+    state.claim_checks[0].quotes[0].text = f"An abstract {HOSTILE}"
+    state.report = f"# CRDTs {HOSTILE}\n\n| a | b |\n|---|---|\n\tThey merge [1]. *Yes* [2].\n"
+    text = render(state, fmt, now=NOW)
+    assert not CONTROL.search(text) and "evil.example" not in text
+    assert "\\u001b" not in text and "\\u009b" not in text and "\\u202e" not in text
+    if fmt == "markdown":  # Markdown is data: only the control sequences went
+        assert text.startswith("# CRDTs link \n\n| a | b |\n|---|---|\n\tThey merge [1]. *Yes*")
+    if fmt == "json":
+        data = json.loads(text)
+        assert data["findings"][0]["content"] == "CRDTs merge link ."
+        assert {s["title"] for s in data["sources"]} >= {"A web page link "}

@@ -17,7 +17,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "foundry_mcp"
 # Lowest first: a module may import its own layer and the layers below it.
 LAYERS = (
-    ("errors",),
+    ("errors", "plain"),
     ("logs",),
     ("trust",),
     ("config",),

@@ -80,3 +80,10 @@ def test_output_is_checked_before_the_research_starts(
     assert said in caught.value.message and caught.value.remediation
     if make == "file":
         assert report_target(settings, str(place), True).overwrite
+
+
+def test_the_report_file_holds_no_control_sequence(tmp_path: Path) -> None:
+    settings = Settings(research=ResearchSettings(research_dir=tmp_path / "research"))
+    report = "# GC \x1b[2J\x1b]8;;http://evil\x1b\\pauses\x1b]8;;\x1b\\\n\n*5 ms* \x9b2J\u202e[1]\n"
+    path = _write(report_target(settings, None, False), report)
+    assert path.read_text(encoding="utf-8") == "# GC pauses\n\n*5 ms* [1]\n"

@@ -24,6 +24,7 @@ from typing import Any, TextIO
 
 import anyio
 
+from foundry_mcp.plain import plain
 from foundry_mcp.research.asking import Form, Question, Reply
 
 POLL_SECONDS = 0.05  # how often a question looks for its line: a typed answer is seen at once
@@ -144,7 +145,7 @@ class TerminalAsker:
                 self._say(f"  {number}. {choice}")
         shown = _shown_default(question)
         while True:
-            self._out.write(f"{question.title}{shown} ")
+            self._out.write(plain(f"{question.title}{shown} "))
             self._out.flush()
             text = (await self._lines.line()).strip()
             if not text:
@@ -155,7 +156,7 @@ class TerminalAsker:
             self._say(_expected(question))
 
     def _say(self, text: str) -> None:
-        print(text, file=self._out, flush=True)
+        print(plain(text), file=self._out, flush=True)  # the questions are a model's words
 
 
 def _shown_default(question: Question) -> str:

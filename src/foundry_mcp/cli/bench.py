@@ -21,6 +21,7 @@ from typing import IO, Any
 import anyio
 
 from foundry_mcp.errors import FoundryError, InputError
+from foundry_mcp.plain import plain
 from foundry_mcp.research.service.research_service import ResearchService, check_range
 
 TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted", "waiting"}
@@ -303,4 +304,4 @@ def _excerpt(text: str, limit: int = 80) -> str:
 
 
 def _say(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    print(plain(line), file=sys.stderr, flush=True)

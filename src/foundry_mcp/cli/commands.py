@@ -22,6 +22,7 @@ from foundry_mcp.cli.running import resume_research, run_research, watch_researc
 from foundry_mcp.cli.wording import RESEARCH_ID, for_the_terminal
 from foundry_mcp.config import PROJECT_CONFIG, protected_keys_in
 from foundry_mcp.errors import FoundryError
+from foundry_mcp.plain import plain, plain_within
 from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.trust import TrustStore
 
@@ -30,12 +31,13 @@ def fail(exc: FoundryError, *, as_json: bool = False) -> int:
     """Report an error: its message and fix on stderr, and with ``--json`` also as one JSON
     document on stdout (``success: false``, the MCP envelope's error fields). Exit code 2.
 
-    Both are said for the terminal (:mod:`foundry_mcp.cli.wording`): commands, not tool calls.
+    Both are said for the terminal (:mod:`foundry_mcp.cli.wording`): commands, not tool calls;
+    and plain, as a message may quote what a provider or a page said.
     """
     named = RESEARCH_ID.search(exc.message)
     research_id = named.group(0) if named else None
-    message = for_the_terminal(exc.message, research_id)
-    remediation = for_the_terminal(exc.remediation, research_id)
+    message = plain(for_the_terminal(exc.message, research_id))
+    remediation = plain(for_the_terminal(exc.remediation, research_id))
     print(f"error: {message}", file=sys.stderr)
     print(f"  fix: {remediation}", file=sys.stderr)
     if as_json:
@@ -104,7 +106,7 @@ async def print_report(service: ResearchService, args: argparse.Namespace) -> in
         payload, warnings = await service.report(args.research_id)
         print_json(in_terminal_words({**payload, "warnings": warnings}, args.research_id))
     else:
-        print(await service.full_report(args.research_id))
+        print(plain(await service.full_report(args.research_id)))
     return 0
 
 
@@ -152,8 +154,8 @@ async def print_events(service: ResearchService, args: argparse.Namespace) -> in
             if args.json:
                 events.append(event)
                 continue
-            data = json.dumps(event["data"], ensure_ascii=False)
-            print(f"{event['seq']:>5} {event['at']} {event['kind']:<16} {data}")
+            data = json.dumps(plain_within(event["data"]), ensure_ascii=False)
+            print(plain(f"{event['seq']:>5} {event['at']} {event['kind']:<16} {data}"))
         cursor = page["next_cursor"]
         if cursor is None:
             if args.json:

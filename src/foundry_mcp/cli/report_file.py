@@ -19,6 +19,7 @@ from pathlib import Path
 
 from foundry_mcp.config import Settings
 from foundry_mcp.errors import InputError
+from foundry_mcp.plain import plain
 
 REPORTS_FOLDER = "reports"
 SLUG_CHARS = 48
@@ -68,7 +69,9 @@ def report_target(settings: Settings, output: str | None, overwrite: bool) -> Re
 def write_report(
     target: ReportTarget, *, research_id: str, question: str, started: str, report: str
 ) -> WrittenReport:
-    """Write ``report`` where ``target`` says (see the module for the rules)."""
+    """Write ``report`` where ``target`` says (see the module for the rules), as plain text:
+    a file a person later ``cat``s holds no control sequence a page slipped into it."""
+    report = plain(report)
     if target.path is not None:
         if target.overwrite:
             _replace(target.path, report)

@@ -74,6 +74,7 @@ _BARE = (
     "max_sources_per_query",
     "source_types",
     "preferred_sources",
+    "reading_budget",
 )
 
 RESEARCH_ID = re.compile(r"\bdeepres-[0-9a-f]{12}\b")

@@ -2,7 +2,9 @@
 
 ``--json`` asks for JSON on a terminal too. Whichever it is, the messages in a document (what to
 do next, errors, warnings, fixes) are said in the terminal's words: commands and flags, not tool
-calls (:mod:`foundry_mcp.cli.wording`).
+calls (:mod:`foundry_mcp.cli.wording`), and every string is plain text
+(:func:`foundry_mcp.plain.plain`): what a page, a model or an MCP source wrote reaches the
+terminal without the control sequences it would obey.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from foundry_mcp.cli.wording import for_the_terminal
+from foundry_mcp.plain import plain_within
 
 # The keys of a document whose values are messages to the user (at any depth).
 MESSAGE_KEYS = frozenset(
@@ -39,16 +42,17 @@ def for_people(args: argparse.Namespace) -> bool:
 
 
 def show(args: argparse.Namespace, document: Any, draw: Callable[[Any], None]) -> None:
-    """``document`` drawn by ``draw`` for a person (:func:`for_people`), else as JSON."""
+    """``document`` drawn by ``draw`` for a person (:func:`for_people`), else as JSON; plain
+    text either way."""
     if for_people(args):
-        draw(document)
+        draw(plain_within(document))
     else:
         print_json(document)
 
 
 def print_json(payload: Any) -> None:
-    """One JSON document on stdout."""
-    print(json.dumps(payload, indent=2, ensure_ascii=False))
+    """One JSON document on stdout, its strings plain (JSON escapes ESC, not C1 or bidi)."""
+    print(json.dumps(plain_within(payload), indent=2, ensure_ascii=False))
 
 
 def in_terminal_words(payload: Any, research_id: str | None = None) -> Any:

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from foundry_mcp.plain import plain
 from foundry_mcp.research.asking import Asker
 from foundry_mcp.research.service.research_service import ResearchService
 
@@ -76,7 +77,7 @@ def say_unapplied(status: dict[str, Any]) -> None:
     """An answer to the plan's form that came too late to apply: why, on stderr."""
     answer = status.get("plan_answer") or {}
     if answer and not answer["applied"]:
-        print(answer["reason"], file=sys.stderr, flush=True)
+        print(plain(answer["reason"]), file=sys.stderr, flush=True)
 
 
 def _done_fraction(status: dict[str, Any]) -> float:
@@ -109,7 +110,7 @@ def progress_line(status: dict[str, Any]) -> str:
     """``[  12.3s] [#####.........] running    analysis    iteration 1/3 ...`` for one status."""
     filled = round(_done_fraction(status) * _BAR)
     figures = "  ".join(f"{label} {value}" for label, value in _figures(status))
-    return (
+    return plain(
         f"[{status['elapsed_s']:6.1f}s] [{'#' * filled}{'.' * (_BAR - filled)}] "
         f"{status['status']:<10} {status['phase']:<11} {figures}"
     )
@@ -122,8 +123,8 @@ def _live_line(status: dict[str, Any]) -> Text:
     line.append(f"{status['elapsed_s']:6.1f}s ", style="dim")
     line.append("━" * filled, style=colour)
     line.append("━" * (_BAR // 2 - filled), style="dim")
-    line.append(f" {status['phase']}", style=f"bold {colour}")
+    line.append(plain(f" {status['phase']}"), style=f"bold {colour}")
     for label, value in _figures(status):
         line.append(f" {_SHORT.get(label, label)} ", style="dim")
-        line.append(value)
+        line.append(plain(value))
     return line

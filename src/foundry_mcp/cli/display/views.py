@@ -2,7 +2,9 @@
 block, the evidence as checked sentences. ``doctor``'s check list is in :mod:`foundry_mcp.cli.display.checklist`.
 
 Every view takes the same document the JSON output prints, already said in the terminal's
-words. What came from a user, a page or a model is shown as plain text, never as markup.
+words and made plain (:func:`foundry_mcp.cli.display.output.show`). What came from a user, a
+page or a model is shown as plain text, never as markup nor as control sequences. A table never
+cuts what a person copies from it (a research id, a file); the free text beside it gives way.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from foundry_mcp.plain import plain
 
 STATUS_STYLES = {
     "completed": "green",
@@ -69,23 +73,44 @@ def show_list(listing: dict[str, Any], *, filtered: bool, limit: int) -> None:
             "No research matches." if filtered else 'No research yet: foundry-mcp research "..."'
         )
         return
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    table.add_column("id", no_wrap=True)
-    table.add_column("status", no_wrap=True)
-    table.add_column("age", no_wrap=True)
-    table.add_column("question", overflow="ellipsis", no_wrap=True, ratio=1)
-    for item in items:
-        table.add_row(
-            item["research_id"],
-            _status_text(item["status"]),
-            age(item["created_at"]),
-            Text(" ".join(item["query"].split())),
-        )
-    console.print(table)
+    rows = [
+        (item["research_id"], item["status"], age(item["created_at"]), item["query"])
+        for item in items
+    ]
+    table, needed = research_table(rows, console.width)
+    _print_whole(console, table, needed)
     if listing.get("next_cursor"):
         console.print(
             Text(f"The newest {limit} are shown; --limit {min(100, limit * 2)} shows more.", "dim")
         )
+
+
+LIST_COLUMNS = ("id", "status", "age")
+COLUMN_GAP = 2  # the padding between two columns of a table without borders
+QUESTION_AT_LEAST = 12  # columns the question keeps before the age, then the status, give way
+DIGEST_AT_LEAST = 8  # columns of a trusted file's digest
+
+
+def research_table(rows: list[tuple[str, str, str, str]], width: int) -> tuple[Table, int]:
+    """The research table for a terminal ``width`` columns wide, and the width it takes.
+
+    The id is what a person copies from it: always whole, on one line. The question gives way
+    first (cut with an ellipsis); then, on a terminal too narrow for the rest (below about 60
+    columns), the age and then the status are left out.
+    """
+    widths = [max(len(name), *(len(row[i]) for row in rows)) for i, name in enumerate(LIST_COLUMNS)]
+    shown = len(LIST_COLUMNS)
+    while shown > 1 and width - sum(widths[:shown]) - COLUMN_GAP * shown < QUESTION_AT_LEAST:
+        shown -= 1
+    room = max(QUESTION_AT_LEAST, width - sum(widths[:shown]) - COLUMN_GAP * shown)
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for name, least in zip(LIST_COLUMNS[:shown], widths, strict=False):
+        table.add_column(name, no_wrap=True, min_width=least)
+    table.add_column("question", no_wrap=True, overflow="ellipsis", max_width=room)
+    for research_id, status, when, question in rows:
+        cells = [Text(research_id), _status_text(status), Text(when)][:shown]
+        table.add_row(*cells, Text(" ".join(question.split())))
+    return table, sum(widths[:shown]) + COLUMN_GAP * shown + QUESTION_AT_LEAST
 
 
 def show_status(status: dict[str, Any]) -> None:
@@ -149,7 +174,9 @@ def show_follow_up(answered: dict[str, Any]) -> None:
     if sources:
         console.print(Text("\nSources", style="bold"))
     for source in sources:
-        console.print(Text(f"  [{source['number']}] {source.get('title') or ''} {source['url']}"))
+        # Wrapped by the terminal, not cut by us: a long address copies whole.
+        line = Text(f"  [{source['number']}] {source.get('title') or ''} {source['url']}")
+        console.print(line, soft_wrap=True)
     if answered.get("next_action"):
         console.print(Text(f"\nnext: {answered['next_action']}", style="dim"))
 
@@ -177,18 +204,30 @@ def show_trusted(entries: dict[str, dict[str, Any]]) -> None:
     if not entries:
         console.print("No file is trusted. Trust one with: foundry-mcp trust ./foundry-mcp.toml")
         return
+    # The file is what a person copies (to revoke it): whole on one line; the digest gives way.
+    ages = {path: age(entry.get("trusted_at")) for path, entry in entries.items()}
+    fixed = max(len(path) for path in entries) + max(map(len, [*ages.values(), "trusted"]))
+    room = max(DIGEST_AT_LEAST, console.width - fixed - 2 * COLUMN_GAP)
     table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("file", "trusted", "digest"):
-        table.add_column(column, no_wrap=column != "file", overflow="fold")
+    table.add_column("file", no_wrap=True, min_width=max(len(path) for path in entries))
+    table.add_column("trusted", no_wrap=True)
+    table.add_column("digest", no_wrap=True, overflow="ellipsis", max_width=room)
     for path, entry in sorted(entries.items()):
         digest = str(entry.get("sha256", ""))
-        table.add_row(Text(path), age(entry.get("trusted_at")), digest[:19] + "...")
-    console.print(table)
+        table.add_row(Text(path), ages[path], digest[:19] + "...")
+    _print_whole(console, table, fixed + 2 * COLUMN_GAP + DIGEST_AT_LEAST)
 
 
 def show_done(line: str) -> None:
     """The one line a command that acted (cancel, delete, restore) says."""
-    stdout().print(Text(line))
+    stdout().print(Text(plain(line)))
+
+
+def _print_whole(console: Console, table: Table, needed: int) -> None:
+    """``table`` printed ``needed`` columns wide at least: on a terminal narrower than what it
+    must show whole, its lines are longer than the terminal (which wraps them), never cut."""
+    console.width = max(console.width, needed)
+    console.print(table, crop=False)
 
 
 def _block(rows: list[tuple[str, str]]) -> Table:

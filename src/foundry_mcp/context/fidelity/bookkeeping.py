@@ -4,12 +4,16 @@ Every allocation records, per item, its original and current tokens, its level a
 (``ContentFidelity``), and per phase the tokens used of the budget (``PhaseAllocation``). The
 research fidelity is the mean of the items' latest ratios (a dropped item counts 0), read in
 bands: full (>= 0.9), condensed (>= 0.6), compressed (>= 0.3), minimal. Below 0.5 the research
-carries a warning. An item whose level falls from one iteration to the next, or a research
-whose fidelity falls, is reported as a warning: fidelity never regresses silently.
+carries a warning that names what cut the text (:func:`low_fidelity_warning`): the reading
+budget, which chose the most relevant passages of each page (``method="budget"``), or the
+model's window, which forced selections, summaries, truncations or drops; and the setting that
+reads more. An item whose level falls from one iteration to the next, or a research whose
+fidelity falls, is reported as a warning: fidelity never regresses silently.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Protocol
 
 from foundry_mcp.context.fidelity.records import (
@@ -20,6 +24,10 @@ from foundry_mcp.context.fidelity.records import (
 from foundry_mcp.context.levels import LOW_FIDELITY, ContentLevel, fidelity_band
 
 REGRESSION_TOLERANCE = 0.05
+# The method of a page whose most relevant passages the reading budget chose: a choice, not a
+# lack of room (a page cut to fit the model's window is a ``selection``).
+READ_BY_BUDGET = "budget"
+LOW_FIDELITY_SAID = "Content fidelity is "  # how the low-fidelity warning begins
 
 
 class Ledger(Protocol):
@@ -28,6 +36,7 @@ class Ledger(Protocol):
     iteration: int
     content_fidelity: dict[str, ContentFidelity]
     content_allocation_metadata: ContentAllocationMetadata | None
+    warnings: list[str]
 
     def warn(self, message: str) -> None: ...
 
@@ -136,8 +145,20 @@ def finish_phase(
             f"Research fidelity fell from {earlier[-1]:.2f} to {metadata.fidelity:.2f} in "
             f"iteration {state.iteration}."
         )
+    _warn_low_fidelity(state, metadata)
+
+
+def _warn_low_fidelity(state: Ledger, metadata: ContentAllocationMetadata) -> None:
+    """One warning of low fidelity, for the research as it is now: an earlier one (another
+    figure, another cause) is replaced, and none is left once the fidelity is back up."""
+    message = None
     if metadata.items_total and metadata.fidelity < LOW_FIDELITY:
-        state.warn(low_fidelity_warning(metadata.fidelity))
+        message = low_fidelity_warning(metadata.fidelity, state.content_fidelity.values())
+    state.warnings[:] = [
+        w for w in state.warnings if not w.startswith(LOW_FIDELITY_SAID) or w == message
+    ]
+    if message is not None:
+        state.warn(message)
 
 
 def _combined(first: PhaseAllocation, second: PhaseAllocation) -> PhaseAllocation:
@@ -158,11 +179,39 @@ def _combined(first: PhaseAllocation, second: PhaseAllocation) -> PhaseAllocatio
     )
 
 
-def low_fidelity_warning(score: float) -> str:
+def low_fidelity_warning(score: float, records: Iterable[ContentFidelity]) -> str:
+    """The warning of a research whose fidelity is ``score``: what cut its text among
+    ``records`` (the cause that lost more first) and the settings that read more."""
+    budget = window = 0.0
+    pages = items = 0
+    for record in records:
+        loss = 1.0 - record.compression_ratio
+        if loss > 0 and record.method == READ_BY_BUDGET:
+            budget, pages = budget + loss, pages + 1
+        elif loss > 0:
+            window, items = window + loss, items + 1
+    said = f"{LOW_FIDELITY_SAID}{score:.2f} ({fidelity_band(score)}): "
+    if not pages:
+        return (
+            f"{said}much of the gathered text was shortened to fit the model's context window. "
+            "Reduce deep_research_max_sources or use a model with a larger context window for "
+            "a more complete analysis."
+        )
+    by_budget = f"the reading budget read the most relevant part of {pages} page(s)"
+    read_more = (
+        "raise reading_budget (deep_research_reading_budget in the configuration) or use "
+        "effort='deep'"
+    )
+    if not items:
+        return (
+            f"{said}{by_budget} and left the rest, by design. To read more of each page, "
+            f"{read_more}."
+        )
+    by_window = f"{items} item(s) were shortened to fit the model's context window"
+    causes = [by_budget, by_window] if budget >= window else [by_window, by_budget]
     return (
-        f"Content fidelity is {score:.2f} ({fidelity_band(score)}): much of the gathered text "
-        "was shortened to fit the model. Reduce deep_research_max_sources or use a model with "
-        "a larger context window for a more complete analysis."
+        f"{said}{causes[0]}, and {causes[1]}. To read more of each page, {read_more}; to fit "
+        "more, reduce deep_research_max_sources or use a model with a larger context window."
     )
 
 

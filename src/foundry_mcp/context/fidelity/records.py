@@ -26,7 +26,9 @@ class ContentFidelity(_Record):
     relevant_tokens: int | None = None
     compression_ratio: float = 1.0  # current_tokens / (relevant or original) tokens, at most 1
     content_hash: str | None = None  # sha256 of the original: its count is reused on resume
-    method: str = "full"  # full | focus | selection | summary | truncation | dropped
+    # full | focus | budget | selection | summary | truncation | dropped; budget: the reading
+    # budget chose the page's most relevant passages; selection: chosen to fit the window
+    method: str = "full"
     summarizer: str | None = None  # the provider spec that wrote a summary
     phase: str = "analysis"
     iteration: int = 1

@@ -4,6 +4,8 @@ by :mod:`.citations`).
 
 The JSON export is an allow-list: only the fields of ``ResearchExport`` leave the state, so
 nothing a future state field holds (headers, keys, free-form metadata) is exported by accident.
+Every format is plain text (:mod:`foundry_mcp.plain`): what a page or a model wrote reaches the
+file without the control sequences a terminal would obey.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 from foundry_mcp.errors import InputError, ReportNotReadyError
+from foundry_mcp.plain import plain, plain_within
 from foundry_mcp.research.export.citations import bibtex_entry, ris_entry, source_doi
 from foundry_mcp.research.export.footer import with_cost_footer
 
@@ -144,7 +147,10 @@ def render(state: ResearchState, fmt: str, *, now: datetime) -> str:
             details={"field": "format"},
         )
     if fmt == "json":
-        return to_model(state, now=now).model_dump_json(indent=2)
+        # Escaped in JSON, a page's control sequence would still act once a reader prints the
+        # string: every string is made plain, as the other formats are.
+        exported = plain_within(to_model(state, now=now).model_dump())
+        return ResearchExport.model_validate(exported).model_dump_json(indent=2)
     if state.report is None:
         raise ReportNotReadyError(
             f"Research {state.id} has no report yet; format {fmt!r} exports the report.",
@@ -154,11 +160,11 @@ def render(state: ResearchState, fmt: str, *, now: datetime) -> str:
             ),
         )
     if fmt == "markdown":
-        return with_cost_footer(state, appendix=follow_up_section(state))
+        return plain(with_cost_footer(state, appendix=follow_up_section(state)))
     sources = cited(state)
     if fmt == "bibtex":
-        return "\n".join(bibtex_entry(s, accessed=now.date()) for s in sources)
-    return "".join(ris_entry(s, accessed=now.date()) for s in sources)
+        return plain("\n".join(bibtex_entry(s, accessed=now.date()) for s in sources))
+    return plain("".join(ris_entry(s, accessed=now.date()) for s in sources))
 
 
 def cited(state: ResearchState) -> list[Source]:

@@ -63,7 +63,10 @@ class ItemFidelity(Result):
     current_tokens: int
     current_level: ContentLevelName
     compression_ratio: float
-    method: str = Field(description="full, focus, selection, summary, truncation or dropped.")
+    method: str = Field(
+        description="full, focus, budget (the reading budget chose the passages), selection "
+        "(chosen to fit the window), summary, truncation or dropped."
+    )
     summarizer: str | None
     phase: str
     iteration: int

@@ -316,7 +316,7 @@ def fidelity_block(state: ResearchState, *, include_items: bool = False) -> dict
             "score": metadata.fidelity,
             "band": fidelity_band(metadata.fidelity),
             "warning": (
-                low_fidelity_warning(metadata.fidelity)
+                low_fidelity_warning(metadata.fidelity, state.content_fidelity.values())
                 if metadata.fidelity < LOW_FIDELITY
                 else None
             ),

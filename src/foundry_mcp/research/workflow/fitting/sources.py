@@ -16,7 +16,12 @@ from urllib.parse import urlsplit
 import anyio
 
 from foundry_mcp.context.allocation import Allocation, allocate
-from foundry_mcp.context.fidelity.bookkeeping import finish_phase, make_record, record_item
+from foundry_mcp.context.fidelity.bookkeeping import (
+    READ_BY_BUDGET,
+    finish_phase,
+    make_record,
+    record_item,
+)
 from foundry_mcp.context.fidelity.records import ContentFidelity
 from foundry_mcp.context.ladder import Degraded
 from foundry_mcp.context.levels import ContentLevel, lowest_level_keeping
@@ -25,6 +30,7 @@ from foundry_mcp.context.reading.passages import content_words
 from foundry_mcp.context.reading.selection import truncate_to_tokens
 from foundry_mcp.research.models import Source, SourceQuality
 from foundry_mcp.research.prompts.analyzer import render_source, source_text
+from foundry_mcp.research.workflow.fitting.batches import BATCH_TARGET_TOKENS
 from foundry_mcp.research.workflow.fitting.fitter import Fitting
 
 SOURCE_FLOOR_TOKENS = 24
@@ -209,12 +215,18 @@ async def _record_sources(
     regressions: list[str] = []
     used = 0
     dropped: list[str] = []
+    # Passages chosen within the reading budget, in a window roomy enough for a whole batch,
+    # were chosen by the budget; in a smaller window the call's room capped each page too.
+    budgeted = state.limits.reading_budget is not None and allocation.budget >= BATCH_TARGET_TOKENS
     for source in sources:
         result = degraded[source.id]
         item = allocation.item(source.id)
         if result.level is not ContentLevel.DROPPED:
             used += item.overhead + result.tokens
-        record = _record(source.id, result, item.tokens, whole[source.id], ready, state.iteration)
+        by_budget = budgeted and source.id not in state.protected_content_ids
+        record = _record(
+            source.id, result, item.tokens, whole[source.id], ready, state.iteration, by_budget
+        )
         if archive is not None and (
             result.level is ContentLevel.DROPPED or record.current_level in HEAVY_LEVELS
         ):
@@ -288,16 +300,19 @@ def _record(
     whole: int,
     ready: SourceRound,
     iteration: int,
+    by_budget: bool,
 ) -> ContentFidelity:
     """The fidelity record of a source read as ``result`` out of ``read`` tokens chosen from its
     ``whole``. Passages chosen to fit its share are a loss (measured against the whole, at the
-    level that ratio keeps); repeats set aside are not (measured against what was read)."""
+    level that ratio keeps), said to be the reading budget's choice (``budget``) when
+    ``by_budget``, else the window's (``selection``); repeats set aside are not a loss
+    (measured against what was read)."""
     level, method, relevant = result.level, result.method, read if read != whole else None
     if source_id in ready.selected:
         relevant = None
         if level is ContentLevel.FULL:
             level = lowest_level_keeping(result.tokens / max(1, whole))
-            method = "selection"
+            method = READ_BY_BUDGET if by_budget else "selection"
     elif method == "full" and read < whole:
         method = "focus"
     return make_record(
