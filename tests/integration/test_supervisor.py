@@ -263,16 +263,41 @@ async def test_guidance_given_after_planning_carries_over_gathering_to_the_analy
     assert "vendor benchmarks" not in writer_prompt
 
 
-async def test_the_supervisor_judges_each_phase_by_default(
-    settings: Settings, brain: ResearchBrain
+@pytest.mark.parametrize(
+    ("rounds", "judged"),
+    [
+        # The last round's report: no round follows, whatever a judgement would say.
+        (1, ["planning", "gathering", "analysis"]),
+        # A report another round may follow is judged.
+        (2, ["planning", "gathering", "analysis", "synthesis"]),
+    ],
+)
+async def test_the_supervisor_judges_each_phase_whose_judgement_can_change_what_follows(
+    settings: Settings, brain: ResearchBrain, rounds: int, judged: list[str]
 ) -> None:
     assert settings.research.deep_research_enable_reflection is True  # the default
-    state = await _research(settings, "What is a skip list?", max_iterations=1)
+    brain.gap_iterations = 0  # no gap: the research ends after its first round
+    state = await _research(settings, "What is a skip list?", max_iterations=rounds)
     reflections = [d for d in state.decisions if d.action == "reflect"]
-    judged = [d.inputs["phase"] for d in reflections]
-    assert judged == ["planning", "gathering", "analysis", "synthesis"]
+    assert [d.inputs["phase"] for d in reflections] == judged
     assert brain.calls["supervisor"] == len(reflections)
     assert all(d.outputs is not None and d.outputs["score"] == 8 for d in reflections)
+
+
+async def test_a_hierarchical_research_is_judged_where_a_judgement_can_change_course(
+    settings: Settings, brain: ResearchBrain
+) -> None:
+    async with research_runtime(settings, warm=False) as service:
+        started = await service.start(
+            "Compare Valkey, Memcached and Hazelcast for eviction latency",
+            mode="hierarchical",
+            max_iterations=1,
+        )
+        await wait_until(service, started["research_id"], TERMINAL)
+        state = service.store.load(started["research_id"])
+    # The consolidation asks no model, and the integrated report ends the research.
+    judged = [d.inputs["phase"] for d in state.decisions if d.action == "reflect"]
+    assert judged == ["planning", "gathering"]
 
 
 async def test_the_rule_gates_alone_when_the_judgement_is_off(

@@ -6,13 +6,17 @@ question of product names ("Postgres vs MySQL for OLTP") says little about its l
 then nothing is asked of the writer, whose report follows the question as it reads it. Searches
 are not translated: they go out in whatever language the planner writes, which finds the
 sources; only the report's prose is asked for in the language. Loading the model takes about
-half a second: :func:`warm_up` does it ahead of the first research, in a worker thread.
+half a second: :func:`warm_up` does it ahead of the first research, in a worker thread; the
+question's language is decided when the report is written (:func:`decide_language`), not on
+the start's path.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Protocol
+
+import anyio
 
 from foundry_mcp.errors import InputError
 
@@ -48,6 +52,15 @@ LANGUAGES: dict[str, str] = {
     "zh": "Chinese",
 }
 _BY_NAME = {name.casefold(): name for name in LANGUAGES.values()}
+
+
+class ReportLanguage(Protocol):
+    """Where a research keeps its report's language (``ResearchOptions``)."""
+
+    language: str | None
+    language_from_question: bool
+
+
 _identifier: Any = None
 _loading = threading.Lock()
 
@@ -63,10 +76,13 @@ def question_language(question: str) -> str | None:
     return LANGUAGES.get(code) if probability >= SURE else None
 
 
-def report_language(given: Any, question: str) -> str | None:
-    """The report's language: ``given`` when the caller named one (checked), else the
-    question's when recognised. Loads the model on first use: call it in a worker thread."""
-    return check_language(given) if given is not None else question_language(question)
+async def decide_language(options: ReportLanguage, question: str) -> None:
+    """Decide the report's language where the caller named none: the question's, when
+    recognised. Done when the report is written, not when the research starts (the model may
+    still be loading then, and a start answers at once); in a worker thread."""
+    if options.language is None and options.language_from_question:
+        options.language = await anyio.to_thread.run_sync(question_language, question)
+    options.language_from_question = False
 
 
 def check_language(value: Any) -> str:

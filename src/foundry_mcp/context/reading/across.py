@@ -41,7 +41,6 @@ from dataclasses import dataclass
 
 from foundry_mcp.context.reading.focus import sentence_key
 from foundry_mcp.context.reading.passages import (
-    PassageIndex,
     content_words,
     split_passages_with_breaks,
     split_sentences,
@@ -172,21 +171,26 @@ def _value(
     candidates: list[_Candidate], terms: Sequence[str], known: Container[str]
 ) -> dict[str, float]:
     """Give each candidate its sentences' keys, question terms and figure weight; the weight
-    (idf) of each term."""
-    index = PassageIndex.from_passages([c.text for c in candidates])
-    total = len(candidates)
+    (idf) of each term. Each sentence is tokenised once: a passage's words are its sentences'."""
     asked = Counter(terms)
+    split: list[list[tuple[str, list[str]]]] = []
+    frequency: Counter[str] = Counter()  # of the asked terms: in how many passages
+    for candidate in candidates:
+        sentences = [(s, content_words(s)) for s in split_sentences(candidate.text)]
+        frequency.update({w for _, words in sentences for w in words if w in asked})
+        split.append(sentences)
+    total = len(candidates)
     weight = {
         term: math.log(1 + (total - df + 0.5) / (df + 0.5)) * times
         for term, times in asked.items()
-        if (df := index.document_frequency.get(term, 0))
+        if (df := frequency.get(term, 0))
     }
-    for candidate in candidates:
-        for sentence in split_sentences(candidate.text):
+    for candidate, sentences in zip(candidates, split, strict=True):
+        for sentence, words in sentences:
             key = sentence_key(sentence)
             if key in known:
                 continue
-            held = tuple(set(content_words(sentence)) & weight.keys())
+            held = tuple(set(words) & weight.keys())
             figure = FIGURE_WEIGHT if held and FIGURE_RE.search(sentence) else 1.0
             candidate.sentences.append((key, held, figure))
     return weight

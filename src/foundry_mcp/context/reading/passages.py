@@ -122,7 +122,7 @@ class PassageIndex:
     every container the collector tracks, on the event loop. Here that is a few references per
     term (the postings of a term are one array), not one per posting: the indexes of 72
     documentation pages added 49 ms to every full collection as lists of tuples, 0.9 ms now
-    (``benchmarks/gc_pause.py``).
+    (``benchmarks/latency/gc_pause.py``).
     """
 
     passages: tuple[str, ...]

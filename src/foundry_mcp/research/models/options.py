@@ -69,6 +69,8 @@ class ResearchOptions(_Model):
     clarify: str = "auto"  # when to ask the user about a vague question (models.conversation)
     review_plan: bool = False  # stop after planning until the user approves the plan
     language: str | None = None  # the report's language (research/language.py); None: as asked
+    # Whether the question's language is still to be recognised (when the report is written).
+    language_from_question: bool = False
     effort: str = "standard"  # the preset it started with (research/effort.py)
     max_time_s: float | None = None  # time ceiling of a run (workflow/deadline/ceiling.py)
     max_verified_claims: int = 60

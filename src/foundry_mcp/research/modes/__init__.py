@@ -133,6 +133,9 @@ class ModeRouter:
     def prepare_retry(self, phase: Phase) -> None:
         self.current.prepare_retry(phase)
 
+    def judged(self, phase: Phase) -> bool:
+        return self.current.judged(phase)
+
     def next_phase(self, phase: Phase, complete_early: bool) -> Phase | None:
         return self.current.next_phase(phase, complete_early)
 

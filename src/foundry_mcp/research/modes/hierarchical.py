@@ -371,6 +371,11 @@ class HierarchicalPlaybook:
             return all(sq.status is BranchStatus.PENDING for sq in state.sub_questions)
         return phase is Phase.SYNTHESIS
 
+    def judged(self, phase: Phase) -> bool:
+        # The consolidation asks no model and cannot be redone; the integrated report is the
+        # last phase whatever the judgement says.
+        return phase in (Phase.PLANNING, Phase.GATHERING)
+
     def prepare_retry(self, phase: Phase) -> None:
         if phase is Phase.PLANNING:
             self.state.sub_questions = []

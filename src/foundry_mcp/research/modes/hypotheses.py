@@ -199,6 +199,9 @@ class HypothesesPlaybook:
             )
         return phase is Phase.SYNTHESIS
 
+    def judged(self, phase: Phase) -> bool:
+        return phase is not Phase.SYNTHESIS  # the report ends a hypotheses research
+
     def prepare_retry(self, phase: Phase) -> None:
         state = self.state
         if phase is Phase.PLANNING:

@@ -308,6 +308,12 @@ class SimplePlaybook:
             return any(s.iteration == state.iteration for s in state.sources)
         return phase is Phase.SYNTHESIS
 
+    def judged(self, phase: Phase) -> bool:
+        # After the report, the judgement may send the research round again: only when one
+        # more round is possible.
+        state = self.state
+        return phase is not Phase.SYNTHESIS or state.iteration < state.limits.max_iterations
+
     def prepare_retry(self, phase: Phase) -> None:
         state = self.state
         if phase is Phase.PLANNING:

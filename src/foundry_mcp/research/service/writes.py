@@ -19,7 +19,7 @@ from foundry_mcp.errors import InputError, InvalidStateError
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.research.asking import Asker
 from foundry_mcp.research.effort import PRESETS, Effort, check_effort
-from foundry_mcp.research.language import report_language
+from foundry_mcp.research.language import check_language
 from foundry_mcp.research.llm.calls import CallLog
 from foundry_mcp.research.models import (
     AgentDecision,
@@ -127,7 +127,7 @@ class ResearchWriter:
         (None: the local user).
         """
         query = check_query(query)
-        written_in = await anyio.to_thread.run_sync(report_language, language, query)
+        written_in = check_language(language) if language is not None else None
         kinds = check_source_types(source_types)
         preferred = check_preferred_sources(preferred_sources)
         bounded = check_bounds(bounds or {}, self.settings.research)
@@ -171,6 +171,7 @@ class ResearchWriter:
                 preferred_sources=preferred,
                 report_quotes=self.settings.report.quotes,
                 language=written_in,
+                language_from_question=written_in is None,
                 clarify=asking,
                 review_plan=bool(review_plan),
                 output_schema=schema,

@@ -223,11 +223,22 @@ def _find_words(text: str, core: str, words: list[str]) -> tuple[int, int] | Non
     at = text.find(core)
     if at >= 0:
         return at, at + len(core)
+    # Searched only around where its longest word stands: a long page is not scanned whole
+    # for every claim (the words, their markup and spacing stay within ``reach`` of it).
+    anchor = max(words, key=len).strip("`*_")
+    place = text.find(anchor)
+    if place < 0:
+        return None
     pattern = re.compile(
         r"[\s`*_|]+".join(rf"[`*_]*{re.escape(word.strip('`*_'))}[`*_]*" for word in words)
     )
-    found = pattern.search(text)
-    return None if found is None else (found.start(), found.end())
+    reach = 2 * len(core) + 64
+    while place >= 0:
+        found = pattern.search(text, max(0, place - reach), place + len(anchor) + reach)
+        if found is not None:
+            return found.start(), found.end()
+        place = text.find(anchor, place + 1)
+    return None
 
 
 def _word_start(text: str, index: int) -> int:

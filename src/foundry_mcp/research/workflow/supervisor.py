@@ -106,6 +106,10 @@ class Playbook(Protocol):
         """Whether running the phase again can change its outcome."""
         ...
 
+    def judged(self, phase: Phase) -> bool:
+        """Whether the model's judgement after ``phase`` can still change what follows."""
+        ...
+
     def prepare_retry(self, phase: Phase) -> None:
         """Undo what the phase produced, so that running it again replaces, not duplicates."""
         ...
@@ -146,11 +150,9 @@ class Supervisor:
             state.metadata.pop("time_ceiling_reached", None)  # this run's ceiling decides
 
     async def run(self) -> None:
-        """Advance phase by phase; returns when the research is complete.
-
-        With a time ceiling (``max_time_s``), the phase running when writing must start is
-        stopped and the report is written from what was found (see :class:`TimeCeiling`).
-        """
+        """Advance phase by phase until the research is complete; with a time ceiling
+        (``max_time_s``), the phase running when writing must start is stopped and the report
+        written from what was found (see :class:`TimeCeiling`)."""
         with self._ceiling.bound():
             await self._advance()
 
@@ -278,8 +280,10 @@ class Supervisor:
     ) -> ReflectionDecision | None:
         """The model's judgement of the phase, when reflection is enabled."""
         state = self.state
-        if not state.options.enable_reflection or not self._ceiling.allows("reflection", phase):
-            return None  # no judgement that would still run when writing must start
+        # Not asked: a judgement whose answer is known, or that would run when writing must.
+        judged = state.options.enable_reflection and self._playbook.judged(phase)
+        if not judged or not self._ceiling.allows("reflection", phase):
+            return None
         decision = await reflect(
             self._llm, state, phase, self._playbook.describe(phase), gate, outputs
         )
@@ -393,5 +397,4 @@ class Supervisor:
 
 def _join(*parts: str | None) -> str | None:
     """Several pieces of guidance as one, or None when there is none."""
-    kept = [part.strip() for part in parts if part and part.strip()]
-    return "\n".join(kept) or None
+    return "\n".join(part.strip() for part in parts if part and part.strip()) or None

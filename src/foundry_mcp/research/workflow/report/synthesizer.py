@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from foundry_mcp.research.language import decide_language
 from foundry_mcp.research.llm.calls import ResearchLLM
 from foundry_mcp.research.llm.fanout import fan_out
 from foundry_mcp.research.models import (
@@ -94,6 +95,7 @@ async def synthesize(
     Limit`` section says so.
     """
     writing = writing or Writing(sections=tuple(sections_by_sub_query(state)))
+    await decide_language(state.options, state.parent_query or state.query)
     if not state.findings:
         state.claim_checks = []
         return _no_evidence_report(state)

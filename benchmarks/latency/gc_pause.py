@@ -13,7 +13,7 @@ is frozen first. Printed: the pages and their size, the time to index them, and 
 ``--repeats`` full collections with the indexes held and without them (the pause they add, in
 total and per index). Seconds to run; from the repository root:
 
-    python benchmarks/gc_pause.py [--questions 8] [--repeats 7]
+    python benchmarks/latency/gc_pause.py [--questions 8] [--repeats 7]
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from foundry_mcp.context.reading.passages import PassageIndex
 from tests.fakes.docpages import DOC_QUESTIONS, DocCorpus

@@ -1,0 +1,1 @@
+"""The speed benchmark: the critical path, concurrency, overhead and tokens of a research."""

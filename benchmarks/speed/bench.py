@@ -1,0 +1,186 @@
+"""The speed of a research, and what it pays in tokens: wall time, its critical path, provider
+concurrency, the server's own share of the time, prompt tokens by phase, and the facts reaching
+the analyst and the report; for each effort, for this code and for others to compare with.
+
+The world is ``benchmarks/speed/world.py`` (eight multi-part questions over long documentation
+pages, careful fake models, LLM 0.4 s + 5 ms per output token, search 0.3 s). For each code
+(this checkout, then each ``--compare SRC``: a ``src`` folder, e.g. from
+``git archive <commit> src | tar -x -C /tmp/base``) and each effort, one fresh server researches
+the questions four at a time (``--at-once``) in hierarchical mode; then, for the crowd, one
+research alone on a fresh server and ``--crowd`` researches at once on another, whose wall times
+are compared (the server's CPU time per research is what limits a crowd on two cores).
+
+Printed: a line per research, the group's figures, and the acceptance lines of the speed issue
+against the first code compared with (figures, not assertions). Run from the repository root:
+
+    python benchmarks/speed/bench.py [--questions 8] [--efforts standard,quick] [--pages 3]
+        [--at-once 4] [--crowd 32] [--compare SRC ...] [--seed 0]
+
+About 2 minutes per code and effort, and 1 for the crowd, on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+os.environ.setdefault("FOUNDRY_MCP_NO_DOWNLOADS", "1")
+
+from benchmarks.speed.runs import Scenario, mean, run_scenario
+from benchmarks.speed.world import World, questions, world
+
+PHASES = ("planning", "gathering", "analysis", "synthesis", "refinement")
+
+
+def research_lines(scenario: Scenario) -> list[str]:
+    lines = []
+    for r in sorted(scenario.researches, key=lambda r: r.question):
+        path = " ".join(f"{p[:4]} {r.path[p]:.1f}" for p in PHASES if p in r.path)
+        lines.append(
+            f"  {r.status:9} wall {r.wall:5.1f} s  start {r.start_ms:5.1f} ms  first "
+            f"{(r.first_request_ms or 0):5.0f} ms  overhead {r.overhead / max(r.wall, 1e-9):5.1%}"
+            f"  conc {r.concurrency:4.2f}  tokens {r.prompt_tokens:7,}  facts "
+            f"{len(r.searched)}>{len(r.in_prompts & r.searched)}>{len(r.in_report & r.searched)}"
+            + (f"  path: {path} (gaps {r.path_gaps:.1f})" if r.traced else "  path: not traced")
+            + (f"  ERROR {r.error}" if r.error else "")
+        )
+    return lines
+
+
+def figures(scenario: Scenario) -> dict[str, float]:
+    done = [r for r in scenario.researches if r.status == "completed"]
+    tokens_by_phase: dict[str, float] = {}
+    for r in done:
+        for phase, tokens in r.tokens_by_phase.items():
+            tokens_by_phase[phase] = tokens_by_phase.get(phase, 0) + tokens
+    return {
+        "completed": len(done),
+        "wall": mean([r.wall for r in done]),
+        "tokens": sum(r.prompt_tokens for r in done),
+        "concurrency": mean([r.concurrency for r in done]),
+        "overhead": sum(r.overhead for r in done) / max(1e-9, sum(r.wall for r in done)),
+        "start_ms": max((r.start_ms for r in done), default=0.0),
+        "first_ms": max((r.first_request_ms or 0.0 for r in done), default=0.0),
+        "report_facts": sum(len(r.in_report & r.searched) for r in done),
+        "prompt_facts": sum(len(r.in_prompts & r.searched) for r in done),
+        "searched_facts": sum(len(r.searched) for r in done),
+        "cpu": scenario.cpu_per_research,
+        **{f"tokens:{p}": t for p, t in tokens_by_phase.items()},
+        **{
+            f"path:{p}": mean([r.path.get(p, 0.0) for r in done if r.traced])
+            for p in PHASES
+            if any(p in r.path for r in done)
+        },
+    }
+
+
+def summary(label: str, f: dict[str, float]) -> str:
+    by_phase = ", ".join(
+        f"{k.split(':')[1]} {int(v):,}" for k, v in f.items() if k.startswith("tokens:")
+    )
+    path = ", ".join(f"{k.split(':')[1]} {v:.1f} s" for k, v in f.items() if k.startswith("path:"))
+    return (
+        f"{label}: {int(f['completed'])} completed, wall {f['wall']:.1f} s a question, prompt "
+        f"tokens {int(f['tokens']):,} ({by_phase}), concurrency {f['concurrency']:.2f}, "
+        f"overhead {f['overhead']:.1%} of wall, start answer <= {f['start_ms']:.0f} ms, first "
+        f"request <= {f['first_ms']:.0f} ms, facts searched {int(f['searched_facts'])} -> "
+        f"prompts {int(f['prompt_facts'])} -> report {int(f['report_facts'])}, server CPU "
+        f"{f['cpu']:.2f} s a research" + (f"; critical path {path}" if path else "")
+    )
+
+
+async def crowd(fakes: World, code: Path | None, count: int, effort: str) -> tuple[float, ...]:
+    """The wall of one research alone and of ``count`` at once (fresh servers), and the
+    crowd's server CPU time per research."""
+    one = questions(1)
+    fakes.reset()
+    alone = await run_scenario("alone", fakes, one, at_once=1, effort=effort, code=code)
+    many = [questions(8)[i % 8] for i in range(count)]
+    fakes.reset()
+    crowded = await run_scenario("crowd", fakes, many, at_once=count, effort=effort, code=code)
+    return alone.wall, crowded.wall, crowded.cpu_per_research
+
+
+def acceptance(mine: dict[str, float], base: dict[str, float] | None) -> list[str]:
+    def line(ok: bool, text: str) -> str:
+        return f"  {'PASS' if ok else 'FAIL'}  {text}"
+
+    lines = []
+    if base:
+        wall, tokens = mine["wall"] / base["wall"], mine["tokens"] / max(1, base["tokens"])
+        lines.append(line(wall <= 0.75, f"wall per question {wall:.2f} of the compared (<= 0.75)"))
+        lines.append(line(tokens <= 0.6, f"prompt tokens {tokens:.2f} of the compared (<= 0.6)"))
+        lines.append(
+            line(
+                mine["report_facts"] >= base["report_facts"],
+                f"facts in the report {int(mine['report_facts'])} "
+                f"(compared {int(base['report_facts'])})",
+            )
+        )
+    lines.append(
+        line(mine["concurrency"] >= 3.5, f"concurrency {mine['concurrency']:.2f} (>= 3.5)")
+    )
+    lines.append(line(mine["overhead"] < 0.02, f"overhead {mine['overhead']:.1%} (< 2%)"))
+    lines.append(line(mine["start_ms"] < 20, f"start answer {mine['start_ms']:.0f} ms (< 20 ms)"))
+    return lines
+
+
+async def main(args: argparse.Namespace) -> None:
+    codes: list[tuple[str, Path | None]] = [("this code", None)]
+    codes += [(f"compare {src}", src) for src in args.compare]
+    efforts = [e.strip() for e in args.efforts.split(",") if e.strip()]
+    with world(args.questions, args.pages, args.seed) as fakes:
+        for effort in efforts:
+            results: dict[str, dict[str, float]] = {}
+            for label, code in codes:
+                fakes.reset()
+                scenario = await run_scenario(
+                    label,
+                    fakes,
+                    questions(args.questions),
+                    at_once=args.at_once,
+                    effort=effort,
+                    code=code,
+                )
+                print(f"\n== {effort} effort, {label}: {args.at_once} at once", flush=True)
+                print("\n".join(research_lines(scenario)))
+                results[label] = figures(scenario)
+                print(summary(label, results[label]), flush=True)
+            base = results[codes[1][0]] if len(codes) > 1 else None
+            print(
+                f"\nAcceptance, {effort} effort (this code against {codes[-1][0] if base else 'targets'}):"
+            )
+            print("\n".join(acceptance(results["this code"], base)))
+        if args.crowd:
+            for label, code in codes:
+                alone, crowded, cpu = await crowd(fakes, code, args.crowd, efforts[0])
+                ratio = crowded / alone if alone else 0.0
+                print(
+                    f"\nCrowd, {label}: one research alone {alone:.1f} s, {args.crowd} at once "
+                    f"{crowded:.1f} s ({ratio:.2f}x; target <= 1.3x), server CPU {cpu:.2f} s a "
+                    "research",
+                    flush=True,
+                )
+
+
+def parse() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--questions", type=int, default=8)
+    parser.add_argument("--pages", type=int, default=3, help="pages per part of a question")
+    parser.add_argument("--efforts", default="standard,quick")
+    parser.add_argument("--at-once", type=int, default=4)
+    parser.add_argument("--crowd", type=int, default=32, help="0: no crowd")
+    parser.add_argument("--compare", action="append", default=[], help="a src folder")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    args.compare = [Path(src).resolve() for src in args.compare]
+    return args
+
+
+if __name__ == "__main__":
+    anyio.run(main, parse())
