@@ -14,7 +14,7 @@ Printed: a line per research, the group's figures, and the acceptance lines of t
 against the first code compared with (figures, not assertions). Run from the repository root:
 
     python benchmarks/speed/bench.py [--questions 8] [--efforts standard,quick] [--pages 3]
-        [--at-once 4] [--crowd 32] [--compare SRC ...] [--seed 0]
+        [--at-once 4] [--crowd 32] [--compare SRC ...] [--seed 0] [--research LINE ...]
 
 About 2 minutes per code and effort, and 1 for the crowd, on 2 cores.
 """
@@ -146,6 +146,7 @@ async def main(args: argparse.Namespace) -> None:
                     at_once=args.at_once,
                     effort=effort,
                     code=code,
+                    research=args.research,
                 )
                 print(f"\n== {effort} effort, {label}: {args.at_once} at once", flush=True)
                 print("\n".join(research_lines(scenario)))
@@ -177,6 +178,13 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--crowd", type=int, default=32, help="0: no crowd")
     parser.add_argument("--compare", action="append", default=[], help="a src folder")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--research",
+        action="append",
+        default=[],
+        metavar="LINE",
+        help="a line of the servers' [research] table, e.g. 'deep_research_reading_budget = 36000'",
+    )
     args = parser.parse_args()
     args.compare = [Path(src).resolve() for src in args.compare]
     return args

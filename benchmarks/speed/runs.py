@@ -221,10 +221,11 @@ async def run_scenario(
     at_once: int,
     effort: str,
     code: Path | None,
+    research: Sequence[str] = (),
 ) -> Scenario:
     """Research ``questions`` on one fresh server, ``at_once`` at a time (see the module)."""
     with tempfile.TemporaryDirectory(prefix="speed-") as tmp:
-        env = environment(Path(tmp), world, code)
+        env = environment(Path(tmp), world, code, research)
         base = {key: os.environ[key] for key in ("PATH", "LANG") if key in os.environ}
         params = StdioServerParameters(
             command=sys.executable, args=["-m", "foundry_mcp"], env={**base, **env}

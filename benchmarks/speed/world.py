@@ -102,10 +102,12 @@ def world(count: int, pages: int, seed: int) -> Iterator[World]:
         yield World(llm, search, brain, library)
 
 
-def environment(tmp: Path, world: World, code: Path | None) -> dict[str, str]:
+def environment(
+    tmp: Path, world: World, code: Path | None, research: Sequence[str] = ()
+) -> dict[str, str]:
     """A server's environment against the fakes: its own home, store and configuration (no
-    page fetching, no SDK retries, no cap on calls in flight), and the ``src`` of the code to
-    run when not this one."""
+    page fetching, no SDK retries, no cap on calls in flight, ``research``: lines of its
+    ``[research]`` table), and the ``src`` of the code to run when not this one."""
     config = tmp / "foundry-mcp.toml"
     # The fakes take any number of requests at once: the providers' capacity (8 calls in
     # flight each by default) is not what is measured, so it is set out of the way.
@@ -113,6 +115,7 @@ def environment(tmp: Path, world: World, code: Path | None) -> dict[str, str]:
         "[research.fetch]\nenabled = false\n\n"
         "[providers.openai]\nmax_retries = 0\nmax_in_flight = 100\n\n"
         "[providers.tavily]\nmax_retries = 0\nmax_in_flight = 100\n"
+        + ("\n[research]\n" + "\n".join(research) + "\n" if research else "")
     )
     home = tmp / "home"
     home.mkdir(exist_ok=True)

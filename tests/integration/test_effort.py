@@ -75,7 +75,7 @@ async def test_the_reading_budget_comes_from_the_effort_unless_the_caller_gives_
         "deep, bounded": 5_000,
         "whole pages": None,
     }
-    assert settings.research.deep_research_reading_budget == 72_000
+    assert settings.research.deep_research_reading_budget == 32_000
     assert refused.value.details["field"] == "reading_budget"
     assert "0" in refused.value.message and "whole pages" in refused.value.message
 

@@ -106,3 +106,28 @@ def test_a_long_table_is_cut_between_its_rows_not_inside_one() -> None:
     assert len(pieces) > 3 and all(len(piece) <= 600 for piece in pieces)
     assert any(fact in piece for piece in pieces)
     assert all(piece.startswith("|") and piece.endswith("|") for piece in pieces)
+
+
+def test_a_figure_counts_with_its_own_statement_not_with_the_heading_above_it() -> None:
+    """Joined into one line, a heading naming the question's words, a timing loop with a count
+    in it and a list read as one sentence; the figure in the loop is not a statement about the
+    write throughput, while the list item that gives one is."""
+    timing = (
+        "## Write throughput ```python env = lmdb.open('bench') start = time.perf_counter() for "
+        "i in range({n}): env.put(i) print(f'{{time.perf_counter() - start:.3f}} s for {n} calls') ```"
+    )
+    pages = [
+        Page(f"code{n}", "\n\n".join(timing.format(n=n * 10 + k) for k in range(30)))
+        for n in range(4)
+    ]
+    items = [
+        f"- `lmdb.{name}` is available on Unix only"
+        for name in ("open", "sync", "stat", "copy", "info")
+    ]
+    fact = "- FACT-list: lmdb wrote 91,500 keys a second in the write throughput benchmark."
+    listed = "\n\n".join(
+        [FILLER.format(n=n, name="list") for n in range(30)] + [" ".join([*items, fact, *items])]
+    )
+    pages.append(Page("list", listed))
+    chosen = read_within(pages, TERMS, 600, COUNTER)
+    assert "FACT-list" in read_text(chosen)

@@ -80,7 +80,7 @@ MAX_WAIT_SECONDS = 60.0
 
 # The page text a research reads in one round at standard effort (tokens): the passages of its
 # pages worth most to the question (benchmarks/docpages/bench.py measures what it keeps).
-STANDARD_READING_BUDGET = 72_000
+STANDARD_READING_BUDGET = 32_000
 WHOLE_PAGES = 0  # the reading budget that reads whole pages (a file cannot write None)
 
 _LOW = {name: low for name, (low, _) in LIMIT_BOUNDS.items()}

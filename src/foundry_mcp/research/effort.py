@@ -3,7 +3,7 @@
 | effort | mode | iterations | sub-queries | sources each | page text read | judgement | claims checked |
 | --- | --- | --- | --- | --- | --- | --- | --- |
 | quick | simple | 1 | 2 | 3 | 24,000 tokens | off | 20 |
-| standard | the configuration's (`[research]`) | | | | (72,000 tokens) | | |
+| standard | the configuration's (`[research]`) | | | | (32,000 tokens) | | |
 | deep | auto (hierarchical when the question has parts) | 4 | 6 | 8 | whole pages | on | 120 |
 
 "Page text read" is what a research reads of its pages in one round (shared evenly by the

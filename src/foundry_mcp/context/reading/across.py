@@ -17,7 +17,9 @@ What a passage is worth is the sum of what its sentences are worth:
   passages match.
 * A sentence that states a figure (a number with a unit, a percentage, a count of things:
   :data:`FIGURE_RE`) and holds a term of the question is worth :data:`FIGURE_WEIGHT` times as
-  much. For what documentation is asked about (how fast, how large, how many, since when) the
+  much. A sentence is valued statement by statement (:func:`statements`): once a page's lines
+  are joined, a heading, a code block and the list that follows read as one sentence, and a
+  figure in the code would count with the heading's terms. For what documentation is asked about (how fast, how large, how many, since when) the
   decisive sentence is usually the one that gives the figure, while the sentences around it
   name the subject without saying anything new about it.
 * A sentence is worth something once. Read from one passage, its copies elsewhere (navigation,
@@ -48,7 +50,7 @@ from foundry_mcp.context.reading.passages import (
 from foundry_mcp.context.reading.selection import ELISION, assemble
 from foundry_mcp.context.tokens import TokenCounter
 
-FIGURE_WEIGHT = 3.0
+FIGURE_WEIGHT = 4.0
 SENTENCE_ENDS = (".", "!", "?", ":", '"', ")", "```")
 COVERAGE = 8  # sentences taken that hold a term before its weight halves
 FIGURE_RE = re.compile(
@@ -167,6 +169,19 @@ def _without_copies(candidates: list[_Candidate], known: Container[str]) -> list
     return kept
 
 
+# Where a page's structure starts a new statement inside what reads as one sentence once its
+# lines are joined: a heading, a code fence, a list item, a quoted block, a directive, a table row.
+_STATEMENT_BREAK = re.compile(
+    r"\s+(?=#{1,6}\s|```|[-*+]\s+\S|\d{1,2}[.)]\s+[A-Z`*]|>\s|\.\.\s+[\w-]+::)|(?<=\|)\s+(?=\|)"
+)
+
+
+def statements(sentence: str) -> list[str]:
+    """``sentence`` cut where the page's structure (see :data:`_STATEMENT_BREAK`) starts a new
+    statement: a figure counts with the terms of its own statement, not with a heading's."""
+    return [piece for piece in _STATEMENT_BREAK.split(sentence) if piece]
+
+
 def _value(
     candidates: list[_Candidate], terms: Sequence[str], known: Container[str]
 ) -> dict[str, float]:
@@ -176,23 +191,25 @@ def _value(
     split: list[list[tuple[str, list[str]]]] = []
     frequency: Counter[str] = Counter()  # of the asked terms: in how many passages
     for candidate in candidates:
-        sentences = [(s, content_words(s)) for s in split_sentences(candidate.text)]
-        frequency.update({w for _, words in sentences for w in words if w in asked})
-        split.append(sentences)
+        pieces = [
+            (piece, content_words(piece))
+            for sentence in split_sentences(candidate.text)
+            if not known or sentence_key(sentence) not in known
+            for piece in statements(sentence)
+        ]
+        frequency.update({w for _, words in pieces for w in words if w in asked})
+        split.append(pieces)
     total = len(candidates)
     weight = {
         term: math.log(1 + (total - df + 0.5) / (df + 0.5)) * times
         for term, times in asked.items()
         if (df := frequency.get(term, 0))
     }
-    for candidate, sentences in zip(candidates, split, strict=True):
-        for sentence, words in sentences:
-            key = sentence_key(sentence)
-            if key in known:
-                continue
+    for candidate, pieces in zip(candidates, split, strict=True):
+        for piece, words in pieces:
             held = tuple(set(words) & weight.keys())
-            figure = FIGURE_WEIGHT if held and FIGURE_RE.search(sentence) else 1.0
-            candidate.sentences.append((key, held, figure))
+            figure = FIGURE_WEIGHT if held and FIGURE_RE.search(piece) else 1.0
+            candidate.sentences.append((sentence_key(piece), held, figure))
     return weight
 
 
