@@ -146,3 +146,18 @@ def test_an_index_of_a_long_page_costs_the_garbage_collector_little() -> None:
     assert postings > 50 * len(index.postings)  # many more postings than terms
     assert _collector_work(index) < 4 * len(index.postings) + 50
     assert index.best(["term7", "term9"], 1)  # and it still ranks
+
+
+def test_a_term_finder_holds_exactly_the_terms_content_words_would_give() -> None:
+    """The finder stems only words it has not seen: across many texts sharing words, what it
+    finds is what intersecting each text's content words with the terms gives."""
+    rng = random.Random(7)
+    vocabulary = (
+        "Indexes indexing index indexed The the a I 9 x Throughput throughputs writes writing "
+        "written LMDB lmdb's sizes sized classes class glasses 2026 v2 we're don't"
+    ).split()
+    terms = passages.content_words("index throughput writes lmdb sizes classes 9 2026")
+    finder = passages.TermFinder(terms)
+    for _ in range(300):
+        text = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(0, 12)))
+        assert finder.held(text) == set(passages.content_words(text)) & set(terms), text

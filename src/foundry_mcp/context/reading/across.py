@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 from foundry_mcp.context.reading.focus import sentence_key
 from foundry_mcp.context.reading.passages import (
-    content_words,
+    TermFinder,
     split_passages_with_breaks,
     split_sentences,
 )
@@ -186,18 +186,19 @@ def _value(
     candidates: list[_Candidate], terms: Sequence[str], known: Container[str]
 ) -> dict[str, float]:
     """Give each candidate its sentences' keys, question terms and figure weight; the weight
-    (idf) of each term. Each sentence is tokenised once: a passage's words are its sentences'."""
+    (idf) of each term. Each statement's words are looked at once."""
     asked = Counter(terms)
-    split: list[list[tuple[str, list[str]]]] = []
+    finder = TermFinder(asked)
+    split: list[list[tuple[str, set[str]]]] = []
     frequency: Counter[str] = Counter()  # of the asked terms: in how many passages
     for candidate in candidates:
         pieces = [
-            (piece, content_words(piece))
+            (piece, finder.held(piece))
             for sentence in split_sentences(candidate.text)
             if not known or sentence_key(sentence) not in known
             for piece in statements(sentence)
         ]
-        frequency.update({w for _, words in pieces for w in words if w in asked})
+        frequency.update(set().union(*(held for _, held in pieces)))
         split.append(pieces)
     total = len(candidates)
     weight = {
@@ -207,9 +208,11 @@ def _value(
     }
     for candidate, pieces in zip(candidates, split, strict=True):
         for piece, words in pieces:
-            held = tuple(set(words) & weight.keys())
+            held = tuple(words & weight.keys())
             figure = FIGURE_WEIGHT if held and FIGURE_RE.search(piece) else 1.0
-            candidate.sentences.append((sentence_key(piece), held, figure))
+            # Within one reading a statement is known by its words: spacing is already one
+            # space, so its lower case is its identity.
+            candidate.sentences.append((piece.lower(), held, figure))
     return weight
 
 

@@ -47,6 +47,34 @@ def content_words(text: str) -> list[str]:
     ]
 
 
+class TermFinder:
+    """Which of some terms (stemmed content words) a text holds.
+
+    The same as intersecting :func:`content_words` with the terms, without stemming each word
+    of each text: a text's distinct words are found at C speed, and only a word not seen
+    before by this finder is stemmed (a page's vocabulary is small beside its length).
+    """
+
+    def __init__(self, terms: Iterable[str]) -> None:
+        self.terms = frozenset(terms)
+        self._seen: set[str] = set()
+        self._forms: dict[str, str] = {}  # a word seen -> its stem, where that is a term
+
+    def held(self, text: str) -> set[str]:
+        """The terms ``text`` holds."""
+        words = set(_TOKEN.findall(text.lower()))
+        new = words - self._seen
+        if new:
+            self._seen |= new
+            for word in new:
+                if word in STOP_WORDS or (len(word) == 1 and not word.isdigit()):
+                    continue
+                stemmed = stem(word)
+                if stemmed in self.terms:
+                    self._forms[word] = stemmed
+        return {self._forms[word] for word in words & self._forms.keys()}
+
+
 @functools.lru_cache(maxsize=100_000)
 def stem(word: str) -> str:
     """A crude suffix stripper, so that "indexes", "indexing" and "index" meet."""
