@@ -284,9 +284,28 @@ async def test_the_supervisor_judges_each_phase_whose_judgement_can_change_what_
     assert all(d.outputs is not None and d.outputs["score"] == 8 for d in reflections)
 
 
-async def test_a_hierarchical_research_is_judged_where_a_judgement_can_change_course(
-    settings: Settings, brain: ResearchBrain
+@pytest.mark.parametrize("weak", [False, True])
+async def test_a_hierarchical_research_is_judged_after_its_parts_only_when_one_is_weak(
+    settings: Settings, brain: ResearchBrain, weak: bool
 ) -> None:
+    """Every part answered with medium confidence or more: the judgement after the parts'
+    research has nothing to say, so it is not asked. A weak part: it is asked, and its guidance
+    reaches the writers of the integrated report over the consolidation, which asks no model."""
+    advice = "Say that the Memcached answer rests on thin evidence."
+
+    def answer(system: str, user: str) -> str:
+        answered = brain.answer(user)
+        if weak and "Memcached" in user.split("Research question:")[0]:
+            answered["confidence"] = "low"
+        return json.dumps(answered)
+
+    def supervise(system: str, user: str) -> str:
+        judgement = brain.supervise(user)
+        if "Sub-question research done" in user:
+            judgement["guidance"] = advice
+        return json.dumps(judgement)
+
+    brain.overrides.update(answerer=answer, supervisor=supervise)
     async with research_runtime(settings, warm=False) as service:
         started = await service.start(
             "Compare Valkey, Memcached and Hazelcast for eviction latency",
@@ -297,7 +316,9 @@ async def test_a_hierarchical_research_is_judged_where_a_judgement_can_change_co
         state = service.store.load(started["research_id"])
     # The consolidation asks no model, and the integrated report ends the research.
     judged = [d.inputs["phase"] for d in state.decisions if d.action == "reflect"]
-    assert judged == ["planning", "gathering"]
+    assert judged == (["planning", "gathering"] if weak else ["planning"])
+    writers = [user for agent, _, user in brain.history if agent == "writer"]
+    assert writers and all((advice in user) is weak for user in writers)
 
 
 async def test_the_rule_gates_alone_when_the_judgement_is_off(

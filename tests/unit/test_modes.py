@@ -20,7 +20,7 @@ from foundry_mcp.research.models import (
     SubQuestion,
 )
 from foundry_mcp.research.modes.branch import allocate_budgets, sub_question_rule
-from foundry_mcp.research.modes.hierarchical import sub_questions_from
+from foundry_mcp.research.modes.decomposition import sub_questions_from
 from foundry_mcp.research.modes.routing import choose_mode, lexical_prior
 
 # --------------------------------------------------------------------------- the lexical prior

@@ -23,17 +23,14 @@ from foundry_mcp.research.models import (
     ValidationResult,
 )
 from foundry_mcp.research.modes.allocation import adopt_plan, sample_local_documents
-from foundry_mcp.research.modes.hierarchical import (
-    HierarchicalPlaybook,
-    adopt_decomposition,
-    sub_questions_from,
-)
+from foundry_mcp.research.modes.decomposition import adopt_decomposition, sub_questions_from
+from foundry_mcp.research.modes.hierarchical import HierarchicalPlaybook
 from foundry_mcp.research.modes.hypotheses import HypothesesPlaybook
 from foundry_mcp.research.modes.kit import ResearchKit
 from foundry_mcp.research.modes.routing import choose_mode, lexical_prior
 from foundry_mcp.research.modes.simple import SimplePlaybook
 from foundry_mcp.research.workflow.agents.planner import plan
-from foundry_mcp.research.workflow.supervisor import Playbook
+from foundry_mcp.research.workflow.playbook import Playbook
 
 
 class ModeRouter:
@@ -135,6 +132,9 @@ class ModeRouter:
 
     def judged(self, phase: Phase) -> bool:
         return self.current.judged(phase)
+
+    def takes_guidance(self, phase: Phase) -> bool:
+        return self.current.takes_guidance(phase)
 
     def next_phase(self, phase: Phase, complete_early: bool) -> Phase | None:
         return self.current.next_phase(phase, complete_early)

@@ -20,12 +20,9 @@ from foundry_mcp.research.models import (
     AgentRole,
     BranchStatus,
     Contradiction,
-    Decomposition,
     Finding,
     Gap,
-    ModeOptions,
     Phase,
-    ResearchMode,
     ResearchState,
     Source,
     SourceQuality,
@@ -33,7 +30,13 @@ from foundry_mcp.research.models import (
     ValidationResult,
 )
 from foundry_mcp.research.modes.allocation import adopt_plan, sample_local_documents
-from foundry_mcp.research.modes.branch import allocate_budgets, branch_state, research_branch
+from foundry_mcp.research.modes.branch import branch_state, research_branch
+from foundry_mcp.research.modes.decomposition import (
+    adopt_decomposition,
+    fall_back_to_simple,
+    sub_questions_from,
+    weak_parts,
+)
 from foundry_mcp.research.modes.kit import ResearchKit
 from foundry_mcp.research.modes.watch import gathering_bound, research_parts
 from foundry_mcp.research.prompts.report_parts import META_FRAME_SYSTEM
@@ -43,89 +46,12 @@ from foundry_mcp.research.workflow.gates import GATES
 from foundry_mcp.research.workflow.report.parts import sections_by_sub_question
 from foundry_mcp.research.workflow.report.synthesizer import Writing, synthesize
 
-MIN_QUESTION_CHARS = 10
 _QUALITY_RANK = {
     SourceQuality.UNKNOWN: 0,
     SourceQuality.LOW: 1,
     SourceQuality.MEDIUM: 2,
     SourceQuality.HIGH: 3,
 }
-
-
-def sub_questions_from(
-    decomposition: Decomposition | None, question: str, modes: ModeOptions
-) -> list[SubQuestion]:
-    """The usable sub-questions of a decomposition, repaired.
-
-    Blank, too short, repeated ones and the question itself are dropped; beyond
-    ``max_sub_questions`` the least important are dropped. Fewer than ``min_sub_questions``
-    remaining means the decomposition is not usable (the caller falls back).
-    """
-    if decomposition is None:
-        return []
-    whole = _key(question)
-    seen: set[str] = set()
-    kept: list[SubQuestion] = []
-    for proposed in decomposition.sub_questions:
-        text = " ".join(proposed.question.split())
-        key = _key(text)
-        if len(text) < MIN_QUESTION_CHARS or key in seen or key == whole:
-            continue
-        seen.add(key)
-        kept.append(
-            SubQuestion(question=text, priority=proposed.priority, rationale=proposed.rationale)
-        )
-    if len(kept) > modes.max_sub_questions:
-        ranked = sorted(kept, key=lambda sq: sq.priority, reverse=True)[: modes.max_sub_questions]
-        kept = [sq for sq in kept if sq in ranked]
-    return kept
-
-
-def adopt_decomposition(
-    state: ResearchState, decomposition: Decomposition | None, sub_questions: list[SubQuestion]
-) -> None:
-    """Make ``sub_questions`` the research's, with their budgets, and record the decomposition."""
-    allocate_budgets(sub_questions, state.limits.max_iterations, state.options.mode)
-    state.sub_questions = sub_questions
-    state.decomposition_strategy = (decomposition.strategy if decomposition else "") or None
-    state.record(
-        AgentDecision(
-            agent=AgentRole.PLANNER,
-            action="decompose",
-            rationale=(
-                f"The question was split into {len(sub_questions)} sub-questions"
-                + (f" ({state.decomposition_strategy})" if state.decomposition_strategy else "")
-                + "."
-            ),
-            inputs={"question": state.query[:300]},
-            outputs={
-                "strategy": state.decomposition_strategy,
-                "sub_questions": [
-                    {
-                        "id": sq.id,
-                        "question": sq.question,
-                        "priority": sq.priority,
-                        "iteration_budget": sq.iteration_budget,
-                        "rationale": sq.rationale,
-                    }
-                    for sq in sub_questions
-                ],
-            },
-        )
-    )
-
-
-def fall_back_to_simple(state: ResearchState, reason: str) -> None:
-    """Research the question in simple mode after all, saying why."""
-    state.mode = ResearchMode.SIMPLE
-    if state.mode_decision is not None:
-        state.mode_decision.mode = ResearchMode.SIMPLE
-        state.mode_decision.fallback = reason
-    state.record_fallback(AgentRole.PLANNER, reason)
-
-
-def _key(text: str) -> str:
-    return " ".join(text.lower().strip(" ?.!").split())
 
 
 def _untaken_filings(
@@ -372,9 +298,19 @@ class HierarchicalPlaybook:
         return phase is Phase.SYNTHESIS
 
     def judged(self, phase: Phase) -> bool:
-        # The consolidation asks no model and cannot be redone; the integrated report is the
-        # last phase whatever the judgement says.
-        return phase in (Phase.PLANNING, Phase.GATHERING)
+        # After the decomposition the judgement may have the question cut again; after the
+        # parts' research it may tell the writer which answers are too weak to build on, known
+        # to be none when every part has a written answer of medium confidence or more. The
+        # consolidation asks no model; the integrated report is the last phase whatever the
+        # judgement says.
+        if phase is Phase.GATHERING:
+            return bool(weak_parts(self.state))
+        return phase is Phase.PLANNING
+
+    def takes_guidance(self, phase: Phase) -> bool:
+        # The parts' researchers are steered by their own sub-questions, and the consolidation
+        # asks no model: guidance given before them reaches the report's writers.
+        return phase in (Phase.PLANNING, Phase.SYNTHESIS)
 
     def prepare_retry(self, phase: Phase) -> None:
         if phase is Phase.PLANNING:

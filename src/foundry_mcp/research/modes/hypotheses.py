@@ -202,6 +202,9 @@ class HypothesesPlaybook:
     def judged(self, phase: Phase) -> bool:
         return phase is not Phase.SYNTHESIS  # the report ends a hypotheses research
 
+    def takes_guidance(self, phase: Phase) -> bool:
+        return True
+
     def prepare_retry(self, phase: Phase) -> None:
         state = self.state
         if phase is Phase.PLANNING:

@@ -10,9 +10,8 @@ as a gap may be closed by either), and the **evaluator loop** (:mod:`.rounds`): 
 with a verdict, sufficient or insufficient with a reason (the refiner's rationale) that the next
 round's refiner is given as guidance, and at most ``MAX_EXTRA_ROUNDS`` rounds follow the first.
 
-The same playbook runs each sub-question's researcher in hierarchical mode, with that mode's
-writer (a sub-question answer) and stopping rule (seed 000's) handed in; a researcher with its
-own rule has no evaluator loop.
+The same playbook runs each sub-question's researcher in hierarchical mode, with its writer
+(a sub-question answer) and stopping rule (seed 000's) handed in, and no evaluator loop.
 """
 
 from __future__ import annotations
@@ -313,6 +312,9 @@ class SimplePlaybook:
         # more round is possible.
         state = self.state
         return phase is not Phase.SYNTHESIS or state.iteration < state.limits.max_iterations
+
+    def takes_guidance(self, phase: Phase) -> bool:
+        return phase is not Phase.GATHERING  # the gatherer asks no model
 
     def prepare_retry(self, phase: Phase) -> None:
         state = self.state

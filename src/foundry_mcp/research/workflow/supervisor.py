@@ -16,7 +16,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Any, Protocol, TypeAlias, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import anyio
 
@@ -32,6 +32,7 @@ from foundry_mcp.research.models import (
 )
 from foundry_mcp.research.workflow.deadline.ceiling import Judgement, Stop, TimeCeiling
 from foundry_mcp.research.workflow.dispatch import dispatch_inputs
+from foundry_mcp.research.workflow.playbook import Playbook
 from foundry_mcp.research.workflow.reflection import reflect
 from foundry_mcp.research.workflow.review import AwaitingApproval, plan_to_approve
 
@@ -78,48 +79,6 @@ class SupervisorHooks:
     def on_think_pause(self, state: ResearchState, prompt: str) -> MaybeAwaitable[str | None]:
         """Called at each reflection point; guidance returned goes to the next agent."""
         return None
-
-
-class Playbook(Protocol):
-    """What a research mode decides: the work of each phase and which phase follows.
-
-    Implemented by the modes in :mod:`foundry_mcp.research.modes`.
-    """
-
-    async def execute(self, phase: Phase, guidance: str | None) -> dict[str, Any]:
-        """Do the phase's work; returns the figures its evaluation records."""
-        ...
-
-    def timeout(self, phase: Phase) -> float | None:
-        """Seconds the phase may take (None: no limit of its own)."""
-        ...
-
-    def gate(self, phase: Phase) -> ValidationResult:
-        """The phase's quality gate."""
-        ...
-
-    def describe(self, phase: Phase) -> str:
-        """The reflection question asked after the phase (think pause, model reflection)."""
-        ...
-
-    def can_retry(self, phase: Phase) -> bool:
-        """Whether running the phase again can change its outcome."""
-        ...
-
-    def judged(self, phase: Phase) -> bool:
-        """Whether the model's judgement after ``phase`` can still change what follows."""
-        ...
-
-    def prepare_retry(self, phase: Phase) -> None:
-        """Undo what the phase produced, so that running it again replaces, not duplicates."""
-        ...
-
-    def next_phase(self, phase: Phase, complete_early: bool) -> Phase | None:
-        """The phase after ``phase`` (None: the research is complete); records its decision.
-
-        ``complete_early`` is set when the supervisor's reflection judged the report complete.
-        """
-        ...
 
 
 class _OutOfTime(Exception):
@@ -328,8 +287,8 @@ class Supervisor:
             {"phase": phase.value, "iteration": state.iteration},
             {"guidance": guidance},
         )
-        # The gatherer uses no model, so guidance given before it carries over to the analyzer.
-        self._guidance = _join(given, guidance) if phase is Phase.GATHERING else guidance
+        carried = None if self._playbook.takes_guidance(phase) else given
+        self._guidance = _join(carried, guidance)
         if guidance:
             state.metadata.setdefault("guidance", []).append(
                 {"after": phase.value, "iteration": state.iteration, "guidance": guidance}
