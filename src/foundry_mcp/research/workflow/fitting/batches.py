@@ -25,7 +25,7 @@ from foundry_mcp.context.tokens import TokenCounter
 from foundry_mcp.research.models import ResearchState, Source
 from foundry_mcp.research.prompts.analyzer import render_source, source_text
 
-BATCH_TARGET_TOKENS = 12_000
+BATCH_TARGET_TOKENS = 6_000
 SOURCES_PER_CALL = 20
 MIN_SHARE_TOKENS = 8_000  # a round's budget is at least this much a source
 
