@@ -12,23 +12,31 @@ from foundry_mcp import __version__
 from foundry_mcp.cli import migrate
 from foundry_mcp.logs import LOG_FORMATS
 
-# Each command and its function in ``commands`` (imported when a command runs); ``trust``
-# runs without the research service, and ``bench`` is in its own module, ``foundry_mcp.cli.bench``.
+# Where each command's body is, as "module:function" in ``foundry_mcp.cli``. ``main`` imports a
+# command's module only when that command runs, so each command pays for its own imports alone
+# (``trust`` imports no research code; ``list`` neither a provider's SDK nor the MCP SDK).
+# These take the research service (opened by ``main``) and the parsed arguments:
 COMMANDS: dict[str, str] = {
-    "research": "run_research",
-    "resume": "resume_research",
-    "status": "show_status",
-    "report": "print_report",
-    "evidence": "print_evidence",
-    "list": "list_researches",
-    "events": "print_events",
-    "cancel": "cancel_research",
-    "restore": "restore_source",
-    "ask": "ask_research",
-    "delete": "delete_research",
-    "export": "export_research",
-    "watch": "watch_research",
-    "doctor": "doctor",
+    "research": "running:run_research",
+    "resume": "running:resume_research",
+    "watch": "running:watch_research",
+    "status": "commands:show_status",
+    "report": "commands:print_report",
+    "evidence": "commands:print_evidence",
+    "list": "commands:list_researches",
+    "events": "commands:print_events",
+    "cancel": "commands:cancel_research",
+    "restore": "commands:restore_source",
+    "ask": "commands:ask_research",
+    "delete": "commands:delete_research",
+    "export": "commands:export_research",
+    "doctor": "doctor:doctor",
+    "bench": "bench:run_bench",
+}
+# These take the parsed arguments only: no research service is opened for them.
+COMMANDS_WITHOUT_SERVICE: dict[str, str] = {
+    "trust": "commands:trust_file",
+    "migrate": "migrate:run_migrate",  # two stores, not the research service
 }
 
 

@@ -3,8 +3,9 @@
 A command that prints a document draws it for a person on a terminal
 (:mod:`foundry_mcp.cli.display.views`) and prints JSON into a pipe, a file, or with ``--json``
 (:mod:`foundry_mcp.cli.display.output`). Errors go to stderr with their fix, phrased for a shell
-(:mod:`foundry_mcp.cli.wording`). The commands that follow a research are in
-:mod:`foundry_mcp.cli.running`; ``doctor`` in :mod:`foundry_mcp.cli.doctor`.
+(:func:`foundry_mcp.cli.display.output.fail`). The commands that follow a research are in
+:mod:`foundry_mcp.cli.running`; ``doctor`` in :mod:`foundry_mcp.cli.doctor`. Each command's
+module is imported only when it runs (:data:`foundry_mcp.cli.arguments.COMMANDS`).
 """
 
 from __future__ import annotations
@@ -13,46 +14,17 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from foundry_mcp.cli.display import views
-from foundry_mcp.cli.display.output import in_terminal_words, print_json, show
-from foundry_mcp.cli.doctor import doctor
-from foundry_mcp.cli.running import resume_research, run_research, watch_research
-from foundry_mcp.cli.wording import RESEARCH_ID, for_the_terminal
+from foundry_mcp.cli.display.output import fail, in_terminal_words, print_json, show
 from foundry_mcp.config import PROJECT_CONFIG, protected_keys_in
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.plain import plain, plain_within
-from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.trust import TrustStore
 
-
-def fail(exc: FoundryError, *, as_json: bool = False) -> int:
-    """Report an error: its message and fix on stderr, and with ``--json`` also as one JSON
-    document on stdout (``success: false``, the MCP envelope's error fields). Exit code 2.
-
-    Both are said for the terminal (:mod:`foundry_mcp.cli.wording`): commands, not tool calls;
-    and plain, as a message may quote what a provider or a page said.
-    """
-    named = RESEARCH_ID.search(exc.message)
-    research_id = named.group(0) if named else None
-    message = plain(for_the_terminal(exc.message, research_id))
-    remediation = plain(for_the_terminal(exc.remediation, research_id))
-    print(f"error: {message}", file=sys.stderr)
-    print(f"  fix: {remediation}", file=sys.stderr)
-    if as_json:
-        details = {k: v for k, v in exc.details.items() if v is not None}
-        print_json(
-            {
-                "success": False,
-                "error": message,
-                "error_code": exc.error_code,
-                "error_type": exc.error_type,
-                "remediation": remediation,
-                **({"details": details} if details else {}),
-            }
-        )
-    return 2
+if TYPE_CHECKING:  # the service is opened by main, and only for the commands that use it
+    from foundry_mcp.research.service.research_service import ResearchService
 
 
 def trust_file(args: argparse.Namespace) -> int:
@@ -195,12 +167,3 @@ async def delete_research(service: ResearchService, args: argparse.Namespace) ->
     said = f"{args.research_id} deleted, with its sources and events."
     show(args, await service.delete(args.research_id), lambda _: views.show_done(said))
     return 0
-
-
-__all__ = [  # main finds every command here
-    "doctor",
-    "fail",
-    "resume_research",
-    "run_research",
-    "watch_research",
-]

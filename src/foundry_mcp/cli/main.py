@@ -2,29 +2,33 @@
 for a team); sub-commands use the same service.
 
 In server mode nothing but protocol bytes is written to stdout; logs go to stderr. This module
-parses the command line and runs a command; the commands' bodies are in ``commands``.
+parses the command line and runs a command, importing only what that command needs: the MCP SDK
+to serve, the research code for a command that opens the service, and the command's own module
+(the table is :data:`foundry_mcp.cli.arguments.COMMANDS`). ``--help`` and ``--version`` import
+neither, nor even the configuration.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from foundry_mcp.cli import migrate
-from foundry_mcp.cli.arguments import COMMANDS, build_parser
+from foundry_mcp.cli.arguments import COMMANDS, COMMANDS_WITHOUT_SERVICE, build_parser
+from foundry_mcp.cli.display.output import fail
 from foundry_mcp.cli.pipes import is_closed_pipe, leave_quietly
-from foundry_mcp.config import Settings, load_settings
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.logs import LogFormat, configure_logging
 
 if TYPE_CHECKING:
+    from foundry_mcp.config import Settings
     from foundry_mcp.research.service.research_service import ResearchService
 
 # The commands that run a research here: their runtime warms the providers while it starts.
@@ -61,27 +65,35 @@ def _run_command(argv: list[str] | None) -> int:
         parser.error("--host and --port apply to the HTTP server: add --http")
     if command == "serve":
         return _serve(getattr(args, "log_format", "text"))
-    # The research code is imported only here: serving answers `initialize` without it.
-    from foundry_mcp.cli import commands
-    from foundry_mcp.runtime import research_runtime
+    if command in COMMANDS_WITHOUT_SERVICE:
+        run_alone: Callable[[argparse.Namespace], int]
+        run_alone = _command_body(COMMANDS_WITHOUT_SERVICE[command])
+        return run_alone(args)
+    return _run_with_service(command, args)
 
-    if command == "trust":
-        return commands.trust_file(args)
-    if command == "migrate":  # two stores, not the research service
-        return migrate.run_migrate(args)
+
+def _command_body(where: str) -> Any:
+    """The function a command table names (``"module:function"`` in ``foundry_mcp.cli``), its
+    module imported now."""
+    module, _, function = where.partition(":")
+    return getattr(importlib.import_module(f"foundry_mcp.cli.{module}"), function)
+
+
+def _run_with_service(command: str, args: argparse.Namespace) -> int:
+    """Run ``command`` with a research service opened for it, and close the service after."""
+    from foundry_mcp.config import load_settings
+
     as_json = bool(getattr(args, "json", False))
     try:
         settings = load_settings()
     except FoundryError as exc:
-        return commands.fail(exc, as_json=as_json)
+        return fail(exc, as_json=as_json)
     _configure_logging(settings.logging.level)
-    handler: Callable[[ResearchService, argparse.Namespace], Awaitable[int]]
-    if command == "bench":
-        from foundry_mcp.cli.bench import run_bench
+    # The research code is imported only here: serving answers `initialize` without it.
+    from foundry_mcp.runtime import research_runtime
 
-        handler = run_bench
-    else:
-        handler = getattr(commands, COMMANDS[command])
+    handler: Callable[[ResearchService, argparse.Namespace], Awaitable[int]]
+    handler = _command_body(COMMANDS[command])
     warm = command in RESEARCH_COMMANDS
 
     async def run() -> int:
@@ -89,12 +101,12 @@ def _run_command(argv: list[str] | None) -> int:
             try:
                 return await handler(service, args)
             except FoundryError as exc:
-                return commands.fail(exc, as_json=as_json)
+                return fail(exc, as_json=as_json)
 
     try:
         return anyio.run(run)
     except FoundryError as exc:
-        return commands.fail(exc, as_json=as_json)
+        return fail(exc, as_json=as_json)
     except KeyboardInterrupt:
         return 130
 
@@ -120,6 +132,7 @@ def _drop_implicit_working_directory() -> None:
 
 
 def _serve(log_format: LogFormat) -> int:
+    from foundry_mcp.config import load_settings
     from foundry_mcp.server import create_server
     from foundry_mcp.server.stdio import serve_stdio
 
@@ -141,7 +154,7 @@ def _serve(log_format: LogFormat) -> int:
 def _serve_http(args: argparse.Namespace) -> int:
     """The team server. Unlike stdio, a bad configuration stops it at once: it decides who
     may connect."""
-    from foundry_mcp.cli.commands import fail
+    from foundry_mcp.config import load_settings
 
     try:
         settings = load_settings()

@@ -58,8 +58,7 @@ def add_parser(commands: Any, as_json: argparse.ArgumentParser) -> None:
 
 def run_migrate(args: argparse.Namespace) -> int:
     """Copy, check, print what was done; the exit status (see the module's docstring)."""
-    from foundry_mcp.cli.commands import fail
-    from foundry_mcp.cli.display.output import print_json
+    from foundry_mcp.cli.display.output import fail, print_json
     from foundry_mcp.config import load_settings
     from foundry_mcp.logs import configure_logging
 

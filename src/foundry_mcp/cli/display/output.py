@@ -4,7 +4,8 @@
 do next, errors, warnings, fixes) are said in the terminal's words: commands and flags, not tool
 calls (:mod:`foundry_mcp.cli.wording`), and every string is plain text
 (:func:`foundry_mcp.plain.plain`): what a page, a model or an MCP source wrote reaches the
-terminal without the control sequences it would obey.
+terminal without the control sequences it would obey. An error is said the same way
+(:func:`fail`).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from foundry_mcp.cli.wording import for_the_terminal
-from foundry_mcp.plain import plain_within
+from foundry_mcp.cli.wording import RESEARCH_ID, for_the_terminal
+from foundry_mcp.errors import FoundryError
+from foundry_mcp.plain import plain, plain_within
 
 # The keys of a document whose values are messages to the user (at any depth).
 MESSAGE_KEYS = frozenset(
@@ -48,6 +50,34 @@ def show(args: argparse.Namespace, document: Any, draw: Callable[[Any], None]) -
         draw(plain_within(document))
     else:
         print_json(document)
+
+
+def fail(exc: FoundryError, *, as_json: bool = False) -> int:
+    """Report an error: its message and fix on stderr, and with ``--json`` also as one JSON
+    document on stdout (``success: false``, the MCP envelope's error fields). Exit code 2.
+
+    Both are said for the terminal (:mod:`foundry_mcp.cli.wording`): commands, not tool calls;
+    and plain, as a message may quote what a provider or a page said.
+    """
+    named = RESEARCH_ID.search(exc.message)
+    research_id = named.group(0) if named else None
+    message = plain(for_the_terminal(exc.message, research_id))
+    remediation = plain(for_the_terminal(exc.remediation, research_id))
+    print(f"error: {message}", file=sys.stderr)
+    print(f"  fix: {remediation}", file=sys.stderr)
+    if as_json:
+        details = {k: v for k, v in exc.details.items() if v is not None}
+        print_json(
+            {
+                "success": False,
+                "error": message,
+                "error_code": exc.error_code,
+                "error_type": exc.error_type,
+                "remediation": remediation,
+                **({"details": details} if details else {}),
+            }
+        )
+    return 2
 
 
 def print_json(payload: Any) -> None:
