@@ -420,7 +420,7 @@ async def test_the_workers_accept_the_domain_and_refuse_other_names(tmp_path: Pa
 def test_the_image_runs_the_http_server_on_every_interface(tmp_path: Path) -> None:
     argv = image_command()
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts.get(argv[0]) == "foundry_mcp.cli.main:main"
+    assert scripts.get(argv[0]) == "foundry_mcp.cli.main:run"
     args = build_parser().parse_args(argv[1:])
     assert (args.command, args.http, args.host, args.log_format) == (
         "serve",

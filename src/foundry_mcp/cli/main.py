@@ -13,11 +13,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 
@@ -42,8 +43,25 @@ foundry-mcp is an MCP server: it now waits for an MCP client on stdin and stdout
 Press Ctrl-C to stop."""
 
 
+def run() -> NoReturn:
+    """The ``foundry-mcp`` console script (and ``python -m foundry_mcp``): :func:`main`, then
+    the process ends at once.
+
+    Everything is saved and closed when :func:`main` returns; what the interpreter would do
+    next is free its whole heap object by object (the MCP SDK's models above all), about half
+    a second after a command's output or a client's goodbye, which the user or the client
+    would wait out for nothing.
+    """
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a reader gone: nothing left to say to it
+            stream.flush()
+    logging.shutdown()
+    os._exit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``foundry-mcp`` console script."""
+    """Run the command line ``argv`` (the process's own when None); returns the exit code."""
     try:
         code = _run_command(argv)
         sys.stdout.flush()  # a reader gone early is found here, not at exit
