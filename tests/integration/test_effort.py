@@ -49,7 +49,7 @@ async def test_a_preset_sets_what_the_caller_left_out(settings: Settings) -> Non
     assert (thorough.limits.max_iterations, thorough.limits.max_sub_queries) == (4, 6)
     assert thorough.options.enable_reflection is True and thorough.options.effort == "deep"
     # How much of the pages a round reads: quick a little, deep whole pages.
-    assert fast.limits.reading_budget == 24_000 and thorough.limits.reading_budget is None
+    assert fast.limits.reading_budget == 14_000 and thorough.limits.reading_budget is None
 
 
 @pytest.mark.anyio

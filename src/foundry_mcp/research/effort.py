@@ -2,7 +2,7 @@
 
 | effort | mode | iterations | sub-queries | sources each | page text read | judgement | claims checked |
 | --- | --- | --- | --- | --- | --- | --- | --- |
-| quick | simple | 1 | 2 | 3 | 24,000 tokens | off | 20 |
+| quick | simple | 1 | 2 | 3 | 14,000 tokens | off | 20 |
 | standard | the configuration's (`[research]`) | | | | (32,000 tokens) | | |
 | deep | auto (hierarchical when the question has parts) | 4 | 6 | 8 | whole pages | on | 120 |
 
@@ -63,7 +63,7 @@ PRESETS: dict[Effort, EffortPreset] = {
         max_iterations=1,
         max_sub_queries=2,
         max_sources_per_query=3,
-        reading_budget=24_000,
+        reading_budget=14_000,
         reflection=False,
         max_verified_claims=20,
     ),
