@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from typing import Any
 
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
 from foundry_mcp.config import Settings
 from foundry_mcp.server import create_server
@@ -149,11 +147,6 @@ async def test_preferred_sources_are_taken_and_bad_ones_refused(settings: Settin
 
 
 @pytest.mark.stdio
-async def test_refusals_over_stdio(research_env: dict[str, str]) -> None:
-    base = {key: os.environ[key] for key in ("PATH", "LANG") if key in os.environ}
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "foundry_mcp"], env={**base, **research_env}
-    )
-    async with Client(params, mode="legacy") as client:
-        for arguments, code, field in WRONG_CALLS[:3] + WRONG_CALLS[-3:]:
-            _assert_refused(await call(client, **arguments), code, field)
+async def test_refusals_over_stdio(editor: Client) -> None:
+    for arguments, code, field in WRONG_CALLS[:3] + WRONG_CALLS[-3:]:
+        _assert_refused(await call(editor, **arguments), code, field)

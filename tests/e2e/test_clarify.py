@@ -259,7 +259,7 @@ async def test_a_question_waiting_for_its_answer_holds_up_nothing_else(
 async def test_over_stdio_the_editor_is_asked_and_shown_the_plan(
     research_env: dict[str, str], tavily_server: Any
 ) -> None:
-    from tests.e2e.test_mcp_stdio import _stdio
+    from tests.e2e.conftest import editor_stdio
 
     async def answer(params: ElicitRequestParams) -> ElicitResult:
         properties = params.requested_schema["properties"]  # type: ignore[union-attr]
@@ -268,7 +268,7 @@ async def test_over_stdio_the_editor_is_asked_and_shown_the_plan(
         return ElicitResult(action="accept", content={"q1": "analytics (OLAP)"})
 
     user = User(answer)
-    async with _stdio(research_env, user) as client:
+    async with editor_stdio(research_env, user) as client:
         started = await call(
             client, action="deep-research", query=VAGUE, review_plan=True, max_iterations=1
         )

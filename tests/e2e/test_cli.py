@@ -163,6 +163,7 @@ def test_plain_progress_and_json_outputs(research_env: dict[str, str]) -> None:
     research_id = payload["research_id"]
     assert payload["status"] == "completed" and payload["report"].lstrip().startswith("# ")
 
+    documents = {}
     for args in (
         ("status", research_id),
         ("report", research_id),
@@ -173,11 +174,11 @@ def test_plain_progress_and_json_outputs(research_env: dict[str, str]) -> None:
     ):
         result = _run(research_env, *args, "--json")
         assert result.returncode == 0, (args, result.stderr)
-        assert isinstance(json.loads(result.stdout), dict), args
-    events = json.loads(_run(research_env, "events", research_id, "--json").stdout)
+        documents[args[0]] = json.loads(result.stdout)
+        assert isinstance(documents[args[0]], dict), args
+    events = documents["events"]
     assert events["events"] and events["research_id"] == research_id
-    exported = json.loads(_run(research_env, "export", research_id, "--json").stdout)
-    assert exported["content"].lstrip().startswith("# ")
+    assert documents["export"]["content"].lstrip().startswith("# ")
     deleted = json.loads(_run(research_env, "delete", research_id, "--json").stdout)
     assert deleted == {"research_id": research_id, "deleted": True}
 

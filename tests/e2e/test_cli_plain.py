@@ -28,6 +28,7 @@ HOSTILE = (
     "\x1b[2J\x1b[8mhidden\x1b[0m \x1b]8;;http://evil.example\x1b\\click\x1b]8;;\x1b\\ "
     "\x9b2J \u202etxet desrever\u202c \u2066isolated\u2069"
 )
+VIEWS = ("report", "evidence", "status")  # the views of one research drawn on a terminal
 SAID = "hidden click"  # the visible words of HOSTILE stay, in their order, as text
 # What of HOSTILE must never reach a terminal or a file, in any form.
 PAGE_SEQUENCES = ("\x1b[2J", "\x1b[8m", "\x1b]", "]8;;", "evil.example")
@@ -126,11 +127,11 @@ def test_a_hostile_page_reaches_every_terminal_view_as_plain_text(
     assert_plain(drawn, own_styling=True)
     assert SAID in drawn  # the page's words are shown, only its sequences are gone
 
-    for command in ("report", "evidence", "status"):
-        shown = on_a_terminal(research_env, command, research_id)
-        assert_plain(shown, own_styling=True)
-    assert SAID in on_a_terminal(research_env, "report", research_id)
-    assert "hidden" in on_a_terminal(research_env, "evidence", research_id)
+    shown = {command: on_a_terminal(research_env, command, research_id) for command in VIEWS}
+    for view in shown.values():
+        assert_plain(view, own_styling=True)
+    assert SAID in shown["report"]
+    assert "hidden" in shown["evidence"]
     listed = on_a_terminal(research_env, "list")
     assert_plain(listed, own_styling=True)
     assert research_id in listed

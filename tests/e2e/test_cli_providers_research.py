@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import call, run_to_end
-from tests.e2e.test_mcp_stdio import _stdio
+from tests.e2e.conftest import call, editor_stdio, run_to_end
 from tests.fakes.cli_bins import LOG_ENV, read_calls, write_cli_bins
 
 QUESTION = "How does WAL mode work in SQLite?"
@@ -115,7 +114,7 @@ def test_zero_keys_in_the_terminal_finds_claude_and_says_so(zero_key_env: dict[s
 @pytest.mark.anyio
 @pytest.mark.stdio
 async def test_zero_keys_over_mcp_stdio(zero_key_env: dict[str, str]) -> None:
-    async with _stdio(zero_key_env) as client:
+    async with editor_stdio(zero_key_env) as client:
         started = await call(client, action="deep-research", query=QUESTION, effort="quick")
         assert started["success"], started
         assert "claude-cli" in started["data"]["provider_choice"]

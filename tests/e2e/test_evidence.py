@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client
 from mcp.types import TextResourceContents
 
 from foundry_mcp.research.models import ResearchState
 from foundry_mcp.research.store.sqlite.store import ResearchStore
 from tests.e2e.conftest import call, run_to_end
-from tests.e2e.test_mcp_stdio import _stdio
 
 pytestmark = [pytest.mark.anyio, pytest.mark.stdio]
 
@@ -28,27 +28,27 @@ def _stored_state(research_env: dict[str, str], research_id: str) -> ResearchSta
 
 
 async def test_every_quote_is_the_stored_source_text_at_its_span(
-    research_env: dict[str, str],
+    editor: Client, editor_env: dict[str, str]
 ) -> None:
-    async with _stdio(research_env) as client:
-        started = await call(client, action="deep-research", query="How do heat pumps work?")
-        research_id = started["data"]["research_id"]
-        assert (await run_to_end(client, research_id))["status"] == "completed"
-        claims: list[dict[str, Any]] = []
-        offset: int | None = 0
-        while offset is not None:  # paged like the report
-            page = await call(
-                client,
-                action="deep-research-evidence",
-                research_id=research_id,
-                offset=offset,
-                max_chars=1000,
-            )
-            assert page["success"], page
-            claims += page["data"]["claims"]
-            offset = page["data"]["next_offset"]
-        resource = await client.read_resource(f"research://{research_id}/claims")
-    state = _stored_state(research_env, research_id)
+    client = editor
+    started = await call(client, action="deep-research", query="How do heat pumps work?")
+    research_id = started["data"]["research_id"]
+    assert (await run_to_end(client, research_id))["status"] == "completed"
+    claims: list[dict[str, Any]] = []
+    offset: int | None = 0
+    while offset is not None:  # paged like the report
+        page = await call(
+            client,
+            action="deep-research-evidence",
+            research_id=research_id,
+            offset=offset,
+            max_chars=1000,
+        )
+        assert page["success"], page
+        claims += page["data"]["claims"]
+        offset = page["data"]["next_offset"]
+    resource = await client.read_resource(f"research://{research_id}/claims")
+    state = _stored_state(editor_env, research_id)
 
     assert len(claims) == page["data"]["total_claims"] == len(state.claim_checks) > 0
     content = resource.contents[0]

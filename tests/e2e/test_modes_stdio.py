@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import sys
-
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
-from tests.e2e.conftest import call, run_to_end
+from tests.e2e.conftest import Since, call, run_to_end
 from tests.fakes import FakeHTTPServer
 from tests.support import assert_citations_resolve, served_urls
 
@@ -27,35 +24,27 @@ CASES = [
 ]
 
 
-def _stdio(env: dict[str, str]) -> Client:
-    base = {key: os.environ[key] for key in ("PATH", "LANG") if key in os.environ}
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "foundry_mcp"], env={**base, **env}
-    )
-    return Client(params, mode="legacy")
-
-
 @pytest.mark.parametrize(("mode", "question", "chosen"), CASES)
 async def test_each_mode_over_stdio(
-    research_env: dict[str, str],
-    tavily_server: FakeHTTPServer,
+    editor: Client,
+    shared_tavily: FakeHTTPServer,
     mode: str,
     question: str,
     chosen: str,
 ) -> None:
-    async with _stdio(research_env) as client:
-        started = await call(
-            client, action="deep-research", query=question, mode=mode, max_iterations=1
-        )
-        assert started["success"], started
-        assert started["data"]["mode"] == mode
-        final = await run_to_end(client, started["data"]["research_id"])
-        assert final["status"] == "completed", final
-        assert final["mode"] == chosen
-        report = await call(
-            client, action="deep-research-report", research_id=started["data"]["research_id"]
-        )
-    assert_citations_resolve(report["data"]["report"], served_urls(tavily_server))
+    searches = Since(shared_tavily)
+    started = await call(
+        editor, action="deep-research", query=question, mode=mode, max_iterations=1
+    )
+    assert started["success"], started
+    assert started["data"]["mode"] == mode
+    final = await run_to_end(editor, started["data"]["research_id"])
+    assert final["status"] == "completed", final
+    assert final["mode"] == chosen
+    report = await call(
+        editor, action="deep-research-report", research_id=started["data"]["research_id"]
+    )
+    assert_citations_resolve(report["data"]["report"], served_urls(searches))
     key = report["data"]["decision_log"]["key_decisions"]
     choice = [d for d in key if d["action"] == "choose_mode"]
     assert choice and choice[0]["rationale"].startswith(f"Mode {chosen}")

@@ -11,8 +11,7 @@ from mcp.types import TextContent, TextResourceContents
 
 from foundry_mcp.config import Settings
 from foundry_mcp.server import create_server
-from tests.e2e.conftest import call, run_to_end
-from tests.e2e.test_mcp_stdio import _stdio
+from tests.e2e.conftest import call, editor_stdio, run_to_end
 from tests.fakes import FakeHTTPServer
 from tests.support import served_urls
 
@@ -153,7 +152,7 @@ async def test_unknown_research_is_a_resource_error(settings: Settings) -> None:
 
 @pytest.mark.stdio
 async def test_prompts_and_resources_over_stdio(research_env: dict[str, str]) -> None:
-    async with _stdio(research_env) as client:
+    async with editor_stdio(research_env) as client:
         prompts = {p.name for p in (await client.list_prompts()).prompts}
         assert prompts == {"deep_research", "research_followup"}
         text = await _prompt_text(client, "deep_research", question="What is a bloom filter?")

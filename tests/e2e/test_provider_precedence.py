@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import call, run_to_end
-from tests.e2e.test_mcp_stdio import _stdio
+from tests.e2e.conftest import call, editor_stdio, run_to_end
 from tests.fakes import FakeHTTPServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.stdio]
@@ -37,7 +36,7 @@ async def test_an_explicit_provider_id_runs_every_phase(
     anthropic_server: FakeHTTPServer,
 ) -> None:
     env = _with_per_phase_config(research_env, anthropic_server)
-    async with _stdio(env) as client:
+    async with editor_stdio(env) as client:
         started = await call(
             client,
             action="deep-research",
@@ -61,7 +60,7 @@ async def test_without_a_provider_id_the_per_phase_config_applies(
     anthropic_server: FakeHTTPServer,
 ) -> None:
     env = _with_per_phase_config(research_env, anthropic_server)
-    async with _stdio(env) as client:
+    async with editor_stdio(env) as client:
         started = await call(client, action="deep-research", query="What is a bloom filter?")
         assert started["success"], started
         final = await run_to_end(client, started["data"]["research_id"])

@@ -3,8 +3,9 @@ handshake without an MCP session (``server.team.quick_answers``): the same answe
 as JSON, for the same callers. Everything else, and every request the SDK would refuse, still
 goes through the SDK.
 
-One ``foundry-mcp serve --http`` subprocess in stateless mode, with two principals' tokens;
-raw HTTP requests show which path answered (``application/json`` here, an event stream from
+A ``foundry-mcp serve --http`` subprocess in stateless mode, with two principals' tokens (one
+per test where the test must be its first caller, else one for the module); raw HTTP requests
+show which path answered (``application/json`` here, an event stream from
 the SDK), the SDK's client shows that its answers are valid results.
 """
 
@@ -68,12 +69,24 @@ def still(data: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in data.items() if key not in MOVING}
 
 
+def stateless_server(research_env: dict[str, str]) -> TeamServer:
+    """A stateless server with two principals' tokens (not yet started: enter it)."""
+    add_to_config(research_env, "[server]\nstateless = true\n")
+    return TeamServer({**research_env, "FOUNDRY_MCP_TOKENS": f"alice:{ALICE},bob:{BOB}"})
+
+
 @pytest.fixture
 def server(research_env: dict[str, str], tavily_server: FakeHTTPServer) -> Iterator[TeamServer]:
-    """A stateless server with two principals' tokens."""
-    add_to_config(research_env, "[server]\nstateless = true\n")
-    env = {**research_env, "FOUNDRY_MCP_TOKENS": f"alice:{ALICE},bob:{BOB}"}
-    with TeamServer(env) as team_server:
+    """A stateless server of this test alone: its first request is the test's own."""
+    with stateless_server(research_env) as team_server:
+        yield team_server
+
+
+@pytest.fixture(scope="module")
+def shared_server(module_research_env: dict[str, str]) -> Iterator[TeamServer]:
+    """A stateless server for the tests that do not need to be its first caller: each makes a
+    research of its own (or only asks to be let in)."""
+    with stateless_server(module_research_env) as team_server:
         yield team_server
 
 
@@ -90,9 +103,9 @@ async def _completed_research(server: TeamServer) -> str:
 
 
 async def test_a_plain_status_poll_is_answered_as_json_with_the_sdks_answer(
-    server: TeamServer,
+    shared_server: TeamServer,
 ) -> None:
-    team_server = server
+    team_server = shared_server
     research_id = await _completed_research(team_server)
     quick = post(team_server, status_request(research_id))
     assert quick.status_code == 200
@@ -114,9 +127,9 @@ async def test_a_plain_status_poll_is_answered_as_json_with_the_sdks_answer(
 
 
 async def test_calls_that_need_a_session_go_to_the_sdk(
-    server: TeamServer,
+    shared_server: TeamServer,
 ) -> None:
-    team_server = server
+    team_server = shared_server
     research_id = await _completed_research(team_server)
     waiting = post(team_server, status_request(research_id, wait=True, wait_timeout=0))
     assert waiting.headers["content-type"].startswith("text/event-stream")
@@ -157,9 +170,9 @@ async def test_a_plain_start_and_report_are_answered_as_json(server: TeamServer)
 
 
 async def test_the_quick_path_serves_only_whom_the_sdk_serves(
-    server: TeamServer,
+    shared_server: TeamServer,
 ) -> None:
-    team_server = server
+    team_server = shared_server
     research_id = await _completed_research(team_server)
     assert post(team_server, status_request(research_id), token=None).status_code == 401
     assert post(team_server, status_request(research_id), token="wrong").status_code == 401
@@ -262,7 +275,10 @@ async def test_a_crowd_connecting_at_once_builds_one_sdk_session(server: TeamSer
     assert len({json.dumps(answer["result"], sort_keys=True) for answer in answers}) == 1
 
 
-async def test_the_handshake_is_answered_only_to_whom_the_sdk_serves(server: TeamServer) -> None:
+async def test_the_handshake_is_answered_only_to_whom_the_sdk_serves(
+    shared_server: TeamServer,
+) -> None:
+    server = shared_server
     initialize(server, initialize_request(1, "editor-one"))  # remembered from here on
 
     for token in (None, "wrong"):

@@ -14,8 +14,6 @@ from mcp import Client
 
 from foundry_mcp.server.results.data import ACTION_HINTS, RESULT_MODELS, ActionResult
 from tests.e2e.conftest import TERMINAL
-from tests.e2e.test_mcp_stdio import _stdio
-from tests.fakes import FakeHTTPServer
 
 PUBLISHED = {model.__name__ for model in get_args(ActionResult)}
 
@@ -58,55 +56,52 @@ class Checked:
         return envelope
 
 
-async def test_every_action_answers_in_the_published_schema(
-    research_env: dict[str, str], tavily_server: FakeHTTPServer
-) -> None:
-    async with _stdio(research_env) as client:
-        (tool,) = [t for t in (await client.list_tools()).tools if t.name == "research"]
-        schema = tool.output_schema
-        assert schema is not None and schema["type"] == "object"
-        read = await client.read_resource("research://schemas")
-        results = json.loads(read.contents[0].text)  # type: ignore[union-attr]
-        call = Checked(client, schema, results)
+async def test_every_action_answers_in_the_published_schema(editor: Client) -> None:
+    client = editor
+    (tool,) = [t for t in (await client.list_tools()).tools if t.name == "research"]
+    schema = tool.output_schema
+    assert schema is not None and schema["type"] == "object"
+    read = await client.read_resource("research://schemas")
+    results = json.loads(read.contents[0].text)  # type: ignore[union-attr]
+    call = Checked(client, schema, results)
 
-        started = await call(action="deep-research", query="How does WAL mode work in SQLite?")
-        rid = started["data"]["research_id"]
-        with anyio.fail_after(60):
-            status = {"status": "queued"}
-            while status["status"] not in TERMINAL:
-                polled = await call(
-                    action="deep-research-status", research_id=rid, wait=True, wait_timeout=2
-                )
-                status = polled["data"]
-        assert status["status"] == "completed", status
-        report = await call(action="deep-research-report", research_id=rid)
-        await call(action="deep-research-evidence", research_id=rid)
-        await call(action="deep-research-list")
-        await call(action="deep-research-events", research_id=rid)
-        await call(action="deep-research-export", research_id=rid, format="json")
-        await call(action="deep-research-ask", research_id=rid, query="Which practitioners?")
-        await call(action="deep-research-ask", research_id=rid, query="Martian penguins?")
-        source_id = report["data"]["sources"][0]["source_id"]
-        await call(action="deep-research-restore", research_id=rid, item_id=source_id)
-        await call(action="health")
+    started = await call(action="deep-research", query="How does WAL mode work in SQLite?")
+    rid = started["data"]["research_id"]
+    with anyio.fail_after(60):
+        status = {"status": "queued"}
+        while status["status"] not in TERMINAL:
+            polled = await call(
+                action="deep-research-status", research_id=rid, wait=True, wait_timeout=2
+            )
+            status = polled["data"]
+    assert status["status"] == "completed", status
+    report = await call(action="deep-research-report", research_id=rid)
+    await call(action="deep-research-evidence", research_id=rid)
+    await call(action="deep-research-list")
+    await call(action="deep-research-events", research_id=rid)
+    await call(action="deep-research-export", research_id=rid, format="json")
+    await call(action="deep-research-ask", research_id=rid, query="Which practitioners?")
+    await call(action="deep-research-ask", research_id=rid, query="Martian penguins?")
+    source_id = report["data"]["sources"][0]["source_id"]
+    await call(action="deep-research-restore", research_id=rid, item_id=source_id)
+    await call(action="health")
 
-        other = (await call(action="deep-research", query="How do B-trees split?"))["data"]
-        await call(action="deep-research-cancel", research_id=other["research_id"])
-        await call(action="deep-research-resume", research_id=other["research_id"])
-        await call(action="deep-research-cancel", research_id=other["research_id"])
-        await call(action="deep-research-delete", research_id=other["research_id"])
+    other = (await call(action="deep-research", query="How do B-trees split?"))["data"]
+    await call(action="deep-research-cancel", research_id=other["research_id"])
+    await call(action="deep-research-resume", research_id=other["research_id"])
+    await call(action="deep-research-cancel", research_id=other["research_id"])
+    await call(action="deep-research-delete", research_id=other["research_id"])
 
-        missing = await call(action="deep-research-status", research_id="deepres-000000000000")
-        refused = await call(action="deep-research-list", limit=0)
+    missing = await call(action="deep-research-status", research_id="deepres-000000000000")
+    refused = await call(action="deep-research-list", limit=0)
 
     assert missing["data"]["error_code"] == "RESEARCH_NOT_FOUND"
     assert refused["data"]["field"] == "limit"
     assert call.models == PUBLISHED  # every shape data may take was met and checked
 
 
-async def test_the_tool_publishes_its_hints_per_action(research_env: dict[str, str]) -> None:
-    async with _stdio(research_env) as client:
-        (tool,) = [t for t in (await client.list_tools()).tools if t.name == "research"]
+async def test_the_tool_publishes_its_hints_per_action(editor: Client) -> None:
+    (tool,) = [t for t in (await editor.list_tools()).tools if t.name == "research"]
     assert tool.annotations is not None
     assert tool.annotations.read_only_hint is False
     assert tool.annotations.destructive_hint is True

@@ -262,13 +262,12 @@ def test_health_says_unavailable_while_the_store_is_out_of_reach(
         relay.stop()
 
 
-def test_health_costs_no_statement_per_probe(research_env: dict[str, str]) -> None:
+def test_health_answers_every_probe_of_a_load_balancer(research_env: dict[str, str]) -> None:
+    """Fifty probes in a row all answer (that they cost one statement between them, not one
+    each, is ``tests/unit/test_health_store.py``)."""
     with TeamServer(research_env) as server:
-        started = time.monotonic()
         answers = [server.health() for _ in range(50)]
-        elapsed = time.monotonic() - started
     assert all(a.status_code == 200 and a.json()["store"] == "ok" for a in answers)
-    assert elapsed < 10
 
 
 # --------------------------------------------------------------------------- stopping

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -81,23 +82,41 @@ def drained(leader: int, process: subprocess.Popen[bytes], seconds: float = 60) 
     return ANSI.sub("", text)
 
 
-@pytest.fixture
-def finished(
-    research_env: dict[str, str], tavily_server: FakeHTTPServer
-) -> tuple[str, subprocess.CompletedProcess[str]]:
-    """A research run from the terminal to its end: its id and what the command printed."""
+class Finished(NamedTuple):
+    """A research run from the terminal to its end, in the store of ``env``."""
+
+    env: dict[str, str]
+    research_id: str
+    done: subprocess.CompletedProcess[str]  # what the research command printed
+
+
+def run_research(research_env: dict[str, str]) -> Finished:
+    """Run a research from the terminal to its end."""
     done = piped(research_env, "research", QUESTION, "--max-iterations", "1")
     assert done.returncode == 0, done.stderr
     research_id = re.search(r"research (deepres-[0-9a-f]{12}) started", done.stderr)
     assert research_id is not None
-    return research_id.group(1), done
+    return Finished(research_env, research_id.group(1), done)
 
 
-def test_a_research_leaves_its_report_in_a_file_and_says_where(
-    research_env: dict[str, str],
-    finished: tuple[str, subprocess.CompletedProcess[str]],
-) -> None:
-    research_id, done = finished
+@pytest.fixture
+def finished(
+    research_env: dict[str, str], tavily_server: FakeHTTPServer
+) -> tuple[str, subprocess.CompletedProcess[str]]:
+    """A research of this test's own store, run from the terminal to its end: its id and what
+    the command printed."""
+    _, research_id, done = run_research(research_env)
+    return research_id, done
+
+
+@pytest.fixture(scope="module")
+def read_only(module_research_env: dict[str, str]) -> Finished:
+    """One research for the tests of this module that only read it (none changes its store)."""
+    return run_research(module_research_env)
+
+
+def test_a_research_leaves_its_report_in_a_file_and_says_where(read_only: Finished) -> None:
+    research_env, research_id, done = read_only
     saved = re.search(r"report saved to (\S+\.md)", done.stderr)
     assert saved is not None, done.stderr
     path = Path(saved.group(1))
@@ -216,11 +235,9 @@ def test_list_status_and_doctor_are_drawn_on_a_terminal_and_json_in_a_pipe(
     [["doctor"], ["list"], ["events", "{id}"], ["status", "{id}"], ["report", "{id}"]],
 )
 def test_a_reader_that_leaves_early_ends_the_command_quietly(
-    research_env: dict[str, str],
-    finished: tuple[str, subprocess.CompletedProcess[str]],
-    command: list[str],
+    read_only: Finished, command: list[str]
 ) -> None:
-    research_id, _ = finished
+    research_env, research_id, _ = read_only
     reader, writer = os.pipe()
     os.close(reader)  # like `| head -2` that has already exited: every write meets a closed pipe
     process = subprocess.run(
@@ -238,10 +255,8 @@ def test_a_reader_that_leaves_early_ends_the_command_quietly(
     assert "BrokenPipe" not in process.stderr and "Exception ignored" not in process.stderr
 
 
-def test_head_reads_two_lines_of_the_events_and_nothing_complains(
-    research_env: dict[str, str], finished: tuple[str, subprocess.CompletedProcess[str]]
-) -> None:
-    research_id, _ = finished
+def test_head_reads_two_lines_of_the_events_and_nothing_complains(read_only: Finished) -> None:
+    research_env, research_id, _ = read_only
     shell = subprocess.run(
         ["sh", "-c", f'"{sys.executable}" -m foundry_mcp events {research_id} | head -2'],
         env=_env(research_env),

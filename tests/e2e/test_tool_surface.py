@@ -14,7 +14,6 @@ from foundry_mcp.server import create_server
 from foundry_mcp.server.arguments import ACTION_PARAMS, ResearchArguments
 from foundry_mcp.server.results.data import RESULT_MODELS
 from foundry_mcp.server.surface import tokens_estimate
-from tests.e2e.test_mcp_stdio import _stdio
 
 pytestmark = pytest.mark.anyio
 
@@ -33,9 +32,8 @@ async def _tools_list(client: Client) -> dict[str, Any]:
 
 
 @pytest.mark.stdio
-async def test_the_whole_tool_list_costs_at_most_1500_tokens(research_env: dict[str, str]) -> None:
-    async with _stdio(research_env) as client:  # the server as an editor starts it
-        listed = await _tools_list(client)
+async def test_the_whole_tool_list_costs_at_most_1500_tokens(editor: Client) -> None:
+    listed = await _tools_list(editor)  # from the server as an editor starts it
     text = json.dumps(listed, separators=(",", ":"), ensure_ascii=False)
     assert o200k_tokens(text) <= TOOLS_LIST_TOKENS, len(text)
     print(f"tools/list: {len(text):,} characters, {o200k_tokens(text):,} tokens")

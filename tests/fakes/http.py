@@ -85,6 +85,20 @@ class _HTTPServer(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
+def _shut_down_now(httpd: _HTTPServer) -> None:
+    """Stop ``httpd``'s serving loop without waiting out its poll interval.
+
+    ``shutdown()`` only raises a flag that the loop reads when its ``select`` returns, so a
+    connection made once it waits wakes the loop at once (instead of up to 50 ms later, for
+    every fake of every test). A connection that comes before the flag is served as an empty
+    request, and the loop then ends on its next poll, as without it."""
+    stopping = threading.Thread(target=httpd.shutdown, daemon=True)
+    stopping.start()
+    with contextlib.suppress(OSError):
+        socket.create_connection(httpd.server_address[:2], timeout=1).close()
+    stopping.join()
+
+
 class _RequestHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _HTTPServer
@@ -246,7 +260,7 @@ class FakeHTTPServer:
         if httpd is None:
             return
         self._stopped.set()  # releases handlers still waiting out a latency or a delay
-        httpd.shutdown()
+        _shut_down_now(httpd)
         with self._lock:
             connections = list(self._connections)
         for conn in connections:

@@ -183,6 +183,7 @@ async def test_a_resumed_hierarchical_research_redoes_nothing_finished(
         ]
         assert saved
 
+        openai_server.latency = 0  # the room was for the cancel: the resumed run needs none
         await service.resume(research_id)
         status = await wait_until(service, research_id, TERMINAL, timeout=60)
         after = service.store.load(research_id)

@@ -141,6 +141,7 @@ async def test_source_types_are_stored_and_kept_when_the_research_resumes(
         stopped = service.store.load(research_id)
         assert stopped.status.value == "cancelled"
         assert stopped.options.search.source_types == ["academic"]
+        openai_server.delay = None  # the delay was for the cancel: the resumed run needs none
         await service.resume(research_id)
         status = await wait_until(service, research_id, TERMINAL)
         state = service.store.load(research_id)

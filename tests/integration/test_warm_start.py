@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,20 @@ def test_rehearsing_an_sdk_sends_nothing(adapter: Any, model: str) -> None:
     adapter.warm_up(model, None)
 
 
+@pytest.fixture
+def unsettled_heap(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The heap as before any warm-up: nothing frozen and Python's default of ten middle
+    collections per full one (tests/conftest.py settles it for the whole suite), so that a
+    warm-up is seen to settle it; settled again afterwards, whatever the test did."""
+    gc.unfreeze()
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, 10)
+    monkeypatch.setattr(runtime, "_heap_settled", False)
+    yield
+    runtime.settle_heap()
+
+
+@pytest.mark.usefixtures("unsettled_heap")
 def test_warm_up_builds_the_configured_providers_without_a_request(
     research_env: dict[str, str],
     tmp_path: Path,

@@ -98,8 +98,14 @@ def modules() -> dict[str, Path]:
     return {module_name(path): path for path in PACKAGE.rglob("*.py")}
 
 
-def imports_of(name: str) -> Iterator[tuple[int, str]]:
-    """``(line, module)`` of every module of ours that ``name`` imports."""
+@cache
+def imports_of(name: str) -> tuple[tuple[int, str], ...]:
+    """``(line, module)`` of every module of ours that ``name`` imports (each module is parsed
+    once: several tests walk them all)."""
+    return tuple(_read_imports(name))
+
+
+def _read_imports(name: str) -> Iterator[tuple[int, str]]:
     path = modules()[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text("utf-8"))):
