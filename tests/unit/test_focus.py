@@ -202,3 +202,22 @@ def test_a_source_larger_than_a_call_goes_alone_and_batches_hold_at_most_twenty(
     ]
     many = [_ready(n, 1) for n in range(SOURCES_PER_CALL + 5)]
     assert [len(b) for b in pack(many, 10_000)] == [SOURCES_PER_CALL, 5]
+
+
+def test_a_reading_of_several_pages_is_split_among_calls_unless_it_is_small() -> None:
+    """Two calls at once each write half the analyst's answer: a reading is packed to half
+    its size when that is under the usual batch, unless it is small enough for one call."""
+    from foundry_mcp.research.workflow.fitting.batches import (
+        BATCH_TARGET_TOKENS,
+        MIN_SPLIT_TOKENS,
+        batch_capacity,
+    )
+
+    pages = [_ready(n, 1_600) for n in range(3)]
+    total = sum(page.tokens for page in pages)
+    assert MIN_SPLIT_TOKENS * 2 <= total < BATCH_TARGET_TOKENS
+    assert len(pack(pages, batch_capacity(100_000))) == 1  # the usual batch holds them all
+    assert len(pack(pages, batch_capacity(100_000, total))) >= 2
+    small = pages[:2]  # 3,200 tokens: one call
+    assert len(pack(small, batch_capacity(100_000, 3_200))) == 1
+    assert batch_capacity(4_000, 50_000) == 4_000  # never more than the call's room

@@ -28,6 +28,7 @@ from foundry_mcp.research.prompts.analyzer import render_source, source_text
 BATCH_TARGET_TOKENS = 6_000
 SOURCES_PER_CALL = 20
 MIN_SHARE_TOKENS = 8_000  # a round's budget is at least this much a source
+MIN_SPLIT_TOKENS = 2_000  # a reading smaller than twice this is one call
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,14 @@ def pack(ready: Sequence[ReadySource], capacity: int) -> list[list[ReadySource]]
     return batches
 
 
-def batch_capacity(room: int) -> int:
-    """The content tokens one analysis call is packed to (``room``: what the call can carry)."""
-    return max(1, min(BATCH_TARGET_TOKENS, room))
+def batch_capacity(room: int, reading: int | None = None) -> int:
+    """The content tokens one analysis call is packed to (``room``: what the call can carry).
+
+    With ``reading`` (the tokens of the whole reading to pack), half of it when that is less,
+    but not under ``MIN_SPLIT_TOKENS``: a small reading of several pages is still read by two
+    calls at once, each writing half the answer, rather than one writing it all.
+    """
+    capacity = min(BATCH_TARGET_TOKENS, room)
+    if reading is not None:
+        capacity = min(capacity, max(MIN_SPLIT_TOKENS, -(-reading // 2)))
+    return max(1, capacity)

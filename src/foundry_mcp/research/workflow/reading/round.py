@@ -82,7 +82,8 @@ def read_round(
         pages.update(read)
     for source in pending:  # the originals' counts, cached for the ladder
         fitting.counter.count(source_text(source))
-    batches = [{item.source.id: item.text for item in b} for b in pack(ready, batch_capacity(room))]
+    capacity = batch_capacity(room, sum(item.tokens for item in ready))
+    batches = [{item.source.id: item.text for item in b} for b in pack(ready, capacity)]
     return RoundReading(batches, {item.source.id for item in ready if item.selected}, pages)
 
 
