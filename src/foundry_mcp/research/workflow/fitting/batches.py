@@ -114,11 +114,11 @@ def pack(ready: Sequence[ReadySource], capacity: int) -> list[list[ReadySource]]
 def batch_capacity(room: int, reading: int | None = None) -> int:
     """The content tokens one analysis call is packed to (``room``: what the call can carry).
 
-    With ``reading`` (the tokens of the whole reading to pack), half of it when that is less,
-    but not under ``MIN_SPLIT_TOKENS``: a small reading of several pages is still read by two
-    calls at once, each writing half the answer, rather than one writing it all.
+    With ``reading`` (the tokens of the whole reading to pack), half of it when that is less:
+    a reading of several pages is read by two calls at once or more, each writing part of the
+    answer, rather than one writing it all; one under twice ``MIN_SPLIT_TOKENS`` is not split.
     """
     capacity = min(BATCH_TARGET_TOKENS, room)
-    if reading is not None:
-        capacity = min(capacity, max(MIN_SPLIT_TOKENS, -(-reading // 2)))
+    if reading is not None and reading >= 2 * MIN_SPLIT_TOKENS:
+        capacity = min(capacity, -(-reading // 2))
     return max(1, capacity)
