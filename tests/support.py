@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
+import select
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -83,3 +86,24 @@ def exited_pid() -> int:
         check=True,
     )
     return int(done.stdout)
+
+
+def read_terminal(leader: int, process: subprocess.Popen[bytes], seconds: float = 60) -> bytes:
+    """What ``process`` wrote to the pseudo-terminal whose leader side is ``leader``, until it
+    closed it or ended (at most ``seconds``), as written; ``leader`` is closed after."""
+    chunks = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the other side is closed: everything is read
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        elif process.poll() is not None:
+            break
+    os.close(leader)
+    return b"".join(chunks)

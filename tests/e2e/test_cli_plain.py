@@ -10,10 +10,8 @@ import json
 import os
 import pty
 import re
-import select
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ import pytest
 
 from tests.fakes import FakeHTTPServer, fake_tavily
 from tests.fakes.providers import default_results
+from tests.support import read_terminal
 
 QUESTION = "How do garbage collectors pause?"
 HOSTILE = (
@@ -84,23 +83,9 @@ def on_a_terminal(research_env: dict[str, str], *args: str, columns: int = 120) 
         stderr=follower,
     )
     os.close(follower)
-    chunks = []
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 0.5)
-        if ready:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the other side is closed: everything is read
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        elif process.poll() is not None:
-            break
-    os.close(leader)
+    written = read_terminal(leader, process)
     assert process.wait(timeout=10) == 0
-    return b"".join(chunks).decode("utf-8", "replace")
+    return written.decode("utf-8", "replace")
 
 
 def assert_plain(text: str, *, own_styling: bool = False) -> None:

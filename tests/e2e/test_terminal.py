@@ -21,6 +21,7 @@ import pytest
 from foundry_mcp.cli.main import WAITING_FOR_A_CLIENT
 from foundry_mcp.cli.pipes import CLOSED_PIPE_EXIT
 from tests.fakes import FakeHTTPServer
+from tests.support import read_terminal
 from tests.unit.test_terminal_words import TOOL_SPEAK
 
 QUESTION = "How do garbage collectors pause?"
@@ -63,22 +64,8 @@ def on_a_terminal(research_env: dict[str, str], *args: str) -> tuple[int, str]:
 def drained(leader: int, process: subprocess.Popen[bytes], seconds: float = 60) -> str:
     """What the process wrote to the pseudo-terminal until it closed it or ended (colours
     taken out, line ends as written); the terminal is closed after."""
-    chunks = []
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 0.5)
-        if ready:
-            try:
-                chunk = os.read(leader, 65536)
-            except OSError:  # the other side is closed: everything is read
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        elif process.poll() is not None:
-            break
-    os.close(leader)
-    text = b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+    text = read_terminal(leader, process, seconds).decode("utf-8", "replace")
+    text = text.replace("\r\n", "\n")
     return ANSI.sub("", text)
 
 
