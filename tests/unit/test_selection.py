@@ -9,7 +9,7 @@ import pytest
 
 from foundry_mcp.context.ladder import Ladder
 from foundry_mcp.context.levels import ContentLevel
-from foundry_mcp.context.reading import passages
+from foundry_mcp.context.reading import parsed, passages
 from foundry_mcp.context.reading.selection import ELISION, query_terms, select_passages
 from foundry_mcp.context.tokens import EstimateCounter
 from foundry_mcp.research import verification
@@ -148,15 +148,34 @@ def test_an_index_of_a_long_page_costs_the_garbage_collector_little() -> None:
     assert index.best(["term7", "term9"], 1)  # and it still ranks
 
 
-def test_a_term_finder_holds_exactly_the_terms_content_words_would_give() -> None:
-    """The finder stems only words it has not seen: across many texts sharing words, what it
-    finds is what intersecting each text's content words with the terms gives."""
+def test_a_parsed_statement_holds_exactly_the_stems_content_words_would_give() -> None:
+    """A page's parse stems each distinct word once: across many statements sharing words, the
+    stems each statement holds are its content words, each once."""
     rng = random.Random(7)
     words = "Indexes indexing index indexed The the a I 9 x Throughput throughputs writes writing"
     vocabulary = [*words.split(), "written", "LMDB", "lmdb's", "sizes", "sized", "classes"]
     vocabulary += ["class", "glasses", "2026", "v2", "we're", "don't"]
-    terms = passages.content_words("index throughput writes lmdb sizes classes 9 2026")
-    finder = passages.TermFinder(terms)
-    for _ in range(300):
-        text = " ".join(rng.choice(vocabulary) for _ in range(rng.randint(0, 12)))
-        assert finder.held(text) == set(passages.content_words(text)) & set(terms), text
+    lines = [
+        " ".join(rng.choice(vocabulary) for _ in range(rng.randint(1, 12))) for _ in range(300)
+    ]
+    page = parsed.parse_uncached("\n\n".join(f"{line}." for line in lines))
+    assert len(page.statement_texts) >= 100
+    for text, stems in zip(page.statement_texts, page.statement_stems, strict=True):
+        assert sorted(stems.split()) == sorted(set(passages.content_words(text))), text
+
+
+def test_a_page_is_parsed_once_and_the_cache_keeps_only_its_bound_of_text() -> None:
+    """The same text twice gives the same parse; past the cache's bound the least recently
+    used page is parsed again; a parse is a few containers, not one for each sentence."""
+    cache = parsed._ParseCache(limit=2_500)
+    pages = [f"Page {n} says 12 ms. " * 50 for n in range(3)]  # 1,000 characters each
+    first = cache.parse(pages[0])
+    assert cache.parse(pages[0]) is first
+    second = cache.parse(pages[1])
+    cache.parse(pages[0])  # used again: page 1 is now the least recent
+    cache.parse(pages[2])  # past the bound: page 1 is dropped
+    assert cache.parse(pages[0]) is first
+    assert cache.parse(pages[1]) is not second
+    assert cache.parse(pages[1]) == second
+    assert len(first.statement_texts) == 50 and first.states_figure(49)  # "12 ms": a figure
+    assert len(gc.get_referents(first)) < 10

@@ -17,7 +17,7 @@ What a passage is worth is the sum of what its sentences are worth:
   passages match.
 * A sentence that states a figure (a number with a unit, a percentage, a count of things:
   :data:`FIGURE_RE`) and holds a term of the question is worth :data:`FIGURE_WEIGHT` times as
-  much. A sentence is valued statement by statement (:func:`statements`): once a page's lines
+  much. A sentence is valued statement by statement (:func:`~.parsed.statements`): once a page's lines
   are joined, a heading, a code block and the list that follows read as one sentence, and a
   figure in the code would count with the heading's terms. For what documentation is asked about (how fast, how large, how many, since when) the
   decisive sentence is usually the one that gives the figure, while the sentences around it
@@ -36,31 +36,17 @@ from __future__ import annotations
 
 import heapq
 import math
-import re
 from collections import Counter
 from collections.abc import Container, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from foundry_mcp.context.reading.focus import sentence_key
-from foundry_mcp.context.reading.passages import (
-    TermFinder,
-    split_passages_with_breaks,
-    split_sentences,
-)
+from foundry_mcp.context.reading.parsed import ParsedPage, parse_page
 from foundry_mcp.context.reading.selection import ELISION, assemble
 from foundry_mcp.context.tokens import TokenCounter
 
 FIGURE_WEIGHT = 4.0
 SENTENCE_ENDS = (".", "!", "?", ":", '"', ")", "```")
 COVERAGE = 8  # sentences taken that hold a term before its weight halves
-FIGURE_RE = re.compile(
-    r"(?<![\w.])\d[\d,.]*\s?(?:%|per\s?cent\b|[x×](?!\w)|times\b"
-    r"|(?:[kKMGT]i?)?B\b|bytes?\b|(?:[mµun]?s|secs?|seconds?|minutes?|hours?|days?)\b"
-    r"|(?:thousand|million|billion)\b"
-    r"|(?:operations|ops|requests|queries|calls|records|entries|rows|items|keys|cases"
-    r"|connections|threads|processes|callers|users|lines|files|pages)\b)",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True)
@@ -93,7 +79,9 @@ class _Candidate:
     page: int
     passage: int
     text: str
+    parsed: ParsedPage  # its page's parse (see :mod:`.parsed`)
     sentences: list[tuple[str, tuple[str, ...], float]]  # (key, question terms, figure weight)
+    worthy: list[tuple[str, tuple[str, ...], float]] = field(default_factory=list)  # held terms
 
 
 def read_within(
@@ -106,14 +94,15 @@ def read_within(
     page_cap: int | None = None,
 ) -> list[PageSelection]:
     """The passages of ``pages`` to read within ``budget`` tokens, worth most per token first
-    (see the module); ``known``: keys (:func:`sentence_key`) of sentences read before in the
+    (see the module); ``known``: keys (:func:`~.focus.sentence_key`) of sentences read before in the
     research; ``page_cap``: at most this many tokens of any one page (what one call carries).
     One selection per page, in order."""
-    split = [split_passages_with_breaks(page.text.strip()) for page in pages]
+    parses = [parse_page(page.text.strip()) for page in pages]
+    split = [list(parsed.passages) for parsed in parses]
     candidates = [
-        _Candidate(number, i, text, [])
-        for number, (page, pieces) in enumerate(zip(pages, split, strict=True))
-        for i, (text, _) in enumerate(pieces)
+        _Candidate(number, i, text, parsed, [])
+        for number, (page, parsed) in enumerate(zip(pages, parses, strict=True))
+        for i, (text, _) in enumerate(parsed.passages)
         if i not in page.read
     ]
     marker = counter.count(f"\n{ELISION}\n") + 1
@@ -160,8 +149,11 @@ def _without_copies(candidates: list[_Candidate], known: Container[str]) -> list
     kept: list[_Candidate] = []
     for candidate in candidates:
         key = " ".join(candidate.text.lower().split())
-        sentences = split_sentences(candidate.text) if known else []
-        if sentences and all(sentence_key(sentence) in known for sentence in sentences):
+        page = candidate.parsed
+        keys = (
+            [page.sentence_keys[s] for s in page.sentences_of(candidate.passage)] if known else []
+        )
+        if keys and all(sentence in known for sentence in keys):
             continue
         if key not in seen:
             seen.add(key)
@@ -169,34 +161,23 @@ def _without_copies(candidates: list[_Candidate], known: Container[str]) -> list
     return kept
 
 
-# Where a page's structure starts a new statement inside what reads as one sentence once its
-# lines are joined: a heading, a code fence, a list item, a quoted block, a directive, a table row.
-_STATEMENT_BREAK = re.compile(
-    r"\s+(?=#{1,6}\s|```|[-*+]\s+\S|\d{1,2}[.)]\s+[A-Z`*]|>\s|\.\.\s+[\w-]+::)|(?<=\|)\s+(?=\|)"
-)
-
-
-def statements(sentence: str) -> list[str]:
-    """``sentence`` cut where the page's structure (see :data:`_STATEMENT_BREAK`) starts a new
-    statement: a figure counts with the terms of its own statement, not with a heading's."""
-    return [piece for piece in _STATEMENT_BREAK.split(sentence) if piece]
-
-
 def _value(
     candidates: list[_Candidate], terms: Sequence[str], known: Container[str]
 ) -> dict[str, float]:
-    """Give each candidate its sentences' keys, question terms and figure weight; the weight
-    (idf) of each term. Each statement's words are looked at once."""
+    """Give each candidate its statements' keys, question terms and figure weight; the weight
+    (idf) of each term. A sentence ``known`` is worth nothing, so it is left out."""
     asked = Counter(terms)
-    finder = TermFinder(asked)
-    split: list[list[tuple[str, set[str]]]] = []
+    wanted = frozenset(asked)
+    split: list[list[tuple[int, frozenset[str]]]] = []
     frequency: Counter[str] = Counter()  # of the asked terms: in how many passages
     for candidate in candidates:
+        page = candidate.parsed
+        stems = page.statement_stems
         pieces = [
-            (piece, finder.held(piece))
-            for sentence in split_sentences(candidate.text)
-            if not known or sentence_key(sentence) not in known
-            for piece in statements(sentence)
+            (n, wanted.intersection(stems[n].split()))
+            for sentence in page.sentences_of(candidate.passage)
+            if not known or page.sentence_keys[sentence] not in known
+            for n in page.statements_of(sentence)
         ]
         frequency.update(set().union(*(held for _, held in pieces)))
         split.append(pieces)
@@ -207,12 +188,14 @@ def _value(
         if (df := frequency.get(term, 0))
     }
     for candidate, pieces in zip(candidates, split, strict=True):
-        for piece, words in pieces:
+        page = candidate.parsed
+        for n, words in pieces:
             held = tuple(words & weight.keys())
-            figure = FIGURE_WEIGHT if held and FIGURE_RE.search(piece) else 1.0
-            # Within one reading a statement is known by its words: spacing is already one
-            # space, so its lower case is its identity.
-            candidate.sentences.append((piece.lower(), held, figure))
+            figure = FIGURE_WEIGHT if held and page.states_figure(n) else 1.0
+            statement = (page.statement_texts[n], held, figure)
+            candidate.sentences.append(statement)
+            if held:
+                candidate.worthy.append(statement)
     return weight
 
 
@@ -234,8 +217,8 @@ def _best_first(
     def density(candidate: _Candidate) -> float:
         seen: set[str] = set()
         worth = 0.0
-        for key, held, figure in candidate.sentences:
-            if held and key not in taken and key not in seen:
+        for key, held, figure in candidate.worthy:
+            if key not in taken and key not in seen:
                 seen.add(key)
                 worth += figure * sum(weight[t] / (1 + covered[t] / COVERAGE) for t in held)
         return worth / max(1, len(candidate.text))

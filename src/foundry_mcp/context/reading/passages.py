@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 PASSAGE_MIN_CHARS = 200
 PASSAGE_MAX_CHARS = 600
 
-_TOKEN = re.compile(r"[a-z0-9]+")
+TOKEN_RE = re.compile(r"[a-z0-9]+")  # a word of lower-cased text
 _STOP_WORDS_TEXT = """
     a about above after again against all also am an and any are as at be because been before
     being below between both but by can could did do does doing down during each either else
@@ -42,37 +42,34 @@ def content_words(text: str) -> list[str]:
     """Lower-cased, stemmed words of ``text`` without stop words (numbers are kept)."""
     return [
         stem(token)
-        for token in _TOKEN.findall(text.lower())
+        for token in TOKEN_RE.findall(text.lower())
         if token not in STOP_WORDS and (len(token) > 1 or token.isdigit())
     ]
 
 
-class TermFinder:
-    """Which of some terms (stemmed content words) a text holds.
+class Stemmer:
+    """The content words of many texts (see :func:`content_words`), each distinct word stemmed
+    once: the words are found at C speed, and a long page's vocabulary is small beside it."""
 
-    The same as intersecting :func:`content_words` with the terms, without stemming each word
-    of each text: a text's distinct words are found at C speed, and only a word not seen
-    before by this finder is stemmed (a page's vocabulary is small beside its length).
-    """
+    def __init__(self) -> None:
+        self._stem_of: dict[str, str] = {}  # a word seen -> its stem ("" for a stop word)
 
-    def __init__(self, terms: Iterable[str]) -> None:
-        self.terms = frozenset(terms)
-        self._seen: set[str] = set()
-        self._forms: dict[str, str] = {}  # a word seen -> its stem, where that is a term
+    def _stems(self, words: list[str]) -> map[str]:
+        stem_of = self._stem_of
+        for word in set(words).difference(stem_of):
+            content = word not in STOP_WORDS and (len(word) > 1 or word.isdigit())
+            stem_of[word] = stem(word) if content else ""
+        return map(stem_of.__getitem__, words)
 
-    def held(self, text: str) -> set[str]:
-        """The terms ``text`` holds."""
-        words = set(_TOKEN.findall(text.lower()))
-        new = words - self._seen
-        if new:
-            self._seen |= new
-            for word in new:
-                if word in STOP_WORDS or (len(word) == 1 and not word.isdigit()):
-                    continue
-                stemmed = stem(word)
-                if stemmed in self.terms:
-                    self._forms[word] = stemmed
-        return {self._forms[word] for word in words & self._forms.keys()}
+    def content_words(self, text: str) -> list[str]:
+        """``text``'s content words, stemmed, in order."""
+        return [found for found in self._stems(TOKEN_RE.findall(text.lower())) if found]
+
+    def distinct(self, lower: str) -> str:
+        """The distinct content words of lower-case ``lower``, stemmed, space-separated."""
+        found = set(self._stems(list(set(TOKEN_RE.findall(lower)))))
+        found.discard("")
+        return " ".join(found)
 
 
 @functools.lru_cache(maxsize=100_000)
@@ -166,7 +163,8 @@ class PassageIndex:
 
     @classmethod
     def from_passages(cls, passages: Sequence[str]) -> PassageIndex:
-        words = [content_words(p) for p in passages]
+        stemmer = Stemmer()
+        words = [stemmer.content_words(p) for p in passages]
         postings: dict[str, array[int]] = {}
         for number, passage_words in enumerate(words):
             for term, tf in Counter(passage_words).items():
