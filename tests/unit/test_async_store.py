@@ -49,7 +49,7 @@ async def test_writes_keep_their_order_queued_or_awaited() -> None:
     assert await io.write(_note("save")) == "save"
     await io.drain()
     assert [what for what, _ in recorder.calls] == ["event 1", "event 2", "save"]
-    assert {thread for _, thread in recorder.calls} == {"store-write_0"}
+    assert {thread for _, thread in recorder.calls} == {"store-write"}
     io.close()
     assert recorder.closed
 

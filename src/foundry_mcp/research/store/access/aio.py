@@ -5,9 +5,11 @@ holds (SQLite's writer lock; its busy timeout is 30 s), a pool or a network (Pos
 service and the runner reach the store through :class:`AsyncStore`, which runs each call on a
 worker thread:
 
-* **Writes** run one at a time, in the order they were asked, on one writer thread. A research's
-  events, journal entries and saves therefore reach the store in the order the run made them,
-  and a write stuck on a lock holds up only the writes behind it.
+* **Writes** run one at a time, in the order they were asked, on one writer thread
+  (:mod:`.writer`). A research's events, journal entries and saves therefore reach the store in
+  the order the run made them, and a write stuck on a lock holds up only the writes behind it.
+  A new research's creation is asked ``first``: no queued write can name it yet, and its
+  caller waits for it.
 * **Reads** run on reader threads, on a store of their own where the backend needs one (SQLite:
   a second connection, which WAL lets read while another connection, or process, writes). A
   status is answered while a save waits for the lock.
@@ -37,6 +39,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
 from foundry_mcp.research.store.access import patience
+from foundry_mcp.research.store.access.writer import OrderedWriter
 from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.records import Fingerprint
@@ -53,7 +56,7 @@ class AsyncStore:
     def __init__(self, store: Store, reader: Store | None = None) -> None:
         self.sync = store
         self._reader = reader or store
-        self._writes = ThreadPoolExecutor(1, thread_name_prefix="store-write")
+        self._writes = OrderedWriter("store-write")
         self._reads = ThreadPoolExecutor(READER_THREADS, thread_name_prefix="store-read")
         # A run's reads wait out an outage: on threads of their own, so that a status never
         # queues behind them while the database is away.
@@ -77,9 +80,13 @@ class AsyncStore:
             return await asyncio.wrap_future(future)
         return await asyncio.wrap_future(self._reads.submit(call, self._reader))
 
-    async def write(self, call: Callable[[Store], T]) -> T:
-        """``call(store)`` on the writer thread, after the writes asked before it (patient)."""
-        return await asyncio.wrap_future(self._writes.submit(_patiently, call, self.sync))
+    async def write(self, call: Callable[[Store], T], *, first: bool = False) -> T:
+        """``call(store)`` on the writer thread, after the writes asked before it (patient);
+        ``first``: before the writes queued that are not (a write no queued one may precede:
+        see :mod:`.writer`)."""
+        future = self._writes.submit(_patiently, call, self.sync, first=first)
+        result: T = await asyncio.wrap_future(future)
+        return result
 
     def write_soon(self, call: Callable[[Store], object], what: str) -> None:
         """Queue ``call(store)`` on the writer thread without waiting (patient); a failure is
