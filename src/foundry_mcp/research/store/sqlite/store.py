@@ -26,7 +26,7 @@ from typing import Any
 
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.research.models import ResearchState, Status, utcnow
-from foundry_mcp.research.store.access.waits import poll_for_cancel, poll_for_change
+from foundry_mcp.research.store.access.waits import SharedChangePoll, poll_for_cancel
 from foundry_mcp.research.store.delegates import LeasesAndEvents
 from foundry_mcp.research.store.owners import Owner, fenced
 from foundry_mcp.research.store.pages import fill_pages, wanted_pages
@@ -82,6 +82,7 @@ class ResearchStore(ArchiveAndSpend, LeasesAndEvents):
         # megabytes of it holds neither the connection nor the lock a status read waits for.
         self._pages_lock = threading.Lock()
         self._pages_db: sqlite3.Connection | None = None
+        self._changes = SharedChangePoll(self.fingerprints)
 
     def close(self) -> None:
         with self._lock:
@@ -245,6 +246,22 @@ class ResearchStore(ArchiveAndSpend, LeasesAndEvents):
             ).fetchone()
         return None if found is None else (found[0], found[1], found[2], found[3])
 
+    def fingerprints(self, research_ids: Sequence[str]) -> dict[str, Fingerprint]:
+        """The fingerprints of those of ``research_ids`` that exist, in one statement each
+        500 ids."""
+        found: dict[str, Fingerprint] = {}
+        for start in range(0, len(research_ids), 500):
+            chunk = list(research_ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            with self._lock:
+                rows = self._db.execute(
+                    "SELECT id, status, phase, iteration, updated_at FROM research"
+                    f" WHERE id IN ({marks})",
+                    chunk,
+                ).fetchall()
+            found.update((row[0], (row[1], row[2], row[3], row[4])) for row in rows)
+        return found
+
     def principal_of(self, research_id: str) -> str | None:
         """Whose research it is (None: the local user's); ``ResearchNotFoundError`` if none."""
         validate_research_id(research_id)
@@ -352,8 +369,9 @@ class ResearchStore(ArchiveAndSpend, LeasesAndEvents):
     async def wait_for_change(
         self, research_id: str, timeout: float, since: Fingerprint | None = None
     ) -> bool:
-        """Wait until the research is saved or deleted (by polling), at most ``timeout`` s."""
-        return await poll_for_change(self, research_id, timeout, since)
+        """Wait until the research is saved or deleted (by polling, one poll for every wait),
+        at most ``timeout`` s."""
+        return await self._changes.wait(research_id, timeout, since)
 
     async def wait_for_cancel(
         self, owner: Owner, research_ids: Iterable[str], timeout: float
