@@ -20,6 +20,7 @@ import pytest
 from foundry_mcp.context.archive import ArchiveError, ContentArchive, new_record
 from foundry_mcp.errors import ResearchNotFoundError, StoreUnavailableError
 from foundry_mcp.research.models import ResearchState, Source, Status, utcnow
+from foundry_mcp.research.service.ownership import FencedEdit
 from foundry_mcp.research.store.archive import StoreArchive
 from foundry_mcp.research.store.opening import open_store
 from foundry_mcp.research.store.owners import LeaseLostError, Owner
@@ -134,6 +135,28 @@ def test_an_event_appended_after_losing_the_lease_is_refused(stores: Stores, sto
     with pytest.raises(LeaseLostError):
         other.append_event(state.id, "run_ended", {}, second)
     assert store.events(state.id, 0, 10) == []
+
+
+def test_a_fenced_edit_lands_unless_another_server_took_the_research_up_since_its_read(
+    stores: Stores, store: Store
+) -> None:
+    first, resumer = Owner(), Owner()
+    state = stored_state(17, status=Status.RUNNING)
+    store.create(state, first, lease_seconds=0.2)  # its run ended without releasing the lease
+    time.sleep(0.3)
+    edit = FencedEdit.read(store, state.id)
+    assert edit.token == first.token  # fenced on the token it was read with, not on nobody's
+    edit.state.report = "kept"
+    assert edit.save()
+    assert store.load(state.id).report == "kept"
+
+    late = FencedEdit.read(store, state.id)
+    other = stores.open()
+    assert other.claim(state.id, resumer, 30, expected_token=first.token)  # a resume elsewhere
+    other.save(late.state.model_copy(update={"report": "the resumer's"}), resumer)
+    late.state.report = "a late edit"
+    assert not late.save()
+    assert store.load(state.id).report == "the resumer's"
 
 
 # ---------------------------------------------------------------------- cascades

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from typing import Any
 
 import anyio
 import pytest
@@ -40,19 +39,9 @@ class Readings:
         self.reading: Counter[str] = Counter()  # pages being read at this moment
 
     async def __call__(
-        self,
-        llm: Any,
-        state: ResearchState,
-        guidance: Any,
-        checkpoint: Any,
-        pending: list[Source],
-        limiter: Any,
-        ledger: Any,
-        reader: Reader | None,
-        combined: Any,
-        *,
-        more: int | None = None,
+        self, analysis: analyzer.Analysis, pending: list[Source], *, more: int | None = None
     ) -> None:
+        state, reader = analysis.state, analysis.reader
         for source in pending:
             self.reading[source.id] += 1
             assert self.reading[source.id] == 1, f"{source.id} is read twice at once"

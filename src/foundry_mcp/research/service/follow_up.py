@@ -31,9 +31,8 @@ from foundry_mcp.research.models import (
     UsageTotals,
 )
 from foundry_mcp.research.runs.runner import ResearchRunner
-from foundry_mcp.research.service.ownership import OwnershipWatch
+from foundry_mcp.research.service.ownership import FencedEdit, OwnershipWatch
 from foundry_mcp.research.store.access.aio import AsyncStore
-from foundry_mcp.research.store.owners import LeaseLostError
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.records import validate_research_id
 from foundry_mcp.research.workflow.agents.follow_up import answer_follow_up
@@ -137,8 +136,8 @@ def _save(
 ) -> ResearchState:
     """Append ``follow_up`` (and the gap of an unanswerable one) and its usage to the research as
     saved now, fenced: only while nobody has taken it up meanwhile."""
-    read = store.load_status(research_id)
-    fresh = read.state
+    edit = FencedEdit.read(store, research_id)
+    fresh = edit.state
     if fresh.status is not Status.COMPLETED:
         raise InvalidStateError(
             f"Research {research_id} was resumed while the question was answered; the answer "
@@ -151,14 +150,12 @@ def _save(
     fresh.follow_ups.append(follow_up)
     for record in calls:
         fresh.llm_usage.add(record)
-    try:
-        store.save_unowned(fresh, read.ownership.token)
-    except LeaseLostError:
+    if not edit.save():
         raise InvalidStateError(
             f"Research {research_id} was resumed by another server meanwhile; the answer was "
             "not kept.",
             remediation="Ask again once it completes (action='deep-research-status' says when).",
-        ) from None
+        )
     return fresh
 
 

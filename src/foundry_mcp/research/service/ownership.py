@@ -12,12 +12,17 @@ An active research whose owner is gone (``Ownership.is_alive`` in ``store.owners
 ``interrupted`` the next time this process reads it. The read may be stale, so the store
 clears the owner's lease only if it has run out when the clearing statement runs
 (``Store.disown``), unless the owner's process is known gone: a live run is never disowned.
+
+A research no run of this process holds (a restore, a follow-up, a waiting plan cancelled, a
+dead owner's research recorded ``interrupted``) is changed as a :class:`FencedEdit`: read,
+checked and edited by the caller, then saved only while nobody has taken it up since the read.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 
 import anyio
 
@@ -137,16 +142,12 @@ class OwnershipWatch:
         def disown(store: Store) -> bool:
             if not store.disown(research_id, ownership.token, process_gone=process_gone):
                 return False
-            state = store.load(research_id)
-            if not state.status.is_active:
+            edit = FencedEdit(store, store.load(research_id), None)  # disowned: nobody's now
+            if not edit.state.status.is_active:
                 return False
-            abort(state, Status.INTERRUPTED, "interrupted")
-            state.error = OWNER_STOPPED
-            try:
-                store.save_unowned(state, None)
-            except LeaseLostError:
-                return False  # another worker took it over between the disown and this save
-            return True
+            abort(edit.state, Status.INTERRUPTED, "interrupted")
+            edit.state.error = OWNER_STOPPED
+            return edit.save()  # False: another worker took it over since the disown
 
         if await self.io.write(disown):
             self.runner.event(
@@ -163,6 +164,36 @@ class OwnershipWatch:
             except FoundryError:
                 continue
         return recovered
+
+
+@dataclass(frozen=True)
+class FencedEdit:
+    """An edit of a research no run of this process holds, on the writer thread: its state as
+    read, and the owner token it was read with, which the save is fenced on.
+
+    The caller checks that ``state`` may change (raising, or not saving, when it may not), edits
+    it and calls :meth:`save`, which lands only while nobody has taken the research up since the
+    read (``Store.save_unowned``): a research resumed meanwhile is never overwritten.
+    """
+
+    store: Store
+    state: ResearchState
+    token: str | None  # its owner's token when read (None: nobody's)
+
+    @classmethod
+    def read(cls, store: Store, research_id: str) -> FencedEdit:
+        """The research as saved now (``Store.load_status``: without its page text)."""
+        read = store.load_status(research_id)
+        return cls(store, read.state, read.ownership.token)
+
+    def save(self) -> bool:
+        """Save the edited state; False, saving nothing, when another process claimed the
+        research since it was read, or it was deleted (``LeaseLostError``)."""
+        try:
+            self.store.save_unowned(self.state, self.token)
+        except LeaseLostError:
+            return False
+        return True
 
 
 def _saved_since(fingerprint: Fingerprint | None, state: ResearchState) -> bool:

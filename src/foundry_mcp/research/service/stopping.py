@@ -3,7 +3,6 @@ delete."""
 
 from __future__ import annotations
 
-from contextlib import suppress
 from typing import Any
 
 import anyio
@@ -12,11 +11,11 @@ from foundry_mcp.errors import InvalidStateError
 from foundry_mcp.research.models import Status
 from foundry_mcp.research.runs.jobs import JobRunner
 from foundry_mcp.research.runs.runner import ResearchRunner, abort
-from foundry_mcp.research.service.ownership import OwnershipWatch
+from foundry_mcp.research.service.ownership import FencedEdit, OwnershipWatch
 from foundry_mcp.research.service.plan_review import waits_for
 from foundry_mcp.research.service.reads import WAIT_POLL_SECONDS, status_of
 from foundry_mcp.research.store.access.aio import AsyncStore
-from foundry_mcp.research.store.owners import LeaseLostError, Owner
+from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.records import Fingerprint, validate_research_id
 
@@ -89,17 +88,13 @@ class ResearchStopper:
         is: False when it no longer waits so, or another process took it up meanwhile."""
 
         def cancel(store: Store) -> bool:
-            read = store.load_status(research_id)
-            state = read.state
-            if not waits_for(state, plan):
+            edit = FencedEdit.read(store, research_id)
+            if not waits_for(edit.state, plan):
                 return False
-            abort(state, Status.CANCELLED, "cancelled")
-            store.save_unowned(state, read.ownership.token)
-            return True
+            abort(edit.state, Status.CANCELLED, "cancelled")
+            return edit.save()  # False: taken up meanwhile, not cancelled here
 
-        cancelled = False
-        with suppress(LeaseLostError):  # taken up meanwhile: not cancelled here
-            cancelled = await self.io.write(cancel)
+        cancelled = await self.io.write(cancel)
         if cancelled:
             self.runner.event(research_id, "cancelled_while_waiting", {}, owned=False)
         return cancelled

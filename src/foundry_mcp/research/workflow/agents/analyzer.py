@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from functools import partial
 
 import anyio
@@ -56,6 +57,24 @@ LEGACY_MAX_TOKENS = 4096
 Checkpoint = Callable[[], Awaitable[None]]
 
 
+@dataclass(frozen=True)
+class Analysis:
+    """What the readings of one :func:`analyze` or :func:`read_more` share: the researcher's
+    LLM, state and guidance, the checkpoint saving each batch, the research's repeat ledger and
+    reader, the concurrency ``limiter`` (None: ``max_concurrent``), and ``combined``, where
+    every batch's output is gathered."""
+
+    llm: ResearchLLM
+    state: ResearchState
+    guidance: str | None
+    checkpoint: Checkpoint
+    _: KW_ONLY
+    ledger: RepeatLedger | None = None
+    reader: Reader | None = None
+    limiter: anyio.Semaphore | None = None
+    combined: AnalyzerOutput = field(default_factory=AnalyzerOutput)
+
+
 async def analyze(
     llm: ResearchLLM,
     state: ResearchState,
@@ -75,16 +94,16 @@ async def analyze(
     this researcher's part is filed to it.
     """
     pending = [s for s in (state.sources if sources is None else sources) if not s.analyzed]
-    combined = AnalyzerOutput()
+    analysis = Analysis(
+        llm, state, guidance, checkpoint, ledger=ledger, reader=reader, limiter=limiter
+    )
     if reader is not None:
         reader.receive(state)
     if not pending:
-        return combined
+        return analysis.combined
     if reader is None:
-        await _analyze_sources(
-            llm, state, guidance, checkpoint, pending, limiter, ledger, None, combined
-        )
-        return combined
+        await _analyze_sources(analysis, pending)
+        return analysis.combined
     analysed = False
     while pending:
         with reader.claimed(pending) as claim:
@@ -92,9 +111,7 @@ async def analyze(
                 source.analyzed = True
             reader.receive(state)
             if claim.mine:
-                await _analyze_sources(
-                    llm, state, guidance, checkpoint, claim.mine, limiter, ledger, reader, combined
-                )
+                await _analyze_sources(analysis, claim.mine)
                 analysed = True
         # Pages another researcher is reading now: waited for holding nothing (this caller's
         # own are released above), then taken as read, or read here if that reading failed.
@@ -102,7 +119,7 @@ async def analyze(
         pending = [s for s in claim.busy if not s.analyzed]
     if not analysed:
         await checkpoint()
-    return combined
+    return analysis.combined
 
 
 async def read_more(
@@ -120,49 +137,29 @@ async def read_more(
     searches for), across those pages. A page a round read only in part is read further before
     the research searches again for what it may hold; the pages are claimed as a first reading
     is (one being read elsewhere now is left to that reading)."""
-    combined = AnalyzerOutput()
+    analysis = Analysis(llm, state, guidance, checkpoint, ledger=ledger, reader=reader)
     allowance = more_to_read(state)
     ceiling = TimeCeiling.current()
     if ceiling is not None and not ceiling.allows("analysis"):
-        return combined  # no time for a further call before the report must be written
+        return analysis.combined  # no time for a further call before the report must be written
     if reader is None or not allowance:
-        return combined
+        return analysis.combined
     with reader.claimed_further(state) as pages:
         if pages:
-            await _analyze_sources(
-                llm,
-                state,
-                guidance,
-                checkpoint,
-                pages,
-                None,
-                ledger,
-                reader,
-                combined,
-                more=allowance,
-            )
-    return combined
+            await _analyze_sources(analysis, pages, more=allowance)
+    return analysis.combined
 
 
 async def _analyze_sources(
-    llm: ResearchLLM,
-    state: ResearchState,
-    guidance: str | None,
-    checkpoint: Checkpoint,
-    pending: list[Source],
-    limiter: anyio.Semaphore | None,
-    ledger: RepeatLedger | None,
-    reader: Reader | None,
-    combined: AnalyzerOutput,
-    *,
-    more: int | None = None,
+    analysis: Analysis, pending: list[Source], *, more: int | None = None
 ) -> None:
-    """Analyse ``pending``; ``more``: the allowance of a further reading of pages read in
-    part (else the round's share for them)."""
-    fitting = await Fitting.open(llm, state, "analysis")
+    """Analyse ``pending`` into ``analysis.combined``; ``more``: the allowance of a further
+    reading of pages read in part (else the round's share for them)."""
+    state, guidance, reader = analysis.state, analysis.guidance, analysis.reader
+    fitting = await Fitting.open(analysis.llm, state, "analysis")
     if more is not None and fitting.enabled and fitting.phase_budget("analysis") < MIN_SHARE_TOKENS:
         return  # a small window: its report could not hold what a further reading finds
-    limiter = limiter or anyio.Semaphore(max(1, state.limits.max_concurrent))
+    limiter = analysis.limiter or anyio.Semaphore(max(1, state.limits.max_concurrent))
     parts = reader.parts() if reader is not None else []
     reading = RoundReading()
     room = 0
@@ -187,7 +184,7 @@ async def _analyze_sources(
                 terms=reading_terms(
                     state, [sq.question for sq in parts], pending, searched if more else ()
                 ),
-                ledger=ledger,
+                ledger=analysis.ledger,
             )
         )
         batches = reading.batches
@@ -223,11 +220,12 @@ async def _analyze_sources(
             )
         _apply(state, batch, output, reader)  # dropped sources too: considered, nothing to analyse
         _record(state, batch, reading, reader)
+        combined = analysis.combined
         combined.findings.extend(output.findings)
         combined.gaps.extend(output.gaps)
         combined.quality_updates.extend(output.quality_updates)
         combined.contradictions.extend(output.contradictions)
-        await checkpoint()
+        await analysis.checkpoint()
 
     await fan_out(run, batches)
 
