@@ -33,8 +33,8 @@ async def test_a_research_being_started_is_neither_interrupted_nor_taken_over(
         seen: dict[str, Any] = {}
         write = service.io.write
 
-        async def look_in_the_window(call: Callable[[Store], Any]) -> Any:
-            result = await write(call)
+        async def look_in_the_window(call: Callable[[Store], Any], first: bool = False) -> Any:
+            result = await write(call, first=first)
             stored = await service.io.read(lambda store: store.active_ids())
             if stored and not seen:  # just after the start's save, before its run starts
                 seen["taken"] = await Takeover(service).scan()

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from foundry_mcp.errors import InputError
+from foundry_mcp.research.models.request import ResearchRequest
 from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.server.actions import HANDLERS, dispatch, tool_description
 from foundry_mcp.server.arguments import LIMIT_PARAMS, ResearchArguments, parse_arguments
@@ -76,10 +77,10 @@ class RecordingService:
         def record(*args: Any, **kwargs: Any) -> Any:
             bound = signature.bind(self, *args, **kwargs)
             for key, value in bound.arguments.items():
-                if signature.parameters[key].kind is inspect.Parameter.VAR_KEYWORD:
+                if isinstance(value, ResearchRequest):  # a start's options, in one request
+                    self._unfold(dict(value))
+                elif signature.parameters[key].kind is inspect.Parameter.VAR_KEYWORD:
                     self.received.update(value)  # the limits, given as keywords
-                elif key == "bounds" and value:
-                    self.received.update(value)  # the source bounds, given as one mapping
                 elif key != "self":
                     self.received[key] = value
             if name == "start_warnings":
@@ -93,6 +94,13 @@ class RecordingService:
 
             return record_async
         return record
+
+    def _unfold(self, options: dict[str, Any]) -> None:
+        """Record a request's options by the tool's names: its limits and source bounds each
+        under its own name."""
+        self.received.update(options.pop("limits"))
+        self.received.update(options.pop("bounds") or {})
+        self.received.update(options)
 
 
 async def _reached(action: str, **extra: Any) -> tuple[set[str], list[str]]:

@@ -20,8 +20,10 @@ from typing import IO, Any
 
 import anyio
 
+from foundry_mcp.config.research_settings import LimitArgs
 from foundry_mcp.errors import FoundryError, InputError
 from foundry_mcp.plain import plain
+from foundry_mcp.research.models.request import ResearchRequest
 from foundry_mcp.research.service.research_service import ResearchService, check_range
 
 TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted", "waiting"}
@@ -228,16 +230,20 @@ class BenchRun:
             self._write(self.log, {"id": task.id, **record})
             self._show(record["status"], task, detail)
 
+    def request(self, task: BenchTask) -> ResearchRequest:
+        """The research of ``task``, with the bench's options."""
+        return ResearchRequest(
+            query=task.prompt,
+            limits=LimitArgs(max_iterations=self.max_iterations),
+            mode=self.mode,
+            effort=self.effort,
+        )
+
     async def _research(self, task: BenchTask) -> dict[str, Any]:
         """Run the task's research to its end; its summary record (and its answer, if any)."""
         record: dict[str, Any] = {"status": "failed", "research_id": None, **EMPTY_FIGURES}
         try:
-            started = await self.service.start(
-                task.prompt,
-                max_iterations=self.max_iterations,
-                mode=self.mode,
-                effort=self.effort,
-            )
+            started = await self.service.start(self.request(task))
             record["research_id"] = started["research_id"]
             status = await self._wait(started["research_id"])
             record.update(_figures(status))

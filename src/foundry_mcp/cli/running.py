@@ -22,9 +22,11 @@ from foundry_mcp.cli.display.output import in_terminal_words, print_json
 from foundry_mcp.cli.display.progress import TERMINAL, follow_progress
 from foundry_mcp.cli.report_file import ReportTarget, WrittenReport, report_target, write_report
 from foundry_mcp.cli.wording import for_the_terminal
+from foundry_mcp.config.research_settings import LimitArgs
 from foundry_mcp.errors import InputError
 from foundry_mcp.plain import plain, plain_within
 from foundry_mcp.research.asking import Asker
+from foundry_mcp.research.models.request import ResearchRequest
 from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.research.workflow.report.answer_schema import MAX_JSON_DEPTH
 
@@ -32,25 +34,36 @@ from foundry_mcp.research.workflow.report.answer_schema import MAX_JSON_DEPTH
 async def run_research(service: ResearchService, args: argparse.Namespace) -> int:
     target = report_target(service.settings, args.output, args.overwrite)
     asker = terminal_asker()  # a person at the terminal answers the research's questions
-    limits = {
-        "max_iterations": args.max_iterations,
-        "max_sub_queries": args.max_sub_queries,
-        "max_sources_per_query": args.max_sources,
-        "max_concurrent": args.max_concurrent,
-        "task_timeout": args.timeout,
-        "reading_budget": args.reading_budget,
-    }
-    started = await service.start(
-        args.query,
+    started = await service.start(research_request(args), asker=asker)
+    # What the start had to say (a provider left out, where keyless searches go) comes first.
+    for warning in (started.get("search") or {}).get("warnings") or []:
+        print(f"warning: {plain(for_the_terminal(warning))}", file=sys.stderr)
+    rid = started["research_id"]
+    return await _follow(service, rid, as_json=args.json, target=target, asker=asker)
+
+
+def research_request(args: argparse.Namespace) -> ResearchRequest:
+    """The request the ``research`` command's arguments make (``--schema``: read from its
+    file)."""
+    return ResearchRequest(
+        query=args.query,
+        system_prompt=args.context,
         provider_id=args.provider,
         model=args.model,
-        system_prompt=args.context,
+        limits=LimitArgs(
+            max_iterations=args.max_iterations,
+            max_sub_queries=args.max_sub_queries,
+            max_sources_per_query=args.max_sources,
+            max_concurrent=args.max_concurrent,
+            task_timeout=args.timeout,
+            reading_budget=args.reading_budget,
+        ),
         mode=args.mode,
+        source_types=args.source_types,
+        preferred_sources=args.prefer,
         effort=args.effort,
         max_time_s=args.max_time,
         language=args.language,
-        source_types=args.source_types,
-        preferred_sources=args.prefer,
         clarify=args.clarify,
         review_plan=args.review_plan,
         bounds={
@@ -60,14 +73,7 @@ async def run_research(service: ResearchService, args: argparse.Namespace) -> in
             "published_before": args.published_before,
         },
         output_schema=read_schema(args.schema),
-        asker=asker,
-        **limits,
     )
-    # What the start had to say (a provider left out, where keyless searches go) comes first.
-    for warning in (started.get("search") or {}).get("warnings") or []:
-        print(f"warning: {plain(for_the_terminal(warning))}", file=sys.stderr)
-    rid = started["research_id"]
-    return await _follow(service, rid, as_json=args.json, target=target, asker=asker)
 
 
 async def resume_research(service: ResearchService, args: argparse.Namespace) -> int:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from foundry_mcp.config.research_settings import LimitArgs
 from foundry_mcp.errors import InputError, UnknownActionError
 from foundry_mcp.server.arguments import (
     ACTION_PARAMS,
@@ -22,6 +23,7 @@ from foundry_mcp.server.results.data import conform
 
 if TYPE_CHECKING:  # imported in the background once the server runs (see server.host)
     from foundry_mcp.research.asking import Asker
+    from foundry_mcp.research.models.request import ResearchRequest
     from foundry_mcp.research.principal import Principal
     from foundry_mcp.research.service.research_service import ProgressCallback, ResearchService
 
@@ -94,8 +96,8 @@ async def dispatch(
     return conform(arguments.action, payload), warnings + more
 
 
-def _limits(use: dict[str, Any]) -> dict[str, Any]:
-    return {name: use[name] for name in LIMIT_PARAMS if name in use}
+def _limits(use: dict[str, Any]) -> LimitArgs:
+    return cast(LimitArgs, {name: use[name] for name in LIMIT_PARAMS if name in use})
 
 
 def _text(use: dict[str, Any], name: str) -> str | None:
@@ -110,26 +112,32 @@ async def _deep_research(
 ) -> Payload:
     warnings = service.start_warnings()
     await service.check_spending(call.principal)
-    payload = await service.start(
-        use.get("query"),
+    payload = await service.start(research_request(use), asker=call.asker, principal=call.principal)
+    return payload, warnings
+
+
+def research_request(use: dict[str, Any]) -> ResearchRequest:
+    """The request the ``deep-research`` action's parameters make."""
+    # Imported here: the research code loads in the background once the server runs.
+    from foundry_mcp.research.models.request import ResearchRequest
+
+    return ResearchRequest(
+        query=use.get("query"),
         system_prompt=_text(use, "system_prompt"),
         provider_id=_text(use, "provider_id"),
         model=_text(use, "model"),
+        limits=_limits(use),
         mode=use.get("mode"),
+        source_types=use.get("source_types"),
+        preferred_sources=use.get("preferred_sources"),
         effort=use.get("effort"),
         max_time_s=use.get("max_time_s"),
         language=_text(use, "language"),
-        source_types=use.get("source_types"),
-        preferred_sources=use.get("preferred_sources"),
         clarify=use.get("clarify"),
         review_plan=bool(use.get("review_plan", False)),
         bounds={name: use[name] for name in BOUND_PARAMS if name in use},
         output_schema=use.get("output_schema"),
-        asker=call.asker,
-        principal=call.principal,
-        **_limits(use),
     )
-    return payload, warnings
 
 
 async def _status(

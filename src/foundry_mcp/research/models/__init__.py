@@ -5,7 +5,8 @@ pydantic model of this package. Names follow the design seeds where they name th
 ``base`` (ids and enumerations), ``records`` (what a research accumulates), ``options``
 (its limits and switches), ``state`` (``ResearchState``), ``handoffs`` (agent outputs),
 ``modes`` (the research modes: sub-questions, hypotheses, the mode decision), ``answer`` (the
-structured answer in the caller's JSON Schema, with each value's sources). The
+structured answer in the caller's JSON Schema, with each value's sources), ``request`` (what a
+caller asks of one research: its question and options). The
 token-management types a state holds (content levels, budget options, fidelity records) belong to ``foundry_mcp.context`` and
 are re-exported here.
 """
@@ -110,6 +111,7 @@ from foundry_mcp.research.models.records import (
     UsageTotals,
     VerificationSummary,
 )
+from foundry_mcp.research.models.request import ResearchRequest
 from foundry_mcp.research.models.state import (
     ResearchState,
 )
@@ -179,6 +181,7 @@ __all__ = [
     "ResearchLimits",
     "ResearchMode",
     "ResearchOptions",
+    "ResearchRequest",
     "ResearchState",
     "SearchOptions",
     "SearchStrategy",

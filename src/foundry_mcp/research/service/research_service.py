@@ -17,7 +17,6 @@ checks on a caller's input); the ``payloads`` room and ``restore`` build what th
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -29,7 +28,7 @@ from foundry_mcp.providers.mcp_sources.checks import with_mcp_sources
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.research.asking import Asker
 from foundry_mcp.research.export.files import MAX_INLINE_CHARS, export_research
-from foundry_mcp.research.models import Status
+from foundry_mcp.research.models import ResearchRequest, Status
 from foundry_mcp.research.principal import Principal, name_of
 from foundry_mcp.research.runs.jobs import JobRunner
 from foundry_mcp.research.runs.runner import ResearchRunner
@@ -120,48 +119,24 @@ class ResearchService:
 
     async def start(
         self,
-        query: Any,
+        request: ResearchRequest | Any,
         *,
-        system_prompt: str | None = None,
-        provider_id: str | None = None,
-        model: str | None = None,
-        mode: str | None = None,
-        source_types: Any = None,
-        preferred_sources: Any = None,
-        effort: Any = None,
-        max_time_s: float | None = None,
-        language: str | None = None,
-        clarify: Any = None,
-        review_plan: bool = False,
-        bounds: Mapping[str, Any] | None = None,
-        output_schema: Any = None,
         asker: Asker | None = None,
         principal: Principal | None = None,
-        **limits: Unpack[LimitArgs],
+        **options: Any,
     ) -> dict[str, Any]:
-        """Validate, save a queued research and start it in the background (the arguments:
-        :meth:`ResearchWriter.start`). It belongs to ``principal``, whose
-        ``max_concurrent_researches`` it must fit."""
+        """Check ``request``, save a queued research and start it in the background
+        (:meth:`ResearchWriter.start`). It belongs to ``principal``, whose
+        ``max_concurrent_researches`` it must fit.
+
+        A script or a test may give the question instead of a request, with its options as
+        keywords (:meth:`ResearchRequest.of`)."""
+        if not isinstance(request, ResearchRequest):
+            request = ResearchRequest.of(request, **options)
+        elif options:
+            raise TypeError(f"options beside a request: {', '.join(options)}; put them in it")
         async with admitted(self.watch, principal):
-            return await self.writer.start(
-                query,
-                system_prompt=system_prompt,
-                provider_id=provider_id,
-                model=model,
-                limits=limits,
-                mode=mode,
-                source_types=source_types,
-                preferred_sources=preferred_sources,
-                effort=effort,
-                max_time_s=max_time_s,
-                language=language,
-                clarify=clarify,
-                review_plan=review_plan,
-                bounds=bounds,
-                output_schema=output_schema,
-                asker=asker,
-                principal=name_of(principal),
-            )
+            return await self.writer.start(request, asker=asker, principal=name_of(principal))
 
     async def check_spending(self, principal: Principal | None) -> None:
         """``QUOTA_EXCEEDED`` when ``principal`` has spent its daily cost limit; call it before

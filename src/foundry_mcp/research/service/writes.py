@@ -7,7 +7,6 @@ that cannot run fails at once, naming the fix, instead of in the background.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -26,8 +25,10 @@ from foundry_mcp.research.models import (
     AgentRole,
     Clarify,
     Phase,
+    ResearchLimits,
     ResearchMode,
     ResearchOptions,
+    ResearchRequest,
     ResearchState,
     SearchOptions,
     Status,
@@ -48,14 +49,14 @@ from foundry_mcp.research.service.inputs import (
     resolve_mode,
     stopped_parts,
 )
-from foundry_mcp.research.service.ownership import OwnershipWatch
+from foundry_mcp.research.service.ownership import FencedEdit, OwnershipWatch
 from foundry_mcp.research.service.payloads.started import started_payload
 from foundry_mcp.research.service.payloads.status import shorten
 from foundry_mcp.research.service.plan_review import approve, waits_for
 from foundry_mcp.research.service.restore import restore_content
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.archive import StoreArchive
-from foundry_mcp.research.store.owners import LeaseLostError, Owner
+from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.records import validate_research_id
 from foundry_mcp.research.workflow.agents.clarifier import clarify as clarify_question
@@ -88,26 +89,12 @@ class ResearchWriter:
 
     async def start(
         self,
-        query: Any,
+        request: ResearchRequest,
         *,
-        system_prompt: str | None = None,
-        provider_id: str | None = None,
-        model: str | None = None,
-        limits: LimitArgs | None = None,
-        mode: str | None = None,
-        source_types: Any = None,
-        preferred_sources: Any = None,
-        effort: Any = None,
-        max_time_s: float | None = None,
-        language: Any = None,
-        clarify: Any = None,
-        review_plan: bool = False,
-        bounds: Mapping[str, Any] | None = None,
-        output_schema: Any = None,
         asker: Asker | None = None,
         principal: str | None = None,
     ) -> dict[str, Any]:
-        """Validate, save a queued research and start it in the background.
+        """Check ``request``, save a queued research and start it in the background.
 
         With an ``asker`` (the user can be asked) and ``clarify`` not off, a vague question is
         first clarified with the user (:mod:`~foundry_mcp.research.workflow.agents.clarifier`);
@@ -115,111 +102,123 @@ class ResearchWriter:
         waits after planning until the plan is approved (:mod:`.plan_review`).
 
         The report is written in ``language`` when given, else in the question's language when
-        it is recognised (:mod:`foundry_mcp.research.language`). ``bounds`` (include_domains,
-        exclude_domains, published_after, published_before) bound its sources, over the
-        configured ones (:func:`.inputs.check_bounds`); ``source_types`` (web, academic, news,
-        local) keeps those kinds of sources; ``preferred_sources`` (domains or address
-        prefixes) rank higher and are never cut below a headline. With ``output_schema`` (a
-        JSON Schema) it also answers in that shape, each value cited (:mod:`.answer_schema`).
-
-        ``effort`` (quick, standard, deep) sets the limits, mode and checks the caller did not
-        give (see :mod:`foundry_mcp.research.effort`). The research belongs to ``principal``
-        (None: the local user).
+        it is recognised (:mod:`foundry_mcp.research.language`). ``bounds`` bound its sources,
+        over the configured ones (:func:`.inputs.check_bounds`). With ``output_schema`` (a JSON
+        Schema) it also answers in that shape, each value cited (:mod:`.answer_schema`).
+        ``effort`` sets the limits, mode and checks the caller did not give (see
+        :mod:`foundry_mcp.research.effort`). The research belongs to ``principal`` (None: the
+        local user).
         """
-        query = check_query(query)
-        written_in = check_language(language) if language is not None else None
-        kinds = check_source_types(source_types)
-        preferred = check_preferred_sources(preferred_sources)
-        bounded = check_bounds(bounds or {}, self.settings.research)
-        schema = (
-            await check_output_schema_off_loop(output_schema) if output_schema is not None else None
-        )
-        chosen = check_effort(effort)
-        asking = check_clarify(clarify, self.settings.research.clarify)
-        if max_time_s is not None:
-            check_range("max_time_s", max_time_s, 5, 86400, integer=False)
-        preset = PRESETS[chosen or Effort.STANDARD]
-        mode_options = resolve_mode(self.settings.research, mode or preset.mode)
-        resolved = research_limits(self.settings.research, None, preset.limits(**(limits or {})))
-        if preset.whole_pages and (limits or {}).get("reading_budget") is None:
-            resolved.reading_budget = None
-        llm_name, llm_model = self.providers.resolve_llm(provider_id, model)
+        query = check_query(request.query)
+        options, limits = await self._checked_options(request)
+        llm_name, llm_model = self.providers.resolve_llm(request.provider_id, request.model)
         # A provider named by the caller runs every phase; otherwise the per-phase lists apply
         # (resolved now, to fail here naming the key).
-        routes = {} if provider_id else self.providers.resolve_routes()
-        search, warnings = self.providers.search_providers(kinds)
-        choice = self.providers.llm_choice
-        # A provider found on this machine (no configuration named one) is said once, here.
-        stated = (
-            choice.statement
-            if choice is not None
-            and choice.detected
-            and not provider_id
-            and llm_name == choice.provider
-            else None
-        )
-        research = self.settings.research
+        routes = {} if request.provider_id else self.providers.resolve_routes()
+        search, warnings = self.providers.search_providers(options.search.source_types)
         state = ResearchState(
             principal=principal,
             query=query,
-            system_prompt=(system_prompt or None),
-            limits=resolved,
-            options=ResearchOptions(
-                verify_citations=research.deep_research_verify_citations,
-                parallel_writing=research.deep_research_parallel_writing,
-                pinned_provider=bool(provider_id),
-                preferred_sources=preferred,
-                report_quotes=self.settings.report.quotes,
-                language=written_in,
-                language_from_question=written_in is None,
-                clarify=asking,
-                review_plan=bool(review_plan),
-                output_schema=schema,
-                max_verified_claims=preset.max_verified_claims
-                or research.deep_research_verification_max_claims,
-                gate_retries=research.deep_research_gate_retries,
-                enable_reflection=research.deep_research_enable_reflection
-                if preset.reflection is None
-                else preset.reflection,
-                effort=(chosen or Effort.STANDARD).value,
-                max_time_s=float(max_time_s) if max_time_s is not None else research.max_time_s,
-                phase_timeouts=research.phase_timeouts(),
-                stall_timeout=research.deep_research_stall_timeout,
-                mode=mode_options,
-                search=SearchOptions(
-                    source_types=kinds,
-                    strategy=research.deep_research_search_strategy,
-                    bounds=bounded,
-                    private_text_in_public=research.private_text_in_public_searches,
-                ),
-            ),
-            mode=mode_options.requested,
+            system_prompt=(request.system_prompt or None),
+            limits=limits,
+            options=options,
+            mode=options.mode.requested,
             llm_provider=llm_name,
             llm_model=llm_model,
             search_providers=search,
             warnings=warnings,
         )
+        stated = self._provider_statement(request.provider_id, llm_name)
         if stated is not None:
             state.metadata["provider_choice"] = stated
-        if bounded is not None:
-            state.metadata["bounds"] = self.providers.bounds_report(search, bounded)
+        if options.search.bounds is not None:
+            state.metadata["bounds"] = self.providers.bounds_report(search, options.search.bounds)
         self._fit_settings(state)  # token budget options from [research]
-        if asker is not None and asking != Clarify.OFF:
+        if asker is not None and options.clarify != Clarify.OFF:
             llm = await self.runner.research_llm(state, CallLog(), journaled=False)
             wait = self.settings.research.clarify_timeout
             state.clarification = await clarify_question(llm, state, asker, wait)
         state.queued_at = utcnow()  # its deadline counts from here, not while its user answered
+        await self._save_and_run(state)
+        return started_payload(state, routes, warnings)
+
+    async def _checked_options(
+        self, request: ResearchRequest
+    ) -> tuple[ResearchOptions, ResearchLimits]:
+        """The request's options and limits, each checked (``InputError`` naming the field),
+        over the effort's preset and the ``[research]`` settings."""
+        research = self.settings.research
+        written_in = check_language(request.language) if request.language is not None else None
+        kinds = check_source_types(request.source_types)
+        preferred = check_preferred_sources(request.preferred_sources)
+        bounded = check_bounds(request.bounds or {}, research)
+        schema = (
+            await check_output_schema_off_loop(request.output_schema)
+            if request.output_schema is not None
+            else None
+        )
+        chosen = check_effort(request.effort)
+        asking = check_clarify(request.clarify, research.clarify)
+        max_time_s = request.max_time_s
+        if max_time_s is not None:
+            check_range("max_time_s", max_time_s, 5, 86400, integer=False)
+        preset = PRESETS[chosen or Effort.STANDARD]
+        mode_options = resolve_mode(research, request.mode or preset.mode)
+        limits = research_limits(research, None, preset.limits(**request.limits))
+        if preset.whole_pages and request.limits.get("reading_budget") is None:
+            limits.reading_budget = None
+        options = ResearchOptions(
+            verify_citations=research.deep_research_verify_citations,
+            parallel_writing=research.deep_research_parallel_writing,
+            pinned_provider=bool(request.provider_id),
+            preferred_sources=preferred,
+            report_quotes=self.settings.report.quotes,
+            language=written_in,
+            language_from_question=written_in is None,
+            clarify=asking,
+            review_plan=bool(request.review_plan),
+            output_schema=schema,
+            max_verified_claims=preset.max_verified_claims
+            or research.deep_research_verification_max_claims,
+            gate_retries=research.deep_research_gate_retries,
+            enable_reflection=research.deep_research_enable_reflection
+            if preset.reflection is None
+            else preset.reflection,
+            effort=(chosen or Effort.STANDARD).value,
+            max_time_s=float(max_time_s) if max_time_s is not None else research.max_time_s,
+            phase_timeouts=research.phase_timeouts(),
+            stall_timeout=research.deep_research_stall_timeout,
+            mode=mode_options,
+            search=SearchOptions(
+                source_types=kinds,
+                strategy=research.deep_research_search_strategy,
+                bounds=bounded,
+                private_text_in_public=research.private_text_in_public_searches,
+            ),
+        )
+        return options, limits
+
+    def _provider_statement(self, provider_id: str | None, llm_name: str) -> str | None:
+        """What to say of a provider found on this machine (no configuration named one), said
+        once, when the research starts; None otherwise."""
+        choice = self.providers.llm_choice
+        if choice is None or not choice.detected or provider_id or llm_name != choice.provider:
+            return None
+        return choice.statement
+
+    async def _save_and_run(self, state: ResearchState) -> None:
+        """Save the queued research under our lease, then schedule its run."""
+        created: dict[str, Any] = {"query": shorten(state.query, 300)}
+        if state.principal is not None:
+            created["principal"] = state.principal
+        # Saved before its run is scheduled; a caller that gives up meanwhile does not leave a
+        # research saved and never run (shielded).
         lease = self.watch.lease_seconds
-        created: dict[str, Any] = {"query": shorten(query, 300)}
-        if principal is not None:
-            created["principal"] = principal
-        # Saved under our lease before its run is scheduled; a caller that gives up meanwhile
-        # does not leave a research saved and never run (shielded).
         with self.jobs.starting(state.id), anyio.CancelScope(shield=True):
-            await self.io.write(lambda store: store.create(state, self.owner, lease))
+            # Asked first: no queued write names it yet, and its caller waits for it.
+            await self.io.write(lambda store: store.create(state, self.owner, lease), first=True)
             self.runner.event(state.id, "created", created)
             self.jobs.start(state.id, self.runner.run)
-        return started_payload(state, routes, warnings)
 
     async def resume(
         self,
@@ -362,20 +361,17 @@ class ResearchWriter:
         def restore(store: Store) -> dict[str, Any]:
             """Read what the restore needs (the pages the store keeps, the archive in the store)
             and save, fenced: only while nobody has taken the research up meanwhile."""
-            read = store.load_status(research_id)
-            fresh = read.state
-            store.load_pages(fresh)  # a text the store still keeps needs no archive
+            edit = FencedEdit.read(store, research_id)
+            store.load_pages(edit.state)  # a text the store still keeps needs no archive
             disk = self.context.archive()
             archive = StoreArchive.beside(disk, store, research_id) if enabled else None
-            result = restore_content(fresh, item, archive)
-            try:
-                store.save_unowned(fresh, read.ownership.token)
-            except LeaseLostError:
+            result = restore_content(edit.state, item, archive)
+            if not edit.save():
                 raise InvalidStateError(
                     f"Research {research_id} was resumed by another server meanwhile.",
                     remediation="Restore the source once it stops "
                     "(action='deep-research-status' says when).",
-                ) from None
+                )
             return result
 
         result = await self.io.write(restore)
