@@ -6,13 +6,8 @@ from foundry_mcp.context.reading.focus import RepeatLedger, focus, focus_terms
 from foundry_mcp.context.reading.selection import ELISION
 from foundry_mcp.context.tokens import counter_for_model
 from foundry_mcp.research.models import Source
-from foundry_mcp.research.workflow.fitting.batches import (
-    MIN_SHARE_TOKENS,
-    SOURCES_PER_CALL,
-    ReadySource,
-    pack,
-    reading_shares,
-)
+from foundry_mcp.research.workflow.fitting.batches import SOURCES_PER_CALL, ReadySource, pack
+from foundry_mcp.research.workflow.reading.shares import MIN_SHARE_TOKENS, page_shares
 
 COUNTER = counter_for_model("gpt-4.1-mini")
 TERMS = focus_terms("How do heat pumps perform in cold climates?")
@@ -173,11 +168,11 @@ def test_a_source_made_only_of_repeats_keeps_its_opening_as_a_pointer() -> None:
 
 def test_a_round_shares_its_budget_fairly_at_least_the_floor_a_source_within_a_call() -> None:
     big = [100_000] * 13
-    assert reading_shares(big, 352_898, 900_000) == [352_898 // 13] * 13  # a large window
-    assert reading_shares(big, 3_840, 8_900) == [MIN_SHARE_TOKENS] * 13  # a small one: the floor
-    assert reading_shares(big, 1_920, 3_000) == [3_000] * 13  # within what one call holds
+    assert page_shares(big, 352_898, 900_000) == [352_898 // 13] * 13  # a large window
+    assert page_shares(big, 3_840, 8_900) == [MIN_SHARE_TOKENS] * 13  # a small one: the floor
+    assert page_shares(big, 1_920, 3_000) == [3_000] * 13  # within what one call holds
     # What a short page does not need goes to the long ones; nobody gets more than it has.
-    shares = reading_shares([1_000, 2_000, 100_000, 200_000], 4 * MIN_SHARE_TOKENS, 900_000)
+    shares = page_shares([1_000, 2_000, 100_000, 200_000], 4 * MIN_SHARE_TOKENS, 900_000)
     assert shares[:2] == [1_000, 2_000]
     assert shares[2] == shares[3] > MIN_SHARE_TOKENS
     assert sum(shares) <= 4 * MIN_SHARE_TOKENS

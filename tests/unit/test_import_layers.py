@@ -40,7 +40,6 @@ ROOM_ORDER: dict[str, tuple[str, ...]] = {
         "models",
         "effort",
         "language",
-        "asking",
         "principal",
         "pricing",
         "prompts",
@@ -54,7 +53,7 @@ ROOM_ORDER: dict[str, tuple[str, ...]] = {
         "service",
     ),
     "foundry_mcp.research.workflow": ("fitting", "reading", "deadline", "report", "agents"),
-    "foundry_mcp.research.service": ("inputs", "plan_review", "payloads"),
+    "foundry_mcp.research.service": ("inputs", "ownership", "asking", "payloads"),
     "foundry_mcp.cli": ("wording", "display"),
     "foundry_mcp.research.store": (
         "owners",

@@ -33,10 +33,10 @@ from foundry_mcp.research.models import (
     ValidationResult,
     VerificationSummary,
 )
+from foundry_mcp.research.service.asking.clarifier import judge
 from foundry_mcp.research.verification.judge import judge_claims
 from foundry_mcp.research.workflow.agents.analyzer import analyze
 from foundry_mcp.research.workflow.agents.answerer import answer_sub_question
-from foundry_mcp.research.workflow.agents.clarifier import judge
 from foundry_mcp.research.workflow.agents.follow_up import answer_follow_up
 from foundry_mcp.research.workflow.agents.hypothesizer import (
     assess_coverage,

@@ -6,7 +6,7 @@ from foundry_mcp.context.reading.across import Page, read_within
 from foundry_mcp.context.reading.focus import focus_terms, sentence_key
 from foundry_mcp.context.reading.passages import cut_words
 from foundry_mcp.context.tokens import EstimateCounter
-from foundry_mcp.research.models import PageReading
+from foundry_mcp.research.models import PageRecord
 
 COUNTER = EstimateCounter()
 TERMS = focus_terms("Compare lmdb and leveldb for write throughput")
@@ -65,7 +65,7 @@ def test_what_was_read_before_is_not_read_again() -> None:
     after = read_within([again], TERMS, 800, COUNTER)[0]
     assert before.chosen and after.chosen
     assert not set(before.chosen) & set(after.chosen)
-    reading = PageReading(passages=before.passages)
+    reading = PageRecord(passages=before.passages)
     reading.add(before.chosen)
     reading.add(after.chosen)
     assert reading.count == len(before.chosen) + len(after.chosen)

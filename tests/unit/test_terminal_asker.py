@@ -17,7 +17,7 @@ import anyio
 import pytest
 
 from foundry_mcp.cli.asking import TerminalAsker, TypedLines
-from foundry_mcp.research.asking import Form, Question
+from foundry_mcp.research.service.asking.asker import Form, Question
 
 pytestmark = pytest.mark.anyio
 

@@ -22,7 +22,12 @@ from foundry_mcp.server.arguments import ACTION_PARAMS, ResearchArguments
 
 SOURCE = Path(__file__).resolve().parents[2] / "src" / "foundry_mcp"
 # Said only to MCP clients (the terminal has its own words for these), or only to a model.
-NOT_SHOWN_ON_A_TERMINAL = ("server", "cli/wording.py", "research/prompts")
+NOT_SHOWN_ON_A_TERMINAL = (
+    "server",
+    "cli/wording.py",
+    "research/prompts",
+    "research/service/asking/clarifier_prompts.py",
+)
 SAMPLE_ID = "deepres-0123456789ab"
 SQL = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "CREATE", "ALTER")
 

@@ -1,5 +1,7 @@
 """Asking the user on the terminal: the forms a research puts to its user (clarifying questions,
-a plan to approve), one question at a time on stderr, answers read from stdin.
+a plan to approve), one question at a time on stderr, answers read from stdin. The command's
+end of :mod:`foundry_mcp.research.service.asking` (the MCP client's end:
+:mod:`foundry_mcp.server.asking`).
 
 Only when both are a terminal (:func:`terminal_asker`): a script piping into ``foundry-mcp``
 is never stopped by a question. Enter leaves a question unanswered (its default, or the
@@ -25,7 +27,7 @@ from typing import Any, TextIO
 import anyio
 
 from foundry_mcp.plain import plain
-from foundry_mcp.research.asking import Form, Question, Reply
+from foundry_mcp.research.service.asking.asker import Form, Question, Reply
 
 POLL_SECONDS = 0.05  # how often a question looks for its line: a typed answer is seen at once
 

@@ -22,9 +22,9 @@ from foundry_mcp.server.arguments import (
 from foundry_mcp.server.results.data import conform
 
 if TYPE_CHECKING:  # imported in the background once the server runs (see server.host)
-    from foundry_mcp.research.asking import Asker
     from foundry_mcp.research.models.request import ResearchRequest
     from foundry_mcp.research.principal import Principal
+    from foundry_mcp.research.service.asking.asker import Asker
     from foundry_mcp.research.service.research_service import ProgressCallback, ResearchService
 
 Payload = tuple[dict[str, Any], list[str]]

@@ -30,6 +30,7 @@ from foundry_mcp.logs import about
 from foundry_mcp.research.principal import name_of
 from foundry_mcp.server.actions import dispatch, tool_description
 from foundry_mcp.server.arguments import ResearchArguments, parse_arguments
+from foundry_mcp.server.asking import asker_for
 from foundry_mcp.server.auth import request_principal
 from foundry_mcp.server.envelope import Envelope, compact_text, failure, ok
 from foundry_mcp.server.host import ServiceHost, hosted_service
@@ -37,13 +38,13 @@ from foundry_mcp.server.prompts import register_prompts
 from foundry_mcp.server.resources import recent_reports, register_resources
 from foundry_mcp.server.results.data import tool_annotations, tool_meta
 from foundry_mcp.server.results.status import progress_message
-from foundry_mcp.server.session import asker_for, session_host, wants_progress
+from foundry_mcp.server.session import session_host, wants_progress
 from foundry_mcp.server.surface import published_input_schema
 from foundry_mcp.server.tasks import ResearchTasks
 
 if TYPE_CHECKING:  # the research code is imported in the background (see server.host)
-    from foundry_mcp.research.asking import Asker
     from foundry_mcp.research.principal import Principal
+    from foundry_mcp.research.service.asking.asker import Asker
     from foundry_mcp.research.service.research_service import ProgressCallback
 
 log = logging.getLogger(__name__)

@@ -31,9 +31,9 @@ log = logging.getLogger(__name__)
 RECENT_REPORTS = 20
 NAME_CHARS = 80
 
-Reader = Callable[["ResearchService", str, "Principal | None"], Awaitable[str]]
+ResourceText = Callable[["ResearchService", str, "Principal | None"], Awaitable[str]]
 
-TEMPLATES: list[tuple[str, str, str, Reader]] = [
+TEMPLATES: list[tuple[str, str, str, ResourceText]] = [
     (
         "report",
         "text/markdown",
@@ -92,10 +92,10 @@ def register_resources(server: MCPServer[Any]) -> None:
             name=f"research-{part}",
             description=description,
             mime_type=mime_type,
-        )(_template_reader(read))
+        )(_template_text(read))
 
 
-def _template_reader(read: Reader) -> Callable[..., Any]:
+def _template_text(read: ResourceText) -> Callable[..., Any]:
     async def read_part(research_id: str, ctx: Context) -> str:
         try:
             service = await session_host(ctx).service()

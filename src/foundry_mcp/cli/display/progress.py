@@ -15,7 +15,7 @@ from rich.live import Live
 from rich.text import Text
 
 from foundry_mcp.plain import plain
-from foundry_mcp.research.asking import Asker
+from foundry_mcp.research.service.asking.asker import Asker
 from foundry_mcp.research.service.research_service import ResearchService
 
 # Where following stops: the research ended, or waits for its plan's approval.

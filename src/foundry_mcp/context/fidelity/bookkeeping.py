@@ -198,19 +198,19 @@ def low_fidelity_warning(score: float, records: Iterable[ContentFidelity]) -> st
             "a more complete analysis."
         )
     by_budget = f"the reading budget read the most relevant part of {pages} page(s)"
-    read_more = (
+    raise_budget = (
         "raise reading_budget (deep_research_reading_budget in the configuration) or use "
         "effort='deep'"
     )
     if not items:
         return (
             f"{said}{by_budget} and left the rest, by design. To read more of each page, "
-            f"{read_more}."
+            f"{raise_budget}."
         )
     by_window = f"{items} item(s) were shortened to fit the model's context window"
     causes = [by_budget, by_window] if budget >= window else [by_window, by_budget]
     return (
-        f"{said}{causes[0]}, and {causes[1]}. To read more of each page, {read_more}; to fit "
+        f"{said}{causes[0]}, and {causes[1]}. To read more of each page, {raise_budget}; to fit "
         "more, reduce deep_research_max_sources or use a model with a larger context window."
     )
 

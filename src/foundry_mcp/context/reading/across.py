@@ -55,7 +55,7 @@ class Page:
 
     id: str
     text: str
-    read: frozenset[int] = frozenset()
+    read_before: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def read_within(
         _Candidate(number, i, text, parsed, [])
         for number, (page, parsed) in enumerate(zip(pages, parses, strict=True))
         for i, (text, _) in enumerate(parsed.passages)
-        if i not in page.read
+        if i not in page.read_before
     ]
     marker = counter.count(f"\n{ELISION}\n") + 1
     chosen: dict[int, list[int]] = {number: [] for number in range(len(pages))}
@@ -306,7 +306,7 @@ def _selection(
     it gets from another passage) count as read, not sent again."""
     if not chosen:  # nothing new: its copies count as read all the same
         return PageSelection(page.id, "", tuple(sorted(copies)), len(pieces), 0)
-    whole = not page.read and not copies and len(chosen) == len(pieces)
+    whole = not page.read_before and not copies and len(chosen) == len(pieces)
     text = page.text.strip() if whole else assemble(pieces, chosen)
     read = tuple(sorted({*chosen, *copies}))
     return PageSelection(page.id, text, read, len(pieces), counter.count(text))

@@ -1,7 +1,7 @@
 """Query-focused reading: a source's text within its share of the budget, each sentence once.
 
 Every source of an analysis round has a share of the round's budget
-(:func:`foundry_mcp.research.workflow.fitting.batches.reading_share`). A text that fits its share
+(:func:`foundry_mcp.research.workflow.reading.shares.page_shares`). A text that fits its share
 is read whole: focusing never drops text the budget has room for. A longer text loses, in this
 order:
 

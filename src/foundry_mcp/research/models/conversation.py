@@ -1,5 +1,6 @@
 """What a research and its user say to each other: clarifying questions, the plan's review and
-follow-up questions on the finished research."""
+follow-up questions on the finished research (the records; asking the user is
+:mod:`foundry_mcp.research.service.asking`'s)."""
 
 from __future__ import annotations
 

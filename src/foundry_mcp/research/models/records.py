@@ -106,25 +106,26 @@ class Finding(_Model):
     parts: list[str] = Field(default_factory=list)
 
 
-class PageReading(_Model):
-    """How much of a source's page text the analyst has been sent in this research: its
-    passages as the reader splits them, those sent (as runs ``[first, last]``, so a page read
-    whole is one pair), their size, and who read it. A page is read once; a later round reads
-    only passages not sent before."""
+class PageRecord(_Model):
+    """What the research has read of a source's page, over all its readings: its passages
+    (as :mod:`~foundry_mcp.context.reading.passages` splits them), those read (as runs
+    ``[first, last]``, so a page read whole is one pair), the tokens sent, and who read it. A
+    page is read once; a later reading takes only passages not read before (see
+    :mod:`foundry_mcp.research.workflow.reading`)."""
 
     passages: int
-    runs: list[tuple[int, int]] = Field(default_factory=list)  # the passages sent, ascending
+    runs: list[tuple[int, int]] = Field(default_factory=list)  # the passages read, ascending
     tokens: int = 0  # the page text sent, in tokens
     reader: str | None = None  # the sub-question whose researcher read it (None: the research)
 
     @property
     def read(self) -> frozenset[int]:
-        """The passages sent."""
+        """The passages read."""
         return frozenset(i for first, last in self.runs for i in range(first, last + 1))
 
     @property
     def count(self) -> int:
-        """How many passages were sent."""
+        """How many passages were read."""
         return sum(last - first + 1 for first, last in self.runs)
 
     @property
@@ -132,7 +133,7 @@ class PageReading(_Model):
         return self.count >= self.passages
 
     def add(self, passages: Iterable[int]) -> None:
-        """Record ``passages`` as sent too."""
+        """Record ``passages`` as read too."""
         runs: list[tuple[int, int]] = []
         for i in sorted(self.read | set(passages)):
             if runs and runs[-1][1] == i - 1:

@@ -41,7 +41,7 @@ from foundry_mcp.research.models.records import (
     Finding,
     Gap,
     LLMUsage,
-    PageReading,
+    PageRecord,
     ReportMetadata,
     Source,
     SubQuery,
@@ -88,9 +88,10 @@ class ResearchState(_Model):
     answer: SubQuestionSynthesis | None = None  # a sub-question researcher's structured answer
     sub_queries: list[SubQuery] = Field(default_factory=list)
     sources: list[Source] = Field(default_factory=list)
-    # What of each source's page the analyst was sent, by source id: research-wide (in
-    # hierarchical mode the research's, shared by its researchers), so a page is read once.
-    readings: dict[str, PageReading] = Field(default_factory=dict)
+    # What of each source's page the analyst has read, by source id: research-wide (in
+    # hierarchical mode the research's, shared by its researchers), so a page is read once
+    # (research/workflow/reading/).
+    readings: dict[str, PageRecord] = Field(default_factory=dict)
     read_by_round: dict[int, int] = Field(default_factory=dict)  # this researcher's, in tokens
     findings: list[Finding] = Field(default_factory=list)
     filed: list[FiledFinding] = Field(default_factory=list)  # for other sub-questions

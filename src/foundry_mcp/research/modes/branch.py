@@ -38,11 +38,11 @@ from foundry_mcp.research.modes.kit import ResearchKit
 from foundry_mcp.research.modes.rounds import IterationCall, StoppingRule
 from foundry_mcp.research.modes.simple import SimplePlaybook, Writer
 from foundry_mcp.research.workflow.agents.answerer import answer_sub_question
-from foundry_mcp.research.workflow.reading.reader import Reader
+from foundry_mcp.research.workflow.reading.budget import branch_budget
+from foundry_mcp.research.workflow.reading.readings import Readings
 from foundry_mcp.research.workflow.supervisor import Supervisor
 
 SUFFICIENT_FINDINGS = 3
-MIN_READING_SHARE = 2_000  # tokens of page text a sub-question's researcher reads, at least
 CONFIDENT_FINDINGS = 2
 CONFIDENT_AVERAGE = 0.7
 CONFIDENCE_VALUES: dict[Confidence, float] = {
@@ -113,15 +113,6 @@ def sub_question_rule(minimum: int) -> StoppingRule:
     return decide
 
 
-def reading_share(research: ResearchState) -> int | None:
-    """A sub-question's researcher's share of the research's reading budget per round (the
-    sub-questions share it evenly; None: whole pages)."""
-    budget = research.limits.reading_budget
-    if budget is None:
-        return None
-    return max(MIN_READING_SHARE, budget // max(1, len(research.sub_questions)))
-
-
 def branch_state(research: ResearchState, sub_question: SubQuestion) -> ResearchState:
     """A fresh state for the researcher of ``sub_question``."""
     options = research.options.model_copy(deep=True)
@@ -135,7 +126,7 @@ def branch_state(research: ResearchState, sub_question: SubQuestion) -> Research
             "max_sub_queries": min(
                 research.limits.max_sub_queries, research.options.mode.sub_question_max_queries
             ),
-            "reading_budget": reading_share(research),
+            "reading_budget": branch_budget(research),
         }
     )
     context = f"This sub-question is part of a larger research question: {research.query}"
@@ -185,13 +176,13 @@ async def research_branch(
         local_providers=kit.local_providers,
         local_sample=kit.local_sample,
         repeats=kit.repeats,
-        reader=kit.reader,
+        readings=kit.readings,
         private=kit.private,
     )
     playbook = SimplePlaybook(
         branch,
         own_kit,
-        writer=_answer_with_filed(kit.reader),
+        writer=_answer_with_filed(kit.readings),
         stopping=sub_question_rule(research.options.mode.sub_question_min_iterations),
     )
     try:
@@ -202,12 +193,12 @@ async def research_branch(
     await checkpoint()
 
 
-def _answer_with_filed(reader: Reader | None) -> Writer:
+def _answer_with_filed(readings: Readings | None) -> Writer:
     """The sub-question's writer, handed first what other parts' readings filed for it."""
 
     async def write(llm: ResearchLLM, state: ResearchState, guidance: str | None) -> Any:
-        if reader is not None:
-            reader.receive(state)
+        if readings is not None:
+            readings.receive(state)
         return await answer_sub_question(llm, state, guidance)
 
     return write

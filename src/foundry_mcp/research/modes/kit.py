@@ -13,7 +13,7 @@ from foundry_mcp.research.llm.calls import CallLog, ResearchLLM
 from foundry_mcp.research.models import ResearchState
 from foundry_mcp.research.workflow.agents.pool import SourcePool
 from foundry_mcp.research.workflow.agents.privacy import PrivateWords
-from foundry_mcp.research.workflow.reading.reader import Reader
+from foundry_mcp.research.workflow.reading.readings import Readings
 from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 
 Checkpoint = Callable[[], Awaitable[None]]
@@ -48,7 +48,8 @@ class ResearchKit:
     local_sample: Callable[[str, int], Awaitable[list[str]]] | None = None
     # The passages the analyst has read in this research, so that a repeat is read once.
     repeats: RepeatLedger = field(default_factory=RepeatLedger)
-    # Who reads which page of the research (each page once), and findings filed between parts.
-    reader: Reader | None = None
+    # The research's readings: who reads which page (each page once), what was read of it, and
+    # findings filed between parts.
+    readings: Readings | None = None
     # The words only the user's own sources hold, left out of public searches (None: no guard).
     private: PrivateWords | None = None

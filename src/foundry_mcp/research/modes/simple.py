@@ -44,7 +44,7 @@ from foundry_mcp.research.modes.rounds import (
     round_feedback,
 )
 from foundry_mcp.research.prompts.refiner import improvements_guidance
-from foundry_mcp.research.workflow.agents.analyzer import analyze, read_more
+from foundry_mcp.research.workflow.agents.analyzer import analyze, read_further
 from foundry_mcp.research.workflow.agents.gatherer import gather
 from foundry_mcp.research.workflow.agents.planner import plan
 from foundry_mcp.research.workflow.agents.refiner import refine, report_improvements
@@ -148,7 +148,7 @@ class SimplePlaybook:
                     sources=sources,
                     limiter=limiter,
                     ledger=kit.repeats,
-                    reader=kit.reader,
+                    readings=kit.readings,
                 )
 
         output = await gather(
@@ -192,10 +192,10 @@ class SimplePlaybook:
         state = self.state
         kit = self.kit
         await analyze(
-            kit.llm, state, guidance, kit.checkpoint, ledger=kit.repeats, reader=kit.reader
+            kit.llm, state, guidance, kit.checkpoint, ledger=kit.repeats, readings=kit.readings
         )
-        await read_more(
-            kit.llm, state, guidance, kit.checkpoint, ledger=kit.repeats, reader=kit.reader
+        await read_further(
+            kit.llm, state, guidance, kit.checkpoint, ledger=kit.repeats, readings=kit.readings
         )
         self._mark_addressed_gaps()
         return {
@@ -337,8 +337,8 @@ class SimplePlaybook:
             # them is forgotten (its sentences too, or they would count as known repeats).
             state.read_by_round.pop(state.iteration, None)
             forgotten = [s.id for s in again]
-            if self.kit.reader is not None:
-                forgotten = self.kit.reader.forget(forgotten, state.branch)
+            if self.kit.readings is not None:
+                forgotten = self.kit.readings.forget(forgotten, state.branch)
             self.kit.repeats.forget(forgotten)
 
     def next_phase(self, phase: Phase, complete_early: bool) -> Phase | None:

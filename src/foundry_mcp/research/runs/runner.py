@@ -32,7 +32,7 @@ from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.states import Snapshot
 from foundry_mcp.research.workflow.agents.privacy import guard_for
 from foundry_mcp.research.workflow.agents.structurer import shape_answer_in_time
-from foundry_mcp.research.workflow.reading.reader import Reader
+from foundry_mcp.research.workflow.reading.readings import Readings
 from foundry_mcp.research.workflow.review import AwaitingApproval
 from foundry_mcp.research.workflow.supervisor import PhaseTimeoutError, Supervisor, SupervisorHooks
 
@@ -162,7 +162,7 @@ class ResearchRunner:
                     next((p.sample for p in search if isinstance(p, LocalDocuments)), None),
                     self._described_sources(state),
                 ),
-                reader=Reader(state),
+                readings=Readings(state),
                 private=guard_for(
                     state, own, [name for name in state.search_providers if name not in own]
                 ),

@@ -1,6 +1,4 @@
-"""The use cases of deep research, behind ``ResearchService``: the one face the MCP server and
-the CLI call (start, status, report, list, events, cancel, resume, delete, export, restore)."""
-
-from foundry_mcp.research.service.research_service import ResearchService
-
-__all__ = ["ResearchService"]
+"""The use cases of deep research, behind ``ResearchService`` (``research_service.py``): the one
+face the MCP server and the CLI call (start, status, report, list, events, cancel, resume,
+delete, export, restore); ``asking/`` is asking the user (clarifying questions, a plan to
+approve)."""

@@ -1,5 +1,5 @@
-"""The read side of the research service: status (with the long poll), report pages, the list
-and the audit trail, as plain payload dictionaries.
+"""The read side of the research service (:class:`ResearchLookup`): status (with the long poll),
+report pages, the list and the audit trail, as plain payload dictionaries.
 
 Every read of a single research goes through ``OwnershipWatch`` (``load_checked``; for a
 status, ``settled``), so a research whose process died is reported ``interrupted``, never
@@ -99,8 +99,9 @@ class LastReads:
         self._reads.pop(research_id, None)
 
 
-class ResearchReader:
-    """Answers about any research on disk, whichever process runs it."""
+class ResearchLookup:
+    """Looks up any research in the store, whichever process runs it: its status, report,
+    claims, sources and events, and the list (``ResearchService.lookup``)."""
 
     def __init__(self, io: AsyncStore, watch: OwnershipWatch) -> None:
         self.io = io

@@ -7,11 +7,12 @@ loop (``research.store.aio``).
 
 ``ResearchService`` is the one public face; each use case lives in a module beside it:
 ``writes`` (start, resume, restore), ``stopping`` (cancel, delete), ``reads`` (status with
-the long poll, report pages, the list, the events), ``plan_approval`` and ``plan_review`` (a
-plan waiting for the user), ``follow_up`` (questions on a completed research), ``ownership``
-(the heartbeat, research whose process died), ``takeover`` (a dead worker's research, on a
-team), ``chores`` (start-up housekeeping), ``quota`` (a principal's limits) and ``inputs`` (the
-checks on a caller's input); the ``payloads`` room and ``restore`` build what they return.
+the long poll, report pages, the list, the events), ``follow_up`` (questions on a completed
+research), ``ownership`` (the heartbeat, research whose process died), ``takeover`` (a dead
+worker's research, on a team), ``chores`` (start-up housekeeping), ``quota`` (a principal's
+limits) and ``inputs`` (the checks on a caller's input); the ``asking`` room asks the user
+(clarifying questions, a plan waiting for approval); the ``payloads`` room and ``restore``
+build what they return.
 """
 
 from __future__ import annotations
@@ -26,19 +27,19 @@ from foundry_mcp.context.runtime import ContextServices
 from foundry_mcp.providers.health import check_providers
 from foundry_mcp.providers.mcp_sources.checks import with_mcp_sources
 from foundry_mcp.providers.registry import ProviderRegistry
-from foundry_mcp.research.asking import Asker
 from foundry_mcp.research.export.files import MAX_INLINE_CHARS, export_research
 from foundry_mcp.research.models import ResearchRequest, Status
 from foundry_mcp.research.principal import Principal, name_of
 from foundry_mcp.research.runs.jobs import JobRunner
 from foundry_mcp.research.runs.runner import ResearchRunner
+from foundry_mcp.research.service.asking.asker import Asker
+from foundry_mcp.research.service.asking.plan_approval import PlanApprovals
 from foundry_mcp.research.service.chores import housekeeping
 from foundry_mcp.research.service.follow_up import FollowUps
 from foundry_mcp.research.service.inputs import check_range
 from foundry_mcp.research.service.ownership import OwnershipWatch
-from foundry_mcp.research.service.plan_approval import PlanApprovals
 from foundry_mcp.research.service.quota import admitted, check_spending
-from foundry_mcp.research.service.reads import ProgressCallback, ResearchReader
+from foundry_mcp.research.service.reads import ProgressCallback, ResearchLookup
 from foundry_mcp.research.service.stopping import ResearchStopper
 from foundry_mcp.research.service.writes import ResearchWriter
 from foundry_mcp.research.store.access.aio import AsyncStore
@@ -89,7 +90,7 @@ class ResearchService:
         self.context = ContextServices(settings, providers)  # token management
         self.watch = OwnershipWatch(io, jobs, self.runner, self.owner)
         self.watch.lease_seconds = settings.research.lease_seconds
-        self.reader = ResearchReader(io, self.watch)
+        self.lookup = ResearchLookup(io, self.watch)
         self.follow_ups = FollowUps(io, self.runner, self.watch)
         self.writer = ResearchWriter(
             settings=settings,
@@ -104,7 +105,7 @@ class ResearchService:
         self.stopper = ResearchStopper(
             io=io, jobs=jobs, runner=self.runner, owner=self.owner, watch=self.watch
         )
-        self.approvals = PlanApprovals(self.stopper, self.watch, settings.research.clarify_timeout)
+        self.approvals = PlanApprovals(self.watch, settings.research.clarify_timeout)
 
     @property
     def call_logs(self) -> dict[str, Any]:
@@ -187,7 +188,7 @@ class ResearchService:
         """Delete a research, cancelling it first if it runs here or elsewhere."""
         await self._reveal(research_id, principal)
         deleted = await self.stopper.delete(research_id)
-        self.reader.forget(deleted["research_id"])
+        self.lookup.forget(deleted["research_id"])
         return deleted
 
     async def _reveal(self, research_id: Any, principal: Principal | None) -> None:
@@ -254,7 +255,7 @@ class ResearchService:
         on_progress: ProgressCallback | None,
         principal: Principal | None,
     ) -> dict[str, Any]:
-        return await self.reader.status(
+        return await self.lookup.status(
             research_id,
             wait=wait,
             wait_timeout=wait_timeout,
@@ -274,41 +275,41 @@ class ResearchService:
         """A page of the report, its summary and sources (with ``evidence``: a page of its
         checked sentences and their quotes); and warnings for the envelope."""
         await self._reveal(research_id, principal)
-        return await self.reader.report(
+        return await self.lookup.report(
             research_id, offset=offset, max_chars=max_chars, evidence=evidence
         )
 
     async def claims(self, research_id: Any, principal: Principal | None = None) -> str:
         """Every checked sentence with its quotes, as JSON (the MCP resource)."""
         await self._reveal(research_id, principal)
-        return await self.reader.claims(research_id)
+        return await self.lookup.claims(research_id)
 
     async def full_report(self, research_id: Any, principal: Principal | None = None) -> str:
         """The whole markdown report (the MCP resource)."""
         await self._reveal(research_id, principal)
-        return await self.reader.full_report(research_id)
+        return await self.lookup.full_report(research_id)
 
     async def answer(self, research_id: Any, principal: Principal | None = None) -> str:
         """The answer in the caller's shape, with its citations, as JSON (the MCP resource)."""
         await self._reveal(research_id, principal)
-        return await self.reader.answer(research_id)
+        return await self.lookup.answer(research_id)
 
     async def sources(self, research_id: Any, principal: Principal | None = None) -> str:
         """Every source the research gathered, cited or not, as JSON (the MCP resource)."""
         await self._reveal(research_id, principal)
-        return await self.reader.sources(research_id)
+        return await self.lookup.sources(research_id)
 
     async def all_events(self, research_id: Any, principal: Principal | None = None) -> str:
         """The whole audit trail, oldest first, as JSON (the MCP resource)."""
         await self._reveal(research_id, principal)
-        return await self.reader.all_events(research_id)
+        return await self.lookup.all_events(research_id)
 
     async def recent_reports(
         self, limit: int, query_chars: int, principal: Principal | None = None
     ) -> list[tuple[str, str]]:
         """``(research_id, query cut to query_chars)`` of the newest completed research (of
         ``principal`` only, when given)."""
-        return await self.reader.recent_reports(limit, query_chars, name_of(principal))
+        return await self.lookup.recent_reports(limit, query_chars, name_of(principal))
 
     async def list(
         self,
@@ -322,7 +323,7 @@ class ResearchService:
     ) -> dict[str, Any]:
         """Research newest first, optionally of some statuses only, or whose question holds
         every word of ``query`` (of ``principal`` only, when given)."""
-        return await self.reader.listing(
+        return await self.lookup.listing(
             limit=limit,
             cursor=cursor,
             completed_only=completed_only,
@@ -341,7 +342,7 @@ class ResearchService:
     ) -> dict[str, Any]:
         """A page of the research's audit trail, oldest first."""
         await self._reveal(research_id, principal)
-        return await self.reader.events(research_id, cursor=cursor, limit=limit)
+        return await self.lookup.events(research_id, cursor=cursor, limit=limit)
 
     async def export(
         self,

@@ -1,5 +1,5 @@
-"""Stopping research: cancel (a run here or elsewhere, or a plan waiting for approval) and
-delete."""
+"""Stopping research: cancel (a run here or elsewhere, or a plan waiting for approval, which
+:mod:`.asking.plan_cancel` ends) and delete."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import anyio
 from foundry_mcp.errors import InvalidStateError
 from foundry_mcp.research.models import Status
 from foundry_mcp.research.runs.jobs import JobRunner
-from foundry_mcp.research.runs.runner import ResearchRunner, abort
-from foundry_mcp.research.service.ownership import FencedEdit, OwnershipWatch
-from foundry_mcp.research.service.plan_review import waits_for
+from foundry_mcp.research.runs.runner import ResearchRunner
+from foundry_mcp.research.service.asking.plan_cancel import cancel_waiting
+from foundry_mcp.research.service.ownership import OwnershipWatch
 from foundry_mcp.research.service.reads import WAIT_POLL_SECONDS, status_of
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.owners import Owner
@@ -76,28 +76,11 @@ class ResearchStopper:
     async def _cancel_waiting(self, research_id: str) -> dict[str, Any]:
         """Cancel a research waiting for its plan's approval, or, resumed meanwhile, ask its
         run to stop."""
-        await self.cancel_waiting(research_id)
+        await cancel_waiting(self.watch, research_id)
         status = await self.io.read(lambda store: store.load_status(research_id))
         if status.state.status.is_active:
             return await self.cancel(research_id)
         return {"research_id": research_id, "status": status.state.status.value}
-
-    async def cancel_waiting(self, research_id: str, plan: dict[str, Any] | None = None) -> bool:
-        """Cancel a research waiting for its plan's approval (with ``plan``: for that plan,
-        undecided since; :func:`.plan_review.waits_for`), read and saved fenced, as restore
-        is: False when it no longer waits so, or another process took it up meanwhile."""
-
-        def cancel(store: Store) -> bool:
-            edit = FencedEdit.read(store, research_id)
-            if not waits_for(edit.state, plan):
-                return False
-            abort(edit.state, Status.CANCELLED, "cancelled")
-            return edit.save()  # False: taken up meanwhile, not cancelled here
-
-        cancelled = await self.io.write(cancel)
-        if cancelled:
-            self.runner.event(research_id, "cancelled_while_waiting", {}, owned=False)
-        return cancelled
 
     async def delete(self, research_id: Any) -> dict[str, Any]:
         """Delete a research, cancelling it first if it runs here or elsewhere."""

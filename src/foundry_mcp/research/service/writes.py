@@ -16,7 +16,6 @@ from foundry_mcp.config.research_settings import LimitArgs
 from foundry_mcp.context.runtime import ContextServices
 from foundry_mcp.errors import InputError, InvalidStateError
 from foundry_mcp.providers.registry import ProviderRegistry
-from foundry_mcp.research.asking import Asker
 from foundry_mcp.research.effort import PRESETS, Effort, check_effort
 from foundry_mcp.research.language import check_language
 from foundry_mcp.research.llm.calls import CallLog
@@ -37,6 +36,9 @@ from foundry_mcp.research.models import (
 )
 from foundry_mcp.research.runs.jobs import JobRunner
 from foundry_mcp.research.runs.runner import ResearchRunner
+from foundry_mcp.research.service.asking.asker import Asker
+from foundry_mcp.research.service.asking.clarifier import clarify as clarify_question
+from foundry_mcp.research.service.asking.plan_review import approve, waits_for
 from foundry_mcp.research.service.inputs import (
     check_bounds,
     check_can_continue,
@@ -52,14 +54,12 @@ from foundry_mcp.research.service.inputs import (
 from foundry_mcp.research.service.ownership import FencedEdit, OwnershipWatch
 from foundry_mcp.research.service.payloads.started import started_payload
 from foundry_mcp.research.service.payloads.status import shorten
-from foundry_mcp.research.service.plan_review import approve, waits_for
 from foundry_mcp.research.service.restore import restore_content
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.archive import StoreArchive
 from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.records import validate_research_id
-from foundry_mcp.research.workflow.agents.clarifier import clarify as clarify_question
 from foundry_mcp.research.workflow.report.answer_schema import check_output_schema_off_loop
 
 
@@ -97,9 +97,9 @@ class ResearchWriter:
         """Check ``request``, save a queued research and start it in the background.
 
         With an ``asker`` (the user can be asked) and ``clarify`` not off, a vague question is
-        first clarified with the user (:mod:`~foundry_mcp.research.workflow.agents.clarifier`);
+        first clarified with the user (:mod:`~foundry_mcp.research.service.asking.clarifier`);
         without one, the planner states the assumptions it makes. ``review_plan``: the research
-        waits after planning until the plan is approved (:mod:`.plan_review`).
+        waits after planning until the plan is approved (:mod:`.asking.plan_review`).
 
         The report is written in ``language`` when given, else in the question's language when
         it is recognised (:mod:`foundry_mcp.research.language`). ``bounds`` bound its sources,
@@ -233,7 +233,7 @@ class ResearchWriter:
 
         A completed research given a larger ``max_iterations`` continues with a refinement
         round, if gaps are still open. A research waiting for its plan's approval goes on with
-        the plan, or with ``plan`` (:mod:`.plan_review`); with ``shown`` (the plan an approval
+        the plan, or with ``plan`` (:mod:`.asking.plan_review`); with ``shown`` (the plan an approval
         form showed) only while it still waits for that plan, undecided: ``InvalidStateError``
         otherwise. ``patient``: its reads wait out a short outage of the database, as its
         writes do (a takeover, which no user is waiting on).

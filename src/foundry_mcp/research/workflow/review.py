@@ -1,4 +1,5 @@
-"""The pause after planning for the user's approval of the plan (``review_plan``)."""
+"""The pause after planning for the user's approval of the plan (``review_plan``); asking
+the user for it is :mod:`foundry_mcp.research.service.asking`'s."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from foundry_mcp.research.models import ResearchState
-from foundry_mcp.research.service.payloads.conversation import assumptions_hint, clarified
+from foundry_mcp.research.service.asking.conversation import assumptions_hint, clarified
 
 STARTED = (
     "Research started in the background. Follow it with its research_id: "

@@ -17,7 +17,7 @@ from foundry_mcp.research.models import (
     UsageTotals,
     utcnow,
 )
-from foundry_mcp.research.service.payloads.conversation import (
+from foundry_mcp.research.service.asking.conversation import (
     assumptions_hint,
     conversation_status,
     waiting_hint,

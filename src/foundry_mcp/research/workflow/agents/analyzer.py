@@ -1,14 +1,16 @@
 """The analyzer: extracts cited findings, gaps and source ratings from new sources.
 
-The sources not analysed yet are focused on the question and packed into small batches
-(:mod:`foundry_mcp.research.workflow.fitting.batches`); each batch is fitted into one call's
-analysis budget (:mod:`foundry_mcp.research.workflow.fitting.sources`: the degradation ladder,
-which only acts when the batch does not fit) and analysed, the batches concurrently up to
-``max_concurrent`` (or the ``limiter`` shared by a pipeline). Each batch is saved as it lands;
-a failed batch ends the others.
+The pages of the sources not analysed yet are claimed and read (what of each page the analyst
+is sent, each page once in the research, packed into small batches: the reading room,
+:mod:`foundry_mcp.research.workflow.reading`); each batch is fitted into one call's analysis
+budget (:mod:`foundry_mcp.research.workflow.fitting.sources`: the degradation ladder, which only
+acts when the batch does not fit) and analysed, the batches concurrently up to
+``max_concurrent`` (or the ``limiter`` shared by a pipeline). Each batch is recorded and saved
+as it lands; a failed batch ends the others.
 
 Simple mode calls :func:`analyze` for a sub-query's sources as soon as its search returns
-(the pipeline), and once more in the analysis phase for whatever is still pending.
+(the pipeline), and once more in the analysis phase for whatever is still pending, then
+:func:`read_further`.
 """
 
 from __future__ import annotations
@@ -44,12 +46,13 @@ from foundry_mcp.research.prompts.analyzer import (
     source_text,
 )
 from foundry_mcp.research.workflow.deadline.ceiling import TimeCeiling
-from foundry_mcp.research.workflow.fitting.batches import MIN_SHARE_TOKENS, SOURCES_PER_CALL
+from foundry_mcp.research.workflow.fitting.batches import SOURCES_PER_CALL
 from foundry_mcp.research.workflow.fitting.fitter import Fitting
 from foundry_mcp.research.workflow.fitting.sources import FittedSource, fit_sources, prepare_round
-from foundry_mcp.research.workflow.reading.budget import more_to_read, round_allowance, spend
-from foundry_mcp.research.workflow.reading.reader import Reader
-from foundry_mcp.research.workflow.reading.round import RoundReading, read_round, reading_terms
+from foundry_mcp.research.workflow.reading.budget import further_allowance, round_allowance
+from foundry_mcp.research.workflow.reading.pages import Reading, read_pages, reading_terms
+from foundry_mcp.research.workflow.reading.readings import Readings
+from foundry_mcp.research.workflow.reading.shares import MIN_SHARE_TOKENS
 
 CHARS_PER_SOURCE = 4000  # the fixed cut used when token management is switched off
 LEGACY_MAX_TOKENS = 4096
@@ -59,9 +62,9 @@ Checkpoint = Callable[[], Awaitable[None]]
 
 @dataclass(frozen=True)
 class Analysis:
-    """What the readings of one :func:`analyze` or :func:`read_more` share: the researcher's
+    """What the readings of one :func:`analyze` or :func:`read_further` share: the researcher's
     LLM, state and guidance, the checkpoint saving each batch, the research's repeat ledger and
-    reader, the concurrency ``limiter`` (None: ``max_concurrent``), and ``combined``, where
+    readings, the concurrency ``limiter`` (None: ``max_concurrent``), and ``combined``, where
     every batch's output is gathered."""
 
     llm: ResearchLLM
@@ -70,7 +73,7 @@ class Analysis:
     checkpoint: Checkpoint
     _: KW_ONLY
     ledger: RepeatLedger | None = None
-    reader: Reader | None = None
+    readings: Readings | None = None
     limiter: anyio.Semaphore | None = None
     combined: AnalyzerOutput = field(default_factory=AnalyzerOutput)
 
@@ -84,105 +87,110 @@ async def analyze(
     sources: Sequence[Source] | None = None,
     limiter: anyio.Semaphore | None = None,
     ledger: RepeatLedger | None = None,
-    reader: Reader | None = None,
+    readings: Readings | None = None,
 ) -> AnalyzerOutput:
     """Analyse ``sources`` (default: every source) not analysed yet; see the module.
 
     ``ledger`` remembers the passages already read in this research, so a repeat is read once.
-    ``reader`` (the research's) makes each page's text go to the analyst once in the whole
+    ``readings`` (the research's) makes each page's text go to the analyst once in the whole
     research: a page another researcher read is not sent again, and what that reading found for
     this researcher's part is filed to it.
     """
     pending = [s for s in (state.sources if sources is None else sources) if not s.analyzed]
     analysis = Analysis(
-        llm, state, guidance, checkpoint, ledger=ledger, reader=reader, limiter=limiter
+        llm, state, guidance, checkpoint, ledger=ledger, readings=readings, limiter=limiter
     )
-    if reader is not None:
-        reader.receive(state)
+    if readings is not None:
+        readings.receive(state)
     if not pending:
         return analysis.combined
-    if reader is None:
+    if readings is None:
         await _analyze_sources(analysis, pending)
         return analysis.combined
     analysed = False
     while pending:
-        with reader.claimed(pending) as claim:
+        with readings.claimed(pending) as claim:
             for source in claim.read:  # read elsewhere in the research: its findings were filed
                 source.analyzed = True
-            reader.receive(state)
+            readings.receive(state)
             if claim.mine:
                 await _analyze_sources(analysis, claim.mine)
                 analysed = True
         # Pages another researcher is reading now: waited for holding nothing (this caller's
         # own are released above), then taken as read, or read here if that reading failed.
-        await reader.settle(claim.busy)
+        await readings.settle(claim.busy)
         pending = [s for s in claim.busy if not s.analyzed]
     if not analysed:
         await checkpoint()
     return analysis.combined
 
 
-async def read_more(
+async def read_further(
     llm: ResearchLLM,
     state: ResearchState,
     guidance: str | None,
     checkpoint: Checkpoint,
     *,
     ledger: RepeatLedger | None = None,
-    reader: Reader | None = None,
+    readings: Readings | None = None,
 ) -> AnalyzerOutput:
-    """Spend what the round's reading budget has left on the pages this researcher read in
-    part (:func:`~foundry_mcp.research.workflow.reading.budget.more_to_read`): their passages
-    worth most to the question, its parts and this round's sub-queries (the gaps a later round
-    searches for), across those pages. A page a round read only in part is read further before
-    the research searches again for what it may hold; the pages are claimed as a first reading
-    is (one being read elsewhere now is left to that reading)."""
-    analysis = Analysis(llm, state, guidance, checkpoint, ledger=ledger, reader=reader)
-    allowance = more_to_read(state)
+    """A further reading: what the round's reading budget has left
+    (:func:`~foundry_mcp.research.workflow.reading.budget.further_allowance`) spent on the pages
+    this researcher read in part, their passages worth most to the question, its parts and this
+    round's sub-queries (the gaps a later round searches for), across those pages. A page a
+    round read only in part is read further before the research searches again for what it may
+    hold; the pages are claimed as a first reading is (one being read elsewhere now is left to
+    that reading)."""
+    analysis = Analysis(llm, state, guidance, checkpoint, ledger=ledger, readings=readings)
+    allowance = further_allowance(state)
     ceiling = TimeCeiling.current()
     if ceiling is not None and not ceiling.allows("analysis"):
         return analysis.combined  # no time for a further call before the report must be written
-    if reader is None or not allowance:
+    if readings is None or not allowance:
         return analysis.combined
-    with reader.claimed_further(state) as pages:
+    with readings.claimed_further(state) as pages:
         if pages:
-            await _analyze_sources(analysis, pages, more=allowance)
+            await _analyze_sources(analysis, pages, further=allowance)
     return analysis.combined
 
 
 async def _analyze_sources(
-    analysis: Analysis, pending: list[Source], *, more: int | None = None
+    analysis: Analysis, pending: list[Source], *, further: int | None = None
 ) -> None:
-    """Analyse ``pending`` into ``analysis.combined``; ``more``: the allowance of a further
+    """Analyse ``pending`` into ``analysis.combined``; ``further``: the allowance of a further
     reading of pages read in part (else the round's share for them)."""
-    state, guidance, reader = analysis.state, analysis.guidance, analysis.reader
+    state, guidance, readings = analysis.state, analysis.guidance, analysis.readings
     fitting = await Fitting.open(analysis.llm, state, "analysis")
-    if more is not None and fitting.enabled and fitting.phase_budget("analysis") < MIN_SHARE_TOKENS:
+    if (
+        further is not None
+        and fitting.enabled
+        and fitting.phase_budget("analysis") < MIN_SHARE_TOKENS
+    ):
         return  # a small window: its report could not hold what a further reading finds
     limiter = analysis.limiter or anyio.Semaphore(max(1, state.limits.max_concurrent))
-    parts = reader.parts() if reader is not None else []
-    reading = RoundReading()
+    parts = readings.parts() if readings is not None else []
+    reading = Reading()
     room = 0
     if fitting.enabled:
         fixed = count_messages(fitting.counter, *_prompts(state, [], guidance, parts))
         room = fitting.call_room("analysis", fixed)
-        read_before = {s.id: reader.read_before(s.id) for s in pending} if reader else {}
+        read_before = {s.id: readings.read_before(s.id) for s in pending} if readings else {}
         searched = [sq.query for sq in state.sub_queries if sq.iteration == state.iteration]
         reading = await anyio.to_thread.run_sync(
             partial(
-                read_round,
+                read_pages,
                 fitting,
                 state,
                 pending,
                 room=room,
                 allowance=(
                     round_allowance(state, pending)
-                    if more is None  # a further reading: no more than a round of this window
-                    else min(more, fitting.phase_budget("analysis"))
+                    if further is None  # a further reading: no more than a round of this window
+                    else min(further, fitting.phase_budget("analysis"))
                 ),
                 read_before=read_before,
                 terms=reading_terms(
-                    state, [sq.question for sq in parts], pending, searched if more else ()
+                    state, [sq.question for sq in parts], pending, searched if further else ()
                 ),
                 ledger=analysis.ledger,
             )
@@ -218,8 +226,10 @@ async def _analyze_sources(
                 if fitted
                 else AnalyzerOutput()
             )
-        _apply(state, batch, output, reader)  # dropped sources too: considered, nothing to analyse
-        _record(state, batch, reading, reader)
+        _apply(
+            state, batch, output, readings
+        )  # dropped sources too: considered, nothing to analyse
+        reading.record(state, batch, readings)
         combined = analysis.combined
         combined.findings.extend(output.findings)
         combined.gaps.extend(output.gaps)
@@ -228,32 +238,6 @@ async def _analyze_sources(
         await analysis.checkpoint()
 
     await fan_out(run, batches)
-
-
-def _record(
-    state: ResearchState, batch: Sequence[Source], reading: RoundReading, reader: Reader | None
-) -> None:
-    """What the analyst was sent of each page of ``batch``: recorded for the research, counted
-    in the round's reading, and told in an event."""
-    for source in batch:
-        page = reading.pages.get(source.id)
-        if page is None or not page.chosen:
-            continue
-        if reader is not None:
-            reader.record(source.id, page.passages, page.chosen, page.tokens, state.branch)
-        if not page.tokens:
-            continue  # its passages were all read from other pages: nothing was sent
-        spend(state, page.tokens)
-        state.emit(
-            "page_read",
-            {
-                "source_id": source.id,
-                "url": source.url,
-                "passages_read": len(page.chosen),
-                "passages": page.passages,
-                "tokens": page.tokens,
-            },
-        )
 
 
 def _prompts(
@@ -334,12 +318,15 @@ def _keep_known_sources(output: AnalyzerOutput, known: set[str]) -> AnalyzerOutp
 
 
 def _apply(
-    state: ResearchState, batch: Sequence[Source], output: AnalyzerOutput, reader: Reader | None
+    state: ResearchState,
+    batch: Sequence[Source],
+    output: AnalyzerOutput,
+    readings: Readings | None,
 ) -> None:
     by_id = state.source_by_id()
     for update in output.quality_updates:
         by_id[update.source_id].quality = update.quality
-    known = {sq.id for sq in reader.parts()} if reader is not None else set()
+    known = {sq.id for sq in readings.parts()} if readings is not None else set()
     for extracted in output.findings:
         parts = [part for part in dict.fromkeys(extracted.parts) if part in known]
         finding = Finding(
@@ -351,12 +338,12 @@ def _apply(
             parts=parts,
         )
         own = state.branch
-        if reader is not None and own is not None and parts and own not in parts:
-            reader.file(finding, batch, parts, by=own)  # it answers other parts only
+        if readings is not None and own is not None and parts and own not in parts:
+            readings.file(finding, batch, parts, by=own)  # it answers other parts only
             continue
         state.findings.append(finding)
-        if reader is not None:
-            reader.file(finding, batch, [part for part in parts if part != own], by=own)
+        if readings is not None:
+            readings.file(finding, batch, [part for part in parts if part != own], by=own)
     known_gaps = {" ".join(g.description.lower().split()) for g in state.gaps}
     for identified in output.gaps:
         key = " ".join(identified.description.lower().split())

@@ -2,14 +2,16 @@
 saved, without a new search.
 
 The passages of the research's sources that bear most on the question (across its pages,
-within :data:`READING_TOKENS`, by :func:`~foundry_mcp.context.reading.across.read_within`) and
-the findings that share its words are shown to the model, each source under its number in the
-report (sources the report does not cite are numbered after its own, in the order they were
-gathered). The model answers citing those numbers, or says the sources do not answer. The
-answer's cited sentences then go through the research's citation checks
-(:func:`~foundry_mcp.research.verification.verify_draft`): an unsupported sentence is removed, a
-partly supported one marked, and the quotes behind the sentences left standing are the answer's
-evidence. An answer with no cited sentence left standing answers nothing.
+within :data:`READING_TOKENS`, by :func:`~foundry_mcp.context.reading.across.read_within`, as a
+research's reading chooses them, but recorded nowhere: see
+:mod:`foundry_mcp.research.workflow.reading`) and the findings that share its words are shown
+to the model, each source under its number in the report (sources the report does not cite
+are numbered after its own, in the order they were gathered). The model answers citing those
+numbers, or says the sources do not answer. The answer's cited sentences then go through the
+research's citation checks (:func:`~foundry_mcp.research.verification.verify_draft`): an
+unsupported sentence is removed, a partly supported one marked, and the quotes behind the
+sentences left standing are the answer's evidence. An answer with no cited sentence left
+standing answers nothing.
 
 :func:`answer_follow_up` changes the state it is given (its claim checks, its usage): give it a
 scratch copy of the research's.

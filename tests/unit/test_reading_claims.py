@@ -1,14 +1,14 @@
-"""The page reader's claims under stress: researchers sharing pages never wait on each other in a
+"""The readings' claims under stress: researchers sharing pages never wait on each other in a
 circle, never send a page twice, and leave nothing claimed, whatever the interleaving.
 
 The analyser's own claim loop (``workflow.agents.analyzer.analyze``) runs for real against one
-:class:`Reader`; only the reading itself (``_analyze_sources``: the LLM call) is replaced by a
+:class:`Readings`; only the reading itself (``_analyze_sources``: the LLM call) is replaced by a
 stand-in that takes a random few milliseconds and records what it read. Each trial gives three to
 five researchers random overlapping subsets of eight pages, in random orders, several claims per
 researcher at once (as the pipeline analyses each search's pages while the next is searched);
 some trials cancel readings mid-way and resume them, others retry a researcher's analysis. A
-reader that waits while holding pages deadlocks in such trials (A holds P and waits for Q while
-C holds Q and waits for P); every trial here must end within its bound.
+researcher that waits while holding pages deadlocks in such trials (A holds P and waits for Q
+while C holds Q and waits for P); every trial here must end within its bound.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from collections import Counter
 import anyio
 import pytest
 
-from foundry_mcp.research.models import ResearchState, Source, SubQuestion
+from foundry_mcp.research.models import PageRecord, ResearchState, Source, SubQuestion
 from foundry_mcp.research.workflow.agents import analyzer
-from foundry_mcp.research.workflow.reading.reader import Reader
+from foundry_mcp.research.workflow.reading.readings import Readings
 
 pytestmark = pytest.mark.anyio
 
@@ -30,7 +30,7 @@ LLM = {"llm_provider": "openai", "llm_model": "gpt-test"}
 TRIALS = 120
 
 
-class Readings:
+class Analyst:
     """A stand-in for the analyst's reading: a random latency, then the pages recorded."""
 
     def __init__(self, rng: random.Random) -> None:
@@ -39,17 +39,19 @@ class Readings:
         self.reading: Counter[str] = Counter()  # pages being read at this moment
 
     async def __call__(
-        self, analysis: analyzer.Analysis, pending: list[Source], *, more: int | None = None
+        self, analysis: analyzer.Analysis, pending: list[Source], *, further: int | None = None
     ) -> None:
-        state, reader = analysis.state, analysis.reader
+        state, readings = analysis.state, analysis.readings
         for source in pending:
             self.reading[source.id] += 1
             assert self.reading[source.id] == 1, f"{source.id} is read twice at once"
         try:
             await anyio.sleep(self.rng.uniform(0, 0.004))
-            assert reader is not None
+            assert readings is not None
             for source in pending:
-                reader.record(source.id, 1, [0], 10, state.branch)
+                readings.record(
+                    source.id, PageRecord(passages=1, runs=[(0, 0)], tokens=10), state.branch
+                )
                 source.analyzed = True
                 self.sent.append((state.branch, source.id))
         finally:
@@ -83,36 +85,36 @@ async def nothing() -> None:
     return None
 
 
-async def analyse(branch: ResearchState, sources: list[Source], reader: Reader) -> None:
-    await analyzer.analyze(None, branch, None, nothing, sources=sources, reader=reader)  # type: ignore[arg-type]
+async def analyse(branch: ResearchState, sources: list[Source], readings: Readings) -> None:
+    await analyzer.analyze(None, branch, None, nothing, sources=sources, readings=readings)  # type: ignore[arg-type]
 
 
 async def run_trial(seed: int, *, cancel: bool, retry: bool) -> None:
     rng = random.Random(seed)
-    readings = Readings(rng)
+    analyst = Analyst(rng)
     research, branches = researchers(rng)
-    reader = Reader(research)
+    readings = Readings(research)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(analyzer, "_analyze_sources", readings)
+        patch.setattr(analyzer, "_analyze_sources", analyst)
         with anyio.fail_after(10):  # a deadlock never ends; every trial here ends in far less
             async with anyio.create_task_group() as group:
                 for branch in branches:
                     for claim in claims_of(rng, branch):
-                        group.start_soon(_maybe_cancelled, rng, branch, claim, reader, cancel)
+                        group.start_soon(_maybe_cancelled, rng, branch, claim, readings, cancel)
             # The analysis phase (after a resume, too): each analyses what it has not yet.
             async with anyio.create_task_group() as group:
                 for branch in branches:
-                    group.start_soon(analyse, branch, branch.sources, reader)
+                    group.start_soon(analyse, branch, branch.sources, readings)
             if retry:  # one researcher's analysis runs again while the others read on
                 again = rng.choice(branches)
-                forgotten = reader.forget([s.id for s in again.sources], again.branch)
+                forgotten = readings.forget([s.id for s in again.sources], again.branch)
                 for source in again.sources:
                     if source.id in forgotten:
                         source.analyzed = False
                 async with anyio.create_task_group() as group:
-                    group.start_soon(analyse, again, again.sources, reader)
-    assert not any(reader.is_busy(page) for page in PAGES), "a claim was never released"
-    sent = Counter(page for _, page in readings.sent)
+                    group.start_soon(analyse, again, again.sources, readings)
+    assert not any(readings.is_busy(page) for page in PAGES), "a claim was never released"
+    sent = Counter(page for _, page in analyst.sent)
     found = {s.id for branch in branches for s in branch.sources}
     # Every page a researcher found was read, and (a retried reading aside) once in the research.
     assert set(sent) == found
@@ -123,13 +125,17 @@ async def run_trial(seed: int, *, cancel: bool, retry: bool) -> None:
 
 
 async def _maybe_cancelled(
-    rng: random.Random, branch: ResearchState, claim: list[Source], reader: Reader, cancel: bool
+    rng: random.Random,
+    branch: ResearchState,
+    claim: list[Source],
+    readings: Readings,
+    cancel: bool,
 ) -> None:
     with anyio.CancelScope() as scope:
         if cancel and rng.random() < 0.3:
             deadline = rng.uniform(0, 0.006)
             scope.deadline = anyio.current_time() + deadline
-        await analyse(branch, claim, reader)
+        await analyse(branch, claim, readings)
 
 
 @pytest.mark.parametrize("cancel,retry", [(False, False), (True, False), (False, True)])
@@ -142,34 +148,34 @@ async def test_researchers_sharing_pages_never_deadlock_and_read_each_page_once(
 
 async def test_a_claim_cancelled_while_others_wait_is_released_and_read_by_a_waiter() -> None:
     research = ResearchState(query="q", sub_questions=[SubQuestion(question="a part of q")], **LLM)
-    reader = Reader(research)
+    readings = Readings(research)
     page = Source(id="src-00000001", title="page")
     twin = page.model_copy()
     with anyio.fail_after(5):
         async with anyio.create_task_group() as group:
             with anyio.CancelScope() as holder:
-                with reader.claimed([page]) as first:
+                with readings.claimed([page]) as first:
                     assert first.mine == [page]
-                    with reader.claimed([twin]) as second:
+                    with readings.claimed([twin]) as second:
                         assert second.busy == [twin] and not second.mine  # never waits
-                    group.start_soon(reader.settle, [twin])
+                    group.start_soon(readings.settle, [twin])
                     holder.cancel()
                     await anyio.sleep_forever()
-    assert not reader.is_busy(page.id)
-    with reader.claimed([twin]) as third:
+    assert not readings.is_busy(page.id)
+    with readings.claimed([twin]) as third:
         assert third.mine == [twin]  # the cancelled reading recorded nothing: read it here
 
 
 async def test_further_reading_leaves_a_page_being_read_to_its_reader() -> None:
     research = ResearchState(query="q", **LLM)
-    reader = Reader(research)
+    readings = Readings(research)
     mine = ResearchState(query="q", **LLM)
     page = Source(id="src-00000002", title="page", content="text " * 50, analyzed=True)
     mine.sources = [page]
     other = page.model_copy(update={"analyzed": False})
-    with reader.claimed([other]), reader.claimed_further(mine) as further:
+    with readings.claimed([other]), readings.claimed_further(mine) as further:
         assert further == []  # another reading has it now
-    with reader.claimed_further(mine) as further:
+    with readings.claimed_further(mine) as further:
         assert further == [page]
-        assert reader.is_busy(page.id)
-    assert not reader.is_busy(page.id)
+        assert readings.is_busy(page.id)
+    assert not readings.is_busy(page.id)

@@ -14,7 +14,6 @@ from functools import partial
 import anyio
 
 from foundry_mcp.errors import FoundryError
-from foundry_mcp.research.asking import Asker, Form, Question, Reply, checked_reply
 from foundry_mcp.research.llm.answers import ask_json
 from foundry_mcp.research.llm.calls import ResearchLLM
 from foundry_mcp.research.models import (
@@ -26,7 +25,8 @@ from foundry_mcp.research.models import (
     ClarifyingQuestion,
     ResearchState,
 )
-from foundry_mcp.research.prompts.clarifier import clarifier_prompts
+from foundry_mcp.research.service.asking.asker import Asker, Form, Question, Reply, checked_reply
+from foundry_mcp.research.service.asking.clarifier_prompts import clarifier_prompts
 
 log = logging.getLogger(__name__)
 

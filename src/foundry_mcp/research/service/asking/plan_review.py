@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import Any
 
 from foundry_mcp.errors import InputError
-from foundry_mcp.research.asking import Form, Question, Reply
 from foundry_mcp.research.models import (
     PlanReview,
     ResearchMode,
@@ -24,6 +23,7 @@ from foundry_mcp.research.models import (
     SubQuestion,
     utcnow,
 )
+from foundry_mcp.research.service.asking.asker import Form, Question, Reply
 from foundry_mcp.research.service.inputs import check_preferred_sources
 
 MAX_QUERY_CHARS = 400

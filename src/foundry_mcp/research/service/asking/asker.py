@@ -1,8 +1,9 @@
 """Asking the user something while a call is answered: a small form, and what came back.
 
 The research code only knows :class:`Asker`; the MCP server asks through the client
-(elicitation), the terminal asks on the terminal. A caller that cannot ask passes no asker, and
-the research goes on without the answer.
+(elicitation: :mod:`foundry_mcp.server.asking`), the terminal asks on the terminal
+(:mod:`foundry_mcp.cli.asking`). A caller that cannot ask passes no asker, and the research
+goes on without the answer.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
-"""The shared page reader under stress: many researchers, overlapping pages, random latencies,
-cancellations, resumes and retried analyses. Every research finishes and each passage of a page
-goes to the analyst once.
+"""The research's shared readings under stress: many researchers, overlapping pages, random
+latencies, cancellations, resumes and retried analyses. Every research finishes and each passage
+of a page goes to the analyst once.
 
 Every search that names a cache finds the same six pages, each in an order of its own (as
 different searches rank pages differently): the three researchers of a comparison claim the same
-pages in different orders, the shape in which a reader that waits while holding pages deadlocks
-(A holds P and waits for Q; B holds Q and waits for P). Each provider request is held back a
-random 0-0.2 s, so the researchers interleave differently on every run.
+pages in different orders, the shape in which a researcher that waits while holding pages
+deadlocks (A holds P and waits for Q; B holds Q and waits for P). Each provider request is held
+back a random 0-0.2 s, so the researchers interleave differently on every run.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from foundry_mcp.research.models import ResearchState, Status
-from foundry_mcp.research.service.plan_review import plan_of
+from foundry_mcp.research.service.asking.plan_review import plan_of
 
 
 def clarified(state: ResearchState) -> dict[str, Any]:

@@ -1,14 +1,18 @@
-"""One analysis call's reading: which text of each pending page the analyst gets, in batches.
+"""One reading: what of each pending page one analysis sends the analyst, in batches, and its
+record once the analyst has read them.
 
-With a reading budget (``ResearchLimits.reading_budget``) the call's allowance goes to the most
+With a reading budget (``ResearchLimits.reading_budget``) the reading's allowance
+(:func:`~foundry_mcp.research.workflow.reading.budget.round_allowance`) goes to the most
 relevant passages not read before across all its pages
 (:func:`~foundry_mcp.context.reading.across.read_within`), relevant meaning to the question, all
-its parts and the sub-queries that found the pages. Without one, each page is read whole within
-its share of the round's budget (:func:`~foundry_mcp.research.workflow.fitting.batches.focus_sources`,
-which focuses a page only where the model's window demands it); so is a page the user restored
+its parts and the sub-queries that found the pages (:func:`reading_terms`). Without one, each
+page is read whole within its share of the round's budget
+(:func:`~foundry_mcp.research.workflow.reading.shares.focus_sources`, which focuses a page only
+where the model's window demands it); so is a page the user restored
 (``ResearchState.protected_content_ids``), whatever the budget. Either way the texts are packed
-into calls, and what each page gives is returned for the reader to record once the analyst has
-read it. CPU work over long pages: call :func:`read_round` in a worker thread.
+into batches (:mod:`~foundry_mcp.research.workflow.fitting.batches`), and what the reading read
+of each page is kept (:attr:`Reading.pages`) until its batch is analysed, then recorded
+(:meth:`Reading.record`). CPU work over long pages: call :func:`read_pages` in a worker thread.
 """
 
 from __future__ import annotations
@@ -20,40 +24,66 @@ from foundry_mcp.context.levels import ContentLevel
 from foundry_mcp.context.reading.across import Page, read_within
 from foundry_mcp.context.reading.focus import RepeatLedger, focus_terms
 from foundry_mcp.context.reading.passages import split_passages_with_breaks
-from foundry_mcp.research.models import ResearchState, Source
+from foundry_mcp.research.models import PageRecord, ResearchState, Source
 from foundry_mcp.research.prompts.analyzer import render_source, source_text
 from foundry_mcp.research.workflow.fitting.batches import (
     ReadySource,
     batch_capacity,
-    focus_sources,
     pack,
     sub_query_of,
 )
 from foundry_mcp.research.workflow.fitting.fitter import Fitting
+from foundry_mcp.research.workflow.reading.budget import count_read
+from foundry_mcp.research.workflow.reading.readings import Readings
+from foundry_mcp.research.workflow.reading.shares import focus_sources
 
 _FRAME_ALLOWANCE = 200  # tokens of a source's title, address and snippet around its text
 
 
-@dataclass(frozen=True)
-class PageRead:
-    """What of one page a call sends: the passages (of how many) and their tokens."""
-
-    passages: int
-    chosen: tuple[int, ...]
-    tokens: int
-
-
 @dataclass
-class RoundReading:
-    """The batches of one call (source id -> text), the sources whose passages were chosen to
-    fit, and what each page gives (for the record)."""
+class Reading:
+    """What one analysis sends of its pages: the batches (source id -> text, one call each),
+    the sources whose passages were chosen to fit, and what it read of each page, kept for the
+    record (its passages of how many, and the tokens sent)."""
 
     batches: list[dict[str, str]] = field(default_factory=list)
     selected: set[str] = field(default_factory=set)
-    pages: dict[str, PageRead] = field(default_factory=dict)
+    pages: dict[str, PageRecord] = field(default_factory=dict)
+
+    def record(
+        self, state: ResearchState, batch: Sequence[Source], readings: Readings | None
+    ) -> None:
+        """What the analyst was sent of each page of ``batch``: recorded for the research
+        (``readings``), counted in the round's budget, and told in a ``page_read`` event."""
+        for source in batch:
+            page = self.pages.get(source.id)
+            if page is None or not page.runs:
+                continue
+            if readings is not None:
+                readings.record(source.id, page, state.branch)
+            if not page.tokens:
+                continue  # its passages were all read from other pages: nothing was sent
+            count_read(state, page.tokens)
+            state.emit(
+                "page_read",
+                {
+                    "source_id": source.id,
+                    "url": source.url,
+                    "passages_read": page.count,
+                    "passages": page.passages,
+                    "tokens": page.tokens,
+                },
+            )
 
 
-def read_round(
+def _page_record(passages: int, chosen: Sequence[int], tokens: int) -> PageRecord:
+    """What a reading read of one page: ``chosen`` of its ``passages``, ``tokens`` sent."""
+    page = PageRecord(passages=passages, tokens=tokens)
+    page.add(chosen)
+    return page
+
+
+def read_pages(
     fitting: Fitting,
     state: ResearchState,
     pending: Sequence[Source],
@@ -63,13 +93,15 @@ def read_round(
     read_before: Mapping[str, frozenset[int]],
     terms: Sequence[str],
     ledger: RepeatLedger | None,
-) -> RoundReading:
-    """The reading of ``pending`` (see the module); ``room``: what one call can carry."""
+) -> Reading:
+    """The reading of ``pending`` (see the module); ``room``: what one call can carry;
+    ``allowance``: the tokens of page text it may send (None: whole pages); ``read_before``: the
+    passages of each page read earlier in the research."""
     protected = set(state.protected_content_ids)
     whole = [s for s in pending if allowance is None or s.id in protected]
     ready = _whole(fitting, state, whole, ledger, room) if whole else []
     pages = {
-        item.source.id: PageRead(n, tuple(range(n)), item.tokens)
+        item.source.id: _page_record(n, range(n), item.tokens)
         for item in ready
         if (n := len(split_passages_with_breaks(source_text(item.source))))
     }
@@ -84,7 +116,7 @@ def read_round(
         fitting.counter.count(source_text(source))
     capacity = batch_capacity(room, sum(item.tokens for item in ready))
     batches = [{item.source.id: item.text for item in b} for b in pack(ready, capacity)]
-    return RoundReading(batches, {item.source.id for item in ready if item.selected}, pages)
+    return Reading(batches, {item.source.id for item in ready if item.selected}, pages)
 
 
 def reading_terms(
@@ -128,7 +160,7 @@ def _budgeted(
     terms: Sequence[str],
     ledger: RepeatLedger | None,
     room: int,
-) -> tuple[list[ReadySource], dict[str, PageRead]]:
+) -> tuple[list[ReadySource], dict[str, PageRecord]]:
     """The passages of ``pending`` worth most within ``allowance``; a passage read before from
     its page is not a candidate, and a sentence another page gave is worth nothing."""
     counter = fitting.counter
@@ -139,9 +171,9 @@ def _budgeted(
     cap = max(1, batch_capacity(room) - _FRAME_ALLOWANCE)
     chosen = read_within(pages, terms, allowance, counter, known=known, page_cap=cap)
     ready: list[ReadySource] = []
-    read: dict[str, PageRead] = {}
+    read: dict[str, PageRecord] = {}
     for source, page, selection in zip(pending, pages, chosen, strict=True):
-        read[source.id] = PageRead(selection.passages, selection.chosen, selection.tokens)
+        read[source.id] = _page_record(selection.passages, selection.chosen, selection.tokens)
         if ledger is not None and selection.text:
             ledger.claim_text(source.id, selection.text)
         if not selection.text and (source.content or selection.chosen):
@@ -150,7 +182,7 @@ def _budgeted(
             continue
         text = selection.text or source_text(source)  # a page of no text: its snippet
         frame = counter.count(render_source(source, "", ContentLevel.FULL))
-        whole = selection.whole(page.read) and not page.read
+        whole = selection.whole(page.read_before) and not page.read_before
         ready.append(ReadySource(source, text, counter.count(text) + frame, not whole))
     return ready, read
 
@@ -163,11 +195,11 @@ def seed_ledger(ledger: RepeatLedger, state: ResearchState) -> None:
     for source in state.sources:
         if not source.analyzed or not source.content:
             continue
-        reading = state.readings.get(source.id)
-        if reading is None:
+        record = state.readings.get(source.id)
+        if record is None:
             ledger.claim_text(source.id, source.content)
             continue
         pieces = split_passages_with_breaks(source.content.strip())
-        for i in reading.read:
+        for i in record.read:
             if i < len(pieces):
                 ledger.claim_text(source.id, pieces[i][0])

@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from foundry_mcp.errors import InvalidStateError
-from foundry_mcp.research.asking import Asker, checked_reply
 from foundry_mcp.research.models import ResearchState, Status
+from foundry_mcp.research.service.asking.asker import Asker, checked_reply
+from foundry_mcp.research.service.asking.plan_cancel import cancel_waiting
+from foundry_mcp.research.service.asking.plan_review import approval_form, edited_queries, plan_of
 from foundry_mcp.research.service.ownership import OwnershipWatch
-from foundry_mcp.research.service.plan_review import approval_form, edited_queries, plan_of
-from foundry_mcp.research.service.stopping import ResearchStopper
 
 # Approves a waiting plan (as shown, or the queries given) for the caller, only while it waits
 # for the plan shown (the third argument, as ``plan_of`` gives it); the resume's answer.
@@ -54,8 +54,7 @@ class PlanAnswer:
 class PlanApprovals:
     """Asks the user to approve a waiting plan; see the module."""
 
-    def __init__(self, stopper: ResearchStopper, watch: OwnershipWatch, timeout: float) -> None:
-        self.stopper = stopper
+    def __init__(self, watch: OwnershipWatch, timeout: float) -> None:
         self.watch = watch
         self.timeout = timeout
         self._asking: set[str] = set()  # research whose plan is being asked about now
@@ -81,7 +80,7 @@ class PlanApprovals:
             form = approval_form(state)
             reply = checked_reply(form, await asker.ask(form, self.timeout))
             if reply.action == "decline" or reply.text("decision") == "cancel":
-                if await self.stopper.cancel_waiting(research_id, shown):
+                if await cancel_waiting(self.watch, research_id, shown):
                     return PlanAnswer("cancel", "cancelled")
                 return await self._moved_on(research_id, "cancel")
             if reply.action != "accept":  # dismissed or unanswered: it keeps waiting

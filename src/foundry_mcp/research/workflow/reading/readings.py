@@ -1,25 +1,26 @@
-"""Who reads which page of a research, so that each page's text goes to the analyst once.
+"""The research's readings: who reads which page, what was read of it, and the findings filed
+between the question's parts, so that each page's text goes to the analyst once.
 
-One :class:`Reader` serves a whole research: in hierarchical mode the researchers of its
+One :class:`Readings` serves a whole research: in hierarchical mode the researchers of its
 sub-questions share it (as they share the source pool), so a page two of them found is read by
 the first, for the question and every part of it, and the second takes that reading's findings
 instead of sending the text again. What was read is recorded on the research
-(``ResearchState.readings``: the passages of each page sent, by source id), so a later round, a
-resume or a new sub-question reads only what was not read before.
+(``ResearchState.readings``: a :class:`~foundry_mcp.research.models.PageRecord` a page, by
+source id), so a later round, a resume or a new sub-question reads only what was not read before.
 
-**Claims never wait.** A caller claims the pages it is about to read (:meth:`Reader.claimed`);
-the claim takes, at once, every page nobody is reading and nobody has read, and tells the
-caller which pages were read before and which another caller is reading now. It never waits
-while it holds a page: a caller that wants the busy ones reads its own first, releases them,
-and only then waits (:meth:`Reader.settle`), holding nothing. So no set of researchers sharing
-pages can wait on each other in a circle, in whatever order they claim (an analysis retried
-claims its pages again in another order). Claims are released on every path, cancellation
-included. A further reading of a page read in part claims it the same way
-(:meth:`Reader.claimed_further`): two researchers never send the same passages.
+**Claims never wait.** A researcher claims the pages it is about to read
+(:meth:`Readings.claimed`); the claim takes, at once, every page nobody is reading and nobody
+has read, and tells the researcher which pages were read before and which another is reading
+now. It never waits while it holds a page: a researcher that wants the busy ones reads its own
+first, releases them, and only then waits (:meth:`Readings.settle`), holding nothing. So no set
+of researchers sharing pages can wait on each other in a circle, in whatever order they claim
+(an analysis retried claims its pages again in another order). Claims are released on every
+path, cancellation included. A further reading of a page read in part claims it the same way
+(:meth:`Readings.claimed_further`): two researchers never send the same passages.
 
 The analyst files each finding under the parts of the question it answers (the sub-questions,
 by id). A finding for another part than the reading's own is kept on the research
-(``ResearchState.filed``) until that part's researcher takes it (:meth:`Reader.receive`), with
+(``ResearchState.filed``) until that part's researcher takes it (:meth:`Readings.receive`), with
 the sources it cites: it reaches that part's answer though its page was read elsewhere. A
 reading done again (a retried analysis) withdraws what it filed, so its parts do not get the
 same fact twice.
@@ -37,7 +38,7 @@ from foundry_mcp.research.models import (
     BranchStatus,
     FiledFinding,
     Finding,
-    PageReading,
+    PageRecord,
     ResearchState,
     Source,
     SubQuestion,
@@ -46,16 +47,16 @@ from foundry_mcp.research.models import (
 
 @dataclass
 class Claim:
-    """One caller's share of some pages: those it reads now (``mine``), those read before in
+    """One caller's hold on some pages: those it reads now (``mine``), those read before in
     the research (``read``: their findings were filed), and those another caller is reading
-    now (``busy``: wait for them with :meth:`Reader.settle`, after releasing ``mine``)."""
+    now (``busy``: wait for them with :meth:`Readings.settle`, after releasing ``mine``)."""
 
     mine: list[Source] = field(default_factory=list)
     read: list[Source] = field(default_factory=list)
     busy: list[Source] = field(default_factory=list)
 
 
-class Reader:
+class Readings:
     """The readings of one research and the findings filed between its parts."""
 
     def __init__(self, research: ResearchState) -> None:
@@ -73,8 +74,8 @@ class Reader:
 
     def read_before(self, source_id: str) -> frozenset[int]:
         """The passages of a source's page sent to the analyst in this research."""
-        reading = self.research.readings.get(source_id)
-        return frozenset(reading.read) if reading else frozenset()
+        record = self.research.readings.get(source_id)
+        return frozenset(record.read) if record else frozenset()
 
     def is_read(self, source_id: str) -> bool:
         """Whether the analyst was sent any of the source's page in this research."""
@@ -113,8 +114,8 @@ class Reader:
         for source in researcher.sources:
             if not source.analyzed or not source.content or self.is_busy(source.id):
                 continue
-            reading = self.research.readings.get(source.id)
-            if reading is None or (reading.reader == researcher.branch and not reading.whole):
+            record = self.research.readings.get(source.id)
+            if record is None or (record.reader == researcher.branch and not record.whole):
                 self._take(source)
                 mine.append(source)
         try:
@@ -141,23 +142,17 @@ class Reader:
 
     # ------------------------------------------------------------------ records
 
-    def record(
-        self,
-        source_id: str,
-        passages: int,
-        chosen: Iterable[int],
-        tokens: int,
-        reader: str | None = None,
-    ) -> None:
-        """Record that ``chosen`` passages (of ``passages``) of a page, ``tokens`` in all, were
-        sent to the analyst by ``reader`` (a sub-question's researcher; None: the research's)."""
-        reading = self.research.readings.get(source_id)
-        if reading is None:
-            reading = PageReading(passages=passages, reader=reader)
-        reading.add(chosen)
-        reading.passages = max(reading.passages, passages)
-        reading.tokens += tokens
-        self.research.readings[source_id] = reading
+    def record(self, source_id: str, page: PageRecord, reader: str | None = None) -> None:
+        """Record that a reading by ``reader`` (a sub-question's researcher; None: the
+        research's) read ``page`` (its passages read, of how many, and the tokens sent) of a
+        source's page."""
+        record = self.research.readings.get(source_id)
+        if record is None:
+            record = PageRecord(passages=page.passages, reader=reader)
+        record.add(page.read)
+        record.passages = max(record.passages, page.passages)
+        record.tokens += page.tokens
+        self.research.readings[source_id] = record
 
     def forget(self, source_ids: Iterable[str], reader: str | None = None) -> list[str]:
         """Forget what ``reader`` (a sub-question's researcher; None: the research's) read of
@@ -166,8 +161,8 @@ class Reader:
         forgotten."""
         forgotten: set[str] = set()
         for source_id in source_ids:
-            reading = self.research.readings.get(source_id)
-            if reading is not None and reading.reader == reader:
+            record = self.research.readings.get(source_id)
+            if record is not None and record.reader == reader:
                 del self.research.readings[source_id]
                 forgotten.add(source_id)
         for filed in self.research.filed:
