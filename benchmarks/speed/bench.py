@@ -187,6 +187,11 @@ def parse() -> argparse.Namespace:
     )
     args = parser.parse_args()
     args.compare = [Path(src).resolve() for src in args.compare]
+    for src in args.compare:
+        # Without its package, the server would import this checkout's: the "compared" code
+        # would be this one.
+        if not (src / "foundry_mcp" / "__init__.py").is_file():
+            parser.error(f"--compare {src}: no foundry_mcp package there (give a src folder)")
     return args
 
 

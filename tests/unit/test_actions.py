@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from foundry_mcp.errors import InputError
-from foundry_mcp.research.models.request import ResearchRequest
 from foundry_mcp.research.service.research_service import ResearchService
+from foundry_mcp.research.service.starting.request import ResearchRequest
 from foundry_mcp.server.actions import HANDLERS, dispatch, tool_description
 from foundry_mcp.server.arguments import LIMIT_PARAMS, ResearchArguments, parse_arguments
 

@@ -1,8 +1,8 @@
 """One request carries a research's options: each way to start a research fills every option of
-it, and the service hands it to the writer unchanged.
+it, and the service hands it to the starter unchanged.
 
 A new option is a new field of ``ResearchRequest``: the tool call and the command line must fill
-it (the tests below find a field left at its default), and the writer receives the very object.
+it (the tests below find a field left at its default), and the starter receives the very object.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from foundry_mcp.cli.arguments import build_parser
 from foundry_mcp.cli.bench import BenchRun, BenchTask
 from foundry_mcp.cli.running import run_research
 from foundry_mcp.errors import FoundryError
-from foundry_mcp.research.models import ResearchRequest
 from foundry_mcp.research.principal import Principal
 from foundry_mcp.research.service.research_service import ResearchService
+from foundry_mcp.research.service.starting.request import ResearchRequest
 from foundry_mcp.server.actions import dispatch
 from foundry_mcp.server.arguments import parse_arguments
 
@@ -185,7 +185,7 @@ async def test_the_bench_starts_each_task_with_its_options(tmp_path: Path) -> No
     ]
 
 
-class RecordingWriter:
+class RecordingStarter:
     def __init__(self) -> None:
         self.started: list[tuple[ResearchRequest, dict[str, Any]]] = []
 
@@ -194,29 +194,29 @@ class RecordingWriter:
         return {"research_id": "deepres-0123456789ab"}
 
 
-def writing_service() -> tuple[ResearchService, RecordingWriter]:
-    """A service whose writer records what it is handed (no store: nobody is admitted)."""
+def starting_service() -> tuple[ResearchService, RecordingStarter]:
+    """A service whose starter records what it is handed (no store: nobody is admitted)."""
     service = object.__new__(ResearchService)
-    writer = RecordingWriter()
-    service.writer = writer  # type: ignore[assignment]
+    starter = RecordingStarter()
+    service.starter = starter  # type: ignore[assignment]
     service.watch = None  # type: ignore[assignment]
-    return service, writer
+    return service, starter
 
 
-async def test_the_service_hands_the_request_to_the_writer_unchanged() -> None:
-    service, writer = writing_service()
+async def test_the_service_hands_the_request_to_the_starter_unchanged() -> None:
+    service, starter = starting_service()
     request = ResearchRequest(query="What is a trie?", language="de", limits={"max_iterations": 1})
     asker = object()
     await service.start(request, asker=asker, principal=Principal(name="alice"))  # type: ignore[arg-type]
-    ((handed, runtime),) = writer.started
+    ((handed, runtime),) = starter.started
     assert handed is request
     assert runtime == {"asker": asker, "principal": "alice"}
 
 
 async def test_a_bare_question_with_keywords_makes_the_same_request() -> None:
-    service, writer = writing_service()
+    service, starter = starting_service()
     await service.start("What is a trie?", max_iterations=1, mode="simple", language="de")
-    ((handed, runtime),) = writer.started
+    ((handed, runtime),) = starter.started
     assert handed == ResearchRequest(
         query="What is a trie?", limits={"max_iterations": 1}, mode="simple", language="de"
     )

@@ -23,8 +23,8 @@ import anyio
 from foundry_mcp.config.research_settings import LimitArgs
 from foundry_mcp.errors import FoundryError, InputError
 from foundry_mcp.plain import plain
-from foundry_mcp.research.models.request import ResearchRequest
 from foundry_mcp.research.service.research_service import ResearchService, check_range
+from foundry_mcp.research.service.starting.request import ResearchRequest
 
 TERMINAL = {"completed", "failed", "cancelled", "timed_out", "interrupted", "waiting"}
 SAMPLE_TASKS = "data/bench/sample_tasks.jsonl"

@@ -25,9 +25,9 @@ from foundry_mcp.cli.wording import for_the_terminal
 from foundry_mcp.config.research_settings import LimitArgs
 from foundry_mcp.errors import InputError
 from foundry_mcp.plain import plain, plain_within
-from foundry_mcp.research.models.request import ResearchRequest
 from foundry_mcp.research.service.asking.asker import Asker
 from foundry_mcp.research.service.research_service import ResearchService
+from foundry_mcp.research.service.starting.request import ResearchRequest
 from foundry_mcp.research.workflow.report.answer_schema import MAX_JSON_DEPTH
 
 

@@ -22,10 +22,10 @@ from foundry_mcp.server.arguments import (
 from foundry_mcp.server.results.data import conform
 
 if TYPE_CHECKING:  # imported in the background once the server runs (see server.host)
-    from foundry_mcp.research.models.request import ResearchRequest
     from foundry_mcp.research.principal import Principal
     from foundry_mcp.research.service.asking.asker import Asker
     from foundry_mcp.research.service.research_service import ProgressCallback, ResearchService
+    from foundry_mcp.research.service.starting.request import ResearchRequest
 
 Payload = tuple[dict[str, Any], list[str]]
 
@@ -119,7 +119,7 @@ async def _deep_research(
 def research_request(use: dict[str, Any]) -> ResearchRequest:
     """The request the ``deep-research`` action's parameters make."""
     # Imported here: the research code loads in the background once the server runs.
-    from foundry_mcp.research.models.request import ResearchRequest
+    from foundry_mcp.research.service.starting.request import ResearchRequest
 
     return ResearchRequest(
         query=use.get("query"),

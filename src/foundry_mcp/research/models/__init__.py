@@ -5,10 +5,10 @@ pydantic model of this package. Names follow the design seeds where they name th
 ``base`` (ids and enumerations), ``records`` (what a research accumulates), ``options``
 (its limits and switches), ``state`` (``ResearchState``), ``handoffs`` (agent outputs),
 ``modes`` (the research modes: sub-questions, hypotheses, the mode decision), ``answer`` (the
-structured answer in the caller's JSON Schema, with each value's sources), ``request`` (what a
-caller asks of one research: its question and options). The
-token-management types a state holds (content levels, budget options, fidelity records) belong to ``foundry_mcp.context`` and
-are re-exported here.
+structured answer in the caller's JSON Schema, with each value's sources). What a caller asks
+of one research, its request, is the starting room's (``research.service.starting.request``).
+The token-management types a state holds (content levels, budget options, fidelity records)
+belong to ``foundry_mcp.context`` and are re-exported here.
 """
 
 from __future__ import annotations
@@ -111,7 +111,6 @@ from foundry_mcp.research.models.records import (
     UsageTotals,
     VerificationSummary,
 )
-from foundry_mcp.research.models.request import ResearchRequest
 from foundry_mcp.research.models.state import (
     ResearchState,
 )
@@ -181,7 +180,6 @@ __all__ = [
     "ResearchLimits",
     "ResearchMode",
     "ResearchOptions",
-    "ResearchRequest",
     "ResearchState",
     "SearchOptions",
     "SearchStrategy",

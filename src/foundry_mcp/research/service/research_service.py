@@ -5,12 +5,13 @@ the job runner, and returns plain payload dictionaries. It raises ``FoundryError
 a user can act on. Its use cases are coroutines: every store call they make runs off the event
 loop (``research.store.aio``).
 
-``ResearchService`` is the one public face; each use case lives in a module beside it:
-``writes`` (start, resume, restore), ``stopping`` (cancel, delete), ``reads`` (status with
-the long poll, report pages, the list, the events), ``follow_up`` (questions on a completed
-research), ``ownership`` (the heartbeat, research whose process died), ``takeover`` (a dead
-worker's research, on a team), ``chores`` (start-up housekeeping), ``quota`` (a principal's
-limits) and ``inputs`` (the checks on a caller's input); the ``asking`` room asks the user
+``ResearchService`` is the one public face; each use case lives beside it: the ``starting``
+room starts a research (its request, checks, save and run, the start's answer), ``writes``
+(resume, restore), ``stopping`` (cancel, delete), ``reads`` (status with the long poll, report
+pages, the list, the events), ``follow_up`` (questions on a completed research),
+``ownership`` (the heartbeat, research whose process died), ``takeover`` (a dead worker's
+research, on a team), ``chores`` (start-up housekeeping), ``quota`` (a principal's limits)
+and ``inputs`` (the checks on a caller's input); the ``asking`` room asks the user
 (clarifying questions, a plan waiting for approval); the ``payloads`` room and ``restore``
 build what they return.
 """
@@ -28,7 +29,7 @@ from foundry_mcp.providers.health import check_providers
 from foundry_mcp.providers.mcp_sources.checks import with_mcp_sources
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.research.export.files import MAX_INLINE_CHARS, export_research
-from foundry_mcp.research.models import ResearchRequest, Status
+from foundry_mcp.research.models import Status
 from foundry_mcp.research.principal import Principal, name_of
 from foundry_mcp.research.runs.jobs import JobRunner
 from foundry_mcp.research.runs.runner import ResearchRunner
@@ -40,6 +41,8 @@ from foundry_mcp.research.service.inputs import check_range
 from foundry_mcp.research.service.ownership import OwnershipWatch
 from foundry_mcp.research.service.quota import admitted, check_spending
 from foundry_mcp.research.service.reads import ProgressCallback, ResearchLookup
+from foundry_mcp.research.service.starting.request import ResearchRequest
+from foundry_mcp.research.service.starting.starter import ResearchStarter
 from foundry_mcp.research.service.stopping import ResearchStopper
 from foundry_mcp.research.service.writes import ResearchWriter
 from foundry_mcp.research.store.access.aio import AsyncStore
@@ -92,6 +95,16 @@ class ResearchService:
         self.watch.lease_seconds = settings.research.lease_seconds
         self.lookup = ResearchLookup(io, self.watch)
         self.follow_ups = FollowUps(io, self.runner, self.watch)
+        self.starter = ResearchStarter(
+            settings=settings,
+            io=io,
+            providers=providers,
+            jobs=jobs,
+            runner=self.runner,
+            owner=self.owner,
+            context=self.context,
+            watch=self.watch,
+        )
         self.writer = ResearchWriter(
             settings=settings,
             io=io,
@@ -112,7 +125,7 @@ class ResearchService:
         """Timing of provider calls per research run by this process (for benchmarks)."""
         return self.runner.call_logs
 
-    # ------------------------------------------------------------------ writes (writes.py)
+    # ------------------------------------------------------------------ start (starting/), writes
 
     def start_warnings(self) -> list[str]:
         """What a user starting a research should know about the configuration."""
@@ -127,7 +140,7 @@ class ResearchService:
         **options: Any,
     ) -> dict[str, Any]:
         """Check ``request``, save a queued research and start it in the background
-        (:meth:`ResearchWriter.start`). It belongs to ``principal``, whose
+        (:meth:`ResearchStarter.start`). It belongs to ``principal``, whose
         ``max_concurrent_researches`` it must fit.
 
         A script or a test may give the question instead of a request, with its options as
@@ -137,7 +150,7 @@ class ResearchService:
         elif options:
             raise TypeError(f"options beside a request: {', '.join(options)}; put them in it")
         async with admitted(self.watch, principal):
-            return await self.writer.start(request, asker=asker, principal=name_of(principal))
+            return await self.starter.start(request, asker=asker, principal=name_of(principal))
 
     async def check_spending(self, principal: Principal | None) -> None:
         """``QUOTA_EXCEEDED`` when ``principal`` has spent its daily cost limit; call it before

@@ -9,9 +9,10 @@ on without the answer. Every asker takes a :class:`~.asker.Form` and gives back 
 :class:`~.asker.Reply` (``asker.py``: the ``Asker`` protocol; ``checked_reply`` refuses an
 answer that does not fit its form).
 
-**Before researching** (``ResearchWriter.start``, ``service/writes.py``): ``clarifier.py`` judges
-the question in one short call (its prompts: ``clarifier_prompts.py``) and, when it could be
-read in ways that would change the research, asks at most three questions in one form.
+**Before researching** (``ResearchStarter.start``, ``service/starting/starter.py``):
+``clarifier.py`` judges the question in one short call (its prompts: ``clarifier_prompts.py``)
+and, when it could be read in ways that would change the research, asks at most three
+questions in one form.
 
 **After planning** (``review_plan``): the supervisor stops the research with status ``waiting``
 (``foundry_mcp.research.workflow.review``, a lower room). ``plan_review.py`` is that plan as the
@@ -31,5 +32,6 @@ status and the start's answer say of it (published by ``foundry_mcp.server.resul
 
 Lowest first: ``asker``, ``clarifier_prompts``, ``clarifier``, ``plan_review``,
 ``plan_cancel``, ``plan_approval``, ``conversation``. The room stands on ``service.inputs``
-and ``service.ownership``, below it; the payloads and the use cases sit on top of it.
+and ``service.ownership``, below it; the payloads, the start (``starting/``) and the use cases
+sit on top of it.
 """

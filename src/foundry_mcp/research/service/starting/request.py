@@ -2,11 +2,13 @@
 
 Each way to start a research (the tool's ``deep-research`` action, the ``research`` command,
 the bench) builds a :class:`ResearchRequest` and hands it to ``ResearchService.start``, which
-hands it on unchanged to ``ResearchWriter.start``; a new option is one field here.
+hands it on unchanged to ``ResearchStarter.start`` (``starter.py``); a new option is one field
+here.
 
-The values are kept as the caller gave them: the service checks each one
-(``research.service.inputs``) with an error that names the field and the fix, the same for
-every caller, so pydantic neither coerces nor refuses them first.
+The values are kept as the caller gave them: the starter checks each one (``service.inputs``)
+with an error that names the field and the fix, the same for every caller, so pydantic neither
+coerces nor refuses them first. Only the configuration and pydantic are imported: the server
+builds a request without loading the research code.
 """
 
 from __future__ import annotations
