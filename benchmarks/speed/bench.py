@@ -15,6 +15,10 @@ against the first code compared with (figures, not assertions). Run from the rep
 
     python benchmarks/speed/bench.py [--questions 8] [--efforts standard,quick] [--pages 3]
         [--at-once 4] [--crowd 32] [--compare SRC ...] [--seed 0] [--research LINE ...]
+        [--repeat N]
+
+The walls of the same code vary by a second or more from run to run on a shared machine:
+``--repeat 3`` runs each code three times, in turn, and judges the medians.
 
 About 2 minutes per code and effort, and 1 for the crowd, on 2 cores.
 """
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 from pathlib import Path
 
@@ -106,6 +111,12 @@ async def crowd(fakes: World, code: Path | None, count: int, effort: str) -> tup
     return alone.wall, crowded.wall, crowded.cpu_per_research
 
 
+def medians(runs: list[dict[str, float]]) -> dict[str, float]:
+    """Each figure's median over ``runs`` (a figure some runs lack counts as 0 in those)."""
+    keys = dict.fromkeys(key for found in runs for key in found)
+    return {key: statistics.median(found.get(key, 0.0) for found in runs) for key in keys}
+
+
 def acceptance(mine: dict[str, float], base: dict[str, float] | None) -> list[str]:
     def line(ok: bool, text: str) -> str:
         return f"  {'PASS' if ok else 'FAIL'}  {text}"
@@ -136,22 +147,31 @@ async def main(args: argparse.Namespace) -> None:
     efforts = [e.strip() for e in args.efforts.split(",") if e.strip()]
     with world(args.questions, args.pages, args.seed) as fakes:
         for effort in efforts:
-            results: dict[str, dict[str, float]] = {}
-            for label, code in codes:
-                fakes.reset()
-                scenario = await run_scenario(
-                    label,
-                    fakes,
-                    questions(args.questions),
-                    at_once=args.at_once,
-                    effort=effort,
-                    code=code,
-                    research=args.research,
-                )
-                print(f"\n== {effort} effort, {label}: {args.at_once} at once", flush=True)
-                print("\n".join(research_lines(scenario)))
-                results[label] = figures(scenario)
-                print(summary(label, results[label]), flush=True)
+            runs: dict[str, list[dict[str, float]]] = {label: [] for label, _ in codes}
+            for repeat in range(args.repeat):  # the codes in turn, so load falls on each alike
+                for label, code in codes:
+                    fakes.reset()
+                    scenario = await run_scenario(
+                        label,
+                        fakes,
+                        questions(args.questions),
+                        at_once=args.at_once,
+                        effort=effort,
+                        code=code,
+                        research=args.research,
+                    )
+                    turn = f", run {repeat + 1} of {args.repeat}" if args.repeat > 1 else ""
+                    print(
+                        f"\n== {effort} effort, {label}: {args.at_once} at once{turn}", flush=True
+                    )
+                    print("\n".join(research_lines(scenario)))
+                    runs[label].append(figures(scenario))
+                    print(summary(label, runs[label][-1]), flush=True)
+            results = {label: medians(found) for label, found in runs.items()}
+            if args.repeat > 1:
+                print(f"\n== {effort} effort, the median of {args.repeat} runs of each code")
+                for label, found in results.items():
+                    print(summary(label, found))
             base = results[codes[1][0]] if len(codes) > 1 else None
             print(
                 f"\nAcceptance, {effort} effort (this code against {codes[-1][0] if base else 'targets'}):"
@@ -178,6 +198,12 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--crowd", type=int, default=32, help="0: no crowd")
     parser.add_argument("--compare", action="append", default=[], help="a src folder")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="runs of each code and effort, taken in turn; the acceptance uses their medians",
+    )
     parser.add_argument(
         "--research",
         action="append",
