@@ -188,6 +188,17 @@ async def finish_all(service: ResearchService, ids: list[str]) -> dict[str, dict
     return ended
 
 
+async def research_all(
+    service: ResearchService, count: int
+) -> tuple[dict[str, dict[str, Any]], list[ResearchState], set[str]]:
+    """``count`` researches started and finished: their final statuses, their states, and
+    the ids of those an analysis of which was run again."""
+    ids = await start_all(service, count)
+    ended = await finish_all(service, ids)
+    states = [service.store.load(research_id) for research_id in ids]
+    return ended, states, {state.id for state in states if retried(service, state)}
+
+
 def retried(service: ResearchService, state: ResearchState) -> bool:
     """Whether an analysis of the research (or of a researcher of it) was run again."""
     states = [state, *service.store.load_branches(state.id).values()]
@@ -225,10 +236,7 @@ async def test_many_researchers_sharing_pages_all_finish_and_read_each_page_once
     settings: Settings, jittery: ResearchBrain, corpus: OverlappingPages
 ) -> None:
     async with research_runtime(settings, warm=False) as service:
-        ids = await start_all(service, 6)
-        ended = await finish_all(service, ids)
-        states = [service.store.load(research_id) for research_id in ids]
-        again = {state.id for state in states if retried(service, state)}
+        ended, states, again = await research_all(service, 6)
     assert {status["status"] for status in ended.values()} == {"completed"}, ended
     for state in states:
         assert_every_part_answered(state)
@@ -246,10 +254,7 @@ async def test_snippet_only_search_with_every_fetch_refused_completes(
 ) -> None:
     settings = google_settings(research_env, tmp_path, google_server)
     async with research_runtime(settings, warm=False) as service:
-        ids = await start_all(service, 4)
-        ended = await finish_all(service, ids)
-        states = [service.store.load(research_id) for research_id in ids]
-        again = {state.id for state in states if retried(service, state)}
+        ended, states, again = await research_all(service, 4)
     assert {status["status"] for status in ended.values()} == {"completed"}, ended
     for state in states:
         assert_every_part_answered(state)
@@ -301,10 +306,7 @@ async def test_retried_analyses_claim_again_and_file_nothing_twice(
 
     jittery.overrides["analyzer"] = unsure_at_times
     async with research_runtime(settings, warm=False) as service:
-        ids = await start_all(service, 4)
-        ended = await finish_all(service, ids)
-        states = [service.store.load(research_id) for research_id in ids]
-        again = [state.id for state in states if retried(service, state)]
+        ended, states, again = await research_all(service, 4)
     assert {status["status"] for status in ended.values()} == {"completed"}, ended
     assert again  # the analyst's doubts did make researchers read again
     assert any(filed.withdrawn for state in states for filed in state.filed)

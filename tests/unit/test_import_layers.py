@@ -53,7 +53,14 @@ ROOM_ORDER: dict[str, tuple[str, ...]] = {
         "service",
     ),
     "foundry_mcp.research.workflow": ("fitting", "reading", "deadline", "report", "agents"),
-    "foundry_mcp.research.service": ("inputs", "ownership", "asking", "payloads", "starting"),
+    "foundry_mcp.research.service": (
+        "inputs",
+        "ownership",
+        "parts",
+        "asking",
+        "payloads",
+        "starting",
+    ),
     "foundry_mcp.cli": ("wording", "display"),
     "foundry_mcp.research.store": (
         "owners",

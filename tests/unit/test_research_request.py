@@ -63,6 +63,35 @@ class StartingService:
         raise Stopped("stopped once started")
 
 
+def asked(
+    *, source_types: Any, preferred_sources: Any, published_after: Any, published_before: Any
+) -> ResearchRequest:
+    """The request every option of the tests below makes, with the values a front end passes
+    on as it read them."""
+    return ResearchRequest(
+        query="How do heat pumps work?",
+        system_prompt="For an engineer.",
+        provider_id="openai",
+        model="gpt-4.1",
+        limits=LIMITS,
+        mode="hierarchical",
+        source_types=source_types,
+        preferred_sources=preferred_sources,
+        effort="deep",
+        max_time_s=600,
+        language="German",
+        clarify="off",
+        review_plan=True,
+        bounds={
+            "include_domains": ["python.org"],
+            "exclude_domains": ["example.com"],
+            "published_after": published_after,
+            "published_before": published_before,
+        },
+        output_schema=SCHEMA,
+    )
+
+
 def left_at_default(request: ResearchRequest) -> list[str]:
     """The request's options a start path did not fill."""
     return [
@@ -101,27 +130,11 @@ async def test_the_tool_call_fills_every_option_of_the_request(tmp_path: Path) -
         await dispatch(service, arguments)  # type: ignore[arg-type]
     (request,) = service.requests
     assert left_at_default(request) == []
-    assert request == ResearchRequest(
-        query="How do heat pumps work?",
-        system_prompt="For an engineer.",
-        provider_id="openai",
-        model="gpt-4.1",
-        limits=LIMITS,
-        mode="hierarchical",
+    assert request == asked(
         source_types=["academic"],
         preferred_sources=["docs.python.org"],
-        effort="deep",
-        max_time_s=600,
-        language="German",
-        clarify="off",
-        review_plan=True,
-        bounds={
-            "include_domains": ["python.org"],
-            "exclude_domains": ["example.com"],
-            "published_after": date(2024, 1, 1),
-            "published_before": date(2025, 6, 30),
-        },
-        output_schema=SCHEMA,
+        published_after=date(2024, 1, 1),
+        published_before=date(2025, 6, 30),
     )
 
 
@@ -148,27 +161,11 @@ async def test_the_command_line_fills_every_option_of_the_request(tmp_path: Path
         await run_research(service, args)  # type: ignore[arg-type]
     (request,) = service.requests
     assert left_at_default(request) == []
-    assert request == ResearchRequest(
-        query="How do heat pumps work?",
-        system_prompt="For an engineer.",
-        provider_id="openai",
-        model="gpt-4.1",
-        limits=LIMITS,
-        mode="hierarchical",
+    assert request == asked(
         source_types="academic",  # the service reads the comma-separated list
         preferred_sources="docs.python.org",
-        effort="deep",
-        max_time_s=600.0,
-        language="German",
-        clarify="off",
-        review_plan=True,
-        bounds={
-            "include_domains": ["python.org"],
-            "exclude_domains": ["example.com"],
-            "published_after": "2024-01-01",
-            "published_before": "2025-06-30",
-        },
-        output_schema=SCHEMA,
+        published_after="2024-01-01",
+        published_before="2025-06-30",
     )
 
 

@@ -39,6 +39,7 @@ from foundry_mcp.research.service.chores import housekeeping
 from foundry_mcp.research.service.follow_up import FollowUps
 from foundry_mcp.research.service.inputs import check_range
 from foundry_mcp.research.service.ownership import OwnershipWatch
+from foundry_mcp.research.service.parts import ServiceParts
 from foundry_mcp.research.service.quota import admitted, check_spending
 from foundry_mcp.research.service.reads import ProgressCallback, ResearchLookup
 from foundry_mcp.research.service.starting.request import ResearchRequest
@@ -95,7 +96,7 @@ class ResearchService:
         self.watch.lease_seconds = settings.research.lease_seconds
         self.lookup = ResearchLookup(io, self.watch)
         self.follow_ups = FollowUps(io, self.runner, self.watch)
-        self.starter = ResearchStarter(
+        parts = ServiceParts(
             settings=settings,
             io=io,
             providers=providers,
@@ -105,16 +106,8 @@ class ResearchService:
             context=self.context,
             watch=self.watch,
         )
-        self.writer = ResearchWriter(
-            settings=settings,
-            io=io,
-            providers=providers,
-            jobs=jobs,
-            runner=self.runner,
-            owner=self.owner,
-            context=self.context,
-            watch=self.watch,
-        )
+        self.starter = ResearchStarter(**vars(parts))
+        self.writer = ResearchWriter(**vars(parts))
         self.stopper = ResearchStopper(
             io=io, jobs=jobs, runner=self.runner, owner=self.owner, watch=self.watch
         )

@@ -11,11 +11,8 @@ from typing import Any
 
 import anyio
 
-from foundry_mcp.config import Settings
 from foundry_mcp.config.research_settings import LimitArgs
-from foundry_mcp.context.runtime import ContextServices
 from foundry_mcp.errors import InputError, InvalidStateError
-from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.research.models import (
     AgentDecision,
     AgentRole,
@@ -24,43 +21,19 @@ from foundry_mcp.research.models import (
     Status,
     SubQueryStatus,
 )
-from foundry_mcp.research.runs.jobs import JobRunner
-from foundry_mcp.research.runs.runner import ResearchRunner
 from foundry_mcp.research.service.asking.plan_review import approve, waits_for
 from foundry_mcp.research.service.inputs import check_can_continue, research_limits, stopped_parts
-from foundry_mcp.research.service.ownership import FencedEdit, OwnershipWatch
+from foundry_mcp.research.service.ownership import FencedEdit
+from foundry_mcp.research.service.parts import ServiceParts
 from foundry_mcp.research.service.restore import restore_content
 from foundry_mcp.research.service.starting.starter import fit_token_options
-from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.archive import StoreArchive
-from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.records import validate_research_id
 
 
-class ResearchWriter:
+class ResearchWriter(ServiceParts):
     """Resumes this process's runs; restores content into any research."""
-
-    def __init__(
-        self,
-        *,
-        settings: Settings,
-        io: AsyncStore,
-        providers: ProviderRegistry,
-        jobs: JobRunner,
-        runner: ResearchRunner,
-        owner: Owner,
-        context: ContextServices,
-        watch: OwnershipWatch,
-    ) -> None:
-        self.settings = settings
-        self.io = io
-        self.providers = providers
-        self.jobs = jobs
-        self.runner = runner
-        self.owner = owner
-        self.context = context
-        self.watch = watch
 
     async def resume(
         self,

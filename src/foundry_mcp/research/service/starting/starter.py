@@ -10,9 +10,7 @@ from typing import Any
 
 import anyio
 
-from foundry_mcp.config import Settings
 from foundry_mcp.context.runtime import ContextServices
-from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.research.effort import PRESETS, Effort, check_effort
 from foundry_mcp.research.language import check_language
 from foundry_mcp.research.llm.calls import CallLog
@@ -24,8 +22,6 @@ from foundry_mcp.research.models import (
     SearchOptions,
     utcnow,
 )
-from foundry_mcp.research.runs.jobs import JobRunner
-from foundry_mcp.research.runs.runner import ResearchRunner
 from foundry_mcp.research.service.asking.asker import Asker
 from foundry_mcp.research.service.asking.clarifier import clarify as clarify_question
 from foundry_mcp.research.service.inputs import (
@@ -38,38 +34,15 @@ from foundry_mcp.research.service.inputs import (
     research_limits,
     resolve_mode,
 )
-from foundry_mcp.research.service.ownership import OwnershipWatch
+from foundry_mcp.research.service.parts import ServiceParts
 from foundry_mcp.research.service.payloads.status import shorten
 from foundry_mcp.research.service.starting.request import ResearchRequest
 from foundry_mcp.research.service.starting.started import started_payload
-from foundry_mcp.research.store.access.aio import AsyncStore
-from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.workflow.report.answer_schema import check_output_schema_off_loop
 
 
-class ResearchStarter:
+class ResearchStarter(ServiceParts):
     """Starts this process's new researches."""
-
-    def __init__(
-        self,
-        *,
-        settings: Settings,
-        io: AsyncStore,
-        providers: ProviderRegistry,
-        jobs: JobRunner,
-        runner: ResearchRunner,
-        owner: Owner,
-        context: ContextServices,
-        watch: OwnershipWatch,
-    ) -> None:
-        self.settings = settings
-        self.io = io
-        self.providers = providers
-        self.jobs = jobs
-        self.runner = runner
-        self.owner = owner
-        self.context = context
-        self.watch = watch
 
     async def start(
         self,
