@@ -49,6 +49,7 @@ ROOM_ORDER: dict[str, tuple[str, ...]] = {
         "verification",
         "workflow",
         "modes",
+        "revision",
         "runs",
         "service",
     ),
@@ -60,6 +61,7 @@ ROOM_ORDER: dict[str, tuple[str, ...]] = {
         "asking",
         "payloads",
         "starting",
+        "completed",
     ),
     "foundry_mcp.cli": ("wording", "display"),
     "foundry_mcp.research.store": (

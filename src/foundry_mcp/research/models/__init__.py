@@ -114,6 +114,16 @@ from foundry_mcp.research.models.records import (
 from foundry_mcp.research.models.state import (
     ResearchState,
 )
+from foundry_mcp.research.models.versions import (
+    ReportForm,
+    ReportVersion,
+    Revision,
+    RevisionKind,
+    RevisionStep,
+    VersionChanges,
+    VersionCost,
+    WritingInstructions,
+)
 
 __all__ = [
     "MAX_CLARIFYING_QUESTIONS",
@@ -176,11 +186,16 @@ __all__ = [
     "QualityUpdate",
     "RefinerOutput",
     "ReflectionDecision",
+    "ReportForm",
     "ReportMetadata",
+    "ReportVersion",
     "ResearchLimits",
     "ResearchMode",
     "ResearchOptions",
     "ResearchState",
+    "Revision",
+    "RevisionKind",
+    "RevisionStep",
     "SearchOptions",
     "SearchStrategy",
     "SearchTarget",
@@ -200,6 +215,9 @@ __all__ = [
     "ValueSource",
     "Verdict",
     "VerificationSummary",
+    "VersionChanges",
+    "VersionCost",
+    "WritingInstructions",
     "new_id",
     "new_research_id",
     "utcnow",

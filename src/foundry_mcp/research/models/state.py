@@ -46,6 +46,7 @@ from foundry_mcp.research.models.records import (
     Source,
     SubQuery,
 )
+from foundry_mcp.research.models.versions import ReportVersion, Revision
 
 
 class ResearchState(_Model):
@@ -101,6 +102,10 @@ class ResearchState(_Model):
     report: str | None = None
     report_metadata: ReportMetadata | None = None
     structured_answer: StructuredAnswer | None = None  # in the caller's output_schema, if any
+    # The report's versions once it was rewritten, deepened or refreshed (the first is the
+    # research's own; ``report`` is the latest's), and the revision being made (models.versions).
+    versions: list[ReportVersion] = Field(default_factory=list)
+    revision: Revision | None = None
 
     decisions: list[AgentDecision] = Field(default_factory=list)
     llm_usage: LLMUsage = Field(default_factory=LLMUsage)
