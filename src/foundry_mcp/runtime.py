@@ -19,7 +19,6 @@ from foundry_mcp.providers.detection import apply_choice, choose_llm
 from foundry_mcp.providers.mcp_sources.sources import McpSources
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.providers.warming import default_llms, quietly, warm_defaults, warm_others
-from foundry_mcp.research import language
 from foundry_mcp.research.pricing import shipped_prices
 from foundry_mcp.research.runs.jobs import JobRunner
 from foundry_mcp.research.service.research_service import ResearchService
@@ -127,7 +126,6 @@ def warm_up(providers: ProviderRegistry, stop: threading.Event | None = None) ->
         for name, model in pairs:
             quietly(f"the limits of {model}", model_limits, model, name, stop=stop)
         quietly("the price table", shipped_prices, stop=stop)
-        quietly("the language model", language.warm_up, stop=stop)
         counters.join()
         warm_others(providers, stop)
     finally:

@@ -85,6 +85,8 @@ async def test_every_action_answers_in_the_published_schema(editor: Client) -> N
     source_id = report["data"]["sources"][0]["source_id"]
     await call(action="deep-research-restore", research_id=rid, item_id=source_id)
     await call(action="health")
+    await call(action="deep-research-versions", research_id=rid)
+    await call(action="deep-research-revise", research_id=rid, revise={"kind": "rewrite"})
 
     other = (await call(action="deep-research", query="How do B-trees split?"))["data"]
     await call(action="deep-research-cancel", research_id=other["research_id"])

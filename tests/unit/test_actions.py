@@ -61,6 +61,9 @@ SAMPLES: dict[str, Any] = {
     "format": "json",
     "path": "sample.json",
     "overwrite": True,
+    "revise": {"kind": "rewrite", "form": "brief"},
+    "version": 3,
+    "compare_to": 2,
 }
 
 

@@ -20,7 +20,7 @@ from foundry_mcp.research.models import (
     Verdict,
 )
 from foundry_mcp.research.prompts.follow_up import ShownSource, follow_up_prompts
-from foundry_mcp.research.service.follow_up import (
+from foundry_mcp.research.service.completed.follow_up import (
     check_completed,
     check_question,
     next_action,

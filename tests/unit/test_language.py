@@ -5,7 +5,13 @@ from __future__ import annotations
 import pytest
 
 from foundry_mcp.errors import InputError
-from foundry_mcp.research.language import check_language, question_language, writing_rule
+from foundry_mcp.research import language
+from foundry_mcp.research.language import (
+    check_language,
+    plainly_english,
+    question_language,
+    writing_rule,
+)
 
 
 @pytest.mark.parametrize(
@@ -23,6 +29,47 @@ from foundry_mcp.research.language import check_language, question_language, wri
 )
 def test_the_question_language_is_taken_only_when_sure(question: str, language: str | None) -> None:
     assert question_language(question) == language
+
+
+QUESTIONS = [
+    "What is a B-tree?",
+    "How does the Linux kernel schedule threads between cores?",
+    "Which is faster for OLTP, Postgres or MySQL?",
+    "Why is the sky blue?",
+    "Wat is het verschil tussen een B-tree en een LSM-tree?",
+    "Was ist der Unterschied zwischen Prozessen und Threads in Linux?",
+    "Welche Datenbank ist die beste fuer Zeitreihen?",
+    "Quelle est la difference entre TCP et UDP pour le jeu en ligne ?",
+    "Qual e a diferenca entre threads e processos no Linux?",
+    "Come funziona il garbage collector di Java con heap grandi?",
+    "Hur fungerar skraepsamlaren i Go med stora heapar?",
+    "Jak dziala garbage collector w Go przy duzych stertach?",
+    "Postgres vs MySQL for OLTP",
+    "GC pause Go 1.22",
+    "Is Rust faster than C++ for the same algorithm?",
+    "Dit is de vraag: what does the kernel do with this?",
+]
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_plain_english_is_taken_without_the_model_only_where_the_model_agrees(
+    question: str,
+) -> None:
+    if plainly_english(question):
+        code, probability = language._model().classify(question)
+        assert code == "en", (question, code, probability)
+
+
+def test_a_plainly_english_question_loads_no_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(language, "_identifier", None)
+
+    def no_model() -> None:
+        raise AssertionError("the model was loaded for a plainly English question")
+
+    monkeypatch.setattr(language, "_model", no_model)
+    assert question_language("How does the Linux kernel schedule threads?") == "English"
+    with pytest.raises(AssertionError):
+        question_language("Welche Datenbank ist die beste fuer Zeitreihen?")
 
 
 @pytest.mark.parametrize(

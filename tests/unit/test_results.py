@@ -139,7 +139,12 @@ async def test_every_action_returns_what_its_model_declares(
             await run(service, "deep-research-ask", research_id=rid, query="Martian penguins?"),
             await run(service, "deep-research-restore", research_id=rid, item_id=source_id),
             await run(service, "health"),
+            await run(service, "deep-research-versions", research_id=rid),
+            await run(service, "deep-research-revise", research_id=rid, revise={"kind": "rewrite"}),
         ]
+        revised = await wait_until(service, rid, TERMINAL, timeout=60)
+        assert revised["status"] == "completed", revised["error"]
+        calls.append(await run(service, "deep-research-versions", research_id=rid, version=2))
         # A second research: cancelled while queued, resumed, cancelled again, deleted.
         other = (await run(service, "deep-research", query=QUESTION))[2]["research_id"]
         calls += [

@@ -28,6 +28,8 @@ COMMANDS: dict[str, str] = {
     "cancel": "commands:cancel_research",
     "restore": "commands:restore_source",
     "ask": "commands:ask_research",
+    "revise": "revising:revise_research",
+    "versions": "revising:list_versions",
     "delete": "commands:delete_research",
     "export": "commands:export_research",
     "doctor": "doctor:doctor",
@@ -97,6 +99,22 @@ def build_parser() -> argparse.ArgumentParser:
         "report", parents=[as_json], help="print a research's report (--json: summary, first page)"
     )
     report.add_argument("research_id")
+    _add_version(report)
+    _add_revise(commands, as_json)
+    versions = commands.add_parser(
+        "versions",
+        parents=[as_json],
+        help="list a research's report versions, what made each and its cost",
+    )
+    versions.add_argument("research_id")
+    versions.add_argument(
+        "--diff",
+        nargs=2,
+        type=int,
+        metavar=("A", "B"),
+        help="what version B has that version A has not (sections, sources, findings), and "
+        "the other way round",
+    )
     listing = commands.add_parser("list", parents=[as_json], help="list researches, newest first")
     listing.add_argument("--limit", type=int, default=20, help="how many (20; at most 100)")
     listing.add_argument(
@@ -267,6 +285,64 @@ def _add_export(
     )
     export.add_argument("--out", help="write to this file in the current directory (not stdout)")
     export.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    _add_version(export)
+
+
+def _add_version(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--version",
+        type=int,
+        metavar="N",
+        help="this version of the report (default: the latest; see foundry-mcp versions)",
+    )
+
+
+def _add_revise(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], as_json: argparse.ArgumentParser
+) -> None:
+    revise = commands.add_parser(
+        "revise",
+        parents=[as_json],
+        help="make a completed research's report again as a new version: rewritten, deepened "
+        "on one part, or refreshed",
+    )
+    revise.add_argument("research_id")
+    kind = revise.add_mutually_exclusive_group(required=True)
+    kind.add_argument(
+        "--rewrite",
+        action="store_true",
+        help="write it again from the saved findings and sources, no search",
+    )
+    kind.add_argument(
+        "--deepen",
+        metavar="PART",
+        help="research one part further: a sub-question's or gap's id, a section's heading, or "
+        "a question",
+    )
+    kind.add_argument(
+        "--refresh",
+        action="store_true",
+        help="ask its searches again for what is new, with a section on what changed",
+    )
+    revise.add_argument(
+        "--form", type=str.lower, choices=["report", "brief", "table", "memo"], help="its shape"
+    )
+    revise.add_argument("--audience", help="who reads it, e.g. 'a CFO'")
+    revise.add_argument("--length", type=int, metavar="WORDS", help="about how many words")
+    revise.add_argument("--language", help="write it in this language, e.g. German")
+    revise.add_argument(
+        "--corrections",
+        "--instructions",
+        metavar="TEXT",
+        help="what to correct or change, in your words",
+    )
+    revise.add_argument(
+        "--max-searches", type=int, metavar="N", help="--deepen, --refresh: the most new searches"
+    )
+    revise.add_argument(
+        "--no-wait", action="store_true", help="start it and return (follow with foundry-mcp watch)"
+    )
+    _add_report_file(revise)
 
 
 def _port(value: str) -> int:

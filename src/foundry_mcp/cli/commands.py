@@ -75,10 +75,10 @@ async def show_status(service: ResearchService, args: argparse.Namespace) -> int
 
 async def print_report(service: ResearchService, args: argparse.Namespace) -> int:
     if args.json:
-        payload, warnings = await service.report(args.research_id)
+        payload, warnings = await service.report(args.research_id, version=args.version)
         print_json(in_terminal_words({**payload, "warnings": warnings}, args.research_id))
     else:
-        print(plain(await service.full_report(args.research_id)))
+        print(plain(await service.full_report(args.research_id, version=args.version)))
     return 0
 
 
@@ -95,6 +95,7 @@ async def export_research(service: ResearchService, args: argparse.Namespace) ->
         path=args.out,
         overwrite=args.overwrite,
         max_inline_chars=None,  # stdout takes any length
+        version=args.version,
     )
     if args.json:
         print_json(in_terminal_words(done, args.research_id))

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from foundry_mcp.research.service.research_service import ResearchService
 
 # The commands that run a research here: their runtime warms the providers while it starts.
-RESEARCH_COMMANDS = frozenset({"research", "resume", "bench"})
+RESEARCH_COMMANDS = frozenset({"research", "resume", "revise", "bench"})
 # Said once on stderr when the stdio server is started from a terminal: a person, not a client.
 WAITING_FOR_A_CLIENT = """\
 foundry-mcp is an MCP server: it now waits for an MCP client on stdin and stdout, not for you.

@@ -39,7 +39,7 @@ async def run_research(service: ResearchService, args: argparse.Namespace) -> in
     for warning in (started.get("search") or {}).get("warnings") or []:
         print(f"warning: {plain(for_the_terminal(warning))}", file=sys.stderr)
     rid = started["research_id"]
-    return await _follow(service, rid, as_json=args.json, target=target, asker=asker)
+    return await follow(service, rid, as_json=args.json, target=target, asker=asker)
 
 
 def research_request(args: argparse.Namespace) -> ResearchRequest:
@@ -82,16 +82,16 @@ async def resume_research(service: ResearchService, args: argparse.Namespace) ->
         args.research_id, plan=args.plan, max_iterations=args.max_iterations
     )
     rid = started["research_id"]
-    return await _follow(service, rid, as_json=args.json, target=target, asker=terminal_asker())
+    return await follow(service, rid, as_json=args.json, target=target, asker=terminal_asker())
 
 
 async def watch_research(service: ResearchService, args: argparse.Namespace) -> int:
     """Follow a research another process runs, without owning it: 0 completed, 1 otherwise."""
     await service.status(args.research_id)  # an unknown id fails here, with exit code 2
-    return await _follow(service, args.research_id, as_json=args.json, target=None)
+    return await follow(service, args.research_id, as_json=args.json, target=None)
 
 
-async def _follow(
+async def follow(
     service: ResearchService,
     research_id: str,
     *,

@@ -23,13 +23,26 @@ ACTION_COMMANDS: dict[str, str] = {
     "deep-research-cancel": "cancel",
     "deep-research-resume": "resume",
     "deep-research-ask": "ask",
+    "deep-research-revise": "revise",
+    "deep-research-versions": "versions",
     "deep-research-delete": "delete",
     "deep-research-restore": "restore",
     "deep-research-export": "export",
     "health": "doctor",
 }
 TAKES_AN_ID = frozenset(
-    {"status", "watch", "report", "events", "cancel", "resume", "delete", "ask"}
+    {
+        "status",
+        "watch",
+        "report",
+        "events",
+        "cancel",
+        "resume",
+        "delete",
+        "ask",
+        "revise",
+        "versions",
+    }
 )
 # Tool parameters and the options of ``foundry-mcp research`` / ``resume`` that set them.
 PARAMETER_OPTIONS: dict[str, str] = {
@@ -59,6 +72,7 @@ PARAMETER_OPTIONS: dict[str, str] = {
     "format": "--format",
     "path": "--out",
     "overwrite": "--overwrite",
+    "version": "--version",
     "limit": "--limit",
     "completed_only": "--completed-only",
     "status": "--status",

@@ -5,14 +5,16 @@ trained on many languages), among the languages listed here, and only when it is
 question of product names ("Postgres vs MySQL for OLTP") says little about its language, and
 then nothing is asked of the writer, whose report follows the question as it reads it. Searches
 are not translated: they go out in whatever language the planner writes, which finds the
-sources; only the report's prose is asked for in the language. Loading the model takes about
-half a second: :func:`warm_up` does it ahead of the first research, in a worker thread; the
-question's language is decided when the report is written (:func:`decide_language`), not on
-the start's path.
+sources; only the report's prose is asked for in the language. The question's language is
+decided when the report is written (:func:`decide_language`), not on the start's path. A
+question in plain English (ASCII letters holding English function words such as "what" or
+"the") is taken as English without the model; the model, which takes about half a second of
+CPU to load, is loaded only for the other questions, once per process.
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any, Protocol
 
@@ -53,6 +55,50 @@ LANGUAGES: dict[str, str] = {
 }
 _BY_NAME = {name.casefold(): name for name in LANGUAGES.values()}
 
+# Words of English no other listed language writes the same way; one of them, with another of
+# the wider set, marks an ASCII question as English (words several languages share, such as
+# "in", "was", "an" or "a", count for nothing).
+_ENGLISH_MARKS = frozenset(
+    [
+        "the",
+        "what",
+        "how",
+        "why",
+        "which",
+        "does",
+        "should",
+        "between",
+        "there",
+        "this",
+        "with",
+        "from",
+        "about",
+    ]
+)
+_ENGLISH_WORDS = _ENGLISH_MARKS | frozenset(
+    [
+        "is",
+        "are",
+        "do",
+        "did",
+        "can",
+        "could",
+        "would",
+        "will",
+        "and",
+        "for",
+        "than",
+        "that",
+        "when",
+        "where",
+        "who",
+        "its",
+        "it",
+        "vs",
+    ]
+)
+_WORD = re.compile(r"[a-z]+")
+
 
 class ReportLanguage(Protocol):
     """Where a research keeps its report's language (``ResearchOptions``)."""
@@ -65,13 +111,10 @@ _identifier: Any = None
 _loading = threading.Lock()
 
 
-def warm_up() -> None:
-    """Load the language model (once; about half a second). Call it from a worker thread."""
-    _model()
-
-
 def question_language(question: str) -> str | None:
     """The name of the language ``question`` is written in, when the model is sure of it."""
+    if plainly_english(question):
+        return "English"
     code, probability = _model().classify(question)
     return LANGUAGES.get(code) if probability >= SURE else None
 
@@ -109,6 +152,15 @@ def writing_rule(language: str | None) -> str:
         f"\n\nWrite the report in {language}: its title, headings and every sentence. Keep "
         "quotations, names, code, figures and the citation brackets exactly as they are."
     )
+
+
+def plainly_english(text: str) -> bool:
+    """Whether ``text`` is English beyond doubt: ASCII, with a word only English writes so and
+    another English function word (see :data:`_ENGLISH_MARKS`)."""
+    if not text.isascii():
+        return False
+    words = set(_WORD.findall(text.lower()))
+    return bool(words & _ENGLISH_MARKS) and len(words & _ENGLISH_WORDS) >= 2
 
 
 def _model() -> Any:

@@ -49,10 +49,9 @@ def tool_description() -> str:
     action's parameters (``research_id`` and the limits named once, by a short word); the rest
     is in the resources it names."""
     lines = [
-        "Deep research with cited sources, in the background: deep-research with query gives "
-        "research_id; poll deep-research-status (wait=true) until completed; read "
-        "deep-research-report. On failure data.remediation says what to do. Guide: resource "
-        f"research://help. Below, id is research_id; limits: {', '.join(LIMIT_PARAMS)}.",
+        "Deep research with cited sources, in the background: deep-research gives research_id; "
+        "poll deep-research-status (wait=true) until completed; read deep-research-report. "
+        f"Guide: research://help. Below, id: research_id; limits: {', '.join(LIMIT_PARAMS)}.",
     ]
     for action, params in ACTION_PARAMS.items():
         lines.append(f"- {action}: {ACTION_SUMMARIES[action]}{_in_short(params)}")
@@ -170,6 +169,7 @@ def _report_pages(evidence: bool) -> Handler:
             max_chars=use.get("max_chars"),
             evidence=evidence,
             principal=call.principal,
+            version=use.get("version"),  # the evidence action takes none
         )
 
     return handler
@@ -237,6 +237,32 @@ async def _ask(
     return payload, []
 
 
+async def _revise(
+    service: ResearchService,
+    use: dict[str, Any],
+    call: Call,
+) -> Payload:
+    await service.check_spending(call.principal)
+    payload = await service.revise(
+        use.get("research_id"), use.get("revise"), principal=call.principal
+    )
+    return payload, []
+
+
+async def _versions(
+    service: ResearchService,
+    use: dict[str, Any],
+    call: Call,
+) -> Payload:
+    payload = await service.versions(
+        use.get("research_id"),
+        use.get("version"),
+        use.get("compare_to"),
+        principal=call.principal,
+    )
+    return payload, []
+
+
 async def _delete(
     service: ResearchService,
     use: dict[str, Any],
@@ -273,6 +299,7 @@ async def _export(
         format=use.get("format", "markdown"),
         path=use.get("path"),
         overwrite=bool(use.get("overwrite", False)),
+        version=use.get("version"),
         principal=call.principal,
     )
     return payload, []
@@ -296,6 +323,8 @@ HANDLERS: dict[str, Handler] = {
     "deep-research-cancel": _cancel,
     "deep-research-resume": _resume,
     "deep-research-ask": _ask,
+    "deep-research-revise": _revise,
+    "deep-research-versions": _versions,
     "deep-research-delete": _delete,
     "deep-research-restore": _restore,
     "deep-research-export": _export,

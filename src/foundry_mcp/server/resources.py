@@ -1,7 +1,7 @@
 """The MCP resources: the tool's guide and result schemas, a research's report, claims,
 sources and events, and recent reports.
 
-The five templates read one research each; a failed read is a resource error carrying the
+The templates read one research each (``report/{version}``: one version of its report); a failed read is a resource error carrying the
 same message as the tool's error for that id (``RESEARCH_NOT_FOUND``, ``REPORT_NOT_READY``).
 On a team server both the templates and the list serve the caller's own research only.
 """
@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the research code is imported in the background (see server
 
 log = logging.getLogger(__name__)
 
+VERSION_URI = "research://{research_id}/report/{version}"
 RECENT_REPORTS = 20
 NAME_CHARS = 80
 
@@ -93,6 +94,13 @@ def register_resources(server: MCPServer[Any]) -> None:
             description=description,
             mime_type=mime_type,
         )(_template_text(read))
+    server.resource(
+        VERSION_URI,
+        name="research-report-version",
+        description="One version of a research's report (1 is its first; deep-research-versions "
+        "lists them), in markdown.",
+        mime_type="text/markdown",
+    )(_report_version)
 
 
 def _template_text(read: ResourceText) -> Callable[..., Any]:
@@ -104,6 +112,16 @@ def _template_text(read: ResourceText) -> Callable[..., Any]:
             raise ResourceError(f"{exc.message} {exc.remediation}") from None
 
     return read_part
+
+
+async def _report_version(research_id: str, version: str, ctx: Context) -> str:
+    """``research://{research_id}/report/{version}``: that version's whole report."""
+    try:
+        service = await session_host(ctx).service()
+        number: Any = int(version) if version.isdigit() else version  # else: said not a number
+        return await service.full_report(research_id, request_principal(), number)
+    except FoundryError as exc:
+        raise ResourceError(f"{exc.message} {exc.remediation}") from None
 
 
 async def recent_reports(host: ServiceHost, principal: Principal | None) -> list[Resource]:

@@ -27,8 +27,6 @@ SCHEMAS_URI = "research://schemas"
 SHORT: dict[str, str] = {
     "provider_id": "'provider' or 'provider:model'.",
     "max_time_s": "Deadline, seconds.",
-    "preferred_sources": "Sites to favour.",
-    "path": "File to write, in the working directory.",
 }
 # What validation enforces but a caller need not read: lengths of texts and lists.
 UNPUBLISHED = ("title", "default", "description", "maxLength", "maxItems")
@@ -70,6 +68,18 @@ OUTPUT_SCHEMA: dict[str, Any] = {
             "description": f"Result ({SCHEMAS_URI}); on failure error_code, remediation.",
         },
         "error": {"type": ["string", "null"]},
+        # version, request_id, warnings: the envelope in full is in research://schemas.
+        "meta": {"type": "object"},
+    },
+    "required": ["success", "data", "meta"],
+}
+
+
+# The envelope in full: ``meta`` as every answer has it (the outputSchema leaves it an object).
+ENVELOPE: dict[str, Any] = {
+    **OUTPUT_SCHEMA,
+    "properties": {
+        **OUTPUT_SCHEMA["properties"],
         "meta": {
             "type": "object",
             "properties": {
@@ -79,7 +89,6 @@ OUTPUT_SCHEMA: dict[str, Any] = {
             },
         },
     },
-    "required": ["success", "data", "meta"],
 }
 
 
@@ -87,7 +96,7 @@ def schemas_document() -> str:
     """``research://schemas``: each action's ``data`` as a JSON Schema, definitions shared."""
     from foundry_mcp.server.results.data import result_schemas
 
-    return json.dumps(result_schemas(), indent=1)
+    return json.dumps({**result_schemas(), "envelope": ENVELOPE}, indent=1)
 
 
 def tokens_estimate(text: str) -> int:
@@ -102,7 +111,7 @@ ACTION_GUIDE: dict[str, str] = {
     "deep-research-status": "Status, phase, iteration, counts, tokens, cost and progress. "
     "wait=true blocks until the status, phase or iteration moves (at most wait_timeout seconds).",
     "deep-research-report": "The executive summary and one page of the cited report (page on "
-    "with offset).",
+    "with offset); with version, that version of the report (default: the latest).",
     "deep-research-evidence": "The report's checked sentences, a page at a time: each with its "
     "verdict, its sources as numbered in the report and the quotes the fact-checker saw.",
     "deep-research-list": "Research newest first, a page at a time (cursor), optionally of some "
@@ -118,11 +127,25 @@ ACTION_GUIDE: dict[str, str] = {
     "the sources it already read, with citations numbered as in its report and the quotes "
     "behind them, without searching again. When those sources do not answer it, the answer says "
     "so and how to research it further. Follow-ups are kept with the research and exported.",
+    "deep-research-revise": "Make the report of a completed research again, as its next "
+    "version, in the background (poll deep-research-status as for a research): a rewrite "
+    "(from its saved findings and sources, no search: another form, audience, length, language, "
+    "corrections), a deepen (one part searched and read further within max_searches, then "
+    "written again) or a refresh (its searches asked again for what is new, with a section on "
+    "what changed). The answer says what it will do. Each version's cost by phase is in "
+    "deep-research-versions.",
+    "deep-research-versions": "The report's versions, oldest first: what made each (kind, "
+    "instructions, part), its words, cited sources and findings, what a deepen or refresh "
+    "found, and its cost by phase. With version, the delta against compare_to (default: the "
+    "version before): the sections, cited sources and findings (with their text) each has that "
+    "the other has not, the sections changed, and the changes recorded between them.",
     "deep-research-delete": "Delete a research, cancelling it first if it runs.",
     "deep-research-restore": "Bring an archived (dropped) source back into a stopped research; "
     "resume it to have the source analysed.",
     "deep-research-export": "The report as markdown, the research as JSON, or its cited sources "
-    "as BibTeX or RIS; returned, or written to path inside the working directory.",
+    "as BibTeX or RIS; returned, or written to path inside the working directory. With "
+    "version, that version of the report (the markdown says which; the JSON lists every "
+    "version).",
     "health": "Check every provider: its key, one cheap live call, and the fix for each problem.",
 }
 
@@ -141,7 +164,8 @@ def help_document() -> str:
         "Typical use: `research(action='deep-research', query=...)` gives `research_id`; "
         "`research(action='deep-research-status', research_id=..., wait=true)` until the status "
         "is `completed`; then `research(action='deep-research-report', research_id=...)`. The "
-        "whole report is also the resource `research://{research_id}/report`.",
+        "whole report is also the resource `research://{research_id}/report`, and each version "
+        "of it `research://{research_id}/report/{version}`.",
         "",
         "## Actions",
         "",
@@ -158,4 +182,8 @@ def help_document() -> str:
         kind = spec.get("type", "value")
         detail = ", ".join(([f"one of {', '.join(choices)}"] if choices else []) + bounds)
         lines.append(f"- `{name}` ({kind}{'; ' + detail if detail else ''}): {field.description}")
+        if name == "revise":
+            from foundry_mcp.research.service.completed.request import guide
+
+            lines += guide()
     return "\n".join(lines) + "\n"

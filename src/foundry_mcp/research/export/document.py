@@ -98,6 +98,21 @@ class ExportedFollowUp(_Export):
     asked_at: datetime
 
 
+class ExportedVersion(_Export):
+    """One version of the report: what made it, its text, its evidence and what it cost."""
+
+    number: int
+    kind: str  # research, rewrite, deepen, refresh
+    instructions: dict[str, Any] | None  # a rewrite's form, audience, length, language...
+    part: str | None  # a deepen's part, as named
+    created_at: datetime
+    report: str
+    cited_source_ids: list[str]
+    finding_ids: list[str]
+    changes: dict[str, Any] | None  # what a deepen or a refresh found (ids, dropped findings)
+    cost: dict[str, Any]  # total and by_phase (tokens, calls, cost_usd), search_calls
+
+
 class ExportedUsage(_Export):
     input_tokens: int
     output_tokens: int
@@ -131,6 +146,9 @@ class ResearchExport(_Export):
     output_schema: dict[str, Any] | None = None
     # data, citations (by JSON pointer), unknown, valid, ... as deep-research-report's answer
     answer: dict[str, Any] | None = None
+    # The report's version exported (report above), and every version once it was revised.
+    version: int | None = None
+    versions: list[ExportedVersion] = Field(default_factory=list)
 
 
 def schema() -> dict[str, Any]:
@@ -138,8 +156,9 @@ def schema() -> dict[str, Any]:
     return ResearchExport.model_json_schema()
 
 
-def render(state: ResearchState, fmt: str, *, now: datetime) -> str:
-    """The research in ``fmt``; every format but ``json`` needs the report."""
+def render(state: ResearchState, fmt: str, *, now: datetime, version: int | None = None) -> str:
+    """The research in ``fmt``; every format but ``json`` needs the report. ``version``: the
+    number of the report's version ``state`` holds (the markdown says it, once revised)."""
     if fmt not in EXPORT_FORMATS:
         raise InputError(
             f"format {fmt!r} is not one of {', '.join(EXPORT_FORMATS)}.",
@@ -149,7 +168,7 @@ def render(state: ResearchState, fmt: str, *, now: datetime) -> str:
     if fmt == "json":
         # Escaped in JSON, a page's control sequence would still act once a reader prints the
         # string: every string is made plain, as the other formats are.
-        exported = plain_within(to_model(state, now=now).model_dump())
+        exported = plain_within(to_model(state, now=now, version=version).model_dump())
         return ResearchExport.model_validate(exported).model_dump_json(indent=2)
     if state.report is None:
         raise ReportNotReadyError(
@@ -160,7 +179,9 @@ def render(state: ResearchState, fmt: str, *, now: datetime) -> str:
             ),
         )
     if fmt == "markdown":
-        return plain(with_cost_footer(state, appendix=follow_up_section(state)))
+        text = with_cost_footer(state, appendix=follow_up_section(state))
+        note = version_note(state, version)
+        return plain(f"{text.rstrip()}\n\n{note}\n" if note else text)
     sources = cited(state)
     if fmt == "bibtex":
         return plain("\n".join(bibtex_entry(s, accessed=now.date()) for s in sources))
@@ -210,7 +231,51 @@ def _entry(source: Source) -> str:
     return f"{title} - {source.url}" if source.url else title
 
 
-def to_model(state: ResearchState, *, now: datetime) -> ResearchExport:
+def version_note(state: ResearchState, number: int | None) -> str:
+    """The markdown export's last line once the report has versions: which one it is and what
+    made it ("" before any revision)."""
+    version = next((v for v in state.versions if v.number == number), None)
+    if version is None:
+        return ""
+    made = {
+        "research": "the research's own report",
+        "rewrite": "a rewrite",
+        "deepen": f"a deepen of {version.part!r}" if version.part else "a deepen",
+        "refresh": "a refresh",
+    }.get(version.kind.value, version.kind.value)
+    asked = version.instructions
+    if asked is not None:
+        how = [asked.form.value if asked.form.value != "report" else ""]
+        how += [f"for {asked.audience}" if asked.audience else ""]
+        how += [f"about {asked.length_words:,} words" if asked.length_words else ""]
+        how += [asked.language or "", "with corrections" if asked.corrections else ""]
+        if said := ", ".join(" ".join(part.split()) for part in how if part):
+            made += f" ({said})"
+    last = state.versions[-1].number
+    return f"*Version {version.number} of {last}: {made}, {version.created_at:%Y-%m-%d}.*"
+
+
+def exported_versions(state: ResearchState) -> list[ExportedVersion]:
+    return [
+        ExportedVersion(
+            number=v.number,
+            kind=v.kind.value,
+            instructions=v.instructions.model_dump(mode="json", exclude_none=True)
+            if v.instructions
+            else None,
+            part=v.part,
+            created_at=v.created_at,
+            report=v.report,
+            cited_source_ids=v.cited_source_ids,
+            finding_ids=list(v.finding_ids),
+            changes=v.changes.model_dump(mode="json") if v.changes else None,
+            cost=v.cost.model_dump(mode="json"),
+        )
+        for v in state.versions
+    ]
+
+
+def to_model(state: ResearchState, *, now: datetime, version: int | None = None) -> ResearchExport:
     numbers = {source.id: n for n, source in enumerate(cited(state), start=1)}
     answered = source_numbers(state)  # as the follow-ups cite them
     usage = state.llm_usage.total
@@ -290,4 +355,6 @@ def to_model(state: ResearchState, *, now: datetime) -> ResearchExport:
         ),
         output_schema=state.options.output_schema,
         answer=answer.model_dump(mode="json") if (answer := state.structured_answer) else None,
+        version=version,
+        versions=exported_versions(state),
     )

@@ -32,17 +32,21 @@ def export_research(
     workspace: Path,
     max_inline_chars: int | None = MAX_INLINE_CHARS,
     now: datetime | None = None,
+    version: int | None = None,
 ) -> dict[str, Any]:
     """Export ``state`` in ``fmt``: its text in the payload (at most ``max_inline_chars``; None:
-    no bound), or written to ``path``."""
+    no bound), or written to ``path``. ``version``: the number of the report's version ``state``
+    holds, said in the payload and the export."""
     target = None if path is None else export_target(path, workspace, overwrite=overwrite)
-    text = render(state, fmt, now=now or datetime.now(UTC))
+    text = render(state, fmt, now=now or datetime.now(UTC), version=version)
     payload: dict[str, Any] = {
         "research_id": state.id,
         "status": state.status.value,
         "format": fmt,
         "chars": len(text),
     }
+    if version is not None:
+        payload["version"] = version
     if target is None:
         if max_inline_chars is not None and len(text) > max_inline_chars:
             raise InputError(

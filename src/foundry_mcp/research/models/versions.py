@@ -20,10 +20,10 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import Field, field_validator
+from pydantic import Field, PrivateAttr, field_validator
 
 from foundry_mcp.research.models.base import _Model, new_id, utcnow
-from foundry_mcp.research.models.records import ReportMetadata, UsageTotals
+from foundry_mcp.research.models.records import Finding, ReportMetadata, UsageTotals
 
 MAX_INSTRUCTION_CHARS = 4_000
 MIN_LENGTH_WORDS = 100
@@ -88,6 +88,9 @@ class VersionChanges(_Model):
     new_finding_ids: list[str] = Field(default_factory=list)
     # Findings of the version before that the changed pages no longer support.
     dropped_finding_ids: list[str] = Field(default_factory=list)
+    # They leave the research's findings: kept here, so the version can say what no longer holds.
+    dropped_findings: list[Finding] = Field(default_factory=list)
+    moved_to: dict[str, str] = Field(default_factory=dict)  # a redirected page: its new address
 
     @property
     def nothing_new(self) -> bool:
@@ -122,11 +125,19 @@ class Revision(_Model):
     finding_ids_before: list[str] = Field(default_factory=list)
     changes: VersionChanges = Field(default_factory=VersionChanges)
     requested_at: datetime = Field(default_factory=utcnow)
+    # Refresh: the text a changed page had, by source id, from its gathering to its analysis
+    # (not saved: a resumed analysis reads the changed pages whole).
+    _earlier_texts: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @field_validator("part", "part_question", mode="before")
     @classmethod
     def _short(cls, value: object) -> object:
         return value.strip()[:MAX_INSTRUCTION_CHARS] if isinstance(value, str) else value
+
+    @property
+    def earlier_texts(self) -> dict[str, str]:
+        """Refresh: the text each changed page had before (in memory only, see above)."""
+        return self._earlier_texts
 
 
 class ReportVersion(_Model):

@@ -21,6 +21,8 @@ from foundry_mcp.research.models import LLMCallRecord, ResearchState, Status, ut
 from foundry_mcp.research.modes import ResearchKit, playbook_for
 from foundry_mcp.research.modes.allocation import with_named_sources
 from foundry_mcp.research.pricing import PriceTable
+from foundry_mcp.research.revision.run import revise
+from foundry_mcp.research.revision.versions import record_research_version
 from foundry_mcp.research.runs.jobs import Job
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.archive import RunArchive
@@ -167,12 +169,15 @@ class ResearchRunner:
                     state, own, [name for name in state.search_providers if name not in own]
                 ),
             )
-            supervisor = Supervisor(state, llm, playbook_for(state, kit), checkpoint, self.hooks)
             with anyio.fail_after(state.limits.task_timeout):
-                await as_itself(supervisor.run())
-                if state.options.output_schema is not None and state.report is not None:
-                    await shape_answer_in_time(llm, state)  # the answer in the caller's shape
-                    await checkpoint()
+                if state.revision is not None:  # its report rewritten, deepened or refreshed
+                    await as_itself(revise(kit, state))
+                else:
+                    playbook = playbook_for(state, kit)
+                    await as_itself(Supervisor(state, llm, playbook, checkpoint, self.hooks).run())
+                    if state.options.output_schema is not None and state.report is not None:
+                        await shape_answer_in_time(llm, state)  # the answer in the caller's shape
+                        await checkpoint()
         except AwaitingApproval:
             state.status = Status.WAITING  # no process works on it until it is approved
             state.emit("waiting", {"for": "plan_approval", "phase": state.phase.value})
@@ -217,6 +222,7 @@ class ResearchRunner:
         else:
             state.status = Status.COMPLETED
             state.completed_at = utcnow()
+            record_research_version(state)  # a further round's report, once versions are kept
         await self._finish(state)
 
     async def research_llm(

@@ -42,6 +42,7 @@ RENEW_EVERY_SECONDS = 5.0
 # Longest wait for a cancel request: a run started meanwhile is watched from the next wait on.
 CANCEL_WAIT_SECONDS = 1.0
 IDLE_SECONDS = 0.25  # between looks at the job list while nothing runs, or after a store error
+FINISHING_SECONDS = 10.0  # a run that saved its end, letting go of its lease
 OWNER_STOPPED = "The process running this research stopped before it finished."
 
 
@@ -94,6 +95,10 @@ class OwnershipWatch:
         runs (another worker resuming it holds one) or it was saved since ``state`` was read
         (it ran there meanwhile). Of two workers resuming it at once, exactly one runs it."""
         research_id, lease = state.id, self.lease_seconds
+        # A run of this process that saved its end but has not let go of its lease yet: its
+        # release (the same owner's) would undo this claim, so it goes first.
+        if not await self.jobs.wait(research_id, FINISHING_SECONDS):
+            return False
 
         def claim(store: Store) -> bool:
             ownership = store.ownership(research_id)

@@ -30,6 +30,7 @@ from foundry_mcp.errors import (
 )
 from foundry_mcp.research.export.footer import with_cost_footer
 from foundry_mcp.research.models import ResearchState, Status, utcnow
+from foundry_mcp.research.service.completed.versions import at_version
 from foundry_mcp.research.service.inputs import check_range, parse_statuses, search_words
 from foundry_mcp.research.service.ownership import OwnershipWatch
 from foundry_mcp.research.service.payloads.answer import answer_payload
@@ -208,20 +209,21 @@ class ResearchLookup:
         offset: int | None = None,
         max_chars: int | None = None,
         evidence: bool = False,
+        version: int | None = None,
     ) -> tuple[dict[str, Any], list[str]]:
-        """A page of the report, its summary and sources; and warnings for the envelope.
-
-        With ``evidence``, a page of the checked sentences with their quotes instead
-        (``offset`` counts sentences there).
+        """A page of the report (of ``version``, else the latest), its summary and sources; and
+        warnings for the envelope. With ``evidence``, a page of the checked sentences with their
+        quotes instead (``offset`` counts sentences there).
         """
         research_id = validate_research_id(research_id)
         offset = 0 if offset is None else check_range("offset", offset, 0, 10**9)
         max_chars = (
             20_000 if max_chars is None else check_range("max_chars", max_chars, 1000, 100_000)
         )
-        state = await self.watch.load_checked(research_id)
-        if state.report is None:
-            raise _not_ready(state)
+        loaded = await self.watch.load_checked(research_id)
+        if loaded.report is None:
+            raise _not_ready(loaded)
+        state, number = at_version(loaded, version)
         warnings = []
         if state.status is not Status.COMPLETED:
             warnings.append(
@@ -234,7 +236,8 @@ class ResearchLookup:
         payload = {
             "research_id": state.id,
             "status": state.status.value,
-            "summary": report_summary(state.report),
+            "version": number,
+            "summary": report_summary(state.report or ""),
             **report_page(with_cost_footer(state), offset, max_chars),
             # The cited ids are `sources`, in report order.
             "report_metadata": (
@@ -267,12 +270,12 @@ class ResearchLookup:
             raise _no_answer(state)
         return _to_json(answer_payload(state)["answer"])
 
-    async def full_report(self, research_id: Any) -> str:
-        """The whole markdown report with its cost footer (the MCP resource)."""
+    async def full_report(self, research_id: Any, version: int | None = None) -> str:
+        """The whole markdown report (of ``version``) with its cost footer (the resource)."""
         state = await self.watch.load_checked(validate_research_id(research_id))
         if state.report is None:
             raise _not_ready(state)
-        return with_cost_footer(state)
+        return with_cost_footer(at_version(state, version)[0])
 
     async def listing(
         self,

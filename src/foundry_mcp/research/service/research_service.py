@@ -1,24 +1,20 @@
 """The use cases of deep research: start, status, report, list, events, cancel, resume, delete.
 
 The MCP tool and the CLI both call ``ResearchService``; it validates input, talks to the store and
-the job runner, and returns plain payload dictionaries. It raises ``FoundryError`` for everything
-a user can act on. Its use cases are coroutines: every store call they make runs off the event
-loop (``research.store.aio``).
+the job runner, and returns plain payloads, raising ``FoundryError`` for what a user can act on.
+Its use cases are coroutines: every store call runs off the event loop.
 
-``ResearchService`` is the one public face; each use case lives beside it: the ``starting``
-room starts a research (its request, checks, save and run, the start's answer), ``writes``
-(resume, restore), ``stopping`` (cancel, delete), ``reads`` (status with the long poll, report
-pages, the list, the events), ``follow_up`` (questions on a completed research),
-``ownership`` (the heartbeat, research whose process died), ``takeover`` (a dead worker's
-research, on a team), ``chores`` (start-up housekeeping), ``quota`` (a principal's limits)
-and ``inputs`` (the checks on a caller's input); the ``asking`` room asks the user
-(clarifying questions, a plan waiting for approval); the ``payloads`` room and ``restore``
-build what they return.
+``ResearchService`` is the one public face; each use case lives beside it: ``starting/`` starts a
+research, ``writes`` (resume, restore), ``stopping`` (cancel, delete), ``reads`` (status, report
+pages, the list, the events), ``ownership`` (the heartbeat, research whose process died),
+``takeover`` (a dead worker's research), ``chores`` (housekeeping), ``quota`` (a principal's
+limits), ``inputs`` (checks on input); ``completed/`` is what a completed research can do
+(follow-ups, revisions of its report, its versions), ``asking/`` asks the user, ``payloads/``
+and ``restore`` build what they return.
 """
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -36,7 +32,9 @@ from foundry_mcp.research.runs.runner import ResearchRunner
 from foundry_mcp.research.service.asking.asker import Asker
 from foundry_mcp.research.service.asking.plan_approval import PlanApprovals
 from foundry_mcp.research.service.chores import housekeeping
-from foundry_mcp.research.service.follow_up import FollowUps
+from foundry_mcp.research.service.completed.follow_up import FollowUps
+from foundry_mcp.research.service.completed.revising import Revisions
+from foundry_mcp.research.service.completed.versions import at_version
 from foundry_mcp.research.service.inputs import check_range
 from foundry_mcp.research.service.ownership import OwnershipWatch
 from foundry_mcp.research.service.parts import ServiceParts
@@ -60,8 +58,6 @@ __all__ = [
     "check_range",
 ]
 
-log = logging.getLogger(__name__)
-
 
 class ResearchService:
     """Deep research for one process: starts background runs and answers about any research.
@@ -71,8 +67,7 @@ class ResearchService:
     (``RESEARCH_NOT_FOUND``, exactly as for an unknown id). Without one (stdio, the CLI) every
     research is visible, as it always was.
 
-    ``io`` is the store, reached off the event loop; ``store`` is the store itself (``io.sync``),
-    for tools and tests that read it directly.
+    ``io``: the store, off the event loop; ``store``: the store itself, for tools and tests.
     """
 
     def __init__(
@@ -96,18 +91,13 @@ class ResearchService:
         self.watch.lease_seconds = settings.research.lease_seconds
         self.lookup = ResearchLookup(io, self.watch)
         self.follow_ups = FollowUps(io, self.runner, self.watch)
+        # In the dataclass's order; each part has its own type, which mypy checks.
         parts = ServiceParts(
-            settings=settings,
-            io=io,
-            providers=providers,
-            jobs=jobs,
-            runner=self.runner,
-            owner=self.owner,
-            context=self.context,
-            watch=self.watch,
+            settings, io, providers, jobs, self.runner, self.owner, self.context, self.watch
         )
         self.starter = ResearchStarter(**vars(parts))
         self.writer = ResearchWriter(**vars(parts))
+        self.revisions = Revisions(**vars(parts))
         self.stopper = ResearchStopper(
             io=io, jobs=jobs, runner=self.runner, owner=self.owner, watch=self.watch
         )
@@ -177,6 +167,27 @@ class ResearchService:
         with citations and quotes, without searching; kept with the research."""
         await self._reveal(research_id, principal)
         return await self.follow_ups.answer(research_id, query)
+
+    async def revise(
+        self, research_id: Any, revise: Any, *, principal: Principal | None = None
+    ) -> dict[str, Any]:
+        """Rewrite, deepen or refresh a completed research's report as its next version, in
+        the background (``completed/revising.py``; ``revise``: a ``ReviseRequest``)."""
+        await self._reveal(research_id, principal)
+        async with admitted(self.watch, principal):
+            return await self.revisions.start(research_id, revise)
+
+    async def versions(
+        self,
+        research_id: Any,
+        version: Any = None,
+        compare_to: Any = None,
+        principal: Principal | None = None,
+    ) -> dict[str, Any]:
+        """The report's versions, what made each and its cost; with ``version``, the delta
+        against ``compare_to`` (default: the version before it)."""
+        await self._reveal(research_id, principal)
+        return await self.revisions.versions(research_id, version, compare_to)
 
     async def cancel(self, research_id: Any, principal: Principal | None = None) -> dict[str, Any]:
         """Stop a running research; its partial results stay and it can be resumed."""
@@ -276,13 +287,14 @@ class ResearchService:
         offset: int | None = None,
         max_chars: int | None = None,
         evidence: bool = False,
+        version: int | None = None,
         principal: Principal | None = None,
     ) -> tuple[dict[str, Any], list[str]]:
-        """A page of the report, its summary and sources (with ``evidence``: a page of its
-        checked sentences and their quotes); and warnings for the envelope."""
+        """A page of the report (of ``version``; None: the latest), its summary and sources
+        (with ``evidence``: a page of its checked sentences and their quotes); and warnings."""
         await self._reveal(research_id, principal)
         return await self.lookup.report(
-            research_id, offset=offset, max_chars=max_chars, evidence=evidence
+            research_id, offset=offset, max_chars=max_chars, evidence=evidence, version=version
         )
 
     async def claims(self, research_id: Any, principal: Principal | None = None) -> str:
@@ -290,10 +302,12 @@ class ResearchService:
         await self._reveal(research_id, principal)
         return await self.lookup.claims(research_id)
 
-    async def full_report(self, research_id: Any, principal: Principal | None = None) -> str:
-        """The whole markdown report (the MCP resource)."""
+    async def full_report(
+        self, research_id: Any, principal: Principal | None = None, version: int | None = None
+    ) -> str:
+        """The whole markdown report, of ``version`` (None: the latest; the MCP resource)."""
         await self._reveal(research_id, principal)
-        return await self.lookup.full_report(research_id)
+        return await self.lookup.full_report(research_id, version)
 
     async def answer(self, research_id: Any, principal: Principal | None = None) -> str:
         """The answer in the caller's shape, with its citations, as JSON (the MCP resource)."""
@@ -359,12 +373,14 @@ class ResearchService:
         overwrite: bool = False,
         workspace: Path | None = None,
         max_inline_chars: int | None = MAX_INLINE_CHARS,
+        version: int | None = None,
         principal: Principal | None = None,
     ) -> dict[str, Any]:
-        """The research as markdown, json, bibtex or ris: in the payload (bounded), or written
-        to ``path`` inside ``workspace`` (default: the working directory)."""
+        """The research (its report as of ``version``; None: the latest) as markdown, json,
+        bibtex or ris: in the payload (bounded), or written to ``path`` inside ``workspace``."""
         await self._reveal(research_id, principal)
-        state = await self.watch.load_checked(validate_research_id(research_id))
+        loaded = await self.watch.load_checked(validate_research_id(research_id))
+        state, number = at_version(loaded, version)
         return export_research(
             state,
             format,
@@ -372,6 +388,7 @@ class ResearchService:
             overwrite=overwrite,
             workspace=workspace or Path.cwd(),
             max_inline_chars=max_inline_chars,
+            version=number,
         )
 
     async def health(self) -> dict[str, Any]:

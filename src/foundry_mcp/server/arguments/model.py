@@ -32,10 +32,12 @@ from foundry_mcp.server.arguments.types import (
     PageSize,
     PreferredSources,
     ReadingBudget,
+    ReviseObject,
     SourcesPerQuery,
     SourceTypes,
     SubQueries,
     TaskTimeout,
+    VersionNumber,
     WaitSeconds,
     limit_field,
 )
@@ -64,16 +66,18 @@ ACTION_PARAMS: dict[str, tuple[str, ...]] = {
         *LIMIT_PARAMS,
     ),
     "deep-research-status": ("research_id", "wait", "wait_timeout"),
-    "deep-research-report": ("research_id", "offset", "max_chars"),
+    "deep-research-report": ("research_id", "offset", "max_chars", "version"),
     "deep-research-evidence": ("research_id", "offset", "max_chars"),
     "deep-research-list": ("limit", "cursor", "completed_only", "status", "query"),
     "deep-research-events": ("research_id", "cursor", "limit"),
     "deep-research-cancel": ("research_id",),
     "deep-research-resume": ("research_id", "plan", *LIMIT_PARAMS),
     "deep-research-ask": ("research_id", "query"),
+    "deep-research-revise": ("research_id", "revise"),
+    "deep-research-versions": ("research_id", "version", "compare_to"),
     "deep-research-delete": ("research_id",),
     "deep-research-restore": ("research_id", "item_id"),
-    "deep-research-export": ("research_id", "format", "path", "overwrite"),
+    "deep-research-export": ("research_id", "format", "path", "overwrite", "version"),
     "health": (),
 }
 
@@ -81,16 +85,18 @@ ACTION_SUMMARIES: dict[str, str] = {
     "deep-research": "start one",
     "deep-research-status": "where it is",
     "deep-research-report": "summary and a page",
-    "deep-research-evidence": "checked sentences with quotes",
+    "deep-research-evidence": "checked sentences, quotes",
     "deep-research-list": "newest first",
     "deep-research-events": "audit trail",
     "deep-research-cancel": "stop; resumable",
-    "deep-research-resume": "go on; approves a waiting plan",
-    "deep-research-ask": "follow-up question from its sources",
+    "deep-research-resume": "go on; approve a waiting plan",
+    "deep-research-ask": "follow-up question",
+    "deep-research-revise": "rewrite, deepen, refresh report",
+    "deep-research-versions": "versions; a delta",
     "deep-research-delete": "delete",
-    "deep-research-restore": "restore an archived source",
+    "deep-research-restore": "an archived source back",
     "deep-research-export": "as a file format",
-    "health": "check the providers",
+    "health": "check providers",
 }
 
 # Parameters of earlier versions, and what replaced them.
@@ -110,6 +116,8 @@ Action = Literal[
     "deep-research-cancel",
     "deep-research-resume",
     "deep-research-ask",
+    "deep-research-revise",
+    "deep-research-versions",
     "deep-research-delete",
     "deep-research-restore",
     "deep-research-export",
@@ -315,6 +323,22 @@ class ResearchArguments(BaseModel):
     )
     overwrite: bool | None = Field(
         None, description="deep-research-export: replace an existing file at path."
+    )
+    revise: ReviseObject | None = Field(
+        None,
+        description="deep-research-revise: what to make of the report, an object {kind: "
+        "rewrite|deepen|refresh, form, audience, length_words, language, corrections, part, "
+        "max_searches} (each key below, under revise).",
+    )
+    version: VersionNumber | None = Field(
+        None,
+        description="deep-research-report / -export: which version of the report (default: "
+        "the latest); deep-research-versions: the version whose delta to show.",
+    )
+    compare_to: VersionNumber | None = Field(
+        None,
+        description="deep-research-versions: the version to compare version with (default: "
+        "the one before it).",
     )
 
     def given(self) -> dict[str, Any]:

@@ -81,3 +81,9 @@ Domains = Annotated[
 
 
 EditedPlan = Annotated[dict[str, Any] | list[Any], BeforeValidator(_plan_value)]
+
+
+# Its keys are checked by the service (``ReviseRequest``), whose errors name the key and list
+# the others; published as an object, its keys in research://help, to keep tools/list short.
+ReviseObject = Annotated[dict[str, Any], BeforeValidator(_plan_value)]
+VersionNumber = Annotated[int, Field(ge=1), NOT_BOOL]

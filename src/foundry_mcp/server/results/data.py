@@ -33,6 +33,7 @@ from foundry_mcp.server.results.status import (
     Timestamp,
     UsageTotals,
 )
+from foundry_mcp.server.results.versions import ReviseResult, VersionsResult
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +196,7 @@ class ExportResult(Result):
     status: StatusName
     format: ExportFormat
     chars: int
+    version: int | None = Field(None, description="The report's version exported.")
     content: str | None = None
     path: str | None = None
 
@@ -250,6 +252,8 @@ RESULT_MODELS: dict[str, type[Result]] = {
     "deep-research-cancel": CancelResult,
     "deep-research-resume": ResumeResult,
     "deep-research-ask": AskResult,
+    "deep-research-revise": ReviseResult,
+    "deep-research-versions": VersionsResult,
     "deep-research-delete": DeleteResult,
     "deep-research-restore": RestoreResult,
     "deep-research-export": ExportResult,
@@ -267,6 +271,8 @@ ActionResult = (
     | CancelResult
     | ResumeResult
     | AskResult
+    | ReviseResult
+    | VersionsResult
     | DeleteResult
     | RestoreResult
     | ExportResult
@@ -326,6 +332,9 @@ ACTION_HINTS: dict[str, ActionHints] = {
     "deep-research-resume": ActionHints(read_only=False, destructive=False, idempotent=False),
     # Each call keeps one more follow-up with the research (and spends LLM calls).
     "deep-research-ask": ActionHints(read_only=False, destructive=False, idempotent=False),
+    # Each call makes one more version (and spends LLM calls and searches).
+    "deep-research-revise": ActionHints(read_only=False, destructive=False, idempotent=False),
+    "deep-research-versions": ActionHints(read_only=True, destructive=False, idempotent=True),
     "deep-research-delete": ActionHints(read_only=False, destructive=True, idempotent=True),
     "deep-research-restore": ActionHints(read_only=False, destructive=False, idempotent=True),
     # With path and overwrite=true it replaces a file.

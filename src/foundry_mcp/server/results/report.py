@@ -116,6 +116,7 @@ class ReportResult(Result):
 
     research_id: str
     status: StatusName
+    version: int | None = Field(None, description="The report's version shown (1, 2, ...).")
     summary: str = Field(description="The executive summary, at most 2,000 characters.")
     report: str = Field(description="The page: characters [offset, next_offset).")
     offset: int
