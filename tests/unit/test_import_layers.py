@@ -25,6 +25,7 @@ LAYERS = (
     ("context",),
     ("research",),
     ("runtime",),
+    ("view",),
     ("server",),
     ("cli", "__main__"),
 )
