@@ -56,3 +56,27 @@ def test_no_call_no_footer() -> None:
         query="q", llm_provider="openai", llm_model="gpt-4.1-mini", report="Report.\n"
     )
     assert with_cost_footer(state) == "Report.\n"
+
+
+def test_a_revised_version_says_what_it_cost_on_its_own() -> None:
+    from foundry_mcp.research.models import ReportVersion, RevisionKind, VersionCost
+
+    state = ResearchState(
+        query="q", llm_provider="openai", llm_model="gpt-4.1-mini", report="# Brief\n\nB [1].\n"
+    )
+    state.llm_usage.add(call("analysis", 40_000, 1_500, 0.018))
+    state.llm_usage.add(call("synthesis", 3_000, 800, 0.002))
+    brief_cost = VersionCost(search_calls=0)
+    brief_cost.total.add(call("synthesis", 3_000, 800, 0.002))
+    state.versions = [
+        ReportVersion(number=1, report="# Report\n\nR [1].\n"),
+        ReportVersion(number=2, kind=RevisionKind.REWRITE, report=state.report, cost=brief_cost),
+    ]
+    served = with_cost_footer(state)
+    assert "*Cost: 43,000 prompt" in served  # the research's, every version included
+    assert "*Version 2 (rewrite): 3,000 prompt and 800 completion tokens in 1 call ($0.0020)" in (
+        served
+    )
+    assert "and 0 searches" in served
+    state.report = state.versions[0].report  # the first version shown: no line of its own
+    assert "*Version" not in with_cost_footer(state)

@@ -11,7 +11,8 @@ Prompt and completion tokens are the providers' counts where they give them; the
 estimated from the model prices foundry-mcp knows (``[providers.*.prices]``), and a call to a
 model without a known price is said to be unpriced rather than counted as free. The stored
 report stays as the writer left it; the footer is added when the report is read, so it always
-tells the research's whole cost, resumed runs included.
+tells the research's whole cost, resumed runs and revisions included. A version made by a
+revision (a rewrite, deepen or refresh) adds a line with that version's own cost.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def with_cost_footer(state: ResearchState, appendix: str = "") -> str:
     report = state.report or ""
     if report and appendix.strip():
         report = f"{report.rstrip()}\n\n{appendix.strip()}\n"
-    footer = "\n\n".join(line for line in (clarification_note(state), cost_footer(state)) if line)
+    lines = (clarification_note(state), cost_footer(state), version_cost_note(state))
+    footer = "\n\n".join(line for line in lines if line)
     return f"{report.rstrip()}{RULE}{footer}\n" if report and footer else report
 
 
@@ -83,6 +85,26 @@ def cost_footer(state: ResearchState) -> str:
         f"*Cost: {total.input_tokens:,} prompt and {total.output_tokens:,} completion tokens "
         f"in {total.calls:,} call{'s' if total.calls != 1 else ''}, {_cost(total, about=True)}: "
         f"{parts}.*"
+    )
+
+
+def version_cost_note(state: ResearchState) -> str:
+    """What the version shown cost on its own, when a revision made it ("" otherwise)."""
+    shown = next((v for v in reversed(state.versions) if v.report == state.report), None)
+    if shown is None or shown.number == 1:
+        return ""
+    total, searches = shown.cost.total, shown.cost.search_calls
+    calls = f"{total.calls:,} call{'s' if total.calls != 1 else ''}"
+    spent = (
+        f"{total.input_tokens:,} prompt and {total.output_tokens:,} completion tokens in {calls}"
+        f" ({_cost(total)})"
+        if total.calls
+        else "no LLM call"
+    )
+    return (
+        f"*Version {shown.number} ({shown.kind.value}): {spent} and {searches:,} "
+        f"search{'es' if searches != 1 else ''}; the cost above is the research's, every version "
+        "included.*"
     )
 
 
