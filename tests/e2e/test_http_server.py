@@ -117,6 +117,8 @@ ACTIONS: list[tuple[str, dict[str, Any]]] = [
     ("deep-research-cancel", {}),
     ("deep-research-resume", {}),
     ("deep-research-evidence", {}),
+    ("deep-research-revise", {"revise": {"kind": "rewrite", "form": "brief"}}),
+    ("deep-research-versions", {}),
     ("deep-research-delete", {}),
 ]
 
@@ -158,6 +160,16 @@ async def test_another_principals_research_does_not_exist(team_env: dict[str, st
             assert status["data"]["status"] == "completed"
             listed = await call(alice, action="deep-research-list")
             assert [item["research_id"] for item in listed["data"]["items"]] == [theirs]
+            # Hers to revise: a brief, made as its second version, on the team server too.
+            revised = await call(
+                alice, action="deep-research-revise", research_id=theirs,
+                revise={"kind": "rewrite", "form": "brief"},
+            )  # fmt: skip
+            assert revised["success"] and revised["data"]["version"] == 2, revised
+            assert (await run_to_end(alice, theirs))["status"] == "completed"
+            versions = await call(alice, action="deep-research-versions", research_id=theirs)
+            assert [v["kind"] for v in versions["data"]["versions"]] == ["research", "rewrite"]
+            assert versions["data"]["versions"][1]["cost"]["search_calls"] == 0
             uris = [str(r.uri) for r in (await alice.list_resources()).resources]
             assert f"research://{theirs}/report" in uris
             # Exports come back in the response: the server's disk is not the caller's.

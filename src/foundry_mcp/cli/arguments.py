@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from foundry_mcp import __version__
-from foundry_mcp.cli import migrate
+from foundry_mcp.cli import migrate, view
 from foundry_mcp.logs import LOG_FORMATS
 
 # Where each command's body is, as "module:function" in ``foundry_mcp.cli``. ``main`` imports a
@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "versions": "revising:list_versions",
     "delete": "commands:delete_research",
     "export": "commands:export_research",
+    "view": "view:view_research",
     "doctor": "doctor:doctor",
     "bench": "bench:run_bench",
 }
@@ -123,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--completed-only", action="store_true")
     listing.add_argument("--status", help="only these statuses, comma-separated")
     _add_export(commands, as_json)
+    view.add_parser(commands, as_json)
     commands.add_parser(
         "doctor",
         parents=[as_json],

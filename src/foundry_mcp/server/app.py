@@ -17,8 +17,13 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import (
     CallToolResult,
+    InputRequiredResult,
     ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
     PaginatedRequestParams,
+    ReadResourceRequestParams,
+    ReadResourceResult,
     TextContent,
 )
 from pydantic import WithJsonSchema
@@ -35,7 +40,15 @@ from foundry_mcp.server.auth import request_principal
 from foundry_mcp.server.envelope import Envelope, compact_text, failure, ok
 from foundry_mcp.server.host import ServiceHost, hosted_service
 from foundry_mcp.server.prompts import register_prompts
-from foundry_mcp.server.resources import recent_reports, register_resources
+from foundry_mcp.server.resources import (
+    app_resources,
+    app_templates,
+    linked_tools,
+    read_app_resource,
+    recent_reports,
+    register_resources,
+    renders_apps,
+)
 from foundry_mcp.server.results.data import tool_annotations, tool_meta
 from foundry_mcp.server.results.status import progress_message
 from foundry_mcp.server.session import session_host, wants_progress
@@ -90,7 +103,34 @@ class ResearchServer(MCPServer[Any]):
         # session's research store; this handler does, and adds the recent reports.
         listed = await super()._handle_list_resources(ctx, params)
         listed.resources += await recent_reports(ctx.lifespan_context, request_principal())
+        if renders_apps(ctx):
+            listed.resources += app_resources()
         return listed
+
+    # The research view as an MCP App (server.resources): only a client that declared it renders
+    # apps sees the tool's link, the page and the view data; any other gets what it always got.
+
+    async def _handle_list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        listed = await super()._handle_list_tools(ctx, params)
+        if renders_apps(ctx):
+            listed.tools = linked_tools(listed.tools, TOOL_NAME)
+        return listed
+
+    async def _handle_list_resource_templates(
+        self, ctx: ServerRequestContext[Any, Any], params: PaginatedRequestParams | None
+    ) -> ListResourceTemplatesResult:
+        listed = await super()._handle_list_resource_templates(ctx, params)
+        if renders_apps(ctx):
+            listed.resource_templates += app_templates()
+        return listed
+
+    async def _handle_read_resource(
+        self, ctx: ServerRequestContext[Any, Any], params: ReadResourceRequestParams
+    ) -> ReadResourceResult | InputRequiredResult:
+        app_read = await read_app_resource(ctx, str(params.uri))
+        return app_read or await super()._handle_read_resource(ctx, params)
 
 
 TOOL_NAME = "research"

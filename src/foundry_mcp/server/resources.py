@@ -1,9 +1,15 @@
 """The MCP resources: the tool's guide and result schemas, a research's report, claims,
-sources and events, and recent reports.
+sources and events, and recent reports; and for a client that renders MCP Apps, the research
+view (:mod:`foundry_mcp.view.app` says what the app is and how a client asks for it).
 
 The templates read one research each (``report/{version}``: one version of its report); a failed read is a resource error carrying the
 same message as the tool's error for that id (``RESEARCH_NOT_FOUND``, ``REPORT_NOT_READY``).
 On a team server both the templates and the list serve the caller's own research only.
+
+The view exists for a client that declared it renders apps only: the research tool links its
+page (``ui://``), ``resources/list`` shows the page and ``resources/templates/list`` the view
+data's template, and both read. For any other client none of this exists: its lists are what
+they were before the app, and the two addresses are unknown.
 """
 
 from __future__ import annotations
@@ -12,15 +18,37 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
-from mcp.types import Resource
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INTERNAL_ERROR,
+    ReadResourceResult,
+    Resource,
+    ResourceTemplate,
+    TextResourceContents,
+    Tool,
+)
 
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.server.auth import request_principal
 from foundry_mcp.server.host import ServiceHost
 from foundry_mcp.server.session import session_host
 from foundry_mcp.server.surface import HELP_URI, SCHEMAS_URI, help_document, schemas_document
+from foundry_mcp.view.app import (
+    APP_MIME,
+    APP_RESOURCE_UI,
+    APP_URI,
+    VIEW_MIME,
+    app_page,
+    app_resource,
+    client_wants_apps,
+    research_id_of,
+    tool_meta_with_app,
+    view_template,
+)
 
 if TYPE_CHECKING:  # the research code is imported in the background (see server.host)
     from foundry_mcp.research.principal import Principal
@@ -142,3 +170,77 @@ async def recent_reports(host: ServiceHost, principal: Principal | None) -> list
         )
         for rid, query in recent
     ]
+
+
+# --------------------------------------------------------------------------- the MCP App
+
+
+def renders_apps(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """Whether the client of this request declared that it renders this app."""
+    return client_wants_apps(ctx.session.client_capabilities)
+
+
+def linked_tools(tools: list[Tool], tool_name: str) -> list[Tool]:
+    """``tools`` with the tool named ``tool_name`` linking the app's page."""
+    return [
+        tool.model_copy(update={"meta": tool_meta_with_app(tool.meta)})
+        if tool.name == tool_name
+        else tool
+        for tool in tools
+    ]
+
+
+def app_resources() -> list[Resource]:
+    """What ``resources/list`` adds for a client that renders apps."""
+    return [app_resource()]
+
+
+def app_templates() -> list[ResourceTemplate]:
+    """What ``resources/templates/list`` adds for a client that renders apps."""
+    return [view_template()]
+
+
+async def read_app_resource(
+    ctx: ServerRequestContext[Any, Any], uri: str
+) -> ReadResourceResult | None:
+    """The app's page or a research's view data when ``uri`` names one and the client renders
+    apps; None otherwise (the address is then read as any other)."""
+    if not renders_apps(ctx):
+        return None
+    if uri == APP_URI:
+        # Read once from the package's files, then kept: off the loop the first time.
+        html = await anyio.to_thread.run_sync(app_page)
+        return _contents(uri, APP_MIME, html, {"ui": APP_RESOURCE_UI})
+    research_id = research_id_of(uri)
+    if research_id is None:
+        return None
+    host = ctx.lifespan_context
+    assert isinstance(host, ServiceHost)
+    text = await _view_json(host, uri, research_id, request_principal())
+    return _contents(uri, VIEW_MIME, text, None)
+
+
+async def _view_json(
+    host: ServiceHost, uri: str, research_id: str, principal: Principal | None
+) -> str:
+    """One research's view data as JSON, for ``principal`` (its owner, on a team server)."""
+    try:
+        service = await host.service()
+        # Imported once the service is had: the research code it reads is then imported (the
+        # server imports it in the background, see server.host), and this costs nothing.
+        from foundry_mcp.view.data import view_data
+
+        data = await view_data(service, research_id, principal)
+    except FoundryError as exc:  # said as the other research:// resources say it
+        raise MCPError(
+            code=INTERNAL_ERROR, message=f"{exc.message} {exc.remediation}", data={"uri": uri}
+        ) from None
+    return data.model_dump_json()
+
+
+def _contents(
+    uri: str, mime_type: str, text: str, meta: dict[str, Any] | None
+) -> ReadResourceResult:
+    return ReadResourceResult(
+        contents=[TextResourceContents(uri=uri, mime_type=mime_type, text=text, _meta=meta)]
+    )

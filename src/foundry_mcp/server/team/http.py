@@ -55,6 +55,7 @@ from foundry_mcp.server.app import create_server
 from foundry_mcp.server.auth import ConfiguredTokens, auth_settings, word_refusals
 from foundry_mcp.server.host import ServiceHost
 from foundry_mcp.server.team.quick_answers import QuickAnswers
+from foundry_mcp.server.team.views import TeamViews
 
 if TYPE_CHECKING:
     from foundry_mcp.research.store.protocol import Store
@@ -239,6 +240,7 @@ def build_app(
     )
     server.custom_route(HEALTH_PATH, methods=["GET"], name="health")(probe.answer)
     security = transport_security(server_settings, host, port)
+    TeamViews(lambda: probe.host, security, tokens_required=verifier is not None).register(server)
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         stateless_http=server_settings.stateless,

@@ -1,0 +1,186 @@
+"""The live page in a real browser (the distribution's Chromium, driven by Playwright): served by
+``foundry-mcp view ID --serve`` while another process runs the research with a slow fake LLM,
+the page updates as the research moves and ends showing its report, then asks nothing more;
+when its server goes away, it says so in an announced status line and keeps retrying."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from foundry_mcp.view.data import ViewData
+from foundry_mcp.view.serving import Listening, serve_view
+from tests.e2e.test_view_cli import Served
+from tests.fakes import FakeHTTPServer
+
+pytestmark = pytest.mark.anyio
+
+CHROMIUM = "/usr/bin/chromium"
+# Chromium as root in a closed network: no sandbox of its own, no background connections.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+REQUIRE_CHROMIUM = "FOUNDRY_MCP_REQUIRE_CHROMIUM"
+QUESTION = "How do B-trees split their nodes?"
+
+
+def _chromium_or_skip() -> None:
+    try:
+        import playwright.async_api  # noqa: F401
+    except ImportError:
+        _missing("Playwright is not installed (pip install playwright)")
+    if not Path(CHROMIUM).exists():
+        _missing(f"Chromium is not installed ({CHROMIUM})")
+
+
+def _missing(what: str) -> None:
+    if os.environ.get(REQUIRE_CHROMIUM) == "1":
+        pytest.fail(what)
+    pytest.skip(what)
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Any]:
+    """Headless Chromium, driven by Playwright (skipped where neither is installed)."""
+    _chromium_or_skip()
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+def _research_elsewhere(env: dict[str, str]) -> subprocess.Popen[str]:
+    """``foundry-mcp research`` in another process, its progress on a pipe."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "foundry_mcp", "research", QUESTION, "--max-iterations", "1"],
+        env={"PATH": os.environ.get("PATH", ""), **env},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+async def _state(page: Any) -> dict[str, Any]:
+    """What the page shows now: its header's text, and whether the report is shown."""
+    state: dict[str, Any] = await page.evaluate(
+        """() => {
+            const report = document.getElementById('report');
+            const top = document.getElementById('top');
+            const line = document.getElementById('connection');
+            return {top: top ? top.textContent : '',
+                    report: !!report && !report.hidden && report.textContent.length > 200,
+                    connection: line && !line.hidden ? line.textContent : '',
+                    role: line ? line.getAttribute('role') : null};
+        }"""
+    )
+    return state
+
+
+async def test_the_served_page_follows_a_running_research_to_its_report(
+    research_env: dict[str, str], openai_server: FakeHTTPServer, browser: Any
+) -> None:
+    openai_server.latency = 0.5  # a slow model: the research runs for several polls
+    runner = _research_elsewhere(research_env)
+    served: Served | None = None
+    try:
+        assert runner.stderr is not None
+        started = re.search(r"research (deepres-[0-9a-f]{12}) started", runner.stderr.readline())
+        assert started is not None
+        served = Served(research_env, started.group(1))
+        page = await browser.new_page()
+        polls: list[str] = []
+        violations: list[str] = []
+        page.on("request", lambda request: polls.append(request.url))
+        page.on(
+            "console",
+            lambda message: (
+                violations.append(message.text)
+                if "Content Security Policy" in message.text
+                else None
+            ),
+        )
+        await page.goto(served.url)
+        seen: list[dict[str, Any]] = []
+        with anyio.fail_after(90):
+            while True:
+                seen.append(await _state(page))
+                if seen[-1]["report"]:
+                    break
+                await anyio.sleep(0.2)
+        running = [s for s in seen if not s["report"]]
+        assert running, "the page never showed the research before its report"
+        assert len({s["top"] for s in seen}) >= 2, "the page never changed while it ran"
+        data_polls = [url for url in polls if url == served.url + "data"]
+        assert len(data_polls) >= 2, polls
+        assert not any(s["connection"] for s in seen), seen
+        # Ended: no more requests of its own.
+        await anyio.sleep(4)
+        assert len([url for url in polls if url == served.url + "data"]) == len(data_polls)
+        assert {url for url in polls} <= {served.url, served.url + "data"}, polls
+        assert violations == []
+        assert runner.wait(60) == 0
+    finally:
+        if served is not None:
+            served.stop()
+        if runner.poll() is None:
+            runner.kill()
+            runner.wait()
+
+
+def _running() -> ViewData:
+    return ViewData(
+        research_id="deepres-0123456789ab",
+        question=QUESTION,
+        status="running",
+        live=True,
+        phase="gathering",
+        phase_index=2,
+        created_at="2026-11-29T08:00:00+00:00",
+        updated_at="2026-11-29T08:01:00+00:00",
+    )
+
+
+async def test_the_page_says_when_its_server_is_gone_and_keeps_retrying(browser: Any) -> None:
+    heard: list[Listening] = []
+    stop = anyio.Event()
+
+    async def load() -> ViewData:
+        return _running()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(lambda: serve_view(load, on_ready=heard.append, stop=stop))
+        while not heard:
+            await anyio.sleep(0.01)
+        page = await browser.new_page()
+        await page.goto(heard[0].url)
+        with anyio.fail_after(10):
+            while not (await page.evaluate("() => !!window.FoundryView")):
+                await anyio.sleep(0.05)
+        assert (await _state(page))["connection"] == ""
+        stop.set()  # the server goes away while the research "runs"
+    with anyio.fail_after(20):
+        while not (state := await _state(page))["connection"]:
+            await anyio.sleep(0.1)
+    assert state["connection"].startswith("Connection lost, retrying in ")
+    assert state["role"] == "status"
