@@ -109,6 +109,29 @@ async def test_a_research_runs_as_a_task_to_its_report(settings: Settings) -> No
     assert key.stat().st_mode & 0o077 == 0
 
 
+async def test_a_revision_of_the_report_runs_as_a_task_to_its_new_version(
+    settings: Settings,
+) -> None:
+    tasks = TasksClient()
+    async with _client(settings, tasks) as client:
+        await client.call_tool(
+            "research", {"action": "deep-research", "query": "How does WAL mode work?"}
+        )
+        research_id = tasks.handles[0].task_id.partition(".")[0]
+        result = await client.call_tool(
+            "research",
+            {
+                "action": "deep-research-revise",
+                "research_id": research_id,
+                "revise": {"kind": "rewrite", "form": "brief"},
+            },
+        )
+        assert len(tasks.handles) == 2 and tasks.polled[-1] == "completed"
+        envelope = result.structured_content
+        assert envelope is not None and envelope["success"], envelope
+        assert envelope["data"]["version"] == 2 and "[1]" in envelope["data"]["report"]
+
+
 async def test_clients_without_the_extension_keep_ordinary_results(settings: Settings) -> None:
     async with _client(settings) as client:
         started = await call(client, action="deep-research", query="What is a bloom filter?")

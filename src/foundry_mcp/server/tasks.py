@@ -1,7 +1,7 @@
 """MCP Tasks (``io.modelcontextprotocol/tasks``, protocol 2026-07-28): a research as a task.
 
 A client that declares the extension on its ``tools/call`` gets, for a call that starts or
-resumes a research, a task handle (``resultType: "task"``) instead of the start envelope. It
+resumes a research or revises its report, a task handle (``resultType: "task"``) instead of the start envelope. It
 then polls ``tasks/get`` until the task is terminal; the completed task carries the report's
 first page as the tool result. ``tasks/cancel`` cancels the research (its work is kept) and
 ``tasks/update`` is acknowledged (a research never asks for input). Every other client, and
@@ -48,6 +48,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+# The actions that start a run of a research: a start, a resume, a revision of its report.
+RUN_ACTIONS = ("deep-research", "deep-research-resume", "deep-research-revise")
 POLL_INTERVAL_MS = 2000
 KEY_NAME = "task"  # the store's shared key task ids are signed with
 WORKING = {"queued", "running", "cancelling"}
@@ -172,7 +174,7 @@ class ResearchTasks(Extension):
         if params.name != self._tool_name:
             return False
         arguments = params.arguments or {}
-        return arguments.get("action") in ("deep-research", "deep-research-resume")
+        return arguments.get("action") in RUN_ACTIONS
 
     async def _research_of(
         self, ctx: ServerRequestContext[Any, Any], task_id: str, principal: Principal | None
