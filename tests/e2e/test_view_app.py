@@ -123,9 +123,10 @@ def session(env: dict[str, str], version: str, capabilities: dict[str, Any]) -> 
     return LineSession(env, version, capabilities)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def plain_lines(app_env: dict[str, str]) -> Iterator[list[bytes]]:
-    """The raw ``tools/list`` answer of a plain client, one per protocol version."""
+    """The raw ``tools/list`` answer of a plain client, one per protocol version (read once:
+    the tests only read them)."""
     lines = []
     for version in PLAIN_VERSIONS:
         plain = session(app_env, version, {})
@@ -152,9 +153,10 @@ def test_a_plain_client_sees_the_tool_list_byte_for_byte_as_before(
 APPS = {"extensions": {APP_EXTENSION: {"mimeTypes": [APP_MIME]}}}
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def apps_session(app_env: dict[str, str]) -> Iterator[LineSession]:
-    """A session of a client that renders MCP Apps, as such a host declares it."""
+    """A session of a client that renders MCP Apps, as such a host declares it (shared: the
+    tests only read through it)."""
     apps = session(app_env, "2025-11-25", APPS)
     try:
         yield apps

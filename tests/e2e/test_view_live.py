@@ -134,8 +134,8 @@ async def test_the_served_page_follows_a_running_research_to_its_report(
         data_polls = [url for url in polls if url == served.url + "data"]
         assert len(data_polls) >= 2, polls
         assert not any(s["connection"] for s in seen), seen
-        # Ended: no more requests of its own.
-        await anyio.sleep(4)
+        # Ended: no more requests of its own (two poll intervals and more pass).
+        await anyio.sleep(3.2)
         assert len([url for url in polls if url == served.url + "data"]) == len(data_polls)
         assert {url for url in polls} <= {served.url, served.url + "data"}, polls
         assert violations == []
