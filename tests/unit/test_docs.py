@@ -164,3 +164,19 @@ def test_the_checks_catch_what_they_look_for(tmp_path: Path) -> None:
     assert anchors(page) == {"a-title", "set-x-up-now"}
     assert links(page) == ["#set-x-up-now", "#nowhere", "missing.md"]
     assert _installs(page) == [["foundry-mcp[postgres]"]]
+
+
+def test_the_tool_spec_lists_every_parameter_and_every_action() -> None:
+    """specs/research-tool.md's parameter table has one row per field of the tool's arguments,
+    and its action row and sections name every action: a new parameter or action lands with
+    its line in the spec."""
+    from foundry_mcp.server.arguments import ACTION_PARAMS, ResearchArguments
+
+    spec = (ROOT / "specs" / "research-tool.md").read_text(encoding="utf-8")
+    table = spec.split("| parameter | type |", 1)[1].split("\n\n", 1)[0]
+    rows = re.findall(r"^\| `(\w+)` \|", table, re.MULTILINE)
+    assert sorted(rows) == sorted(ResearchArguments.model_fields), "parameters differ"
+    (action_row,) = [line for line in table.splitlines() if line.startswith("| `action` |")]
+    for action in ACTION_PARAMS:
+        assert f"`{action}`" in action_row, action
+        assert re.search(rf"^### `{re.escape(action)}`", spec, re.MULTILINE), action
