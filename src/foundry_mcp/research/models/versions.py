@@ -48,6 +48,20 @@ class ReportForm(StrEnum):
     MEMO = "memo"  # a memo: to whom, the recommendation, the reasons
 
 
+def misfit(kind: RevisionKind, *, part: str | None, max_searches: int | None) -> tuple[str, str]:
+    """The first key a revision of ``kind`` cannot take as given, and why (("", "") when it
+    takes them all): a deepen needs its part, only a deepen takes one, a rewrite searches
+    nothing. The one statement of the rule; the request and the engine each say it their way."""
+    named = bool(part and part.strip())
+    if kind is RevisionKind.DEEPEN and not named:
+        return "part", "is required for a deepen: the part of the report to research further"
+    if kind is not RevisionKind.DEEPEN and named:
+        return "part", f"applies to a deepen only, not to a {kind.value}"
+    if kind is RevisionKind.REWRITE and max_searches is not None:
+        return "max_searches", "applies to a deepen or a refresh: a rewrite makes no search"
+    return "", ""
+
+
 class RevisionStep(StrEnum):
     """Where a revision is: each step is saved before the next begins."""
 

@@ -19,10 +19,16 @@ from foundry_mcp.research.models import (
     Status,
     WritingInstructions,
 )
+from foundry_mcp.research.models.versions import misfit
 from foundry_mcp.research.revision.deepen import resolve_part
 from foundry_mcp.research.revision.versions import first_version, usage_snapshot
 
 _STATUS_HINT = "Read its status with action='deep-research-status'."
+_FIXES = {
+    "part": "Give part for a deepen: a sub-question's or gap's id (action='deep-research-status' "
+    "lists them), a section's heading, or a question of your own; leave it out otherwise.",
+    "max_searches": "Leave max_searches out of a rewrite.",
+}
 
 
 def new_revision(
@@ -46,13 +52,10 @@ def new_revision(
         instructions = instructions.model_copy(
             update={"language": check_language(instructions.language)}
         )
+    key, why = misfit(kind, part=part, max_searches=max_searches)
+    if key:
+        raise InputError(f"{key} {why}.", remediation=_FIXES[key], details={"field": key})
     part_id, question = _resolved_part(state, kind, part)
-    if kind is RevisionKind.REWRITE and max_searches is not None:
-        raise InputError(
-            "max_searches applies to a deepen or a refresh: a rewrite makes no search.",
-            remediation="Leave max_searches out of a rewrite.",
-            details={"field": "max_searches"},
-        )
     if state.revision is not None:  # stopped unfinished: what it added stays, its version not
         state.record(
             AgentDecision(
@@ -114,24 +117,11 @@ def _check_revisable(state: ResearchState) -> None:
 def _resolved_part(
     state: ResearchState, kind: RevisionKind, part: str | None
 ) -> tuple[str | None, str | None]:
-    """What a deepen's ``part`` names: (a sub-question's or gap's id, or None, and the question
-    to research); (None, None) for the other kinds, which take no part."""
-    named = part.strip() if isinstance(part, str) else ""
-    if kind is not RevisionKind.DEEPEN:
-        if named:
-            raise InputError(
-                f"part applies to a deepen only, not to a {kind.value}.",
-                remediation="Leave part out, or ask for a deepen of that part.",
-                details={"field": "part"},
-            )
+    """What a deepen's ``part`` names (its kind takes one: :func:`misfit`): a sub-question's or
+    gap's id, or None, and the question to research; (None, None) for the other kinds."""
+    if kind is not RevisionKind.DEEPEN or part is None:
         return None, None
-    if not named:
-        raise InputError(
-            "A deepen needs the part of the report to research further.",
-            remediation="Give part: a sub-question's or gap's id (action='deep-research-status' "
-            "lists them), a section's heading, or a question of your own.",
-            details={"field": "part"},
-        )
+    named = part.strip()
     part_id, question = resolve_part(state, named)
     if not question.strip():
         raise InputError(

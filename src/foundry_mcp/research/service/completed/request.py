@@ -20,11 +20,17 @@ from foundry_mcp.research.models.versions import (
     ReportForm,
     RevisionKind,
     WritingInstructions,
+    misfit,
 )
 
 MAX_SEARCHES = 50  # the most searches a deepen or a refresh may be given
 
 ReviseKind = Literal["rewrite", "deepen", "refresh"]
+_FIXES = {
+    "part": "Give part with kind 'deepen' (a sub-question's or gap's id, a section's heading, or "
+    "a question of your own), or drop it for a rewrite or a refresh.",
+    "max_searches": "Drop max_searches, or use kind 'deepen' or 'refresh' to search.",
+}
 
 
 class ReviseRequest(BaseModel):
@@ -103,22 +109,9 @@ class ReviseRequest(BaseModel):
         return asked
 
     def _check_kind(self) -> None:
-        if self.kind == "deepen" and self.part is None:
-            raise _refused(
-                "revise.part is required for a deepen: the part to research further.", key="part"
-            )
-        if self.kind != "deepen" and self.part is not None:
-            raise _refused(
-                f"revise.part applies to a deepen only, not a {self.kind}.",
-                key="part",
-                remediation="Drop part, or use kind 'deepen' to research that part further.",
-            )
-        if self.kind == "rewrite" and self.max_searches is not None:
-            raise _refused(
-                "revise.max_searches: a rewrite makes no search.",
-                key="max_searches",
-                remediation="Drop max_searches, or use kind 'deepen' or 'refresh' to search.",
-            )
+        key, why = misfit(self.revision_kind, part=self.part, max_searches=self.max_searches)
+        if key:
+            raise _refused(f"revise.{key} {why}.", key=key, remediation=_FIXES[key])
 
     @property
     def revision_kind(self) -> RevisionKind:
