@@ -34,6 +34,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.extension import advertise
 
 from foundry_mcp.view.app import APP_MIME, APP_URI, EXTENSION
+from tests.browser import async_chromium, unavailable
 from tests.e2e.conftest import call, run_to_end
 from tests.fakes import FakeHTTPServer
 from tests.npm_servers import ROOT
@@ -49,26 +50,8 @@ PACKAGES = (
     "zod@4.6.7",
     "esbuild@0.28.2",
 )
-CHROMIUM = "/usr/bin/chromium"
-# Chromium as root in a closed network: no sandbox of its own, no background connections.
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-REQUIRE_CHROMIUM = "FOUNDRY_MCP_REQUIRE_CHROMIUM"
 QUESTION = "How does WAL mode work in SQLite?"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-
-
-def _missing(what: str, variable: str) -> None:
-    if os.environ.get(variable) == "1":
-        pytest.fail(what)
-    pytest.skip(what)
 
 
 @functools.cache
@@ -76,7 +59,7 @@ def _host_bridge() -> Path:
     """The folder of the host page with the reference AppBridge bundled beside it."""
     npm = shutil.which("npm")
     if shutil.which("node") is None or npm is None:
-        _missing(
+        unavailable(
             "Node.js (node and npm) is not installed: the MCP Apps host bridge needs it",
             "FOUNDRY_MCP_REQUIRE_NODE",
         )
@@ -155,31 +138,11 @@ def host_url() -> Iterator[str]:
         server.server_close()
 
 
-@pytest.fixture(scope="module")
-def chromium() -> str:
-    """The distribution's Chromium, when it and Playwright are installed."""
-    try:
-        import playwright.async_api  # noqa: F401
-    except ImportError:
-        _missing("Playwright is not installed (pip install playwright)", REQUIRE_CHROMIUM)
-    if not Path(CHROMIUM).exists():
-        _missing(f"Chromium is not installed ({CHROMIUM})", REQUIRE_CHROMIUM)
-    return CHROMIUM
-
-
 @pytest.fixture
-async def browser(chromium: str) -> AsyncIterator[Any]:
+async def browser() -> AsyncIterator[Any]:
     """Headless Chromium, driven by Playwright."""
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(
-            executable_path=chromium, headless=True, args=CHROMIUM_ARGS
-        )
-        try:
-            yield launched
-        finally:
-            await launched.close()
+    async with async_chromium() as launched:
+        yield launched
 
 
 def app_client(env: dict[str, str]) -> Client:

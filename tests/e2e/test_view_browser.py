@@ -25,6 +25,7 @@ import pytest
 from foundry_mcp.config import Settings
 from foundry_mcp.runtime import research_runtime
 from foundry_mcp.view import ViewData, render_page, view_data, view_of
+from tests.browser import FLAGS, chromium_or_skip
 from tests.view_states import (
     CHECKED,
     HOSTILE_QUOTE,
@@ -35,21 +36,9 @@ from tests.view_states import (
     running_research,
 )
 
-CHROMIUM = Path("/usr/bin/chromium")
-REQUIRE_ENV = "FOUNDRY_MCP_REQUIRE_CHROMIUM"
 PICTURES_ENV = "FOUNDRY_MCP_DOCS_PICTURES"
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts" / "view"
-# Without the background-networking flags Chromium keeps trying hosts this machine cannot reach.
-FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 URL = "http://view.test/research"
 # What the violations of the page's policy and its scripts' errors are collected in: added
 # before the page's own scripts run, by the browser (a policy does not apply to it).
@@ -68,23 +57,14 @@ CITATIONS = [
 ]
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get(REQUIRE_ENV) == "1":
-        pytest.fail(f"{reason}, and {REQUIRE_ENV}=1 requires it")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """One headless Chromium for the module."""
-    if not CHROMIUM.is_file():
-        _unavailable(f"Chromium is not installed at {CHROMIUM} (Debian: apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        _unavailable("playwright is not installed (pip install -e '.[test]')")
+    executable = chromium_or_skip()
+    from playwright.sync_api import sync_playwright
+
     with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
+        launched = playwright.chromium.launch(executable_path=executable, args=FLAGS)
         yield launched
         launched.close()
 

@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -18,55 +17,20 @@ import pytest
 
 from foundry_mcp.view.data import ViewData
 from foundry_mcp.view.serving import Listening, serve_view
+from tests.browser import async_chromium
 from tests.e2e.test_view_cli import Served
 from tests.fakes import FakeHTTPServer
 
 pytestmark = pytest.mark.anyio
 
-CHROMIUM = "/usr/bin/chromium"
-# Chromium as root in a closed network: no sandbox of its own, no background connections.
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-REQUIRE_CHROMIUM = "FOUNDRY_MCP_REQUIRE_CHROMIUM"
 QUESTION = "How do B-trees split their nodes?"
-
-
-def _chromium_or_skip() -> None:
-    try:
-        import playwright.async_api  # noqa: F401
-    except ImportError:
-        _missing("Playwright is not installed (pip install playwright)")
-    if not Path(CHROMIUM).exists():
-        _missing(f"Chromium is not installed ({CHROMIUM})")
-
-
-def _missing(what: str) -> None:
-    if os.environ.get(REQUIRE_CHROMIUM) == "1":
-        pytest.fail(what)
-    pytest.skip(what)
 
 
 @pytest.fixture
 async def browser() -> AsyncIterator[Any]:
     """Headless Chromium, driven by Playwright (skipped where neither is installed)."""
-    _chromium_or_skip()
-    from playwright.async_api import async_playwright
-
-    async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(
-            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
-        )
-        try:
-            yield launched
-        finally:
-            await launched.close()
+    async with async_chromium() as launched:
+        yield launched
 
 
 def _research_elsewhere(env: dict[str, str]) -> subprocess.Popen[str]:
