@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from foundry_mcp.config import Settings
 from foundry_mcp.research.models import (
     Finding,
     ReportForm,
@@ -20,6 +21,7 @@ from foundry_mcp.research.models import (
     VersionCost,
     WritingInstructions,
 )
+from foundry_mcp.research.store.opening import open_store
 from foundry_mcp.research.store.protocol import Store
 from tests.support import STATE_BASE, stored_state
 
@@ -140,3 +142,17 @@ def versioned_research(research_id: str = "deepres-0000000000a1") -> ResearchSta
 def save(store: Store, *states: ResearchState) -> None:
     for state in states:
         store.save(state)
+
+
+def store_versioned_and_stopped(settings: Settings, research_id: str, stopped_id: str) -> None:
+    """In the store of ``settings``: a research with three versions, and a failed one (which no
+    revision may take)."""
+    store = open_store(settings.research)
+    try:
+        save(
+            store,
+            versioned_research(research_id),
+            stored_state(id=stopped_id, status=Status.FAILED, error="provider down"),
+        )
+    finally:
+        store.close()

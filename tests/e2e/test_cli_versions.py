@@ -8,12 +8,9 @@ import json
 import re
 
 from foundry_mcp.config import Settings
-from foundry_mcp.research.models import Status
-from foundry_mcp.research.store.opening import open_store
 from tests.e2e.test_cli import _run
 from tests.fakes import FakeHTTPServer
-from tests.report_versions import versioned_research
-from tests.support import stored_state
+from tests.report_versions import store_versioned_and_stopped
 
 RID = "deepres-0000000000c3"
 STOPPED = "deepres-0000000000d4"
@@ -53,12 +50,7 @@ def test_revise_in_the_terminal_shows_progress_then_the_version_and_its_cost(
 def test_versions_diff_and_a_version_read_or_exported(
     settings: Settings, research_env: dict[str, str]
 ) -> None:
-    store = open_store(settings.research)
-    try:
-        store.save(versioned_research(RID))
-        store.save(stored_state(id=STOPPED, status=Status.FAILED, error="provider down"))
-    finally:
-        store.close()
+    store_versioned_and_stopped(settings, RID, STOPPED)
 
     listed = json.loads(_run(research_env, "versions", RID).stdout)
     assert [v["changes_summary"] for v in listed["versions"]] == [

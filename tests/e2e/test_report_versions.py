@@ -13,11 +13,8 @@ from mcp import Client
 
 from foundry_mcp.config import Settings
 from foundry_mcp.research.export.document import ResearchExport
-from foundry_mcp.research.models import Status
-from foundry_mcp.research.store.opening import open_store
 from tests.e2e.conftest import call, editor_stdio, run_to_end
-from tests.report_versions import versioned_research
-from tests.support import stored_state
+from tests.report_versions import store_versioned_and_stopped
 
 pytestmark = [pytest.mark.anyio, pytest.mark.stdio]
 
@@ -83,12 +80,7 @@ async def test_a_rewrite_through_the_tool_becomes_version_2(editor: Client) -> N
 async def test_versions_survive_a_restart_are_exported_and_compared(
     settings: Settings, research_env: dict[str, str]
 ) -> None:
-    store = open_store(settings.research)
-    try:
-        store.save(versioned_research(RID))
-        store.save(stored_state(id=STOPPED, status=Status.FAILED, error="provider down"))
-    finally:
-        store.close()
+    store_versioned_and_stopped(settings, RID, STOPPED)
 
     async with editor_stdio(research_env) as client:
         before = (await call(client, action="deep-research-versions", research_id=RID))["data"]
