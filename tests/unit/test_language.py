@@ -48,6 +48,9 @@ QUESTIONS = [
     "GC pause Go 1.22",
     "Is Rust faster than C++ for the same algorithm?",
     "Dit is de vraag: what does the kernel do with this?",
+    "Compare dbm.gnu, dbm.ndbm and dbm.dumb for lookup speed and file size",
+    "Using asyncio and threading for network servers",
+    "Quando compare il messaggio di errore e per quale motivo?",
 ]
 
 

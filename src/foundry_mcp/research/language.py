@@ -55,9 +55,9 @@ LANGUAGES: dict[str, str] = {
 }
 _BY_NAME = {name.casefold(): name for name in LANGUAGES.values()}
 
-# Words of English no other listed language writes the same way; one of them, with another of
-# the wider set, marks an ASCII question as English (words several languages share, such as
-# "in", "was", "an" or "a", count for nothing).
+# Words that mark English: one of them, with another of the wider set of English function
+# words, marks an ASCII question as English ("compare", which Italian writes too, never counts
+# alone; words several languages share, such as "in", "was", "an" or "a", count for nothing).
 _ENGLISH_MARKS = frozenset(
     [
         "the",
@@ -73,6 +73,8 @@ _ENGLISH_MARKS = frozenset(
         "with",
         "from",
         "about",
+        "compare",
+        "using",
     ]
 )
 _ENGLISH_WORDS = _ENGLISH_MARKS | frozenset(
