@@ -104,9 +104,9 @@ def test_view_of_an_unknown_research_is_a_clear_error(
 class Served:
     """``foundry-mcp view ID --serve``, as a subprocess, until stopped."""
 
-    def __init__(self, env: dict[str, str], research_id: str) -> None:
+    def __init__(self, env: dict[str, str], research_id: str, *extra: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "foundry_mcp", "view", research_id, "--serve", "--json"],
+            [sys.executable, "-m", "foundry_mcp", "view", research_id, "--serve", "--json", *extra],
             env={"PATH": os.environ.get("PATH", ""), **env},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

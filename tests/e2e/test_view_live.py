@@ -71,7 +71,8 @@ async def test_the_served_page_follows_a_running_research_to_its_report(
         assert runner.stderr is not None
         started = re.search(r"research (deepres-[0-9a-f]{12}) started", runner.stderr.readline())
         assert started is not None
-        served = Served(research_env, started.group(1))
+        # It stops serving by itself a second after the research ends (--linger).
+        served = Served(research_env, started.group(1), "--linger", "1")
         page = await browser.new_page()
         polls: list[str] = []
         violations: list[str] = []
@@ -104,6 +105,9 @@ async def test_the_served_page_follows_a_running_research_to_its_report(
         assert {url for url in polls} <= {served.url, served.url + "data"}, polls
         assert violations == []
         assert runner.wait(60) == 0
+        # No signal was sent: it stopped by itself, the research ended, and said nothing on
+        # stderr (--json).
+        assert served.process.wait(timeout=15) == 0
     finally:
         if served is not None:
             served.stop()

@@ -4,7 +4,8 @@ Without ``--serve`` the page is written with the research's data in it (one self
 HTML file, ``views/<id>.html`` next to the research store unless ``--out`` names another) and
 opened in the browser; run it again for newer data. With ``--serve`` a server on 127.0.0.1
 serves the page live, updated while the research runs, at an address that holds an access
-token, until Ctrl-C (:mod:`foundry_mcp.view.serving`).
+token, until Ctrl-C (:mod:`foundry_mcp.view.serving`); for a research that was running when it
+started, also ``--linger`` seconds after the research ends (its page shows the end by then).
 
 Nothing is replaced unasked: an existing ``--out`` file needs ``--overwrite`` (as ``research
 --output`` does); the research's own page in ``views/`` is its to replace. On a machine with no
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
     from foundry_mcp.view.serving import Listening
 
 VIEWS_FOLDER = "views"
+LINGER_SECONDS = 30.0
+MAX_LINGER_SECONDS = 86_400.0
+ENDED_POLL_SECONDS = 1.0
 # Where a browser can be opened without a display: the platform's own opener.
 OPENS_WITHOUT_DISPLAY = ("darwin", "win32", "cygwin")
 
@@ -57,6 +61,14 @@ def add_parser(
         "--serve",
         action="store_true",
         help="serve the page on 127.0.0.1, updated as the research runs, until Ctrl-C",
+    )
+    view.add_argument(
+        "--linger",
+        metavar="SECONDS",
+        type=_seconds,
+        default=LINGER_SECONDS,
+        help="with --serve, for a research running when it starts: how long to keep serving "
+        f"once it ends, so the page shows its end (default {LINGER_SECONDS:g}); then it stops",
     )
     view.add_argument(
         "--port",
@@ -159,10 +171,39 @@ async def _serve(service: ResearchService, args: argparse.Namespace) -> int:
         if not args.no_open and can_open_browser():
             threading.Thread(target=open_in_browser, args=(where.url,), daemon=True).start()
 
-    await serve_view(lambda: view_data(service, research_id), port=args.serve_port, on_ready=ready)
+    stop = anyio.Event()
+    async with anyio.create_task_group() as group:
+        if await _is_running(service, research_id):
+            group.start_soon(_stop_after_end, service, research_id, args.linger, stop)
+        await serve_view(
+            lambda: view_data(service, research_id),
+            port=args.serve_port,
+            on_ready=ready,
+            stop=stop,
+        )
+        group.cancel_scope.cancel()
     if people:
-        print(f"stopped serving the page of {research_id}", file=sys.stderr)
+        ended = " (the research ended)" if stop.is_set() else ""
+        print(f"stopped serving the page of {research_id}{ended}", file=sys.stderr)
     return 0
+
+
+async def _is_running(service: ResearchService, research_id: str) -> bool:
+    from foundry_mcp.research.models import Status
+
+    status = await service.status(research_id)
+    return Status(status["status"]).is_active
+
+
+async def _stop_after_end(
+    service: ResearchService, research_id: str, linger: float, stop: anyio.Event
+) -> None:
+    """Set ``stop`` ``linger`` seconds after the research is seen ended (its page has polled
+    its final data by then, and polls no more)."""
+    while await _is_running(service, research_id):
+        await anyio.sleep(ENDED_POLL_SECONDS)
+    await anyio.sleep(linger)
+    stop.set()
 
 
 def can_open_browser() -> bool:
@@ -246,6 +287,18 @@ def _write(path: Path, html: str, *, replace: bool) -> None:
             f"Cannot write {path}: {exc.strerror or exc}.",
             remediation="Name a file in a folder you can write to, with --out.",
         ) from None
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds <= MAX_LINGER_SECONDS:
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds from 0 to {MAX_LINGER_SECONDS:g}, not {value!r}"
+        )
+    return seconds
 
 
 def _port(value: str) -> int:
