@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
+import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.extension import advertise
@@ -204,7 +205,9 @@ class Host:
 async def test_the_view_renders_a_running_research_from_its_tool_result_until_it_completes(
     host_url: str, browser: Any, research_env: dict[str, str], openai_server: FakeHTTPServer
 ) -> None:
-    openai_server.latency = 0.3  # a research of some seconds: the view sees it run
+    # A model slow enough that the view reads the research while it runs, whatever the
+    # machine's load; quick once it has (the test lets it go, not a clock).
+    openai_server.latency = 2.0
     async with app_client(research_env) as client:
         arguments = {"action": "deep-research", "query": QUESTION}
         started = await client.call_tool("research", arguments)
@@ -212,6 +215,10 @@ async def test_the_view_renders_a_running_research_from_its_tool_result_until_it
         assert started.structured_content["data"]["status"] == "queued", started
         host = Host(client, await browser.new_page())
         await host.show(host_url, arguments, started)
+        with anyio.fail_after(60):
+            while not host.statuses:
+                await anyio.sleep(0.05)
+        openai_server.latency = 0.05
 
         # The start result names the research; the view reads it through the host, again
         # every two seconds while it runs, until it is done: its question, status, citations.

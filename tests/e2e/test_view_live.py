@@ -64,7 +64,9 @@ async def _state(page: Any) -> dict[str, Any]:
 async def test_the_served_page_follows_a_running_research_to_its_report(
     research_env: dict[str, str], openai_server: FakeHTTPServer, browser: Any
 ) -> None:
-    openai_server.latency = 0.5  # a slow model: the research runs for several polls
+    # A model slow enough that the research runs while the page polls twice, whatever the
+    # machine's load; then quick, so that it ends (the test lets it go, not a clock).
+    openai_server.latency = 2.0
     runner = _research_elsewhere(research_env)
     served: Served | None = None
     try:
@@ -92,6 +94,8 @@ async def test_the_served_page_follows_a_running_research_to_its_report(
                 seen.append(await _state(page))
                 if seen[-1]["report"]:
                     break
+                if len([url for url in polls if url == served.url + "data"]) >= 2:
+                    openai_server.latency = 0.05  # polled twice while it ran: let it end
                 await anyio.sleep(0.2)
         running = [s for s in seen if not s["report"]]
         assert running, "the page never showed the research before its report"
