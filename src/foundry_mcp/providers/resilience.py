@@ -31,7 +31,12 @@ from foundry_mcp.providers.policy import (
     is_local_url,
     retry_observer,
 )
-from foundry_mcp.providers.search.base import SearchProvider, SearchResult, SourceType
+from foundry_mcp.providers.search.base import (
+    SearchProvider,
+    SearchResult,
+    SourceType,
+    search_as_asked,
+)
 from foundry_mcp.providers.search.bounds import SourceBounds
 
 __all__ = [
@@ -102,12 +107,8 @@ class ResilientSearch:
         *,
         bounds: SourceBounds | None = None,
     ) -> list[SearchResult]:
-        # Only an adapter serving several kinds is told which one; bounds only when given.
-        extra: dict[str, Any] = {"bounds": bounds} if bounds is not None else {}
-        if source_type is None:
-            return await self.policy.call(lambda: self.inner.search(query, max_results, **extra))
         return await self.policy.call(
-            lambda: self.inner.search(query, max_results, source_type, **extra)
+            lambda: search_as_asked(self.inner, query, max_results, source_type, bounds)
         )
 
     async def aclose(self) -> None:

@@ -3,9 +3,10 @@ each as a publication), and the kinds of sources a search can be for."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from datetime import date, datetime
 from email.utils import parsedate_to_datetime
-from typing import TYPE_CHECKING, Literal, Protocol, get_args
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
 from pydantic import BaseModel, Field
 
@@ -102,6 +103,22 @@ class SearchProvider(Protocol):
     async def aclose(self) -> None:
         """Release the HTTP client."""
         ...
+
+
+def search_as_asked(
+    provider: SearchProvider,
+    query: str,
+    max_results: int,
+    source_type: SourceType | None = None,
+    bounds: SourceBounds | None = None,
+) -> Awaitable[list[SearchResult]]:
+    """``provider.search`` called as the gatherer calls it: the kind only when one is asked
+    for (an adapter of one kind takes none), the bounds only when given. For wrappers that pass
+    a search on."""
+    extra: dict[str, Any] = {"bounds": bounds} if bounds is not None else {}
+    if source_type is None:
+        return provider.search(query, max_results, **extra)
+    return provider.search(query, max_results, source_type, **extra)
 
 
 def native_bounds_of(provider: object) -> frozenset[str]:

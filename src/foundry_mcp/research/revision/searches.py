@@ -20,7 +20,12 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 from typing import Any
 
-from foundry_mcp.providers.search.base import SearchProvider, SearchResult, SourceType
+from foundry_mcp.providers.search.base import (
+    SearchProvider,
+    SearchResult,
+    SourceType,
+    search_as_asked,
+)
 from foundry_mcp.providers.search.bounds import SourceBounds
 from foundry_mcp.research.models import ResearchState, Revision, SubQuery, SubQueryStatus
 from foundry_mcp.research.modes.kit import ResearchKit
@@ -52,11 +57,7 @@ class RevisionSearch:
         bounds: SourceBounds | None = None,
     ) -> list[SearchResult]:
         limit = max(max_results, min(MAX_RESULTS, max_results + self.more))
-        chosen = self.bounds or bounds
-        extra: dict[str, Any] = {"bounds": chosen} if chosen is not None else {}
-        if source_type is None:  # as the gatherer asks: the kind only of a many-kind adapter
-            return await self.inner.search(query, limit, **extra)
-        return await self.inner.search(query, limit, source_type, **extra)
+        return await search_as_asked(self.inner, query, limit, source_type, self.bounds or bounds)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
