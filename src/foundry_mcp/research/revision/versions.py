@@ -17,7 +17,6 @@ from foundry_mcp.research.models import (
     VersionChanges,
     VersionCost,
     WritingInstructions,
-    utcnow,
 )
 
 TOTAL = "total"  # the key of the whole usage in a snapshot, beside the phases'
@@ -84,8 +83,31 @@ def add_version(
     changes: VersionChanges | None = None,
 ) -> ReportVersion:
     """The research's report as its next version (numbered after the last), appended."""
-    version = ReportVersion(
-        number=state.versions[-1].number + 1 if state.versions else 1,
+    version = _as_version(state, kind, cost, instructions=instructions, part=part, changes=changes)
+    return _appended(state, version)
+
+
+def research_version(state: ResearchState) -> ReportVersion:
+    """The research's report as version 1, costing all the research spent (not appended: a
+    research never revised has it implicitly, :func:`first_version` keeps it)."""
+    version = _as_version(state, RevisionKind.RESEARCH, cost_since(state, {}, 0), number=1)
+    # The report is as old as the run that wrote it, not the request that keeps it.
+    version.created_at = state.completed_at or state.updated_at
+    return version
+
+
+def _as_version(
+    state: ResearchState,
+    kind: RevisionKind,
+    cost: VersionCost,
+    *,
+    number: int | None = None,
+    instructions: WritingInstructions | None = None,
+    part: str | None = None,
+    changes: VersionChanges | None = None,
+) -> ReportVersion:
+    return ReportVersion(
+        number=number or (state.versions[-1].number + 1 if state.versions else 1),
         kind=kind,
         instructions=instructions,
         part=part,
@@ -97,20 +119,24 @@ def add_version(
         changes=changes,
         cost=cost,
     )
+
+
+def _appended(state: ResearchState, version: ReportVersion) -> ReportVersion:
     state.versions.append(version)
     state.emit(
         "version_added",
-        {"number": version.number, "kind": kind.value, "llm_calls": cost.total.calls},
+        {
+            "number": version.number,
+            "kind": version.kind.value,
+            "llm_calls": version.cost.total.calls,
+        },
     )
     return version
 
 
 def first_version(state: ResearchState) -> ReportVersion:
-    """Version 1: the research's report as it stands, costing all the research spent."""
-    version = add_version(state, RevisionKind.RESEARCH, cost_since(state, {}, 0))
-    # The report is as old as the run that wrote it, not the request that keeps it.
-    version.created_at = state.completed_at or utcnow()
-    return version
+    """Version 1 kept: the research's report as it stands (:func:`research_version`)."""
+    return _appended(state, research_version(state))
 
 
 def revision_version(state: ResearchState, revision: Revision) -> ReportVersion:

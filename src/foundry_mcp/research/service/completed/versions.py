@@ -15,11 +15,11 @@ from foundry_mcp.errors import InputError
 from foundry_mcp.research.models import (
     ReportVersion,
     ResearchState,
-    RevisionKind,
     UsageTotals,
     VersionChanges,
     VersionCost,
 )
+from foundry_mcp.research.revision.versions import research_version
 from foundry_mcp.research.service.completed.delta import version_delta
 from foundry_mcp.research.service.inputs import check_range
 
@@ -32,22 +32,7 @@ def versions_of(state: ResearchState) -> list[ReportVersion]:
         return list(state.versions)
     if state.report is None:
         return []
-    usage = state.llm_usage
-    return [
-        ReportVersion(
-            number=1,
-            kind=RevisionKind.RESEARCH,
-            report=state.report,
-            report_metadata=state.report_metadata,
-            finding_ids=[finding.id for finding in state.findings],
-            cost=VersionCost(
-                total=usage.total.model_copy(),
-                by_phase={phase: totals.model_copy() for phase, totals in usage.by_phase.items()},
-                search_calls=state.search_calls,
-            ),
-            created_at=state.completed_at or state.updated_at,
-        )
-    ]
+    return [research_version(state)]
 
 
 def version_of(state: ResearchState, number: Any, field: str = "version") -> ReportVersion:
