@@ -26,7 +26,7 @@ from foundry_mcp.research.service.inputs import check_can_continue, research_lim
 from foundry_mcp.research.service.ownership import FencedEdit
 from foundry_mcp.research.service.parts import ServiceParts
 from foundry_mcp.research.service.restore import restore_content
-from foundry_mcp.research.service.starting.starter import fit_token_options
+from foundry_mcp.research.service.starting.again import check_providers, run_again
 from foundry_mcp.research.store.archive import StoreArchive
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.records import validate_research_id
@@ -94,11 +94,7 @@ class ResearchWriter(ServiceParts):
         if continuing:
             check_can_continue(state, given.get("max_iterations"))
         state.limits = research_limits(self.settings.research, state.limits, given)
-        # The provider must still be usable: fail now, not in the background.
-        self.providers.resolve_llm(f"{state.llm_provider}:{state.llm_model}", None)
-        if not state.options.pinned_provider:
-            self.providers.resolve_routes()
-        self.providers.usable_search_providers(state.search_providers)
+        check_providers(self, state)
         if not await self.watch.claim_to_resume(state):
             raise InvalidStateError(
                 f"Research {research_id} was just resumed by another process.",
@@ -133,17 +129,9 @@ class ResearchWriter(ServiceParts):
                 ):
                     sub_query.status = SubQueryStatus.PENDING
                     sub_query.error = None
-        state.status = Status.QUEUED
-        state.completed_at = None
-        state.error = None
-        fit_token_options(self.context, state)  # current token settings (see restore_content)
-        await self.io.write(lambda store: store.save(state, self.owner))
-        self.runner.event(
-            research_id,
-            "resumed",
-            {"from": previous.value, "phase": state.phase.value, "pid": self.owner.pid},
+        await run_again(
+            self, state, "resumed", {"from": previous.value, "phase": state.phase.value}
         )
-        self.jobs.start(research_id, self.runner.run)
         resumed = {
             "research_id": research_id,
             "status": state.status.value,

@@ -21,13 +21,12 @@ from foundry_mcp.research.models import (
     ResearchState,
     Revision,
     RevisionKind,
-    Status,
 )
 from foundry_mcp.research.revision.starting import new_revision
 from foundry_mcp.research.service.completed.request import ReviseRequest
 from foundry_mcp.research.service.completed.versions import versions_of, versions_payload
 from foundry_mcp.research.service.parts import ServiceParts
-from foundry_mcp.research.service.starting.starter import fit_token_options
+from foundry_mcp.research.service.starting.again import check_providers, run_again
 from foundry_mcp.research.store.records import validate_research_id
 
 
@@ -49,11 +48,7 @@ class Revisions(ServiceParts):
         # The request checked against the research before anything is claimed or saved (the
         # revision set on a copy: the claim below compares the research as it was read).
         self._revision(state.model_copy(deep=True), asked)
-        self.providers.resolve_llm(f"{state.llm_provider}:{state.llm_model}", None)
-        if not state.options.pinned_provider:
-            self.providers.resolve_routes()
-        if asked.revision_kind is not RevisionKind.REWRITE:
-            self.providers.usable_search_providers(state.search_providers)
+        check_providers(self, state, searches=asked.revision_kind is not RevisionKind.REWRITE)
         if not await self.watch.claim_to_resume(state):
             raise InvalidStateError(
                 f"Research {research_id} was just resumed or revised by another process.",
@@ -70,22 +65,12 @@ class Revisions(ServiceParts):
                 outputs={"revision": revision.id, "part_question": revision.part_question},
             )
         )
-        state.status = Status.QUEUED
-        state.completed_at = None
-        state.error = None
-        fit_token_options(self.context, state)
-        await self.io.write(lambda store: store.save(state, self.owner))
-        self.runner.event(
-            research_id,
+        await run_again(
+            self,
+            state,
             "revision_started",
-            {
-                "revision_id": revision.id,
-                "kind": revision.kind.value,
-                "from": previous.value,
-                "pid": self.owner.pid,
-            },
+            {"revision_id": revision.id, "kind": revision.kind.value, "from": previous.value},
         )
-        self.jobs.start(research_id, self.runner.run)
         return revise_payload(state, revision)
 
     @staticmethod

@@ -35,4 +35,9 @@ what was asked or assumed).
 Lowest first: ``request``, ``started``, ``starter``. The room stands on ``service.inputs``,
 ``service.ownership``, the ``asking`` room and the ``payloads`` room, below it;
 ``ResearchService`` and ``writes.py`` (the resume) sit on top of it.
+
+**Run again.** A research that ran before goes through ``again.py`` when it runs once more: a
+resume (``service/writes.py``) and a revision of its report (``service/completed/``) check
+its providers (``check_providers``) and, once claimed, queue, save and schedule it
+(``run_again``).
 """
