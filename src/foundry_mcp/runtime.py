@@ -13,6 +13,7 @@ import anyio
 
 from foundry_mcp.config import Settings
 from foundry_mcp.context.limits import model_limits
+from foundry_mcp.context.reading.elsewhere import use_reading_processes
 from foundry_mcp.context.tokens import counter_for_model
 from foundry_mcp.errors import ConfigError
 from foundry_mcp.providers.detection import apply_choice, choose_llm
@@ -55,8 +56,11 @@ async def research_runtime(
     settings = apply_choice(settings, choice)
     io = await anyio.to_thread.run_sync(open_async_store, settings.research)
     providers = ProviderRegistry(settings, choice)
+    readers = use_reading_processes(settings.research.reading_processes)
     # Ready the first research's path in a thread now, so that it does not stall the loop.
     stop_warming = start_warm_up(providers) if warm else None
+    if warm:
+        readers.start()  # the first research's reading does not wait for its process
     try:
         async with anyio.create_task_group() as task_group:
             # The MCP sources' connections, each opened when a research first searches it.
@@ -89,6 +93,7 @@ async def research_runtime(
         with anyio.CancelScope(shield=True):
             await providers.aclose()
             await anyio.to_thread.run_sync(io.close)  # the writes queued are finished first
+            await anyio.to_thread.run_sync(readers.close)
 
 
 def start_warm_up(providers: ProviderRegistry) -> threading.Event:

@@ -171,6 +171,9 @@ class ResearchSettings(Section):
     deep_research_reading_budget: Annotated[int, LOWER_SPENDS_ZERO_UNLIMITED] = Field(
         STANDARD_READING_BUDGET, ge=WHOLE_PAGES, le=_HIGH["reading_budget"]
     )
+    # Processes of its own that choose what a research reads of its pages (CPU work over long
+    # pages, off the server's event loop: context/reading/elsewhere.py); 0: the server's threads.
+    reading_processes: Annotated[int, LOWER_RUNS] = Field(1, ge=0, le=16)
     # The search providers in priority order (the specification's: Tavily, Google, Semantic
     # Scholar); those of the default list take part once they have their keys. The keyless web
     # search (ddgs), last, takes part only while none of them has a key. An untrusted file's

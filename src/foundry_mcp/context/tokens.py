@@ -184,7 +184,12 @@ def counter_for_model(model: str) -> CachedCounter:
     OpenAI models count with their tiktoken encoding when it loads. Anthropic, Gemini and
     unknown models have no public offline tokenizer: they use the conservative estimate.
     """
-    encoding_name = encoding_for_model(model)
+    return counter_for_encoding(encoding_for_model(model))
+
+
+def counter_for_encoding(encoding_name: str | None) -> CachedCounter:
+    """The (cached, shared) token counter of the tiktoken encoding ``encoding_name`` (None:
+    the estimate), the estimate when that encoding does not load."""
     key = encoding_name or "estimate"
     with _encodings_lock:
         found = _counters.get(key)

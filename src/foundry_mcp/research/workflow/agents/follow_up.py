@@ -27,7 +27,8 @@ from functools import partial
 import anyio
 from pydantic import field_validator
 
-from foundry_mcp.context.reading.across import Page, read_within
+from foundry_mcp.context.reading.across import Page
+from foundry_mcp.context.reading.elsewhere import reading_processes
 from foundry_mcp.context.reading.focus import focus_terms
 from foundry_mcp.context.reading.passages import PassageIndex
 from foundry_mcp.context.tokens import counter_for_model
@@ -147,7 +148,7 @@ def _reading(
     terms = focus_terms(question, question, state.query)
     readable = sorted((s for s in state.sources if source_text(s)), key=lambda s: numbers[s.id])
     pages = [Page(s.id, source_text(s)) for s in readable]
-    chosen = read_within(pages, terms, READING_TOKENS, counter)
+    chosen = reading_processes().read_within(pages, terms, READING_TOKENS, counter)
     shown = [
         ShownSource(numbers[source.id], source.title, source.url, selection.text)
         for source, selection in zip(readable, chosen, strict=True)

@@ -4,7 +4,8 @@ record once the analyst has read them.
 With a reading budget (``ResearchLimits.reading_budget``) the reading's allowance
 (:func:`~foundry_mcp.research.workflow.reading.budget.round_allowance`) goes to the most
 relevant passages not read before across all its pages
-(:func:`~foundry_mcp.context.reading.across.read_within`), relevant meaning to the question, all
+(:func:`~foundry_mcp.context.reading.across.read_within`, in a reading process of its own:
+:mod:`~foundry_mcp.context.reading.elsewhere`), relevant meaning to the question, all
 its parts and the sub-queries that found the pages (:func:`reading_terms`). Without one, each
 page is read whole within its share of the round's budget
 (:func:`~foundry_mcp.research.workflow.reading.shares.focus_sources`, which focuses a page only
@@ -21,7 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from foundry_mcp.context.levels import ContentLevel
-from foundry_mcp.context.reading.across import Page, read_within
+from foundry_mcp.context.reading.across import Page
+from foundry_mcp.context.reading.elsewhere import reading_processes
 from foundry_mcp.context.reading.focus import RepeatLedger, focus_terms
 from foundry_mcp.context.reading.passages import split_passages_with_breaks
 from foundry_mcp.research.models import PageRecord, ResearchState, Source
@@ -169,7 +171,9 @@ def _budgeted(
     pages = [Page(s.id, source_text(s), read_before.get(s.id, frozenset())) for s in pending]
     known = frozenset(ledger.first_reader) if ledger is not None else frozenset()
     cap = max(1, batch_capacity(room) - _FRAME_ALLOWANCE)
-    chosen = read_within(pages, terms, allowance, counter, known=known, page_cap=cap)
+    chosen = reading_processes().read_within(
+        pages, terms, allowance, counter, known=known, page_cap=cap
+    )
     ready: list[ReadySource] = []
     read: dict[str, PageRecord] = {}
     for source, page, selection in zip(pending, pages, chosen, strict=True):

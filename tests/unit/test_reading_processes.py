@@ -1,0 +1,116 @@
+"""Reading pages in processes of their own: the same reading as in the server's threads, and
+never lost to a process that dies."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from foundry_mcp.context.reading.across import Page, read_within
+from foundry_mcp.context.reading.elsewhere import ReadingProcesses, counter_named
+from foundry_mcp.context.reading.focus import focus_terms
+from foundry_mcp.context.tokens import EstimateCounter, counter_for_model
+
+TERMS = focus_terms("Compare lmdb and leveldb for write throughput")
+
+
+def pages(seed: int, count: int = 3) -> list[Page]:
+    """Long pages of prose naming the subject, a figure somewhere in each."""
+    rng = random.Random(seed)
+    made = []
+    for number in range(count):
+        paragraphs = [
+            f"Section {n} of the {['lmdb', 'leveldb'][n % 2]} guide covers logging, releases and "
+            f"the layout of its files ({rng.randint(1, 999)} lines in all)."
+            for n in range(rng.randint(40, 160))
+        ]
+        at = rng.randrange(len(paragraphs))
+        paragraphs.insert(at, f"FACT-{seed}-{number}: lmdb wrote 91,500 keys a second.")
+        made.append(Page(f"page-{seed}-{number}", "\n\n".join(paragraphs)))
+    return made
+
+
+@pytest.fixture
+def readers():
+    made = ReadingProcesses(1)
+    yield made
+    made.close()
+
+
+def texts(selections) -> list[str]:
+    return [s.text for s in selections]
+
+
+def test_a_process_reads_what_the_thread_would(readers: ReadingProcesses) -> None:
+    counter = counter_for_model("gpt-4o")  # tiktoken's when it loads, else the estimate
+    for seed in range(3):
+        read = pages(seed)
+        there = readers.read_within(read, TERMS, 1_500, counter, known={"x"}, page_cap=900)
+        here = read_within(read, TERMS, 1_500, counter, known={"x"}, page_cap=900)
+        assert texts(there) == texts(here)
+        assert [s.chosen for s in there] == [s.chosen for s in here]
+    assert readers.sent == 3 and readers.here == 0
+
+
+def test_a_counter_no_process_can_rebuild_reads_in_the_thread(readers: ReadingProcesses) -> None:
+    class Words:
+        name = "words"
+
+        def count(self, text: str) -> int:
+            return len(text.split())
+
+    chosen = readers.read_within(pages(0), TERMS, 300, Words())
+    assert texts(chosen) == texts(read_within(pages(0), TERMS, 300, Words()))
+    assert readers.sent == 0 and readers.here == 1
+    assert counter_named("words") is None
+    assert isinstance(counter_named("estimate"), EstimateCounter)
+
+
+def test_no_processes_reads_in_the_thread() -> None:
+    readers = ReadingProcesses(0)
+    assert texts(readers.read_within(pages(1), TERMS, 800, EstimateCounter()))
+    assert readers.here == 1 and readers.sent == 0
+
+
+def _worker_pids(readers: ReadingProcesses) -> list[int]:
+    return [pid for pool in readers._pools.values() for pid in pool._processes]
+
+
+def test_readings_from_many_threads_survive_a_reading_process_killed_among_them() -> None:
+    """Sixteen readings at once from eight threads, at random moments, over two processes; one
+    process is killed while they run. Every reading returns what the thread would read."""
+    readers = ReadingProcesses(2)
+    counter = EstimateCounter()
+    try:
+        readers.start()
+        rng = random.Random(7)
+        jobs = [(seed, rng.uniform(0, 0.3)) for seed in range(16)]
+
+        def one(job: tuple[int, float]) -> list[str]:
+            seed, pause = job
+            time.sleep(pause)
+            return texts(readers.read_within(pages(seed), TERMS, 1_000, counter))
+
+        with ThreadPoolExecutor(8) as threads:
+            running = [threads.submit(one, job) for job in jobs]
+            deadline = time.monotonic() + 10
+            while not _worker_pids(readers) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.1)
+            os.kill(_worker_pids(readers)[0], signal.SIGKILL)
+            got = [future.result(timeout=60) for future in running]
+        for (seed, _), chosen in zip(jobs, got, strict=True):
+            assert chosen == texts(read_within(pages(seed), TERMS, 1_000, counter))
+        assert readers.sent + readers.here == 16
+        # The next reading after the kill starts a new process and is read there again.
+        before = readers.sent
+        readers.read_within(pages(99), TERMS, 1_000, counter)
+        readers.read_within(pages(98), TERMS, 1_000, counter)
+        assert readers.sent > before
+    finally:
+        readers.close()
