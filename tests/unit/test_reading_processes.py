@@ -78,7 +78,7 @@ def test_no_processes_reads_in_the_thread() -> None:
 
 
 def _worker_pids(readers: ReadingProcesses) -> list[int]:
-    return [pid for pool in readers._pools.values() for pid in pool._processes]
+    return [held.process.pid for held in readers._held if held.process is not None]
 
 
 def test_readings_from_many_threads_survive_a_reading_process_killed_among_them() -> None:

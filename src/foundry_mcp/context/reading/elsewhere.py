@@ -6,24 +6,31 @@ documentation pages. In a thread it holds the interpreter's lock, so the event l
 behind it: every other research's calls, a status answer, a start. In a process of its own it
 stalls nothing, and on a machine with more than one core it runs beside the loop.
 
-:class:`ReadingProcesses` keeps ``processes`` single-process pools, started on first use (a
-process starts in about 0.2 s and imports only this package). A reading goes to the pool its
-first page's id names, so a page read again later in the research, whose parse its process
-keeps (:mod:`.parsed`), goes back to the same process. The counter is rebuilt there by its name
+:class:`ReadingProcesses` keeps ``processes`` reading processes (``python -m`` this module: it
+imports this package only), each started when first needed or by :meth:`~ReadingProcesses.start`
+(in the background), each reading one request at a time. A reading goes to the process its
+first page's id names, so a page read again later in the research, whose parse that process
+keeps (:mod:`.parsed`), goes back to it. The counter is rebuilt there by its name
 (:func:`counter_named`); a counter with no name a process can rebuild (a test's own) reads in
-the calling thread, and so does any reading whose process cannot be started or has died: a
-reading is never lost to its process. Called from a worker thread: it waits on the process.
+the calling thread, and so does any reading whose process cannot start or dies: a reading is
+never lost to its process. Requests and answers are pickled frames on the process's stdin and
+stdout, between this package's two ends only. Called from a worker thread: it waits on the
+process. A process ends when its server closes it or its stdin closes (its server died).
 """
 
 from __future__ import annotations
 
 import logging
-import multiprocessing
+import os
+import pickle
+import struct
+import subprocess
+import sys
 import threading
 import zlib
 from collections.abc import Collection, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import IO, Any
 
 from foundry_mcp.context.reading.across import Page, PageSelection, read_within
 from foundry_mcp.context.tokens import EstimateCounter, TokenCounter, counter_for_encoding
@@ -32,6 +39,11 @@ log = logging.getLogger(__name__)
 
 READING_PROCESSES_DEFAULT = 1
 MAX_READING_PROCESSES = 16
+_FRAME = struct.Struct(">Q")  # the length of the pickle that follows
+
+
+class ProcessFailed(Exception):
+    """A reading process could not start, or died, or answered with an error."""
 
 
 def counter_named(name: str) -> TokenCounter | None:
@@ -43,21 +55,79 @@ def counter_named(name: str) -> TokenCounter | None:
     return None
 
 
-def _read_there(
-    pages: Sequence[Page],
-    terms: Sequence[str],
-    budget: int,
-    counter_name: str,
-    known: frozenset[str],
-    page_cap: int | None,
-) -> list[PageSelection]:
-    """In the reading process: :func:`~.across.read_within` with the counter rebuilt."""
-    counter = counter_named(counter_name) or EstimateCounter()
-    return read_within(pages, terms, budget, counter, known=known, page_cap=page_cap)
+class _ReadingProcess:
+    """One reading process and the lock that gives it one request at a time."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def ensure(self) -> subprocess.Popen[bytes]:
+        """The running process, started when there is none (call holding ``lock``)."""
+        if self.process is None or self.process.poll() is not None:
+            package_root = str(Path(__file__).resolve().parents[3])  # the same code runs there
+            path = os.environ.get("PYTHONPATH")
+            environment = {
+                **os.environ,
+                "PYTHONPATH": package_root + (os.pathsep + path if path else ""),
+            }
+            try:
+                self.process = subprocess.Popen(
+                    [sys.executable, "-P", "-m", __name__],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    env=environment,
+                    close_fds=True,
+                )
+            except OSError as exc:
+                raise ProcessFailed(f"it could not start: {exc}") from None
+        return self.process
+
+    def ask(self, request: tuple[Any, ...]) -> Any:
+        with self.lock:
+            process = self.ensure()
+            assert process.stdin is not None and process.stdout is not None
+            try:
+                _write(process.stdin, request)
+                outcome, value = _read(process.stdout)
+            except (OSError, EOFError, pickle.PickleError, struct.error) as exc:
+                self.stop()
+                raise ProcessFailed(f"it stopped answering: {exc!r}") from None
+        if outcome != "ok":
+            raise ProcessFailed(f"it failed: {value}")
+        return value
+
+    def stop(self) -> None:
+        """End the process (its stdin closed; killed if it does not end at once)."""
+        process, self.process = self.process, None
+        if process is None:
+            return
+        try:
+            if process.stdin is not None:
+                process.stdin.close()
+            process.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired):
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
 
 
-def _ready() -> None:
-    """Nothing: a process that ran it has started and imported this module."""
+def _write(stream: IO[bytes], value: Any) -> None:
+    payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_FRAME.pack(len(payload)) + payload)
+    stream.flush()
+
+
+def _read(stream: IO[bytes]) -> Any:
+    header = stream.read(_FRAME.size)
+    if len(header) < _FRAME.size:
+        raise EOFError("the stream ended")
+    (size,) = _FRAME.unpack(header)
+    payload = stream.read(size)
+    if len(payload) < size:
+        raise EOFError("the stream ended inside a frame")
+    return pickle.loads(payload)
 
 
 class ReadingProcesses:
@@ -65,8 +135,7 @@ class ReadingProcesses:
 
     def __init__(self, processes: int = READING_PROCESSES_DEFAULT) -> None:
         self.processes = max(0, min(MAX_READING_PROCESSES, processes))
-        self._pools: dict[int, ProcessPoolExecutor] = {}
-        self._lock = threading.Lock()
+        self._held = [_ReadingProcess() for _ in range(self.processes)]
         self.sent = 0  # readings a process did
         self.here = 0  # readings done in the calling thread
 
@@ -81,14 +150,13 @@ class ReadingProcesses:
         page_cap: int | None = None,
     ) -> list[PageSelection]:
         """:func:`~.across.read_within`, in a reading process when one can do it."""
-        pool = self._pool_for(pages) if counter_named(counter.name) is not None else None
-        if pool is not None:
+        if self._held and pages and counter_named(counter.name) is not None:
+            number = zlib.crc32(pages[0].id.encode("utf-8", "surrogatepass")) % len(self._held)
+            request = (list(pages), list(terms), budget, counter.name, frozenset(known), page_cap)
             try:
-                arguments = (list(pages), list(terms), budget, counter.name, frozenset(known))
-                chosen = pool.submit(_read_there, *arguments, page_cap).result()
-            except (BrokenProcessPool, OSError, RuntimeError) as exc:
+                chosen: list[PageSelection] = self._held[number].ask(request)
+            except ProcessFailed as exc:
                 log.warning("a reading process failed (%s); reading here instead", exc)
-                self._drop(pool)
             else:
                 self.sent += 1
                 return chosen
@@ -96,45 +164,39 @@ class ReadingProcesses:
         return read_within(pages, terms, budget, counter, known=known, page_cap=page_cap)
 
     def start(self) -> None:
-        """Start the processes now (in the background), not on the first reading."""
-        for number in range(self.processes):
-            pool = self._pool(number)
-            if pool is not None:
-                pool.submit(_ready)
+        """Start the processes not running, in a background thread: a first reading then
+        does not wait for its process to start."""
 
-    def _pool_for(self, pages: Sequence[Page]) -> ProcessPoolExecutor | None:
-        if not self.processes or not pages:
-            return None
-        return self._pool(zlib.crc32(pages[0].id.encode("utf-8", "surrogatepass")) % self.processes)
+        def start_all() -> None:
+            for held in self._held:
+                with held.lock:
+                    try:
+                        held.ensure()
+                    except ProcessFailed as exc:
+                        log.warning("a reading process did not start (%s)", exc)
 
-    def _pool(self, number: int) -> ProcessPoolExecutor | None:
-        with self._lock:
-            pool = self._pools.get(number)
-            if pool is None:
-                try:
-                    context = multiprocessing.get_context("spawn")
-                    pool = ProcessPoolExecutor(max_workers=1, mp_context=context)
-                except (OSError, ValueError) as exc:
-                    log.warning("no reading process could start (%s); reading here", exc)
-                    self.processes = 0
-                    return None
-                self._pools[number] = pool
-            return pool
-
-    def _drop(self, pool: ProcessPoolExecutor) -> None:
-        """Forget a pool that failed: the next reading of its pages starts a new process."""
-        with self._lock:
-            for number, held in list(self._pools.items()):
-                if held is pool:
-                    del self._pools[number]
-        pool.shutdown(wait=False, cancel_futures=True)
+        threading.Thread(target=start_all, name="foundry-mcp-readers", daemon=True).start()
 
     def close(self) -> None:
         """Stop the reading processes (a reading in progress finishes first)."""
-        with self._lock:
-            pools, self._pools = list(self._pools.values()), {}
-        for pool in pools:
-            pool.shutdown(wait=True, cancel_futures=True)
+        for held in self._held:
+            with held.lock:
+                held.stop()
+
+
+def serve(requests: IO[bytes], answers: IO[bytes]) -> None:
+    """The reading process: answer each request until ``requests`` ends."""
+    while True:
+        try:
+            pages, terms, budget, counter_name, known, page_cap = _read(requests)
+        except EOFError:
+            return
+        try:
+            counter = counter_named(counter_name) or EstimateCounter()
+            chosen = read_within(pages, terms, budget, counter, known=known, page_cap=page_cap)
+            _write(answers, ("ok", chosen))
+        except Exception as exc:  # told to the server, which reads the pages itself
+            _write(answers, ("error", f"{type(exc).__name__}: {exc}"))
 
 
 _shared = ReadingProcesses(READING_PROCESSES_DEFAULT)
@@ -153,3 +215,9 @@ def use_reading_processes(processes: int) -> ReadingProcesses:
         old, _shared = _shared, ReadingProcesses(processes)
         old.close()
     return _shared
+
+
+if __name__ == "__main__":
+    channel_in, channel_out = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing else may write to the answers' pipe
+    serve(channel_in, channel_out)
