@@ -75,6 +75,7 @@ def figures(scenario: Scenario) -> dict[str, float]:
         "prompt_facts": sum(len(r.in_prompts & r.searched) for r in done),
         "searched_facts": sum(len(r.searched) for r in done),
         "cpu": scenario.cpu_per_research,
+        "reading_cpu": scenario.reading_cpu_per_research,
         **{f"tokens:{p}": t for p, t in tokens_by_phase.items()},
         **{
             f"path:{p}": mean([r.path.get(p, 0.0) for r in done if r.traced])
@@ -95,20 +96,21 @@ def summary(label: str, f: dict[str, float]) -> str:
         f"overhead {f['overhead']:.1%} of wall, start answer <= {f['start_ms']:.0f} ms, first "
         f"request <= {f['first_ms']:.0f} ms, facts searched {int(f['searched_facts'])} -> "
         f"prompts {int(f['prompt_facts'])} -> report {int(f['report_facts'])}, server CPU "
-        f"{f['cpu']:.2f} s a research" + (f"; critical path {path}" if path else "")
+        f"{f['cpu']:.2f} s a research (its reading processes {f.get('reading_cpu', 0.0):.2f} s)"
+        + (f"; critical path {path}" if path else "")
     )
 
 
 async def crowd(fakes: World, code: Path | None, count: int, effort: str) -> tuple[float, ...]:
     """The wall of one research alone and of ``count`` at once (fresh servers), and the
-    crowd's server CPU time per research."""
+    crowd's server CPU time per research, its own and its reading processes'."""
     one = questions(1)
     fakes.reset()
     alone = await run_scenario("alone", fakes, one, at_once=1, effort=effort, code=code)
     many = [questions(8)[i % 8] for i in range(count)]
     fakes.reset()
     crowded = await run_scenario("crowd", fakes, many, at_once=count, effort=effort, code=code)
-    return alone.wall, crowded.wall, crowded.cpu_per_research
+    return alone.wall, crowded.wall, crowded.cpu_per_research, crowded.reading_cpu_per_research
 
 
 def medians(runs: list[dict[str, float]]) -> dict[str, float]:
@@ -179,12 +181,12 @@ async def main(args: argparse.Namespace) -> None:
             print("\n".join(acceptance(results["this code"], base)))
         if args.crowd:
             for label, code in codes:
-                alone, crowded, cpu = await crowd(fakes, code, args.crowd, efforts[0])
+                alone, crowded, cpu, reading = await crowd(fakes, code, args.crowd, efforts[0])
                 ratio = crowded / alone if alone else 0.0
                 print(
                     f"\nCrowd, {label}: one research alone {alone:.1f} s, {args.crowd} at once "
                     f"{crowded:.1f} s ({ratio:.2f}x; target <= 1.3x), server CPU {cpu:.2f} s a "
-                    "research",
+                    f"research (its reading processes {reading:.2f} s)",
                     flush=True,
                 )
 

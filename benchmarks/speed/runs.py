@@ -16,11 +16,13 @@ read after. Measured per research:
 - facts: of those the searches returned, how many reached an analyst's prompt and the report;
 - the critical path per phase, from the events' trace (code that records one).
 
-The server's CPU time over the run is read from its process, divided by the researches.
+The server's CPU time over the run is read from its process, divided by the researches, and so
+is its reading processes' (the pages are read in processes of their own).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import sys
@@ -93,10 +95,15 @@ class Scenario:
     researches: list[Research]
     wall: float
     cpu: float
+    reading_cpu: float = 0.0  # of its reading processes (context/reading/elsewhere.py)
 
     @property
     def cpu_per_research(self) -> float:
         return self.cpu / max(1, len(self.researches))
+
+    @property
+    def reading_cpu_per_research(self) -> float:
+        return self.reading_cpu / max(1, len(self.researches))
 
 
 def union(intervals: Sequence[tuple[float, float]]) -> float:
@@ -129,6 +136,15 @@ def wait_until_idle(pid: int, quiet: float = 0.3, limit: float = 30.0) -> None:
         last = now
         if time.monotonic() - quiet_since >= quiet:
             return
+
+
+def children_cpu(server: psutil.Process) -> float:
+    """The CPU time of the server's child processes (its reading processes) so far."""
+    total = 0.0
+    for child in server.children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            total += sum(child.cpu_times()[:2])
+    return total
 
 
 def server_process(before: set[int]) -> psutil.Process:
@@ -240,6 +256,7 @@ async def run_scenario(
             await call(client, action="deep-research-list")
             await anyio.to_thread.run_sync(wait_until_idle, server.pid)
             cpu_before = sum(server.cpu_times()[:2])
+            reading_before = children_cpu(server)
             limiter = anyio.Semaphore(at_once)
             done: list[Research] = []
 
@@ -253,7 +270,8 @@ async def run_scenario(
                     group.start_soon(one, question)
             wall = time.time() - began
             cpu = sum(server.cpu_times()[:2]) - cpu_before
-    return Scenario(label, done, wall, cpu)
+            reading = children_cpu(server) - reading_before
+    return Scenario(label, done, wall, cpu, reading)
 
 
 def mean(values: Sequence[float]) -> float:
