@@ -8,6 +8,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -25,7 +26,9 @@ from foundry_mcp.research.runs.jobs import JobRunner
 from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.research.service.takeover import Takeover, takeover_enabled
 from foundry_mcp.research.store.opening import open_async_store
-from foundry_mcp.research.workflow.supervisor import SupervisorHooks
+
+if TYPE_CHECKING:
+    from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +62,6 @@ async def research_runtime(
     readers = use_reading_processes(settings.research.reading_processes)
     # Ready the first research's path in a thread now, so that it does not stall the loop.
     stop_warming = start_warm_up(providers) if warm else None
-    if warm:
-        readers.start()  # the first research's reading does not wait for its process
     try:
         async with anyio.create_task_group() as task_group:
             # The MCP sources' connections, each opened when a research first searches it.
@@ -112,16 +113,18 @@ def start_warm_up(providers: ProviderRegistry) -> threading.Event:
 def warm_up(providers: ProviderRegistry, stop: threading.Event | None = None) -> None:
     """Do now, in the calling thread, what the first research would do on its path.
 
-    In the order that research needs them: the default and per-phase LLMs (SDK imported,
-    client built, first call rehearsed in memory), the search providers and page fetcher
-    (``providers.warming``), the model limits of those LLMs and the price table; then the other
-    LLM providers that have keys. Their token counters load meanwhile in a thread of their own,
-    as a tiktoken encoding may have to be downloaded once (the first research would download it
-    too); no other request leaves the machine. A step that fails is logged at debug level and
-    left to the real call path; once ``stop`` is set, the steps left are skipped. At the end
-    it settles the heap (:func:`settle_heap`) and sets ``providers.warmed``.
+    In the order that research needs them: the research engine (:data:`RESEARCH_ENGINE`), the
+    default and per-phase LLMs (SDK imported, client built, first call rehearsed in memory),
+    the search providers and page fetcher (``providers.warming``), the model limits of those
+    LLMs and the price table; then the other LLM providers that have keys. Their token counters
+    load meanwhile in a thread of their own, as a tiktoken encoding may have to be downloaded
+    once (the first research would download it too); no other request leaves the machine. A
+    step that fails is logged at debug level and left to the real call path; once ``stop`` is
+    set, the steps left are skipped. At the end it settles the heap (:func:`settle_heap`) and
+    sets ``providers.warmed``.
     """
     try:
+        quietly("the research engine", _import_engine, stop=stop)
         pairs = default_llms(providers)
         counters = threading.Thread(
             target=_warm_counters, args=(pairs, stop), name="foundry-mcp-warm-up", daemon=True
@@ -136,6 +139,26 @@ def warm_up(providers: ProviderRegistry, stop: threading.Event | None = None) ->
     finally:
         settle_heap()
         providers.warmed.set()
+
+
+# What a process's first research imports (the runner's run, the clarifier's JSON reader; a
+# revision's, a follow-up's and an export's own), not at start-up: a process that only reads
+# research never needs it.
+RESEARCH_ENGINE = (
+    "foundry_mcp.research.modes",
+    "foundry_mcp.research.revision.run",
+    "foundry_mcp.research.revision.starting",
+    "foundry_mcp.research.workflow.agents.structurer",
+    "foundry_mcp.research.workflow.agents.follow_up",
+    "foundry_mcp.research.llm.answers",
+    "foundry_mcp.research.export.document",
+    "foundry_mcp.providers.search.local",
+)
+
+
+def _import_engine() -> None:
+    for module in RESEARCH_ENGINE:
+        importlib.import_module(module)
 
 
 _settled = threading.Lock()
@@ -183,6 +206,8 @@ def load_hooks(spec: str) -> SupervisorHooks:
     ``Name`` is a ``SupervisorHooks`` subclass or a function returning an instance; it is called
     with no arguments.
     """
+    from foundry_mcp.research.workflow.supervisor import SupervisorHooks
+
     module_name, _, attribute = spec.partition(":")
     remediation = (
         "Set [research] supervisor_hooks to 'package.module:Name', where Name is a "

@@ -12,7 +12,8 @@ import pytest
 from jsonschema import Draft202012Validator
 from mcp import Client
 
-from foundry_mcp.server.results.data import ACTION_HINTS, RESULT_MODELS, ActionResult
+from foundry_mcp.server.results.data import RESULT_MODELS, ActionResult
+from foundry_mcp.server.results.hints import ACTION_HINTS
 from tests.e2e.conftest import TERMINAL
 
 PUBLISHED = {model.__name__ for model in get_args(ActionResult)}

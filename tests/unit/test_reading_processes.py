@@ -12,7 +12,11 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from foundry_mcp.context.reading.across import Page, read_within
-from foundry_mcp.context.reading.elsewhere import ReadingProcesses, counter_named
+from foundry_mcp.context.reading.elsewhere import (
+    READ_HERE_BELOW_CHARS,
+    ReadingProcesses,
+    counter_named,
+)
 from foundry_mcp.context.reading.focus import focus_terms
 from foundry_mcp.context.tokens import EstimateCounter, counter_for_model
 
@@ -20,14 +24,15 @@ TERMS = focus_terms("Compare lmdb and leveldb for write throughput")
 
 
 def pages(seed: int, count: int = 3) -> list[Page]:
-    """Long pages of prose naming the subject, a figure somewhere in each."""
+    """Long pages of prose naming the subject, a figure somewhere in each (100-220 KB in all:
+    enough to be read in a process)."""
     rng = random.Random(seed)
     made = []
     for number in range(count):
         paragraphs = [
             f"Section {n} of the {['lmdb', 'leveldb'][n % 2]} guide covers logging, releases and "
             f"the layout of its files ({rng.randint(1, 999)} lines in all)."
-            for n in range(rng.randint(40, 160))
+            for n in range(rng.randint(300, 600))
         ]
         at = rng.randrange(len(paragraphs))
         paragraphs.insert(at, f"FACT-{seed}-{number}: lmdb wrote 91,500 keys a second.")
@@ -77,6 +82,13 @@ def test_no_processes_reads_in_the_thread() -> None:
     assert readers.here == 1 and readers.sent == 0
 
 
+def test_a_short_reading_is_read_in_the_thread(readers: ReadingProcesses) -> None:
+    short = [Page(p.id, p.text[: READ_HERE_BELOW_CHARS // 4]) for p in pages(2)]
+    assert sum(len(p.text) for p in short) < READ_HERE_BELOW_CHARS
+    assert texts(readers.read_within(short, TERMS, 800, EstimateCounter()))
+    assert readers.here == 1 and readers.sent == 0 and _worker_pids(readers) == []
+
+
 def _worker_pids(readers: ReadingProcesses) -> list[int]:
     return [held.process.pid for held in readers._held if held.process is not None]
 
@@ -87,7 +99,6 @@ def test_readings_from_many_threads_survive_a_reading_process_killed_among_them(
     readers = ReadingProcesses(2)
     counter = EstimateCounter()
     try:
-        readers.start()
         rng = random.Random(7)
         jobs = [(seed, rng.uniform(0, 0.3)) for seed in range(16)]
 

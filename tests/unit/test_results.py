@@ -41,15 +41,13 @@ from foundry_mcp.server.envelope import Envelope, compact_text, failure, ok, too
 from foundry_mcp.server.results import report as results_report
 from foundry_mcp.server.results import status as results_status
 from foundry_mcp.server.results.data import (
-    ACTION_HINTS,
     RESULT_MODELS,
     ActionResult,
     ErrorData,
     SearchPlan,
     conform,
-    tool_annotations,
-    tool_meta,
 )
+from foundry_mcp.server.results.hints import ACTION_HINTS, tool_annotations, tool_meta
 from tests.fakes import FakeHTTPServer, ResearchBrain, fake_tavily
 from tests.integration.test_token_management import (
     QUESTION as LONG_QUESTION,

@@ -29,7 +29,7 @@ COMMANDS: dict[str, str] = {
     "restore": "commands:restore_source",
     "ask": "commands:ask_research",
     "revise": "revising:revise_research",
-    "versions": "revising:list_versions",
+    "versions": "commands:list_versions",
     "delete": "commands:delete_research",
     "export": "commands:export_research",
     "view": "view:view_research",

@@ -16,9 +16,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from foundry_mcp.cli.display import views
+from foundry_mcp.cli import display
 from foundry_mcp.cli.display.output import fail, in_terminal_words, print_json, show
-from foundry_mcp.config import PROJECT_CONFIG, protected_keys_in
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.plain import plain, plain_within
 from foundry_mcp.trust import TrustStore
@@ -32,8 +31,11 @@ def trust_file(args: argparse.Namespace) -> int:
     store = TrustStore(Path.home())
     try:
         if args.list:
-            show(args, store.entries(), views.show_trusted)
+            show(args, store.entries(), lambda doc: display.views.show_trusted(doc))
             return 0
+        # Not for --list, which reads no configuration: importing it is most of its time.
+        from foundry_mcp.config import PROJECT_CONFIG, protected_keys_in
+
         path = Path(args.path or PROJECT_CONFIG).expanduser().resolve()
         if args.revoke:
             revoked = store.revoke(path)
@@ -69,7 +71,7 @@ def trust_file(args: argparse.Namespace) -> int:
 
 async def show_status(service: ResearchService, args: argparse.Namespace) -> int:
     status = in_terminal_words(await service.status(args.research_id), args.research_id)
-    show(args, status, views.show_status)
+    show(args, status, lambda doc: display.views.show_status(doc))
     return 0
 
 
@@ -83,7 +85,8 @@ async def print_report(service: ResearchService, args: argparse.Namespace) -> in
 
 
 async def print_evidence(service: ResearchService, args: argparse.Namespace) -> int:
-    show(args, json.loads(await service.claims(args.research_id)), views.show_evidence)
+    claims = json.loads(await service.claims(args.research_id))
+    show(args, claims, lambda doc: display.views.show_evidence(doc))
     return 0
 
 
@@ -114,7 +117,11 @@ async def list_researches(service: ResearchService, args: argparse.Namespace) ->
         query=args.query,
     )
     filtered = bool(args.query or args.status or args.completed_only)
-    show(args, listing, lambda found: views.show_list(found, filtered=filtered, limit=args.limit))
+    show(
+        args,
+        listing,
+        lambda found: display.views.show_list(found, filtered=filtered, limit=args.limit),
+    )
     return 0
 
 
@@ -141,7 +148,7 @@ async def restore_source(service: ResearchService, args: argparse.Namespace) -> 
         await service.restore_content(args.research_id, args.item_id), args.research_id
     )
     said = f"{args.item_id} is back in {args.research_id}. {done['next_action']}"
-    show(args, done, lambda _: views.show_done(said))
+    show(args, done, lambda _: display.views.show_done(said))
     return 0
 
 
@@ -150,7 +157,7 @@ async def ask_research(service: ResearchService, args: argparse.Namespace) -> in
     answer it, 1 when they do not (the answer says how to research it further)."""
     answered = await service.follow_up(args.research_id, query=args.question)
     answered = in_terminal_words(answered, args.research_id)
-    show(args, answered, views.show_follow_up)
+    show(args, answered, lambda doc: display.views.show_follow_up(doc))
     return 0 if answered.get("answerable", True) else 1
 
 
@@ -160,11 +167,26 @@ async def cancel_research(service: ResearchService, args: argparse.Namespace) ->
         f"{args.research_id}: {done['status']}. Its work so far is saved; continue it with "
         f"foundry-mcp resume {args.research_id}"
     )
-    show(args, done, lambda _: views.show_done(said))
+    show(args, done, lambda _: display.views.show_done(said))
     return 0
 
 
 async def delete_research(service: ResearchService, args: argparse.Namespace) -> int:
     said = f"{args.research_id} deleted, with its sources and events."
-    show(args, await service.delete(args.research_id), lambda _: views.show_done(said))
+    show(args, await service.delete(args.research_id), lambda _: display.views.show_done(said))
+    return 0
+
+
+async def list_versions(service: ResearchService, args: argparse.Namespace) -> int:
+    """The report's versions, what made each and its cost; ``--diff A B``: what version B has
+    that version A has not, and the other way round."""
+    base, version = args.diff or (None, None)
+    listed = await service.versions(args.research_id, version, base)
+    listed = in_terminal_words(listed, args.research_id)
+    if args.diff:
+        show(args, listed, lambda found: display.versions.show_delta(found["delta"]))
+    elif args.json or not sys.stdout.isatty():
+        print_json(listed)
+    else:
+        display.versions.show_versions(listed)
     return 0

@@ -1,8 +1,7 @@
-"""The commands of a report that lives: ``revise`` (a rewrite, a deepen or a refresh of a
-completed research's report, followed to its end like a research, then its cost by phase) and
-``versions`` (the report's versions, or with ``--diff A B`` what each of two has that the other
-has not). Both call the service the MCP tool calls (``deep-research-revise``,
-``deep-research-versions``).
+"""The command that makes a report live on: ``revise`` (a rewrite, a deepen or a refresh of a
+completed research's report, followed to its end like a research, then its cost by phase). It
+calls the service the MCP tool calls (``deep-research-revise``); ``versions``, which reads what
+revisions made, is with the other reading commands (:mod:`foundry_mcp.cli.commands`).
 """
 
 from __future__ import annotations
@@ -11,8 +10,8 @@ import argparse
 import sys
 from typing import Any
 
-from foundry_mcp.cli.display.output import in_terminal_words, print_json, show
-from foundry_mcp.cli.display.versions import cost_lines, show_delta, show_versions
+from foundry_mcp.cli.display.output import in_terminal_words, show
+from foundry_mcp.cli.display.versions import cost_lines
 from foundry_mcp.cli.report_file import report_target
 from foundry_mcp.cli.running import follow
 from foundry_mcp.plain import plain
@@ -52,18 +51,3 @@ async def revise_research(service: ResearchService, args: argparse.Namespace) ->
     if made:
         print("\n".join(cost_lines(made[0])), file=sys.stderr)
     return code
-
-
-async def list_versions(service: ResearchService, args: argparse.Namespace) -> int:
-    """The report's versions, what made each and its cost; ``--diff A B``: what version B has
-    that version A has not, and the other way round."""
-    base, version = args.diff or (None, None)
-    listed = await service.versions(args.research_id, version, base)
-    listed = in_terminal_words(listed, args.research_id)
-    if args.diff:
-        show(args, listed, lambda found: show_delta(found["delta"]))
-    elif args.json or not sys.stdout.isatty():
-        print_json(listed)
-    else:
-        show_versions(listed)
-    return 0

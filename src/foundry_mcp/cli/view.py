@@ -19,7 +19,6 @@ import json
 import os
 import sys
 import threading
-import webbrowser
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -219,6 +218,8 @@ def can_open_browser() -> bool:
 
 def open_in_browser(url: str) -> bool:
     """Open ``url`` in the user's browser; False when there is none to open."""
+    import webbrowser  # here: every command's parser is built from this module
+
     if not can_open_browser():
         return False
     try:

@@ -58,6 +58,9 @@ KNOWN_PROVIDER_KINDS: dict[str, ProviderKind] = {
 CLI_LLM_KINDS: frozenset[ProviderKind] = frozenset({"claude-cli", "codex-cli", "gemini-cli"})
 # The model of a program-backed provider when none is named: the program's own choice.
 CLI_DEFAULT_MODEL = "default"
+# Calls a program-backed provider runs at once when its table does not say: each is a whole
+# program on the user's one subscription (providers/llm/programs/runner.py).
+CLI_MAX_IN_FLIGHT = 2
 
 DEFAULT_MODELS: dict[str, str] = {
     "openai": "gpt-4.1-mini",

@@ -17,11 +17,11 @@ the file or environment variable that set it: a copied configuration is a common
 
 from __future__ import annotations
 
+import http.client
+import json
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import httpx
 
 from foundry_mcp.config import ProviderSettings, Settings
 
@@ -106,12 +106,20 @@ def cli_path(
 
 
 def probe_local_server(port: int) -> str | None:
-    """The first model an OpenAI-compatible server on ``127.0.0.1:port`` lists, if one answers."""
+    """The first model an OpenAI-compatible server on ``127.0.0.1:port`` lists, if one answers.
+
+    Asked with the standard library's client: importing httpx for this one request would cost
+    every command that opens the service a fifth of a second.
+    """
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=PROBE_TIMEOUT_S)
     try:
-        response = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=PROBE_TIMEOUT_S)
-        models = response.json().get("data") if response.status_code == 200 else None
-    except (httpx.HTTPError, ValueError, AttributeError):
+        connection.request("GET", "/v1/models")
+        response = connection.getresponse()
+        models = json.loads(response.read()).get("data") if response.status == 200 else None
+    except (OSError, http.client.HTTPException, ValueError, AttributeError):
         return None
+    finally:
+        connection.close()
     if not isinstance(models, list) or not models:
         return None
     first = models[0].get("id") if isinstance(models[0], dict) else None

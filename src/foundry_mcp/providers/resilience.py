@@ -16,10 +16,9 @@ from typing import Any
 import anyio
 
 from foundry_mcp.config import Settings
-from foundry_mcp.config.provider_settings import CLI_LLM_KINDS
+from foundry_mcp.config.provider_settings import CLI_LLM_KINDS, CLI_MAX_IN_FLIGHT
 from foundry_mcp.providers.breaker import CircuitBreaker
 from foundry_mcp.providers.llm.base import LLMProvider, LLMRequest, LLMResponse
-from foundry_mcp.providers.llm.programs.runner import DEFAULT_MAX_IN_FLIGHT as CLI_MAX_IN_FLIGHT
 from foundry_mcp.providers.pacing import Clock, RateLimiter, Sleep, backoff_delay
 from foundry_mcp.providers.policy import (
     DEFAULT_MAX_IN_FLIGHT,

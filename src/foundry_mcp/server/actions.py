@@ -19,7 +19,6 @@ from foundry_mcp.server.arguments import (
     LIMIT_PARAMS,
     ResearchArguments,
 )
-from foundry_mcp.server.results.data import conform
 
 if TYPE_CHECKING:  # imported in the background once the server runs (see server.host)
     from foundry_mcp.research.principal import Principal
@@ -92,6 +91,10 @@ async def dispatch(
     ]
     use = {name: given[name] for name in accepted if name in given}
     payload, more = await handler(service, use, Call(principal, on_progress, asker))
+    # The result models are built with the research service (ServiceHost), not before the
+    # handshake: a client lists the tool without them.
+    from foundry_mcp.server.results.data import conform
+
     return conform(arguments.action, payload), warnings + more
 
 

@@ -49,8 +49,8 @@ from foundry_mcp.server.resources import (
     register_resources,
     renders_apps,
 )
-from foundry_mcp.server.results.data import tool_annotations, tool_meta
-from foundry_mcp.server.results.status import progress_message
+from foundry_mcp.server.results.hints import tool_annotations, tool_meta
+from foundry_mcp.server.results.progress import progress_message
 from foundry_mcp.server.session import session_host, wants_progress
 from foundry_mcp.server.surface import published_input_schema
 from foundry_mcp.server.tasks import ResearchTasks

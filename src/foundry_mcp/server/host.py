@@ -100,9 +100,12 @@ class ServiceHost:
 
 
 def _prepare(settings_loader: Callable[[], Settings]) -> tuple[Settings, Runtime]:
-    """Load the settings and import the research stack (in a worker thread)."""
+    """Load the settings and import the research stack (in a worker thread), and the models
+    every call's answer is checked against (``server.results.data``), which the handshake
+    does not need either."""
     settings = settings_loader()
     from foundry_mcp.runtime import research_runtime
+    from foundry_mcp.server.results import data  # noqa: F401
 
     return settings, research_runtime
 

@@ -37,7 +37,7 @@ from foundry_mcp.errors import FoundryError, ResearchNotFoundError, ResearchStop
 from foundry_mcp.logs import about
 from foundry_mcp.research.principal import name_of
 from foundry_mcp.server.auth import request_principal
-from foundry_mcp.server.results.status import progress_message
+from foundry_mcp.server.results.progress import progress_message
 
 if TYPE_CHECKING:
     from foundry_mcp.research.principal import Principal

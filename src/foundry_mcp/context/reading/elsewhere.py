@@ -7,13 +7,13 @@ behind it: every other research's calls, a status answer, a start. In a process 
 stalls nothing, and on a machine with more than one core it runs beside the loop.
 
 :class:`ReadingProcesses` keeps ``processes`` reading processes (``python -m`` this module: it
-imports this package only), each started when first needed or by :meth:`~ReadingProcesses.start`
-(in the background), each reading one request at a time. A reading goes to the process its
-first page's id names, so a page read again later in the research, whose parse that process
-keeps (:mod:`.parsed`), goes back to it. The counter is rebuilt there by its name
-(:func:`counter_named`); a counter with no name a process can rebuild (a test's own) reads in
-the calling thread, and so does any reading whose process cannot start or dies: a reading is
-never lost to its process. Requests and answers are pickled frames on the process's stdin and
+imports this package only), each started when first needed and reading one request at a time.
+A reading of less than :data:`READ_HERE_BELOW_CHARS` of page text is read in the calling
+thread. A reading goes to the process its first page's id names, so a page read again later in
+the research, whose parse that process keeps (:mod:`.parsed`), goes back to it. The counter is
+rebuilt there by its name (:func:`counter_named`); a counter with no name a process can rebuild
+(a test's own) reads in the calling thread, and so does any reading whose process cannot start
+or dies: a reading is never lost to its process. Requests and answers are pickled frames on the process's stdin and
 stdout, between this package's two ends only. Called from a worker thread: it waits on the
 process. A process ends when its server closes it or its stdin closes (its server died).
 """
@@ -39,6 +39,9 @@ log = logging.getLogger(__name__)
 
 READING_PROCESSES_DEFAULT = 1
 MAX_READING_PROCESSES = 16
+# A reading of less page text than this is read in the calling thread: it holds the loop for
+# a few milliseconds, and a process would cost more to start than it saves.
+READ_HERE_BELOW_CHARS = 100_000
 _FRAME = struct.Struct(">Q")  # the length of the pickle that follows
 
 
@@ -64,23 +67,24 @@ class _ReadingProcess:
 
     def ensure(self) -> subprocess.Popen[bytes]:
         """The running process, started when there is none (call holding ``lock``)."""
-        if self.process is None or self.process.poll() is not None:
-            package_root = str(Path(__file__).resolve().parents[3])  # the same code runs there
-            path = os.environ.get("PYTHONPATH")
-            environment = {
-                **os.environ,
-                "PYTHONPATH": package_root + (os.pathsep + path if path else ""),
-            }
-            try:
-                self.process = subprocess.Popen(
-                    [sys.executable, "-P", "-m", __name__],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    env=environment,
-                    close_fds=True,
-                )
-            except OSError as exc:
-                raise ProcessFailed(f"it could not start: {exc}") from None
+        if self.process is not None and self.process.poll() is None:
+            return self.process
+        package_root = str(Path(__file__).resolve().parents[3])  # the same code runs there
+        path = os.environ.get("PYTHONPATH")
+        environment = {
+            **os.environ,
+            "PYTHONPATH": package_root + (os.pathsep + path if path else ""),
+        }
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-P", "-m", __name__],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=environment,
+                close_fds=True,
+            )
+        except OSError as exc:
+            raise ProcessFailed(f"it could not start: {exc}") from None
         return self.process
 
     def ask(self, request: tuple[Any, ...]) -> Any:
@@ -150,7 +154,11 @@ class ReadingProcesses:
         page_cap: int | None = None,
     ) -> list[PageSelection]:
         """:func:`~.across.read_within`, in a reading process when one can do it."""
-        if self._held and pages and counter_named(counter.name) is not None:
+        if (
+            self._held
+            and sum(len(page.text) for page in pages) >= READ_HERE_BELOW_CHARS
+            and counter_named(counter.name) is not None
+        ):
             number = zlib.crc32(pages[0].id.encode("utf-8", "surrogatepass")) % len(self._held)
             request = (list(pages), list(terms), budget, counter.name, frozenset(known), page_cap)
             try:
@@ -162,20 +170,6 @@ class ReadingProcesses:
                 return chosen
         self.here += 1
         return read_within(pages, terms, budget, counter, known=known, page_cap=page_cap)
-
-    def start(self) -> None:
-        """Start the processes not running, in a background thread: a first reading then
-        does not wait for its process to start."""
-
-        def start_all() -> None:
-            for held in self._held:
-                with held.lock:
-                    try:
-                        held.ensure()
-                    except ProcessFailed as exc:
-                        log.warning("a reading process did not start (%s)", exc)
-
-        threading.Thread(target=start_all, name="foundry-mcp-readers", daemon=True).start()
 
     def close(self) -> None:
         """Stop the reading processes (a reading in progress finishes first)."""

@@ -11,7 +11,7 @@ file without the control sequences a terminal would obey.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,12 +19,11 @@ from foundry_mcp.errors import InputError, ReportNotReadyError
 from foundry_mcp.plain import plain, plain_within
 from foundry_mcp.research.export.citations import bibtex_entry, ris_entry, source_doi
 from foundry_mcp.research.export.footer import with_cost_footer
+from foundry_mcp.research.export.formats import EXPORT_FORMATS
 
-if TYPE_CHECKING:  # the server's argument model imports ExportFormat before the research code
+if TYPE_CHECKING:
     from foundry_mcp.research.models import ResearchState, Source
 
-ExportFormat = Literal["markdown", "json", "bibtex", "ris"]
-EXPORT_FORMATS: tuple[str, ...] = get_args(ExportFormat)
 EXPORT_VERSION: Literal[1] = 1
 
 

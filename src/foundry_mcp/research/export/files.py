@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from foundry_mcp.errors import InputError
-from foundry_mcp.research.export.document import render
 from foundry_mcp.research.models import ResearchState
 
 MAX_INLINE_CHARS = 200_000  # larger exports go to a file
@@ -37,6 +36,8 @@ def export_research(
     """Export ``state`` in ``fmt``: its text in the payload (at most ``max_inline_chars``; None:
     no bound), or written to ``path``. ``version``: the number of the report's version ``state``
     holds, said in the payload and the export."""
+    from foundry_mcp.research.export.document import render  # its models: for exports only
+
     target = None if path is None else export_target(path, workspace, overwrite=overwrite)
     text = render(state, fmt, now=now or datetime.now(UTC), version=version)
     payload: dict[str, Any] = {

@@ -13,6 +13,8 @@ belong to ``foundry_mcp.context`` and are re-exported here.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from foundry_mcp.context.fidelity.records import (
     ContentAllocationMetadata,
     ContentFidelity,
@@ -49,27 +51,6 @@ from foundry_mcp.research.models.conversation import (
     FollowUp,
     FollowUpQuote,
     PlanReview,
-)
-from foundry_mcp.research.models.handoffs import (
-    AnalyzerOutput,
-    Decomposition,
-    ExtractedFinding,
-    FollowUpQuery,
-    GapAssessment,
-    GathererOutput,
-    GatheringStats,
-    IdentifiedContradiction,
-    IdentifiedGap,
-    IterationRecommendation,
-    PlannedSubQuery,
-    PlannedSubQuestion,
-    PlannerOutput,
-    QualityAssessment,
-    QualityUpdate,
-    RefinerOutput,
-    ReflectionDecision,
-    SynthesizerOutput,
-    ValidationResult,
 )
 from foundry_mcp.research.models.modes import (
     BranchStatus,
@@ -124,6 +105,29 @@ from foundry_mcp.research.models.versions import (
     VersionCost,
     WritingInstructions,
 )
+
+if TYPE_CHECKING:
+    from foundry_mcp.research.models.handoffs import (
+        AnalyzerOutput,
+        Decomposition,
+        ExtractedFinding,
+        FollowUpQuery,
+        GapAssessment,
+        GathererOutput,
+        GatheringStats,
+        IdentifiedContradiction,
+        IdentifiedGap,
+        IterationRecommendation,
+        PlannedSubQuery,
+        PlannedSubQuestion,
+        PlannerOutput,
+        QualityAssessment,
+        QualityUpdate,
+        RefinerOutput,
+        ReflectionDecision,
+        SynthesizerOutput,
+        ValidationResult,
+    )
 
 __all__ = [
     "MAX_CLARIFYING_QUESTIONS",
@@ -222,3 +226,37 @@ __all__ = [
     "new_research_id",
     "utcnow",
 ]
+
+# The agents' outputs are imported when first asked for (``models.AnalyzerOutput``): a process
+# that only reads research (a CLI command, a server's handshake) never needs them.
+_HANDOFFS = frozenset(
+    {
+        "AnalyzerOutput",
+        "Decomposition",
+        "ExtractedFinding",
+        "FollowUpQuery",
+        "GapAssessment",
+        "GathererOutput",
+        "GatheringStats",
+        "IdentifiedContradiction",
+        "IdentifiedGap",
+        "IterationRecommendation",
+        "PlannedSubQuery",
+        "PlannedSubQuestion",
+        "PlannerOutput",
+        "QualityAssessment",
+        "QualityUpdate",
+        "RefinerOutput",
+        "ReflectionDecision",
+        "SynthesizerOutput",
+        "ValidationResult",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HANDOFFS:
+        from foundry_mcp.research.models import handoffs
+
+        return getattr(handoffs, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,2 +1,2 @@
-"""Background runs: the task group that holds them (jobs), how fast they begin (pacing), and the
-body of one run (runner)."""
+"""Background runs: the task group that holds them (jobs), how fast they begin (pacing), the
+body of one run (runner) and how a research ends unfinished (ending)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -13,49 +13,28 @@ from foundry_mcp.config.provider_settings import MCP_PREFIX
 from foundry_mcp.errors import FoundryError, ProviderError
 from foundry_mcp.logs import research_context
 from foundry_mcp.providers.registry import ProviderRegistry
-from foundry_mcp.providers.search.local import LocalDocuments
 from foundry_mcp.providers.search.scope import serving
 from foundry_mcp.research.llm.calls import CallLog, LLMRoute, ResearchLLM
-from foundry_mcp.research.llm.fanout import as_itself
 from foundry_mcp.research.models import LLMCallRecord, ResearchState, Status, utcnow
-from foundry_mcp.research.modes import ResearchKit, playbook_for
-from foundry_mcp.research.modes.allocation import with_named_sources
 from foundry_mcp.research.pricing import PriceTable
-from foundry_mcp.research.revision.run import revise
-from foundry_mcp.research.revision.versions import record_research_version
+from foundry_mcp.research.runs.ending import SERVER_STOPPED, abort
 from foundry_mcp.research.runs.jobs import Job
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.archive import RunArchive
-from foundry_mcp.research.store.owners import (
-    LeaseLostError,
-    Owner,
-)
+from foundry_mcp.research.store.owners import LeaseLostError, Owner
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.states import Snapshot
-from foundry_mcp.research.workflow.agents.privacy import guard_for
-from foundry_mcp.research.workflow.agents.structurer import shape_answer_in_time
-from foundry_mcp.research.workflow.reading.readings import Readings
-from foundry_mcp.research.workflow.review import AwaitingApproval
-from foundry_mcp.research.workflow.supervisor import PhaseTimeoutError, Supervisor, SupervisorHooks
+
+if TYPE_CHECKING:
+    from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 
 log = logging.getLogger(__name__)
 
-# Why a research is interrupted when its server stops cleanly (SIGTERM, the editor closing it).
-SERVER_STOPPED = "The server stopped while the research was running."
 # How long a run waits before its first step. The call that started it is answered once it
 # returns, by the transport's writer in a couple of worker-thread hops (well under 1 ms on an
 # idle loop); a run that began at once would put its state load, its first save and the
 # planner's prompt building on the event loop between the call and its answer.
 ANSWER_FIRST_SECONDS = 0.005
-
-
-def abort(state: ResearchState, status: Status, reason: str) -> None:
-    """End ``state`` unfinished, recording where it stopped (partial results stay)."""
-    state.status = status
-    state.completed_at = utcnow()
-    state.metadata[reason] = True
-    state.metadata["abort_phase"] = state.phase.value
-    state.metadata["abort_iteration"] = state.iteration
 
 
 class ResearchRunner:
@@ -107,6 +86,21 @@ class ResearchRunner:
                     await self.io.write(lambda store: store.release(state.id, self.owner))
 
     async def _run(self, job: Job, state: ResearchState) -> None:
+        # The research engine is imported by the first run, not by a process that only reads
+        # research (a CLI command, a server answering its handshake); runtime.warm_up imports
+        # it ahead of a server's first research.
+        from foundry_mcp.providers.search.local import LocalDocuments
+        from foundry_mcp.research.llm.fanout import as_itself
+        from foundry_mcp.research.modes import ResearchKit, playbook_for
+        from foundry_mcp.research.modes.allocation import with_named_sources
+        from foundry_mcp.research.revision.run import revise
+        from foundry_mcp.research.revision.versions import record_research_version
+        from foundry_mcp.research.workflow.agents.privacy import guard_for
+        from foundry_mcp.research.workflow.agents.structurer import shape_answer_in_time
+        from foundry_mcp.research.workflow.reading.readings import Readings
+        from foundry_mcp.research.workflow.review import AwaitingApproval
+        from foundry_mcp.research.workflow.supervisor import PhaseTimeoutError, Supervisor
+
         if job.cancel_requested:  # cancelled before it started: nothing to stop
             abort(state, Status.CANCELLED, "cancelled")
             with anyio.CancelScope(shield=True):  # the cancel is what this save records

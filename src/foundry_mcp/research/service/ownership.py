@@ -28,8 +28,9 @@ import anyio
 
 from foundry_mcp.errors import FoundryError, StoreUnavailableError
 from foundry_mcp.research.models import ResearchState, Status
+from foundry_mcp.research.runs.ending import abort
 from foundry_mcp.research.runs.jobs import JobRunner
-from foundry_mcp.research.runs.runner import ResearchRunner, abort
+from foundry_mcp.research.runs.runner import ResearchRunner
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.owners import LeaseLostError, Owner, Ownership
 from foundry_mcp.research.store.protocol import Store

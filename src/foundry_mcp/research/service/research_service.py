@@ -16,7 +16,7 @@ and ``restore`` build what they return.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from foundry_mcp.config import LIMIT_BOUNDS, MAX_QUERY_CHARS, MAX_WAIT_SECONDS, Settings
 from foundry_mcp.config.research_settings import LimitArgs
@@ -47,7 +47,9 @@ from foundry_mcp.research.service.writes import ResearchWriter
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.store.records import research_not_found, validate_research_id
-from foundry_mcp.research.workflow.supervisor import SupervisorHooks
+
+if TYPE_CHECKING:
+    from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 
 __all__ = [
     "LIMIT_BOUNDS",

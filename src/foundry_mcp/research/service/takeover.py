@@ -33,7 +33,7 @@ import anyio
 from foundry_mcp.config.research_settings import ResearchSettings
 from foundry_mcp.errors import FoundryError
 from foundry_mcp.research.models import Status, utcnow
-from foundry_mcp.research.runs.runner import SERVER_STOPPED, abort
+from foundry_mcp.research.runs.ending import SERVER_STOPPED, abort
 from foundry_mcp.research.service.ownership import OWNER_STOPPED, store_failed
 from foundry_mcp.research.store.owners import Ownership
 from foundry_mcp.research.store.protocol import Store

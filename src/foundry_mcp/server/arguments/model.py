@@ -18,7 +18,7 @@ from foundry_mcp.config import (
     MAX_WAIT_SECONDS,
     WHOLE_PAGES,
 )
-from foundry_mcp.research.export.document import ExportFormat
+from foundry_mcp.research.export.formats import ExportFormat
 from foundry_mcp.server.arguments.types import (
     HIGH,
     LOW,

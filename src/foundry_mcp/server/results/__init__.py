@@ -1,2 +1,3 @@
-"""What each action of the ``research`` tool returns: the models of ``data`` (data), and the
-published shapes of the status (status) and the report (report)."""
+"""What each action of the ``research`` tool returns: the models of ``data`` (data), the
+published shapes of the status (status) and the report (report), each action's hints (hints)
+and a status in one line (progress)."""

@@ -5,22 +5,22 @@ dispatch.
 The models list every key the research service returns and allow more (a newer field never
 breaks a client). A payload that does not fit its model is a bug in foundry-mcp: it is logged and
 returned unchanged, never turned into a failed call. Per-action hints (read-only, destructive,
-idempotent) are published in the tool's ``_meta``, since MCP annotates whole tools only.
+idempotent) are published in the tool's ``_meta`` (:mod:`.hints`), since MCP annotates whole
+tools only.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal, NamedTuple, get_args
+from typing import Any, Literal, get_args
 
-from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 from pydantic.json_schema import models_json_schema
 
 from foundry_mcp.providers.breaker import CircuitState
 from foundry_mcp.providers.search.base import SourceType
 from foundry_mcp.research.effort import Effort
-from foundry_mcp.research.export.document import ExportFormat
+from foundry_mcp.research.export.formats import ExportFormat
 from foundry_mcp.server.results.report import EvidenceResult, ReportResult, VerdictName
 from foundry_mcp.server.results.status import (
     BoundsReport,
@@ -310,61 +310,3 @@ def conform(action: str, payload: dict[str, Any]) -> dict[str, Any]:
         log.error("%s returned data that does not fit %s: %s", action, model.__name__, problems)
         return payload
     return checked.model_dump(mode="json", exclude_unset=True)
-
-
-class ActionHints(NamedTuple):
-    """MCP's tool hints for one action (destructive and idempotent matter only if not read-only)."""
-
-    read_only: bool
-    destructive: bool
-    idempotent: bool
-
-
-ACTION_HINTS: dict[str, ActionHints] = {
-    "deep-research": ActionHints(read_only=False, destructive=False, idempotent=False),
-    "deep-research-status": ActionHints(read_only=True, destructive=False, idempotent=True),
-    "deep-research-report": ActionHints(read_only=True, destructive=False, idempotent=True),
-    "deep-research-evidence": ActionHints(read_only=True, destructive=False, idempotent=True),
-    "deep-research-list": ActionHints(read_only=True, destructive=False, idempotent=True),
-    "deep-research-events": ActionHints(read_only=True, destructive=False, idempotent=True),
-    # Partial results stay and the research can be resumed; cancelling again changes nothing.
-    "deep-research-cancel": ActionHints(read_only=False, destructive=False, idempotent=True),
-    "deep-research-resume": ActionHints(read_only=False, destructive=False, idempotent=False),
-    # Each call keeps one more follow-up with the research (and spends LLM calls).
-    "deep-research-ask": ActionHints(read_only=False, destructive=False, idempotent=False),
-    # Each call makes one more version (and spends LLM calls and searches).
-    "deep-research-revise": ActionHints(read_only=False, destructive=False, idempotent=False),
-    "deep-research-versions": ActionHints(read_only=True, destructive=False, idempotent=True),
-    "deep-research-delete": ActionHints(read_only=False, destructive=True, idempotent=True),
-    "deep-research-restore": ActionHints(read_only=False, destructive=False, idempotent=True),
-    # With path and overwrite=true it replaces a file.
-    "deep-research-export": ActionHints(read_only=False, destructive=True, idempotent=True),
-    "health": ActionHints(read_only=True, destructive=False, idempotent=True),
-}
-
-ACTIONS_META_KEY = "foundry-mcp/actions"
-
-
-def tool_meta() -> dict[str, Any]:
-    """The tool's ``_meta``: which actions only read, which destroy and which of the others
-    may be repeated to the same effect (MCP annotates whole tools only)."""
-    writing = {a: h for a, h in ACTION_HINTS.items() if not h.read_only}
-    return {
-        ACTIONS_META_KEY: {
-            "readOnly": [a for a, h in ACTION_HINTS.items() if h.read_only],
-            "destructive": [a for a, h in writing.items() if h.destructive],
-            "idempotent": [a for a, h in writing.items() if h.idempotent],
-        }
-    }
-
-
-def tool_annotations() -> ToolAnnotations:
-    """The hints that hold for the tool as a whole: those of its least careful action."""
-    hints = ACTION_HINTS.values()
-    return ToolAnnotations(
-        title="Deep research",
-        read_only_hint=all(h.read_only for h in hints),
-        destructive_hint=any(h.destructive for h in hints),
-        idempotent_hint=all(h.idempotent for h in hints),
-        open_world_hint=True,  # it searches the web and calls LLM providers
-    )

@@ -8,7 +8,7 @@ enumerations; ``tests/unit/test_results.py`` holds them equal.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.config import JsonDict
@@ -282,14 +282,3 @@ class Plan(Result):
     editable: bool = Field(description="False in hypotheses mode: approve or cancel only.")
     preferred_sources: list[str]
     source_types: list[str]
-
-
-def progress_message(status: dict[str, Any]) -> str:
-    """One line of a status for a progress notification or a task's ``statusMessage``:
-    ``running: analysis, iteration 1/3, 12 sources, 30 findings``."""
-    progress = status.get("progress") or {}
-    return (
-        f"{status['status']}: {status.get('phase')}, iteration {status.get('iteration')}/"
-        f"{status.get('max_iterations')}, {progress.get('sources', 0)} sources, "
-        f"{progress.get('findings', 0)} findings"
-    )

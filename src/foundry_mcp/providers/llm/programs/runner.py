@@ -32,12 +32,13 @@ from pathlib import Path
 import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
+from foundry_mcp.config.provider_settings import CLI_MAX_IN_FLIGHT
 from foundry_mcp.providers.http_errors import timeout_error
 from foundry_mcp.providers.llm.programs.errors import CLIProgram, oversized_output, spawn_error
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_IN_FLIGHT = 2
+DEFAULT_MAX_IN_FLIGHT = CLI_MAX_IN_FLIGHT
 STDOUT_CAP_BYTES = 16_000_000  # a long report is well under 1 MB of JSON
 STDERR_CAP_BYTES = 256_000  # kept for error messages; the rest is read and dropped
 KILL_GRACE_SECONDS = 2.0  # between SIGTERM and SIGKILL

@@ -14,7 +14,6 @@ from functools import partial
 import anyio
 
 from foundry_mcp.errors import FoundryError
-from foundry_mcp.research.llm.answers import ask_json
 from foundry_mcp.research.llm.calls import ResearchLLM
 from foundry_mcp.research.models import (
     AgentDecision,
@@ -37,6 +36,10 @@ OUTCOMES = {"decline": "declined", "cancel": "dismissed", "timeout": "timed_out"
 
 async def judge(llm: ResearchLLM, state: ResearchState) -> ClarifierOutput | None:
     """The clarifier's judgement of the question (None: it failed or took too long)."""
+    # Here, not at the top: the JSON reader it brings in is for research that runs, not for a
+    # process that only reads research (a CLI command).
+    from foundry_mcp.research.llm.answers import ask_json
+
     always = state.options.clarify == Clarify.ALWAYS
     system, user = clarifier_prompts(state.query, state.system_prompt, always)
     with anyio.move_on_after(JUDGE_SECONDS):

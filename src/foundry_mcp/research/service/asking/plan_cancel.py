@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from foundry_mcp.research.models import Status
-from foundry_mcp.research.runs.runner import abort
+from foundry_mcp.research.runs.ending import abort
 from foundry_mcp.research.service.asking.plan_review import waits_for
 from foundry_mcp.research.service.ownership import FencedEdit, OwnershipWatch
 from foundry_mcp.research.store.protocol import Store

@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import Any
 
 from foundry_mcp.errors import InputError, InvalidStateError
-from foundry_mcp.research.export.document import source_numbers
 from foundry_mcp.research.llm.calls import CallLog
 from foundry_mcp.research.models import (
     FollowUp,
@@ -35,7 +34,6 @@ from foundry_mcp.research.service.ownership import FencedEdit, OwnershipWatch
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.records import validate_research_id
-from foundry_mcp.research.workflow.agents.follow_up import answer_follow_up
 
 FOLLOW_UP_PHASE = "follow_up"  # the phase its calls are counted under in the research's usage
 MAX_QUESTION_CHARS = 4_000
@@ -59,6 +57,10 @@ class FollowUps:
         scratch = state.model_copy(deep=True)  # checked and booked here, then thrown away
         before = scratch.llm_usage.total.calls
         llm = await self.runner.research_llm(scratch, CallLog(), journaled=False)
+        # Here, not at the top: the agent brings in the research engine, which a process that
+        # only reads research (a CLI command) never needs.
+        from foundry_mcp.research.workflow.agents.follow_up import answer_follow_up
+
         follow_up = await answer_follow_up(llm, scratch, question)
         spent = new_calls(scratch, before)
         saved = await self.io.write(lambda store: _save(store, research_id, follow_up, spent))
@@ -195,6 +197,8 @@ def ask_payload(
     state: ResearchState, follow_up: FollowUp, calls: list[LLMCallRecord]
 ) -> dict[str, Any]:
     """What ``deep-research-ask`` returns (``AskResult``)."""
+    from foundry_mcp.research.export.document import source_numbers  # its models: for asks only
+
     numbers = source_numbers(state)
     in_report = state.citation_numbers()
     by_id = state.source_by_id()

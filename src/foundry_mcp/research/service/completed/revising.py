@@ -22,7 +22,6 @@ from foundry_mcp.research.models import (
     Revision,
     RevisionKind,
 )
-from foundry_mcp.research.revision.starting import new_revision
 from foundry_mcp.research.service.completed.request import ReviseRequest
 from foundry_mcp.research.service.completed.versions import versions_of, versions_payload
 from foundry_mcp.research.service.parts import ServiceParts
@@ -75,6 +74,10 @@ class Revisions(ServiceParts):
 
     @staticmethod
     def _revision(state: ResearchState, asked: ReviseRequest) -> Revision:
+        # Here, not at the top: it brings in the research engine, which a process that only
+        # reads research (a CLI command) never needs.
+        from foundry_mcp.research.revision.starting import new_revision
+
         return new_revision(
             state,
             asked.revision_kind,
