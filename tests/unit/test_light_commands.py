@@ -58,6 +58,16 @@ def imported_by(argv: list[str], env: dict[str, str], cwd: Path, watched: list[s
     return found
 
 
+def imported_after(setup: str, watched: list[str]) -> list[str]:
+    """Which of ``watched`` a fresh Python has imported once it ran ``setup``."""
+    script = f"import json, sys\n{setup}\nprint(json.dumps([m for m in {watched!r} if m in sys.modules]))\n"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    found: list[str] = json.loads(done.stdout)
+    return found
+
+
 def test_listing_imports_no_sdk_even_with_providers_configured(
     research_env: dict[str, str], tmp_path: Path
 ) -> None:
@@ -82,16 +92,8 @@ def test_the_server_answers_its_handshake_without_the_research_code() -> None:
     service = ["foundry_mcp.runtime", "foundry_mcp.research.service.research_service"]
     stored = ["foundry_mcp.research.store", "foundry_mcp.research.models"]
     watched = [*service, *stored, "foundry_mcp.server.results.data", *ENGINE, *SDKS[1:]]
-    script = (
-        "import json, sys\n"
-        "from foundry_mcp.server.app import create_server\n"
-        "from foundry_mcp.server.stdio import serve_stdio\n"
-        f"print(json.dumps([name for name in {watched!r} if name in sys.modules]))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
-    )
-    assert json.loads(done.stdout) == []
+    setup = "from foundry_mcp.server.app import create_server\nfrom foundry_mcp.server.stdio import serve_stdio"
+    assert imported_after(setup, watched) == []
 
 
 def test_trust_imports_no_research_code(research_env: dict[str, str], tmp_path: Path) -> None:
@@ -140,13 +142,5 @@ def test_the_warm_up_imports_what_a_first_run_imports() -> None:
         {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
     )
     assert wanted, "the runner's run imports the engine when it starts"
-    script = (
-        "import json, sys\n"
-        "from foundry_mcp.runtime import _import_engine\n"
-        "_import_engine()\n"
-        f"print(json.dumps([m for m in {wanted!r} if m not in sys.modules]))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
-    )
-    assert json.loads(done.stdout) == []
+    setup = "from foundry_mcp.runtime import _import_engine\n_import_engine()"
+    assert imported_after(setup, wanted) == wanted

@@ -19,11 +19,11 @@ from foundry_mcp.research.models import (
     Source,
     Status,
     SubQueryStatus,
-    UsageTotals,
     utcnow,
 )
 from foundry_mcp.research.principal import Principal
 from foundry_mcp.research.service.completed.versions import versions_of
+from foundry_mcp.research.service.payloads.status import usage_totals
 from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.view.model import (
     Activity,
@@ -165,24 +165,15 @@ def _report_body(report: str | None) -> tuple[str | None, bool]:
     return report, False
 
 
-def _cost(totals: UsageTotals) -> dict[str, float | int]:
-    return {
-        "input_tokens": totals.input_tokens,
-        "output_tokens": totals.output_tokens,
-        "calls": totals.calls,
-        "cost_usd": round(totals.cost_usd, 6),
-        "unpriced_calls": totals.unpriced_calls,
-    }
-
-
 def _usage(state: ResearchState) -> Usage:
     usage = state.llm_usage
     order = [p.value for p in PHASE_ORDER]
     phases = sorted(usage.by_phase, key=lambda p: (order.index(p) if p in order else len(order), p))
     return Usage(
-        total=Cost.model_validate(_cost(usage.total)),
+        total=Cost.model_validate(usage_totals(usage.total)),
         by_phase=[
-            PhaseCost.model_validate({"phase": p, **_cost(usage.by_phase[p])}) for p in phases
+            PhaseCost.model_validate({"phase": p, **usage_totals(usage.by_phase[p])})
+            for p in phases
         ],
         search_calls=state.search_calls,
         max_cost_usd=usage.max_cost_usd,

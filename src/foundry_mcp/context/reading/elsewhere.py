@@ -142,6 +142,7 @@ class ReadingProcesses:
         self._held = [_ReadingProcess() for _ in range(self.processes)]
         self.sent = 0  # readings a process did
         self.here = 0  # readings done in the calling thread
+        self._counting = threading.Lock()  # readings come from several threads at once
 
     def read_within(
         self,
@@ -166,9 +167,11 @@ class ReadingProcesses:
             except ProcessFailed as exc:
                 log.warning("a reading process failed (%s); reading here instead", exc)
             else:
-                self.sent += 1
+                with self._counting:
+                    self.sent += 1
                 return chosen
-        self.here += 1
+        with self._counting:
+            self.here += 1
         return read_within(pages, terms, budget, counter, known=known, page_cap=page_cap)
 
     def close(self) -> None:

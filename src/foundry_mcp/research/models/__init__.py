@@ -227,35 +227,12 @@ __all__ = [
     "utcnow",
 ]
 
-# The agents' outputs are imported when first asked for (``models.AnalyzerOutput``): a process
-# that only reads research (a CLI command, a server's handshake) never needs them.
-_HANDOFFS = frozenset(
-    {
-        "AnalyzerOutput",
-        "Decomposition",
-        "ExtractedFinding",
-        "FollowUpQuery",
-        "GapAssessment",
-        "GathererOutput",
-        "GatheringStats",
-        "IdentifiedContradiction",
-        "IdentifiedGap",
-        "IterationRecommendation",
-        "PlannedSubQuery",
-        "PlannedSubQuestion",
-        "PlannerOutput",
-        "QualityAssessment",
-        "QualityUpdate",
-        "RefinerOutput",
-        "ReflectionDecision",
-        "SynthesizerOutput",
-        "ValidationResult",
-    }
-)
 
-
+# The agents' outputs (``handoffs``: the names imported above for type checkers only) are
+# imported when first asked for (``models.AnalyzerOutput``): a process that only reads research
+# (a CLI command, a server's handshake) never needs them.
 def __getattr__(name: str) -> Any:
-    if name in _HANDOFFS:
+    if name in __all__:
         from foundry_mcp.research.models import handoffs
 
         return getattr(handoffs, name)

@@ -15,13 +15,13 @@ from foundry_mcp.errors import InputError
 from foundry_mcp.research.models import (
     ReportVersion,
     ResearchState,
-    UsageTotals,
     VersionChanges,
     VersionCost,
 )
 from foundry_mcp.research.revision.versions import research_version
 from foundry_mcp.research.service.completed.delta import version_delta
 from foundry_mcp.research.service.inputs import check_range
+from foundry_mcp.research.service.payloads.status import usage_totals
 
 MAX_VERSION = 1_000_000
 
@@ -144,16 +144,6 @@ def cost_entry(cost: VersionCost) -> dict[str, Any]:
         "total": usage_totals(cost.total),
         "by_phase": {phase: usage_totals(t) for phase, t in cost.by_phase.items()},
         "search_calls": cost.search_calls,
-    }
-
-
-def usage_totals(totals: UsageTotals) -> dict[str, Any]:
-    return {
-        "input_tokens": totals.input_tokens,
-        "output_tokens": totals.output_tokens,
-        "calls": totals.calls,
-        "cost_usd": round(totals.cost_usd, 6),
-        "unpriced_calls": totals.unpriced_calls,
     }
 
 

@@ -274,6 +274,17 @@ def token_budget_payload(state: ResearchState) -> dict[str, Any]:
     }
 
 
+def usage_totals(item: UsageTotals) -> dict[str, Any]:
+    """One total of LLM usage: tokens in and out, calls, estimated cost, calls not priced."""
+    return {
+        "input_tokens": item.input_tokens,
+        "output_tokens": item.output_tokens,
+        "calls": item.calls,
+        "cost_usd": round(item.cost_usd, 6),
+        "unpriced_calls": item.unpriced_calls,
+    }
+
+
 def usage_payload(state: ResearchState) -> dict[str, Any]:
     """Tokens and estimated cost of the research's LLM calls, in total, by phase and provider.
 
@@ -281,24 +292,14 @@ def usage_payload(state: ResearchState) -> dict[str, Any]:
     ``unpriced_calls`` and add nothing to ``cost_usd``.
     """
     usage = state.llm_usage
-
-    def totals(item: UsageTotals) -> dict[str, Any]:
-        return {
-            "input_tokens": item.input_tokens,
-            "output_tokens": item.output_tokens,
-            "calls": item.calls,
-            "cost_usd": round(item.cost_usd, 6),
-            "unpriced_calls": item.unpriced_calls,
-        }
-
     return {
         "cost_is_estimate": True,
         "max_cost_usd": usage.max_cost_usd,
         "cost_ceiling_reached": usage.cost_ceiling_reached,
-        "total": totals(usage.total),
-        "by_phase": {phase: totals(item) for phase, item in usage.by_phase.items()},
-        "by_provider": {name: totals(item) for name, item in usage.by_provider.items()},
-        "by_model": {name: totals(item) for name, item in usage.by_model.items()},
+        "total": usage_totals(usage.total),
+        "by_phase": {phase: usage_totals(item) for phase, item in usage.by_phase.items()},
+        "by_provider": {name: usage_totals(item) for name, item in usage.by_provider.items()},
+        "by_model": {name: usage_totals(item) for name, item in usage.by_model.items()},
         "models_by_phase": {phase: list(models) for phase, models in usage.models_by_phase.items()},
     }
 
