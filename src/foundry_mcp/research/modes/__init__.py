@@ -127,6 +127,9 @@ class ModeRouter:
     def can_retry(self, phase: Phase) -> bool:
         return self.current.can_retry(phase)
 
+    async def ahead(self, phase: Phase) -> None:
+        await self.current.ahead(phase)
+
     def prepare_retry(self, phase: Phase) -> None:
         self.current.prepare_retry(phase)
 

@@ -20,6 +20,9 @@ sub-question is updated with it.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from statistics import mean
 from typing import Any
 
@@ -28,19 +31,22 @@ from foundry_mcp.research.models import (
     BranchStatus,
     Confidence,
     ModeOptions,
+    Phase,
     ResearchMode,
     ResearchState,
     Severity,
     SourceQuality,
     SubQuestion,
 )
-from foundry_mcp.research.modes.kit import ResearchKit
+from foundry_mcp.research.modes.kit import Checkpoint, ResearchKit
 from foundry_mcp.research.modes.rounds import IterationCall, StoppingRule
 from foundry_mcp.research.modes.simple import SimplePlaybook, Writer
 from foundry_mcp.research.workflow.agents.answerer import answer_sub_question
 from foundry_mcp.research.workflow.reading.budget import branch_budget
 from foundry_mcp.research.workflow.reading.readings import Readings
 from foundry_mcp.research.workflow.supervisor import Supervisor
+
+log = logging.getLogger(__name__)
 
 SUFFICIENT_FINDINGS = 3
 CONFIDENT_FINDINGS = 2
@@ -154,7 +160,6 @@ async def research_branch(
     assert kit.branches is not None
     branches = kit.branches
     llm = kit.llm.for_branch(branch)
-    branch.attach(lambda kind, data: research.emit(kind, {**data, "branch": sub_question.id}))
 
     async def checkpoint() -> None:
         summarize_branch(sub_question, branch)
@@ -162,10 +167,53 @@ async def research_branch(
         await kit.checkpoint()
         kit.calls.moved()
 
-    sub_question.status = BranchStatus.RESEARCHING
-    sub_question.error = None
+    with _reporting(research, sub_question, branch):
+        sub_question.status = BranchStatus.RESEARCHING
+        sub_question.error = None
+        await checkpoint()
+        playbook = _playbook(research, branch, _own_kit(kit, llm, checkpoint))
+        await Supervisor(branch, llm, playbook, checkpoint, kit.hooks).run()
+    sub_question.status = BranchStatus.COMPLETED
     await checkpoint()
-    own_kit = ResearchKit(
+
+
+async def plan_ahead(
+    research: ResearchState, sub_question: SubQuestion, kit: ResearchKit
+) -> ResearchState | None:
+    """A fresh researcher's state for ``sub_question`` with its first plan made, while the
+    decomposition is still judged: nothing is saved, so a decomposition done again drops it.
+    None when the planning failed (the researcher plans again, and reports what fails)."""
+    branch = branch_state(research, sub_question)
+    llm = kit.llm.for_branch(branch)
+
+    async def nothing_saved() -> None:
+        return None
+
+    playbook = _playbook(research, branch, _own_kit(kit, llm, nothing_saved))
+    with _reporting(research, sub_question, branch):
+        try:
+            await playbook.execute(Phase.PLANNING, None)
+        except Exception:
+            log.warning("planning sub-question %s ahead failed", sub_question.id, exc_info=True)
+            return None
+    return branch
+
+
+@contextmanager
+def _reporting(
+    research: ResearchState, sub_question: SubQuestion, branch: ResearchState
+) -> Iterator[None]:
+    """The researcher's events reach the research's, tagged with its sub-question."""
+    branch.attach(lambda kind, data: research.emit(kind, {**data, "branch": sub_question.id}))
+    try:
+        yield
+    finally:
+        branch.attach(None)
+
+
+def _own_kit(kit: ResearchKit, llm: ResearchLLM, checkpoint: Checkpoint) -> ResearchKit:
+    """The research's kit for one researcher: its LLMs and saving, the research's pages."""
+    return ResearchKit(
         llm=llm,
         search=kit.search,
         calls=kit.calls,
@@ -179,18 +227,15 @@ async def research_branch(
         readings=kit.readings,
         private=kit.private,
     )
-    playbook = SimplePlaybook(
+
+
+def _playbook(research: ResearchState, branch: ResearchState, kit: ResearchKit) -> SimplePlaybook:
+    return SimplePlaybook(
         branch,
-        own_kit,
+        kit,
         writer=_answer_with_filed(kit.readings),
         stopping=sub_question_rule(research.options.mode.sub_question_min_iterations),
     )
-    try:
-        await Supervisor(branch, llm, playbook, checkpoint, kit.hooks).run()
-    finally:
-        branch.attach(None)
-    sub_question.status = BranchStatus.COMPLETED
-    await checkpoint()
 
 
 def _answer_with_filed(readings: Readings | None) -> Writer:

@@ -15,6 +15,7 @@ SYNTHESIS  the meta-synthesis: one report integrating the sub-answers (agreement
 from __future__ import annotations
 
 from foundry_mcp.providers.search.base import richer
+from foundry_mcp.research.llm.fanout import fan_out
 from foundry_mcp.research.models import (
     AgentDecision,
     AgentRole,
@@ -30,7 +31,7 @@ from foundry_mcp.research.models import (
     ValidationResult,
 )
 from foundry_mcp.research.modes.allocation import adopt_plan, sample_local_documents
-from foundry_mcp.research.modes.branch import branch_state, research_branch
+from foundry_mcp.research.modes.branch import branch_state, plan_ahead, research_branch
 from foundry_mcp.research.modes.decomposition import (
     adopt_decomposition,
     fall_back_to_simple,
@@ -75,6 +76,7 @@ class HierarchicalPlaybook:
     def __init__(self, state: ResearchState, kit: ResearchKit) -> None:
         self.state = state
         self.kit = kit
+        self._planned: dict[str, ResearchState] = {}  # researchers planned ahead, by part
 
     # ------------------------------------------------------------------ the phases' work
 
@@ -139,7 +141,11 @@ class HierarchicalPlaybook:
         )
 
         async def research(sub_question: SubQuestion) -> None:
-            branch = saved.get(sub_question.id) or branch_state(state, sub_question)
+            branch = (
+                saved.get(sub_question.id)
+                or self._planned.pop(sub_question.id, None)
+                or branch_state(state, sub_question)
+            )
             await research_branch(state, sub_question, branch, kit)
 
         await research_parts(state, waiting, research, kit.calls, kit.checkpoint)
@@ -312,9 +318,25 @@ class HierarchicalPlaybook:
         # asks no model: guidance given before them reaches the report's writers.
         return phase in (Phase.PLANNING, Phase.SYNTHESIS)
 
+    async def ahead(self, phase: Phase) -> None:
+        """While the decomposition is judged, the first parts' researchers make their plans
+        (their question is all a plan needs; the judgement's guidance goes to the report)."""
+        state = self.state
+        if phase is not Phase.PLANNING or self.kit.branches is None:
+            return
+        first = [sq for sq in state.sub_questions if sq.status is BranchStatus.PENDING]
+
+        async def plan_one(sub_question: SubQuestion) -> None:
+            branch = await plan_ahead(state, sub_question, self.kit)
+            if branch is not None:
+                self._planned[sub_question.id] = branch
+
+        await fan_out(plan_one, first[: max(1, state.limits.max_concurrent)])
+
     def prepare_retry(self, phase: Phase) -> None:
         if phase is Phase.PLANNING:
             self.state.sub_questions = []
+            self._planned.clear()
 
     def next_phase(self, phase: Phase, complete_early: bool) -> Phase | None:
         if phase is Phase.SYNTHESIS:

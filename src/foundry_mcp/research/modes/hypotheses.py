@@ -205,6 +205,9 @@ class HypothesesPlaybook:
     def takes_guidance(self, phase: Phase) -> bool:
         return True
 
+    async def ahead(self, phase: Phase) -> None:
+        return None  # each phase's work changes the state that the judgement may send back
+
     def prepare_retry(self, phase: Phase) -> None:
         state = self.state
         if phase is Phase.PLANNING:

@@ -6,6 +6,7 @@ unaddressed gaps remain, at most ``MAX_EXTRA_ROUNDS`` rounds after the first eve
 ``max_iterations`` allows more. Each of its rounds ends with the evaluator's verdict
 (:func:`record_verdict`, the ``evaluate_sufficiency`` decision): sufficient, or insufficient
 with a reason, which the next round's refiner is given as guidance (:func:`round_feedback`).
+What the supervisor asks itself after each phase of a round is :func:`phase_question`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from foundry_mcp.research.models import AgentDecision, AgentRole, ResearchState
+from foundry_mcp.research.models import AgentDecision, AgentRole, Phase, ResearchState
 
 MAX_EXTRA_ROUNDS = 2  # seed 003's evaluator loop: at most two rounds after the first
 
@@ -108,4 +109,35 @@ def decide(
             inputs=inputs,
             outputs=outputs,
         )
+    )
+
+
+def phase_question(state: ResearchState, phase: Phase) -> str:
+    """The supervisor's reflection question after ``phase`` of a round of simple mode."""
+    iteration = f"{state.iteration}/{state.limits.max_iterations}"
+    if phase is Phase.PLANNING:
+        count = sum(1 for sq in state.sub_queries if sq.iteration == state.iteration)
+        return (
+            f"Planning done: {count} sub-queries, research brief "
+            f"{'present' if state.research_brief else 'missing'}. Do the sub-queries cover the "
+            "question, and is any aspect missing?"
+        )
+    if phase is Phase.GATHERING:
+        return (
+            f"Gathering done: {len(state.sources)} sources collected. Are the sources diverse "
+            "enough, and how is their quality spread?"
+        )
+    if phase is Phase.ANALYSIS:
+        return (
+            f"Analysis done: {len(state.findings)} findings, {len(state.gaps)} gaps. Are the "
+            "findings well supported, and which gaps are critical?"
+        )
+    if phase is Phase.SYNTHESIS:
+        return (
+            f"Synthesis done: report of {len(state.report or '')} characters, iteration "
+            f"{iteration}. Is the report good enough, or does it need refinement?"
+        )
+    addressed = sum(1 for g in state.gaps if g.addressed)
+    return (
+        f"Refinement done: {addressed}/{len(state.gaps)} gaps addressed. Iterate again or finalise?"
     )

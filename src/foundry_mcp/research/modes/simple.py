@@ -40,6 +40,7 @@ from foundry_mcp.research.modes.rounds import (
     StoppingRule,
     decide,
     gaps_rule,
+    phase_question,
     record_verdict,
     round_feedback,
 )
@@ -53,37 +54,6 @@ from foundry_mcp.research.workflow.report.synthesizer import synthesize
 from foundry_mcp.research.workflow.supervisor import SupervisorHooks
 
 Writer = Callable[[ResearchLLM, ResearchState, str | None], Awaitable[SynthesizerOutput]]
-
-
-def reflection_prompt(state: ResearchState, phase: Phase) -> str:
-    """The supervisor's reflection question after ``phase``."""
-    iteration = f"{state.iteration}/{state.limits.max_iterations}"
-    if phase is Phase.PLANNING:
-        count = sum(1 for sq in state.sub_queries if sq.iteration == state.iteration)
-        return (
-            f"Planning done: {count} sub-queries, research brief "
-            f"{'present' if state.research_brief else 'missing'}. Do the sub-queries cover the "
-            "question, and is any aspect missing?"
-        )
-    if phase is Phase.GATHERING:
-        return (
-            f"Gathering done: {len(state.sources)} sources collected. Are the sources diverse "
-            "enough, and how is their quality spread?"
-        )
-    if phase is Phase.ANALYSIS:
-        return (
-            f"Analysis done: {len(state.findings)} findings, {len(state.gaps)} gaps. Are the "
-            "findings well supported, and which gaps are critical?"
-        )
-    if phase is Phase.SYNTHESIS:
-        return (
-            f"Synthesis done: report of {len(state.report or '')} characters, iteration "
-            f"{iteration}. Is the report good enough, or does it need refinement?"
-        )
-    addressed = sum(1 for g in state.gaps if g.addressed)
-    return (
-        f"Refinement done: {addressed}/{len(state.gaps)} gaps addressed. Iterate again or finalise?"
-    )
 
 
 class SimplePlaybook:
@@ -292,7 +262,7 @@ class SimplePlaybook:
         return GATES[phase](self.state)
 
     def describe(self, phase: Phase) -> str:
-        return reflection_prompt(self.state, phase)
+        return phase_question(self.state, phase)
 
     def can_retry(self, phase: Phase) -> bool:
         state = self.state
@@ -315,6 +285,9 @@ class SimplePlaybook:
 
     def takes_guidance(self, phase: Phase) -> bool:
         return phase is not Phase.GATHERING  # the gatherer asks no model
+
+    async def ahead(self, phase: Phase) -> None:
+        return None  # each phase's work changes the state that the judgement may send back
 
     def prepare_retry(self, phase: Phase) -> None:
         state = self.state

@@ -42,6 +42,11 @@ class Playbook(Protocol):
         to the next phase)."""
         ...
 
+    async def ahead(self, phase: Phase) -> None:
+        """Work of the phase after ``phase`` that its judgement cannot change, done while the
+        model judges ``phase``; what it made is dropped by :meth:`prepare_retry`."""
+        ...
+
     def prepare_retry(self, phase: Phase) -> None:
         """Undo what the phase produced, so that running it again replaces, not duplicates."""
         ...

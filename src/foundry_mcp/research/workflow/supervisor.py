@@ -21,6 +21,7 @@ from typing import Any, TypeAlias, TypeVar
 import anyio
 
 from foundry_mcp.research.llm.calls import ResearchLLM
+from foundry_mcp.research.llm.fanout import fan_out
 from foundry_mcp.research.models import (
     PHASE_TO_AGENT,
     AgentDecision,
@@ -243,9 +244,7 @@ class Supervisor:
         judged = state.options.enable_reflection and self._playbook.judged(phase)
         if not judged or not self._ceiling.allows("reflection", phase):
             return None
-        decision = await reflect(
-            self._llm, state, phase, self._playbook.describe(phase), gate, outputs
-        )
+        decision = await self._judged_beside_work_ahead(phase, gate, outputs)
         self._record(
             AgentRole.SUPERVISOR,
             "reflect",
@@ -260,6 +259,28 @@ class Supervisor:
         if decision.action == "complete" and phase in (Phase.SYNTHESIS, Phase.REFINEMENT):
             self._complete_early = True
         return decision
+
+    async def _judged_beside_work_ahead(
+        self, phase: Phase, gate: ValidationResult, outputs: dict[str, Any]
+    ) -> ReflectionDecision:
+        """The model's judgement of ``phase``, with the next phase's work that the judgement
+        cannot change done beside it (the playbook's ``ahead``, dropped if the phase is done
+        again); not when the gate failed or a plan awaits the user's approval."""
+        judging = partial(
+            reflect, self._llm, self.state, phase, self._playbook.describe(phase), gate, outputs
+        )
+        if not gate.valid or plan_to_approve(self.state):
+            return await judging()
+        judged: list[ReflectionDecision] = []
+
+        async def judge() -> None:
+            judged.append(await judging())
+
+        async def work_ahead() -> None:
+            await self._playbook.ahead(phase)
+
+        await fan_out(_run, [judge, work_ahead])
+        return judged[0]
 
     def _retry_wanted(
         self, phase: Phase, gate: ValidationResult, reflection: ReflectionDecision | None
@@ -357,3 +378,7 @@ class Supervisor:
 def _join(*parts: str | None) -> str | None:
     """Several pieces of guidance as one, or None when there is none."""
     return "\n".join(part.strip() for part in parts if part and part.strip()) or None
+
+
+async def _run(work: Callable[[], Awaitable[None]]) -> None:
+    await work()
