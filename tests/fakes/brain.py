@@ -211,7 +211,7 @@ class ResearchBrain:
         if agent == "writer":
             return self.write(user)
         if agent == "verifier":
-            return self._json(self.verify(user))
+            return self._json(self.verify(user, system))
         if agent == "investigator":
             return self._json(self.investigate(user))
         if agent == "assessor":
@@ -609,7 +609,7 @@ class ResearchBrain:
             parts += ["## Sources", "\n".join(f"- [{sid}] model-written entry" for sid in listed)]
         return "\n\n".join(parts) + "\n"
 
-    def verify(self, user: str) -> dict[str, Any]:
+    def verify(self, user: str, system: str = "") -> dict[str, Any]:
         """Fact-checker output: a lexical judge of each numbered claim against its excerpts.
 
         Supported when at least three quarters of the claim's content words appear in its
@@ -617,8 +617,10 @@ class ResearchBrain:
         ``check_figures``, like a careful checker, it finds a claim unsupported when one of its
         figures (a word with a digit) is not in the excerpts. A structured answer's value claim
         ("requests — licence: Apache-2.0", no final full stop) is unsupported when a word of
-        its value is not in the excerpts, whatever else they share with it.
+        its value is not in the excerpts, whatever else they share with it. Asked to leave the
+        reason out of a supported verdict ("needs no reason"), it does.
         """
+        brief = "needs no reason" in system
         verdicts = []
         for number, claim, excerpts in prompt_claims(user):
             words = judge_words(claim)
@@ -637,13 +639,10 @@ class ResearchBrain:
                 if share >= 1 / 3
                 else "unsupported"
             )
-            verdicts.append(
-                {
-                    "claim": number,
-                    "verdict": verdict,
-                    "reason": f"{share:.0%} of the claim's words appear in the excerpts.",
-                }
-            )
+            judged: dict[str, Any] = {"claim": number, "verdict": verdict}
+            if not (brief and verdict == "supported"):
+                judged["reason"] = f"{share:.0%} of the claim's words appear in the excerpts."
+            verdicts.append(judged)
         return {"verdicts": verdicts}
 
     def investigate(self, user: str) -> dict[str, Any]:
