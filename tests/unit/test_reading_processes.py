@@ -125,3 +125,26 @@ def test_readings_from_many_threads_survive_a_reading_process_killed_among_them(
         assert readers.sent > before
     finally:
         readers.close()
+
+
+def test_a_reading_goes_to_a_free_process_when_the_one_its_page_names_is_busy() -> None:
+    """Two parts of a research are read side by side: the process a reading's first page names
+    is busy, so a free one reads it (and the named one reads it when all are free)."""
+    readers = ReadingProcesses(2)
+    counter = EstimateCounter()
+    try:
+        read = pages(5)
+        readers.read_within(read, TERMS, 1_000, counter)
+        (named,) = [i for i, held in enumerate(readers._held) if held.process is not None]
+        other = readers._held[1 - named]
+        assert other.process is None
+        with readers._held[named].lock:  # busy with another reading
+            chosen = readers.read_within(read, TERMS, 1_000, counter)
+        assert other.process is not None and other.process.poll() is None
+        assert texts(chosen) == texts(read_within(read, TERMS, 1_000, counter))
+        # Both free again: the named process reads it (it holds the page's parse).
+        with other.lock, ThreadPoolExecutor(1) as thread:  # it does not wait on the other
+            thread.submit(readers.read_within, read, TERMS, 1_000, counter).result(timeout=30)
+        assert readers.sent == 3 and readers.here == 0
+    finally:
+        readers.close()

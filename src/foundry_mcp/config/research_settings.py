@@ -173,7 +173,7 @@ class ResearchSettings(Section):
     )
     # Processes of its own that choose what a research reads of its pages (CPU work over long
     # pages, off the server's event loop: context/reading/elsewhere.py); 0: the server's threads.
-    reading_processes: Annotated[int, LOWER_RUNS] = Field(1, ge=0, le=16)
+    reading_processes: Annotated[int, LOWER_RUNS] = Field(2, ge=0, le=16)
     # The search providers in priority order (the specification's: Tavily, Google, Semantic
     # Scholar); those of the default list take part once they have their keys. The keyless web
     # search (ddgs), last, takes part only while none of them has a key. An untrusted file's

@@ -10,7 +10,8 @@ stalls nothing, and on a machine with more than one core it runs beside the loop
 imports this package only), each started when first needed and reading one request at a time.
 A reading of less than :data:`READ_HERE_BELOW_CHARS` of page text is read in the calling
 thread. A reading goes to the process its first page's id names, so a page read again later in
-the research, whose parse that process keeps (:mod:`.parsed`), goes back to it. The counter is
+the research, whose parse that process keeps (:mod:`.parsed`), goes back to it; when that
+process is busy, to a free one instead, so that the parts of a research are read side by side. The counter is
 rebuilt there by its name (:func:`counter_named`); a counter with no name a process can rebuild
 (a test's own) reads in the calling thread, and so does any reading whose process cannot start
 or dies: a reading is never lost to its process. Requests and answers are pickled frames on the process's stdin and
@@ -37,7 +38,7 @@ from foundry_mcp.context.tokens import EstimateCounter, TokenCounter, counter_fo
 
 log = logging.getLogger(__name__)
 
-READING_PROCESSES_DEFAULT = 1
+READING_PROCESSES_DEFAULT = 2
 MAX_READING_PROCESSES = 16
 # A reading of less page text than this is read in the calling thread: it holds the loop for
 # a few milliseconds, and a process would cost more to start than it saves.
@@ -88,15 +89,15 @@ class _ReadingProcess:
         return self.process
 
     def ask(self, request: tuple[Any, ...]) -> Any:
-        with self.lock:
-            process = self.ensure()
-            assert process.stdin is not None and process.stdout is not None
-            try:
-                _write(process.stdin, request)
-                outcome, value = _read(process.stdout)
-            except (OSError, EOFError, pickle.PickleError, struct.error) as exc:
-                self.stop()
-                raise ProcessFailed(f"it stopped answering: {exc!r}") from None
+        """The process's answer to ``request`` (call holding ``lock``)."""
+        process = self.ensure()
+        assert process.stdin is not None and process.stdout is not None
+        try:
+            _write(process.stdin, request)
+            outcome, value = _read(process.stdout)
+        except (OSError, EOFError, pickle.PickleError, struct.error) as exc:
+            self.stop()
+            raise ProcessFailed(f"it stopped answering: {exc!r}") from None
         if outcome != "ok":
             raise ProcessFailed(f"it failed: {value}")
         return value
@@ -160,19 +161,32 @@ class ReadingProcesses:
             and sum(len(page.text) for page in pages) >= READ_HERE_BELOW_CHARS
             and counter_named(counter.name) is not None
         ):
-            number = zlib.crc32(pages[0].id.encode("utf-8", "surrogatepass")) % len(self._held)
             request = (list(pages), list(terms), budget, counter.name, frozenset(known), page_cap)
+            held = self._taken(pages[0].id)
             try:
-                chosen: list[PageSelection] = self._held[number].ask(request)
+                chosen: list[PageSelection] = held.ask(request)
             except ProcessFailed as exc:
                 log.warning("a reading process failed (%s); reading here instead", exc)
             else:
                 with self._counting:
                     self.sent += 1
                 return chosen
+            finally:
+                held.lock.release()
         with self._counting:
             self.here += 1
         return read_within(pages, terms, budget, counter, known=known, page_cap=page_cap)
+
+    def _taken(self, page_id: str) -> _ReadingProcess:
+        """A process for a reading whose first page is ``page_id``, its lock taken: the one the
+        id names when it is free (it may hold the page's parse), else any free one (started if
+        need be), else the one the id names once it is free."""
+        named = zlib.crc32(page_id.encode("utf-8", "surrogatepass")) % len(self._held)
+        for held in self._held[named:] + self._held[:named]:
+            if held.lock.acquire(blocking=False):
+                return held
+        self._held[named].lock.acquire()
+        return self._held[named]
 
     def close(self) -> None:
         """Stop the reading processes (a reading in progress finishes first)."""
