@@ -216,6 +216,22 @@ def test_two_matches_close_together_make_one_excerpt() -> None:
     assert excerpts == [(A, " ".join(page[2:7]))]
 
 
+def test_a_claim_found_word_for_word_in_a_paragraph_is_shown_to_the_end_of_its_sentence() -> None:
+    before = "Heat pumps were tested through the winter by the regional agency."
+    said = "The units kept a COP of 2.5 at -10 °C in the 2023 trial, though only with defrost off."
+    after = "Installers in the north were then asked about noise, price and upkeep in a survey."
+    selector = ExcerptSelector({A: _source(A, f"{FILLER}{before} {said} {after} {FILLER}")})
+
+    whole = selector.excerpts(said, [A])
+    shortened = selector.excerpts("The units kept a COP of 2.5 at -10 °C in the 2023 trial", [A])
+
+    # A few words before it (a subject, a pronoun's), its sentence to its end (a qualifier the
+    # claim dropped is there to judge it by), and nothing of the next sentence.
+    for source_id, excerpt in (*whole, *shortened):
+        assert source_id == A and excerpt.endswith(said) and "winter by the regional" in excerpt
+        assert "Installers" not in excerpt
+
+
 def test_excerpts_fall_back_to_the_opening_and_to_the_snippet() -> None:
     selector = ExcerptSelector(
         {

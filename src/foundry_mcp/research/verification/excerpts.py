@@ -10,8 +10,9 @@ before), and a second match only when it holds words of the claim the first lack
 drawn from two places of a page). Neighbouring matches are shown as one excerpt. A source no
 sentence of which shares a word with the claim shows its opening passage, so the fact-checker
 still sees what it is about. A claim the source holds word for word (a sentence the writer took
-as it stood) is shown on its own line first, whatever the sentence splitter makes of a table
-row, a list item or the line after a code block.
+as it stood) is shown on its own line, whatever the sentence splitter makes of a table row, a
+list item or the line after a code block; within a paragraph, with a few words before it and
+the rest of its sentence.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ MIN_EXCERPT_CHARS = 120
 PASSAGES_PER_SOURCE = 2  # matches shown a source at most (each with its context)
 CONTEXT_SENTENCES = 1  # sentences shown on each side of a match
 VERBATIM_MIN_WORDS = 6  # a claim this long found word for word is shown where it stands
-VERBATIM_MARGIN = 80  # characters shown on either side of it within a long line
+VERBATIM_MARGIN = 80  # characters shown on either side of it within a long line, at most
+_SENTENCE_STOP = re.compile(r"[.!?](?=[\s)\]]|$)")
 
 
 class ExcerptSelector:
@@ -160,9 +162,11 @@ class ExcerptSelector:
             end = text.find("\n", last)
             end = len(text) if end < 0 else end
             if end - start > last - first + 2 * VERBATIM_MARGIN:
-                # A long line (a paragraph): the sentence and a few words on either side.
+                # A long line (a paragraph): a few words before (a subject or a pronoun's), and
+                # the rest of the sentence after (a qualifier the claim may have dropped), not
+                # the next sentence.
                 start = _word_start(text, max(start, first - VERBATIM_MARGIN))
-                end = _word_end(text, min(end, last + VERBATIM_MARGIN))
+                end = _sentence_end(text, last, min(end, last + VERBATIM_MARGIN))
             return " ".join(text[start:end].split())
         return None
 
@@ -239,6 +243,13 @@ def _find_words(text: str, core: str, words: list[str]) -> tuple[int, int] | Non
             return found.start(), found.end()
         place = text.find(anchor, place + 1)
     return None
+
+
+def _sentence_end(text: str, index: int, limit: int) -> int:
+    """The end of the sentence going on at ``index`` (its full stop kept), or the end of the
+    last word before ``limit``."""
+    stop = _SENTENCE_STOP.search(text, index, limit)
+    return stop.end() if stop is not None else _word_end(text, limit)
 
 
 def _word_start(text: str, index: int) -> int:
