@@ -284,7 +284,8 @@ class ResearchBrain:
         sub-question per part (see :func:`decompose`); asked to decompose, it always does.
         Shown the user's documents (a ``<documents>`` block), it aims at them the sub-queries
         whose angle (their words beyond the question's) shares a word of four letters or more
-        with a listed document, the first other one at both, the rest at the web.
+        with a listed document, the first other one at both, the rest at the web. Told to write
+        no search queries (a required decomposition), it writes none.
         """
         q = question_of(user)
         angles = [
@@ -358,6 +359,8 @@ class ResearchBrain:
             if parts
             else None
         )
+        if "Write no search queries" in system:  # its parts are planned by their researchers
+            del plan["sub_queries"]
         return plan
 
     def answer(self, user: str) -> dict[str, Any]:

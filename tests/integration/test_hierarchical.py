@@ -129,6 +129,31 @@ async def test_a_decomposition_too_small_falls_back_to_simple(
     assert state.sub_queries and state.report is not None
 
 
+async def test_a_required_decomposition_writes_no_searches_and_one_too_small_is_planned_again(
+    settings: Settings, brain: ResearchBrain
+) -> None:
+    asked: list[str] = []
+
+    def planner(system: str, user: str) -> str:
+        asked.append(system)
+        plan = brain.plan(user, system)
+        if "Decomposition: required" in system:
+            plan["decomposition"]["sub_questions"] = plan["decomposition"]["sub_questions"][:1]
+        return json.dumps(plan)
+
+    brain.overrides["planner"] = planner
+    async with research_runtime(settings, warm=False) as service:
+        state = await _run(service, COMPARISON, mode="hierarchical", max_iterations=1)
+    decomposing, planning = asked
+    # The decomposition asks for no search queries: its parts would plan their own.
+    assert "Write no search queries" in decomposing and '"sub_queries"' not in decomposing
+    # Too small to use: simple mode plans the whole question, which is searched as planned.
+    assert state.mode is ResearchMode.SIMPLE and '"sub_queries"' in planning
+    assert len(state.sub_queries) == 3 and all(sq.query != COMPARISON for sq in state.sub_queries)
+    assert not any("could not be read" in d.rationale for d in state.decisions)
+    assert state.report is not None
+
+
 async def test_an_unreadable_sub_answer_falls_back_to_its_findings(
     settings: Settings, brain: ResearchBrain, tavily_server: FakeHTTPServer
 ) -> None:

@@ -167,9 +167,7 @@ Answer with one JSON object and nothing else, shaped exactly like this:
                 "reasoning": "why, in one or two sentences"},
  "decomposition": {"strategy": "comparison|multi-faceted|causal|temporal|evaluative|...",
                    "sub_questions": [{"question": "a focused sub-question?", "priority": 0.9,
-                                      "rationale": "why it matters to the answer"}]},
- "sub_queries": [{"query": "a specific search query", "rationale": "what it contributes",
-                  "priority": 1}]}
+                                      "rationale": "why it matters to the answer"}]}{sub_queries_field}}
 
 Judging the question:
 - "hierarchical" when it has distinct parts that each need their own research: a comparison of \
@@ -178,12 +176,17 @@ positions or perspectives to evaluate.
 - "hypotheses" when it asks which of several possible explanations holds, or why something \
 happened, and answering means weighing competing explanations against the evidence.
 - "simple" for a focused question with one line of inquiry, however hard.
-{decomposition_rule}
+{decomposition_rule}{sub_queries_rule}
+No markdown, no commentary, only the JSON object."""
+
+_SUB_QUERIES_FIELD = """,
+ "sub_queries": [{"query": "a specific search query", "rationale": "what it contributes",
+                  "priority": 1}]"""
+_SUB_QUERIES_RULE = """
 Sub-queries: always 2 to {max_sub_queries} web-search queries that research the question as a \
 whole, each exploring a different aspect, written as a person would type them into a search \
 engine (priority 1 is the most important).
-
-No markdown, no commentary, only the JSON object."""
+"""
 
 _DECOMPOSE_IF_COMPLEX = """\
 Decomposition: when the question is complex, {min_sub_questions} to {max_sub_questions} \
@@ -195,7 +198,9 @@ _DECOMPOSE_ALWAYS = """\
 Decomposition: required. Split the question into {min_sub_questions} to {max_sub_questions} \
 sub-questions, each focused, independently researchable and not overlapping the others, together \
 covering the whole question; priority from 0.0 to 1.0 (1.0: essential to the answer); the \
-rationale says why it matters."""
+rationale says why it matters. Write no search queries: each sub-question's researcher plans \
+its own.
+"""
 
 
 def strategist_prompts(
@@ -217,11 +222,21 @@ def strategist_prompts(
     rule = (_DECOMPOSE_ALWAYS if require_decomposition else _DECOMPOSE_IF_COMPLEX).format(
         min_sub_questions=low, max_sub_questions=high
     )
-    system = STRATEGIST_SYSTEM.replace("{decomposition_rule}", rule).replace(
-        "{max_sub_queries}", str(max_sub_queries)
+    # A required decomposition is researched part by part: search queries for the whole
+    # question would go unused (a decomposition too poor to use is planned again, in full).
+    field, queries = ("", "") if require_decomposition else (_SUB_QUERIES_FIELD, _SUB_QUERIES_RULE)
+    system = (
+        STRATEGIST_SYSTEM.replace("{decomposition_rule}", rule)
+        .replace("{sub_queries_field}", field)
+        .replace("{sub_queries_rule}", queries)
+        .replace("{max_sub_queries}", str(max_sub_queries))
     )
     _, user = planner_prompts(
         query, max_sub_queries, system_prompt, guidance, local_sample, clarified=clarified
     )
-    rules = _allocation_rules(local_sample) + _source_type_rules(source_types)
+    rules = (
+        ""  # where and in which kinds of sources to search: for the sub-queries it writes
+        if require_decomposition
+        else _allocation_rules(local_sample) + _source_type_rules(source_types)
+    )
     return system + rules + (ASSUMPTION_RULES if assumptions else ""), user

@@ -43,8 +43,9 @@ async def plan(
     """Ask the model for a plan; fall back to the question itself as the only sub-query.
 
     With ``judge`` the planner also assesses the question's complexity and may decompose it;
-    with ``require_decomposition`` it must decompose it. Both come back unvalidated (the modes
-    validate them): ``assessment`` and ``decomposition`` are None when absent or unreadable.
+    with ``require_decomposition`` it must decompose it, and writes no sub-queries (its parts
+    are planned by their own researchers). Both come back unvalidated (the modes validate
+    them): ``assessment`` and ``decomposition`` are None when absent or unreadable.
     With a ``local_sample`` (names of the user's documents) it gives each sub-query a target
     and an allocation strategy; without one, every target is ``both``.
     """
@@ -97,6 +98,9 @@ async def plan(
     )
     if output is not None:
         note_clarification(state, output, assume)
+    if require_decomposition and output is not None and output.decomposition is not None:
+        output.sub_queries = []  # none asked for: each sub-question's researcher plans its own
+        return output
     if output is None or not output.sub_queries:
         state.record_fallback(
             AgentRole.PLANNER,
