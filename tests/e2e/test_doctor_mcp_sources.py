@@ -28,12 +28,21 @@ def _with_sources(research_env: dict[str, str], tables: str) -> dict[str, str]:
 
 
 def test_doctor_lists_each_source_and_its_tools(
-    research_env: dict[str, str], openai_server: FakeHTTPServer, tavily_server: FakeHTTPServer
+    research_env: dict[str, str],
+    openai_server: FakeHTTPServer,
+    tavily_server: FakeHTTPServer,
+    tmp_path: Path,
 ) -> None:
-    env = _with_sources(research_env, f"[mcp_sources.notes]\n{NOTES}")
+    starts = tmp_path / "starts.log"
+    env = _with_sources(
+        research_env,
+        f'[mcp_sources.notes]\n{NOTES}[mcp_sources.notes.env]\nNOTES_START_LOG = "{starts}"\n',
+    )
     done = piped(env, "doctor")
     checks = json.loads(done.stdout)
     assert done.returncode == 0, checks
+    # Its search is checked and its tools listed over one connection: started once.
+    assert len(starts.read_text().splitlines()) == 1
     (entry,) = checks["mcp_sources"]
     assert entry["status"] == "ok" and entry["search_tool"] == "search_notes"
     assert entry["never_called"] == ["delete_note"]

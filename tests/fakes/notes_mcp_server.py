@@ -123,6 +123,9 @@ def _over_http(port: int, token: str | None) -> None:
 
 
 if __name__ == "__main__":
+    if os.environ.get("NOTES_START_LOG"):  # one line a start: who starts it how often
+        with Path(os.environ["NOTES_START_LOG"]).open("a") as starts:
+            starts.write(f"{os.getpid()}\n")
     if os.environ.get("NOTES_HANG") == "list":
         time.sleep(3600)  # never even starts answering
     if os.environ.get("NOTES_HTTP_PORT"):

@@ -63,7 +63,7 @@ class ProviderRegistry:
         self._llms: dict[str, LLMProvider] = {}
         self._searches: dict[str, SearchProvider] = {}
         self._fetcher: PageFetcher | None = None
-        self._mcp_sources: McpSources | None = None  # attached by the runtime
+        self.mcp_sources: McpSources | None = None  # the process's, attached by the runtime
         # Adapters may be built in worker threads (their SDKs are slow to import and their
         # clients slow to create): one lock per adapter, so a slow one never holds up another.
         self._locks: dict[str, threading.Lock] = {}
@@ -262,7 +262,7 @@ class ProviderRegistry:
 
     def attach_mcp_sources(self, sources: McpSources) -> None:
         """The process's connections to its MCP sources, for their search adapters."""
-        self._mcp_sources = sources
+        self.mcp_sources = sources
 
     def bounds_report(self, names: Sequence[str], bounds: SourceBounds) -> dict[str, Any]:
         """See :meth:`SearchSelection.bounds_report`."""
@@ -301,12 +301,12 @@ class ProviderRegistry:
         if kind == "mcp":
             from foundry_mcp.providers.mcp_sources.search import McpSourceSearch
 
-            if self._mcp_sources is None:  # a registry used outside a runtime
+            if self.mcp_sources is None:  # a registry used outside a runtime
                 raise ProviderNotConfiguredError(
                     f"MCP source {name!r} can only be searched inside a running server or command.",
                     remediation="Run the research through foundry-mcp (server or CLI).",
                 )
-            return McpSourceSearch(self._mcp_sources.connections[name.removeprefix(MCP_PREFIX)])
+            return McpSourceSearch(self.mcp_sources.connections[name.removeprefix(MCP_PREFIX)])
         if kind == "google":
             from foundry_mcp.providers.search.google import GoogleSearch
 

@@ -15,24 +15,39 @@ from foundry_mcp.providers.mcp_sources.sources import McpSources
 from foundry_mcp.providers.mcp_sources.tools import source_tools
 
 
-async def check_mcp_sources(settings: Settings) -> list[dict[str, Any]]:
-    """One entry per ``[mcp_sources.*]`` table, in name order."""
+async def check_mcp_sources(
+    settings: Settings, sources: McpSources | None = None
+) -> list[dict[str, Any]]:
+    """One entry per ``[mcp_sources.*]`` table, in name order; over the process's own
+    ``sources`` when given (a server started for a search is not started again), else over
+    connections opened for the check and closed after it."""
     if not settings.mcp_sources:
         return []
+    if sources is not None:
+        return await _check_all(sources)
+    async with McpSources.open(settings) as opened:
+        return await _check_all(opened)
+
+
+async def _check_all(sources: McpSources) -> list[dict[str, Any]]:
     entries: dict[str, dict[str, Any]] = {}
-    async with McpSources.open(settings) as sources, anyio.create_task_group() as group:
+    async with anyio.create_task_group() as group:
         for name, connection in sorted(sources.connections.items()):
             entries[name] = {}
             group.start_soon(_check, connection, entries[name])
     return [entries[name] for name in sorted(entries)]
 
 
-async def with_mcp_sources(report: dict[str, Any], settings: Settings) -> dict[str, Any]:
+async def with_mcp_sources(
+    report: dict[str, Any], settings: Settings, sources: McpSources | None = None
+) -> dict[str, Any]:
     """A health ``report`` with each MCP source's check; one that is broken is a problem."""
-    sources = await check_mcp_sources(settings)
-    if sources:
-        report["mcp_sources"] = sources
-        broken = [f"MCP source {e['name']}: {e['problem']}" for e in sources if e.get("problem")]
+    sources_checked = await check_mcp_sources(settings, sources)
+    if sources_checked:
+        report["mcp_sources"] = sources_checked
+        broken = [
+            f"MCP source {e['name']}: {e['problem']}" for e in sources_checked if e.get("problem")
+        ]
         report["problems"] = [*report["problems"], *broken]
         report["ok"] = report["ok"] and not broken
     return report

@@ -395,5 +395,6 @@ class ResearchService:
 
     async def health(self) -> dict[str, Any]:
         """Each provider and MCP source: reached (a cheap live call), or the problem and fix."""
-        report = await check_providers(self.providers)
-        return await with_mcp_sources(report, self.providers.settings)
+        providers = self.providers  # its MCP sources' connections, opened by their searches
+        report = await check_providers(providers)
+        return await with_mcp_sources(report, providers.settings, providers.mcp_sources)
