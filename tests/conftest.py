@@ -37,7 +37,9 @@ from tests.fakes import (  # noqa: E402
 from tests.network_guard import forbid_network  # noqa: E402
 from tests.research_env import UNTRUSTED_CA, research_environment  # noqa: E402
 
-pytest_plugins = ["tests.postgres"]  # a throwaway PostgreSQL server: postgres_url
+# A throwaway PostgreSQL server (postgres_url); the test modules' asserts rewritten once per
+# run, ahead of the pytest-xdist workers (tests/rewrite_ahead.py).
+pytest_plugins = ["tests.postgres", "tests.rewrite_ahead"]
 
 hypothesis_settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 hypothesis_settings.register_profile("dev")

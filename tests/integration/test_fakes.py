@@ -6,7 +6,6 @@ import json
 import time
 from typing import Any
 
-import anthropic
 import anyio
 import httpx
 import openai
@@ -58,6 +57,10 @@ async def test_openai_sdk_gets_planner_json(openai_server: FakeHTTPServer) -> No
 
 
 async def test_anthropic_sdk_gets_writer_report(anthropic_server: FakeHTTPServer) -> None:
+    # Imported here, not at collection: the SDK takes ~2 s to import, and every pytest-xdist
+    # worker collects this module, while few tests run the SDK in the test process.
+    import anthropic
+
     user = f"{QUESTION}\n\nFinding 1: COP drops.\nSources: src-0123abcd, src-89abcdef\n"
     async with anthropic.AsyncAnthropic(
         api_key="test", base_url=anthropic_server.base_url, max_retries=0

@@ -93,12 +93,22 @@ async def _page_lock_held(url: str) -> AsyncIterator[Callable[[], bool]]:
 
 
 async def _statuses_while_held(
-    reads: ResearchService, runs: ResearchService, research_id: str, held_since: float, hold: float
+    reads: ResearchService,
+    runs: ResearchService,
+    research_id: str,
+    held_since: float,
+    hold: float,
+    lease: float,
 ) -> list[tuple[float, str]]:
     """The research's status on the reading worker until ``hold`` seconds after ``held_since``:
-    (seconds since the hold began, status) each time. The run's lease must outlive the hold."""
+    (seconds since the hold began, status) each time. The run's lease must outlive the hold.
+
+    On a loaded machine a status can take longer than the margin between the lease's end and
+    the hold's: the hold then lasts until one status was asked after the lease had gone."""
     seen: list[tuple[float, str]] = []
-    while (since := time.monotonic() - held_since) < hold - STATUS_EVERY:
+    while (since := time.monotonic() - held_since) < hold - STATUS_EVERY or not any(
+        asked > lease + 0.1 for asked, _ in seen
+    ):
         status = await reads.status(research_id)
         seen.append((since, status["status"]))
         assert status["status"] == "running", (since, status)
@@ -111,17 +121,22 @@ async def _statuses_while_held(
 
 
 async def _hold_on_postgresql(
-    runs: ResearchService, reads: ResearchService, url: str, research_id: str, hold: float
+    runs: ResearchService,
+    reads: ResearchService,
+    url: str,
+    research_id: str,
+    hold: float,
+    lease: float,
 ) -> list[tuple[float, str]]:
     async with _page_lock_held(url) as save_waiting:
         with anyio.fail_after(20):
             while not await anyio.to_thread.run_sync(save_waiting):
                 await anyio.sleep(0.05)
-        return await _statuses_while_held(reads, runs, research_id, time.monotonic(), hold)
+        return await _statuses_while_held(reads, runs, research_id, time.monotonic(), hold, lease)
 
 
 async def _hold_on_sqlite(
-    runs: ResearchService, reads: ResearchService, research_id: str, hold: float
+    runs: ResearchService, reads: ResearchService, research_id: str, hold: float, lease: float
 ) -> list[tuple[float, str]]:
     began, release = threading.Event(), threading.Event()
 
@@ -132,7 +147,7 @@ async def _hold_on_sqlite(
     runs.io.write_soon(long_write, "hold the writes")
     await anyio.to_thread.run_sync(began.wait, 10)
     try:
-        return await _statuses_while_held(reads, runs, research_id, time.monotonic(), hold)
+        return await _statuses_while_held(reads, runs, research_id, time.monotonic(), hold, lease)
     finally:
         release.set()
 
@@ -154,9 +169,9 @@ async def _run_through_held_writes(
             while (await runs.status(research_id))["phase"] == "planning":
                 await anyio.sleep(0.05)
         if url is None:
-            seen = await _hold_on_sqlite(runs, reads, research_id, hold)
+            seen = await _hold_on_sqlite(runs, reads, research_id, hold, lease)
         else:
-            seen = await _hold_on_postgresql(runs, reads, url, research_id, hold)
+            seen = await _hold_on_postgresql(runs, reads, url, research_id, hold, lease)
         tavily.latency = 0
         final = await wait_until(runs, research_id, TERMINAL, timeout=60)
         kinds = [event["kind"] for event in (await runs.events(research_id, limit=500))["events"]]

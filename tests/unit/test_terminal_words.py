@@ -40,9 +40,9 @@ TOOL_SPEAK = re.compile(
 )
 
 
-def _docstring_ids(tree: ast.AST) -> set[int]:
+def _docstring_ids(nodes: list[ast.AST]) -> set[int]:
     ids = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             body = node.body
             if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
@@ -71,21 +71,20 @@ def messages() -> list[tuple[str, str]]:
         relative = path.relative_to(SOURCE).as_posix()
         if relative.startswith(NOT_SHOWN_ON_A_TERMINAL):
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        docstrings = _docstring_ids(tree)
+        # One walk of the tree, read three times: the walk is most of the cost of collecting
+        # this module, and every pytest-xdist worker collects it (and the modules importing it).
+        nodes = list(ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
         inside_fstrings = {
-            id(part)
-            for node in ast.walk(tree)
-            if isinstance(node, ast.JoinedStr)
-            for part in node.values
+            id(part) for node in nodes if isinstance(node, ast.JoinedStr) for part in node.values
         }
-        for node in ast.walk(tree):
+        not_messages = _docstring_ids(nodes) | inside_fstrings
+        for node in nodes:
             if isinstance(node, ast.JoinedStr):
                 text = _rendered(node)
             elif (
                 isinstance(node, ast.Constant)
                 and isinstance(node.value, str)
-                and id(node) not in docstrings | inside_fstrings
+                and id(node) not in not_messages
             ):
                 text = node.value
             else:
