@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
 from datetime import timedelta
 
@@ -33,6 +34,33 @@ async def _until(service: ResearchService, research_id: str, check, timeout: flo
     with anyio.fail_after(timeout):
         while not check(service.store.load(research_id)):
             await anyio.sleep(0.02)
+
+
+async def test_a_cancel_while_the_run_builds_its_llm_client_ends_the_run_without_waiting(
+    settings: Settings, tavily_server: FakeHTTPServer, openai_server: FakeHTTPServer
+) -> None:
+    """Building an LLM client may import its SDK: seconds on a busy machine, in a worker thread
+    that cannot be stopped. A cancel (or a stopping server) ends the run without waiting for it."""
+    building, release = threading.Event(), threading.Event()
+    async with research_runtime(settings, warm=False) as service:
+        real = service.providers.llm
+
+        def slow(name: str):  # type: ignore[no-untyped-def]
+            building.set()
+            release.wait(30)
+            return real(name)
+
+        service.providers.llm = slow  # type: ignore[method-assign]
+        rid = (await service.start("What is a B-tree?", max_iterations=1))["research_id"]
+        assert await anyio.to_thread.run_sync(building.wait, 10)
+        try:
+            assert (await service.cancel(rid))["status"] == "cancelled"
+            status = await wait_until(service, rid, TERMINAL, timeout=10)
+        finally:
+            release.set()  # only now may the client be built
+        assert status["status"] == "cancelled"
+        assert service.store.load(rid).status is Status.CANCELLED
+    assert openai_server.requests == []
 
 
 async def test_cancel_during_gathering_stops_at_once_and_resume_repeats_nothing(

@@ -17,7 +17,7 @@ from foundry_mcp.providers.search.scope import serving
 from foundry_mcp.research.llm.calls import CallLog, LLMRoute, ResearchLLM
 from foundry_mcp.research.models import LLMCallRecord, ResearchState, Status, utcnow
 from foundry_mcp.research.pricing import PriceTable
-from foundry_mcp.research.runs.ending import SERVER_STOPPED, abort
+from foundry_mcp.research.runs.ending import SERVER_STOPPED, abort, built
 from foundry_mcp.research.runs.jobs import Job
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.archive import RunArchive
@@ -134,12 +134,10 @@ class ResearchRunner:
             await self.io.read(lambda store: store.load_pages(state), patient=True)
             llm = await self.research_llm(state, calls)
             search = [
-                self.providers.resilience.wrap_search(
-                    await anyio.to_thread.run_sync(self.providers.search, name)
-                )
+                self.providers.resilience.wrap_search(await built(self.providers.search, name))
                 for name in state.search_providers
             ]
-            fetcher = await anyio.to_thread.run_sync(self.providers.fetcher)
+            fetcher = await built(self.providers.fetcher)
             own = frozenset(  # the user's own sources: their documents and MCP sources
                 name
                 for name in state.search_providers
@@ -230,13 +228,12 @@ class ResearchRunner:
         (only a run, which holds the research's lease, keeps one).
         """
         providers = self.providers
-        own = await anyio.to_thread.run_sync(providers.llm, state.llm_provider)
+        own = await built(providers.llm, state.llm_provider)
         routes: dict[str, list[LLMRoute]] = {}
         configured = {} if state.options.pinned_provider else providers.resolve_routes()
         for group, pairs in configured.items():
             routes[group] = [
-                LLMRoute(await anyio.to_thread.run_sync(providers.llm, name), model)
-                for name, model in pairs
+                LLMRoute(await built(providers.llm, name), model) for name, model in pairs
             ]
         settings = providers.settings
         return ResearchLLM(
