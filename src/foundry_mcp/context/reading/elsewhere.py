@@ -11,12 +11,13 @@ imports this package only), each started when first needed and reading one reque
 A reading of less than :data:`READ_HERE_BELOW_CHARS` of page text is read in the calling
 thread. A reading goes to the process its first page's id names, so a page read again later in
 the research, whose parse that process keeps (:mod:`.parsed`), goes back to it; when that
-process is busy, to a free one instead, so that the parts of a research are read side by side. The counter is
-rebuilt there by its name (:func:`counter_named`); a counter with no name a process can rebuild
-(a test's own) reads in the calling thread, and so does any reading whose process cannot start
-or dies: a reading is never lost to its process. Requests and answers are pickled frames on the process's stdin and
-stdout, between this package's two ends only. Called from a worker thread: it waits on the
-process. A process ends when its server closes it or its stdin closes (its server died).
+process is busy, to a free one instead, so that the parts of a research are read side by side.
+The counter is rebuilt there by its name (:func:`counter_named`); a counter with no name a
+process can rebuild (a test's own) reads in the calling thread, and so does any reading whose
+process cannot start or dies: a reading is never lost to its process. Requests and answers are
+pickled frames on the process's stdin and stdout, between this package's two ends only. Called
+from a worker thread: it waits on the process. A process ends when its server closes it or its
+stdin closes (its server died).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from statistics import mean
 from typing import Any
 
@@ -212,21 +213,9 @@ def _reporting(
 
 
 def _own_kit(kit: ResearchKit, llm: ResearchLLM, checkpoint: Checkpoint) -> ResearchKit:
-    """The research's kit for one researcher: its LLMs and saving, the research's pages."""
-    return ResearchKit(
-        llm=llm,
-        search=kit.search,
-        calls=kit.calls,
-        checkpoint=checkpoint,
-        fetcher=kit.fetcher,
-        hooks=kit.hooks,
-        pool=kit.pool,
-        local_providers=kit.local_providers,
-        local_sample=kit.local_sample,
-        repeats=kit.repeats,
-        readings=kit.readings,
-        private=kit.private,
-    )
+    """The research's kit for one researcher: its LLMs and saving, the research's pages, pool
+    and readings (a researcher keeps no researchers of its own)."""
+    return replace(kit, llm=llm, checkpoint=checkpoint, branches=None)
 
 
 def _playbook(research: ResearchState, branch: ResearchState, kit: ResearchKit) -> SimplePlaybook:

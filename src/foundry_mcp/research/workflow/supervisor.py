@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from functools import partial
 from typing import Any, TypeAlias, TypeVar
 
@@ -276,10 +276,11 @@ class Supervisor:
         async def judge() -> None:
             judged.append(await judging())
 
-        async def work_ahead() -> None:
-            await self._playbook.ahead(phase)
-
-        await fan_out(_run, [judge, work_ahead])
+        jobs: list[Callable[[], Coroutine[Any, Any, None]]] = [
+            judge,
+            partial(self._playbook.ahead, phase),
+        ]
+        await fan_out(lambda job: job(), jobs)
         return judged[0]
 
     def _retry_wanted(
@@ -378,7 +379,3 @@ class Supervisor:
 def _join(*parts: str | None) -> str | None:
     """Several pieces of guidance as one, or None when there is none."""
     return "\n".join(part.strip() for part in parts if part and part.strip()) or None
-
-
-async def _run(work: Callable[[], Awaitable[None]]) -> None:
-    await work()
