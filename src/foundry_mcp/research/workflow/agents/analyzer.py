@@ -137,7 +137,8 @@ async def read_further(
     """A further reading: what the round's reading budget has left
     (:func:`~foundry_mcp.research.workflow.reading.budget.further_allowance`) spent on the pages
     this researcher read in part, their passages worth most to the question, its parts and this
-    round's sub-queries (the gaps a later round searches for), across those pages. A page a
+    round's sub-queries (the gaps a later round searches for), across those pages, as a first
+    reading values them. A page a
     round read only in part is read further before the research searches again for what it may
     hold; the pages are claimed as a first reading is (one being read elsewhere now is left to
     that reading)."""
@@ -175,6 +176,7 @@ async def _analyze_sources(
         fixed = count_messages(fitting.counter, *_prompts(state, [], guidance, parts))
         room = fitting.call_room("analysis", fixed)
         read_before = {s.id: readings.read_before(s.id) for s in pending} if readings else {}
+        # Every search of the round: the pages one of them found, the others may have found too.
         searched = [sq.query for sq in state.sub_queries if sq.iteration == state.iteration]
         reading = await anyio.to_thread.run_sync(
             partial(
@@ -189,9 +191,7 @@ async def _analyze_sources(
                     else min(further, fitting.phase_budget("analysis"))
                 ),
                 read_before=read_before,
-                terms=reading_terms(
-                    state, [sq.question for sq in parts], pending, searched if further else ()
-                ),
+                terms=reading_terms(state, [sq.question for sq in parts], pending, searched),
                 ledger=analysis.ledger,
             )
         )

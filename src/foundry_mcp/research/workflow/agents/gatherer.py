@@ -12,8 +12,13 @@ it has none, and its publication details when they say more), and cut to
 Then the pages of the new sources that came without text are fetched (``[research.fetch]``;
 with ``follow_links`` every new source's page is fetched) and their text becomes the source's
 content. A failed fetch is recorded, never fails the sub-query. Each finished sub-query is
-saved before the gatherer moves on; with ``on_sources`` its new sources are then handed on at
-once (simple mode analyses them while the other searches run). Searches and page reads run in
+saved before the gatherer moves on; with ``on_sources`` its new sources are then handed on
+(simple mode analyses them while the other searches run), once the searches out with it have
+returned too or :data:`SETTLE_SECONDS` have passed: a reading's share of the round's reading
+budget counts the pages still expected, and the searches of one part of a question often find
+the same pages, so a reading that waited a moment knows the round's pages and reads them in
+one go, instead of a first reading and, once it is back, a further one of what the budget has
+left (:mod:`foundry_mcp.research.workflow.reading.budget`). Searches and page reads run in
 task groups (see :mod:`.fanout`): an unexpected error ends them all, and nothing outlives the
 run.
 """
@@ -65,6 +70,31 @@ SourcesFound = Callable[[list[Source]], Awaitable[object]]
 MIN_TITLE_CHARS = 20
 MIN_TITLE_WORDS = 3
 FETCH_ERRORS_KEY = "fetch_errors"  # state.metadata: source id -> why its page was not read
+SETTLE_SECONDS = 0.5  # a search's new sources wait at most this for the searches out with it
+
+
+class _Searching:
+    """The sub-queries of one gathering whose search is out now (begun, not yet saved)."""
+
+    def __init__(self) -> None:
+        self._out: set[str] = set()
+        self._none_out = anyio.Event()
+        self._none_out.set()
+
+    def begin(self, sub_query: SubQuery) -> None:
+        if not self._out:
+            self._none_out = anyio.Event()
+        self._out.add(sub_query.id)
+
+    def returned(self, sub_query: SubQuery) -> None:
+        self._out.discard(sub_query.id)
+        if not self._out:
+            self._none_out.set()
+
+    async def settle(self, seconds: float) -> None:
+        """Until no search is out, or ``seconds`` have passed."""
+        with anyio.move_on_after(seconds):
+            await self._none_out.wait()
 
 
 def normalise_title(title: str) -> str | None:
@@ -112,8 +142,19 @@ async def gather(
     answered: set[str] = set()
     search = state.options.search
     spent: set[str] = set()  # providers whose key or quota failed: passed over this round
+    searching = _Searching()
 
     async def run(sub_query: SubQuery) -> None:
+        try:
+            sources = await find(sub_query)
+        finally:
+            searching.returned(sub_query)
+        if on_sources is not None and sources:
+            await searching.settle(SETTLE_SECONDS)
+            await on_sources(sources)
+
+    async def find(sub_query: SubQuery) -> list[Source]:
+        """Search ``sub_query``, fetch its new pages and save them; its new sources."""
         lanes = search_lanes(sub_query, providers, local_providers, search.source_types)
         answers: dict[int, LaneAnswer] = {}
 
@@ -139,6 +180,7 @@ async def gather(
             )
 
         async with semaphore:
+            searching.begin(sub_query)
             await fan_out(one_lane, range(len(lanes)))
         by_lane = [answers[position] for position in range(len(lanes))]
         attempts = [attempt for answer in by_lane for attempt in answer.attempts]
@@ -186,8 +228,7 @@ async def gather(
             private.learn(sources)
         sub_query.providers = list(dict.fromkeys(attempt.provider for attempt in attempts))
         await checkpoint()
-        if on_sources is not None and sources:
-            await on_sources(sources)
+        return sources
 
     await fan_out(run, state.pending_sub_queries())
     for name, errors in failures.items():

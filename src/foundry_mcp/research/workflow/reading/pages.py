@@ -6,7 +6,7 @@ With a reading budget (``ResearchLimits.reading_budget``) the reading's allowanc
 relevant passages not read before across all its pages
 (:func:`~foundry_mcp.context.reading.across.read_within`, in a reading process of its own:
 :mod:`~foundry_mcp.context.reading.elsewhere`), relevant meaning to the question, all
-its parts and the sub-queries that found the pages (:func:`reading_terms`). Without one, each
+its parts and the round's sub-queries (:func:`reading_terms`). Without one, each
 page is read whole within its share of the round's budget
 (:func:`~foundry_mcp.research.workflow.reading.shares.focus_sources`, which focuses a page only
 where the model's window demands it); so is a page the user restored
@@ -129,7 +129,8 @@ def reading_terms(
 ) -> list[str]:
     """What a reading is relevant to: the question (the research's, for a sub-question's
     researcher), its parts, the researcher's own question, the sub-queries that found
-    ``sources``, and ``also``."""
+    ``sources``, and ``also`` (the analyzer's: the round's sub-queries, which may have found
+    the same pages)."""
     found_by = [sub_query_of(state, s) for s in sources]
     return focus_terms(state.parent_query, state.query, *parts, *dict.fromkeys(found_by), *also)
 

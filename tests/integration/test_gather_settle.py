@@ -1,0 +1,189 @@
+"""A search's new pages wait a moment for the searches out with it, so their reading knows the
+round's pages: searches that find the same pages are read in one reading, not a first one and
+a further one after it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import pytest
+
+from foundry_mcp.config import Settings
+from foundry_mcp.providers.search.base import SearchResult
+from foundry_mcp.research.llm.calls import CallLog
+from foundry_mcp.research.models import (
+    ResearchLimits,
+    ResearchState,
+    Source,
+    SubQuery,
+    SubQueryStatus,
+)
+from foundry_mcp.research.workflow.agents import gatherer
+from foundry_mcp.research.workflow.reading.budget import round_allowance
+from foundry_mcp.runtime import research_runtime
+from tests.fakes import FakeHTTPServer, ResearchBrain, fake_tavily
+from tests.fakes.planted import fact_analyst
+from tests.integration.test_read_once import QUESTION, SharedSurveys
+from tests.support import TERMINAL, wait_until
+
+BUDGET = 3_000
+
+
+class SlowQueries:
+    """An in-process provider: the same page for every query, each after its own delay."""
+
+    name = "slow"
+
+    def __init__(self, delays: dict[str, float]) -> None:
+        self.delays = delays
+        self.returned: dict[str, float] = {}
+
+    async def search(self, query: str, max_results: int) -> list[SearchResult]:
+        await anyio.sleep(self.delays[query])
+        self.returned[query] = time.perf_counter()
+        return [SearchResult(title="Shared page", url="https://a.example/1", content="text")]
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def _gather(
+    delays: dict[str, float],
+) -> tuple[SlowQueries, list[tuple[float, list[str], int | None]]]:
+    """Gather ``delays``' queries; per hand-on: when, its sources' urls, their allowance."""
+    provider = SlowQueries(delays)
+    state = ResearchState(
+        query="q",
+        llm_provider="openai",
+        llm_model="m",
+        limits=ResearchLimits(max_sources_per_query=3, reading_budget=BUDGET),
+        sub_queries=[SubQuery(query=q) for q in delays],
+    )
+    handed: list[tuple[float, list[str], int | None]] = []
+
+    async def on_sources(sources: list[Source]) -> None:
+        allowance = round_allowance(state, sources)
+        handed.append((time.perf_counter(), [s.url or "" for s in sources], allowance))
+
+    async def checkpoint() -> None:
+        pass
+
+    await gatherer.gather(state, [provider], CallLog(), checkpoint, on_sources=on_sources)
+    assert all(sq.status is SubQueryStatus.COMPLETED for sq in state.sub_queries)
+    return provider, handed
+
+
+@pytest.mark.anyio
+async def test_new_pages_are_handed_on_once_the_searches_out_with_them_returned() -> None:
+    provider, handed = await _gather({"first": 0.0, "second": 0.2, "third": 0.3})
+    # The later searches found the same page: one hand-on, after the last search returned,
+    # and its reading may spend the round's whole budget on it.
+    ((at, urls, allowance),) = handed
+    assert urls == ["https://a.example/1"]
+    assert at >= max(provider.returned.values())
+    assert allowance == BUDGET
+
+
+@pytest.mark.anyio
+async def test_new_pages_wait_no_longer_than_the_settling_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(gatherer, "SETTLE_SECONDS", 0.1)
+    started = time.perf_counter()
+    provider, handed = await _gather({"first": 0.0, "late": 1.0})
+    ((at, _, allowance),) = handed
+    assert at - started < 0.6  # not held until the late search returned
+    assert at < provider.returned["late"]
+    assert allowance is not None and allowance < BUDGET  # a share: the late search may add pages
+
+
+ANGLES_QUESTION = "Zephyr ring buffers"
+FILLER = (
+    "Section {n} of this manual lists configuration keys in alphabetical order, with their "
+    "types and defaults, and says where each one is read at start-up; nothing in it concerns "
+    "the matter at hand, and the section ends with a table of contents for the appendix."
+)
+
+
+def angles_page() -> dict[str, Any]:
+    """A long manual every query finds: filler, and two facts far apart, each holding the
+    words of one search's angle only (see the fake planner's angles)."""
+    paragraphs = [FILLER.format(n=n) for n in range(80)]
+    paragraphs[10] = "FACT-defs: The key definitions overview: a slot holds one record."
+    paragraphs[70] = "FACT-risks: Its limitations, risks and criticisms: writers can starve."
+    return {
+        "title": "A manual",
+        "url": "https://manual.example.org/zephyr",
+        "content": "A manual.",
+        "raw_content": "\n\n".join(paragraphs),
+        "score": 0.9,
+    }
+
+
+class OneFastQuery(SharedSurveys):
+    """For every query the same pages (the surveys, or the manual for a question about
+    Zephyr); every query after the first takes 0.3 s."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = 0
+
+    def __call__(self, query: str) -> list[dict[str, Any]]:
+        self.asked += 1
+        if self.asked > 1:
+            time.sleep(0.3)
+        if "Zephyr" in query:
+            return [angles_page()]
+        return super().__call__(query)
+
+
+@pytest.fixture
+def tavily_server() -> Iterator[FakeHTTPServer]:
+    with fake_tavily(OneFastQuery()) as server:
+        yield server
+
+
+@pytest.mark.anyio
+async def _research(settings: Settings, brain: ResearchBrain, question: str) -> ResearchState:
+    brain.overrides["analyzer"] = fact_analyst(brain)
+    async with research_runtime(settings, warm=False) as service:
+        started = await service.start(
+            question, mode="simple", max_iterations=1, reading_budget=BUDGET
+        )
+        status = await wait_until(service, started["research_id"], TERMINAL, timeout=60)
+        assert status["status"] == "completed", status["error"]
+        return service.store.load(started["research_id"])
+
+
+def _analyst_prompts(brain: ResearchBrain) -> list[str]:
+    return [user for agent, _, user in brain.history if agent == "analyzer"]
+
+
+@pytest.mark.anyio
+async def test_searches_that_find_the_same_pages_are_read_in_one_reading(
+    settings: Settings, brain: ResearchBrain
+) -> None:
+    state = await _research(settings, brain, QUESTION)
+    assert len(state.sub_queries) > 1 and len(state.sources) == 3
+    prompts = _analyst_prompts(brain)
+    # Each page went to the analyst in one call (no further reading of it), and that reading
+    # spent the round's budget, not the share a first search's pages would have had.
+    for source in state.sources:
+        assert sum(f'<source id="{source.id}">' in p for p in prompts) == 1, source.url
+    assert state.read_by_round[1] > BUDGET // 2
+
+
+@pytest.mark.anyio
+async def test_a_page_is_read_for_every_search_of_its_round(
+    settings: Settings, brain: ResearchBrain
+) -> None:
+    """The manual was found first by one search, but its reading looks for what each of the
+    round's searches asks (they all found it): both facts are read in its one reading."""
+    state = await _research(settings, brain, ANGLES_QUESTION)
+    assert len(state.sub_queries) > 1 and len(state.sources) == 1
+    readings = [p for p in _analyst_prompts(brain) if "<source id=" in p]
+    assert len(readings) == 1, "the manual was read in more than one reading"
+    assert "FACT-defs" in readings[0] and "FACT-risks" in readings[0]
