@@ -179,3 +179,19 @@ async def test_further_reading_leaves_a_page_being_read_to_its_reader() -> None:
         assert further == [page]
         assert readings.is_busy(page.id)
     assert not readings.is_busy(page.id)
+
+
+def test_the_text_sent_is_kept_for_the_fact_checker_of_pages_this_run_read_from_the_start() -> None:
+    research = ResearchState(query="q", **LLM)
+    research.readings["src-old"] = PageRecord(passages=4, runs=[(0, 0)], tokens=10)
+    readings = Readings(research)  # a resumed run: src-old was read before it
+
+    readings.record("src-new", PageRecord(passages=4, runs=[(0, 1)], tokens=10), None, "first")
+    readings.record("src-new", PageRecord(passages=4, runs=[(3, 3)], tokens=5), None, "more")
+    readings.record("src-old", PageRecord(passages=4, runs=[(2, 2)], tokens=5), None, "later")
+
+    # The fact-checker matches src-new against both readings' text; src-old whole, as this run
+    # does not know what its earlier reading sent.
+    assert research.pages_sent() == {"src-new": ["first", "more"]}
+    readings.forget(["src-new"])
+    assert research.pages_sent() == {}

@@ -232,6 +232,35 @@ def test_a_claim_found_word_for_word_in_a_paragraph_is_shown_to_the_end_of_its_s
         assert "Installers" not in excerpt
 
 
+def test_a_claim_is_matched_against_what_the_analyst_was_sent_of_the_page() -> None:
+    page = [
+        f"Redis note {n} covers eviction settings for session caching at length." for n in range(30)
+    ]
+    page[4] = "Redis kept its p99 latency under 43 ms in the session caching soak test."
+    page[5] = "That result held after a forced failover."
+    page[20] = "Redis kept its p99 latency under 90 ms in an older soak test, in 2019."
+    page[21] = "The older test ran on spinning disks."
+    source = _source(A, " ".join(page))
+    # The analyst was sent two runs of the page, apart: sentences 3-5, then 19-21.
+    sent = [" ".join(page[3:6]) + "\n[…]\n" + " ".join(page[19:22])]
+    claim = "Redis kept p99 latency under 90 ms in an older soak test"
+
+    assert ExcerptSelector({A: source}, read={A: sent}).excerpts(claim, [A]) == [
+        (A, " ".join(page[19:22]))
+    ]
+    # A match at the edge of a run takes no context from the run before it (not its neighbour
+    # on the page), and the mark between the runs is no sentence of either.
+    edge = ExcerptSelector({A: source}, read={A: sent}).excerpts("Eviction in note 19", [A])
+    assert edge == [(A, " ".join(page[19:21]))]
+    # What the analyst was not sent is not searched: the whole page has a better match.
+    best = "Eviction in note 12"
+    assert ExcerptSelector({A: source}).excerpts(best, [A])[0][1].count("note 12") == 1
+    assert all(
+        "note 12" not in excerpt
+        for _, excerpt in ExcerptSelector({A: source}, read={A: sent}).excerpts(best, [A])
+    )
+
+
 def test_excerpts_fall_back_to_the_opening_and_to_the_snippet() -> None:
     selector = ExcerptSelector(
         {

@@ -131,6 +131,10 @@ class ResearchState(_Model):
     completed_at: datetime | None = None
 
     _listener: EventListener | None = PrivateAttr(default=None)
+    # What the analyst was sent of each page in this run, by source id (one text a reading):
+    # what the fact-checker matches a claim against. Not saved: after a resume, a page read
+    # before it is matched whole.
+    _pages_sent: dict[str, list[str]] = PrivateAttr(default_factory=dict)
 
     # ----------------------------------------------------------------- derived views
 
@@ -159,6 +163,10 @@ class ResearchState(_Model):
             return 0.0
         end = self.completed_at or now or utcnow()
         return max(0.0, (end - self.started_at).total_seconds())
+
+    def pages_sent(self) -> dict[str, list[str]]:
+        """What the analyst was sent of each page in this run (see ``_pages_sent``)."""
+        return self._pages_sent
 
     def attach(self, listener: EventListener | None) -> None:
         """Send this state's decisions, warnings and emitted events to ``listener``."""

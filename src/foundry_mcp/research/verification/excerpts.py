@@ -1,9 +1,10 @@
 """The excerpts the fact-checker reads for a claim: the cited source's sentences that say it.
 
 A claim is a sentence of the report, usually drawn from one or two sentences of a source. The
-fact-checker reads what the analyst read: a source's page text and the sentences of its search
-snippet the page lacks (an extractor can lose a sentence the search engine kept). Each
-cited source's sentences are scored against the claim (BM25 over the source's sentences, so a
+fact-checker reads what the analyst read: what it was sent of a source's page (each reading's
+passages, when the run knows them: ``ResearchState.pages_sent``; else the whole page) and the
+sentences of its search snippet the page lacks (an extractor can lose a sentence the search
+engine kept). Each cited source's sentences are scored against the claim (BM25 over the source's sentences, so a
 word the whole page repeats, such as its subject, weighs little); the best one is shown with
 ``CONTEXT_SENTENCES`` on each side (a pronoun or a figure's subject is often in the sentence
 before), and a second match only when it holds words of the claim the first lacks (a claim
@@ -18,6 +19,7 @@ the rest of its sentence.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 
 from foundry_mcp.context.reading.passages import (
@@ -28,6 +30,7 @@ from foundry_mcp.context.reading.passages import (
     split_passages,
     split_sentences,
 )
+from foundry_mcp.context.reading.selection import ELISION
 from foundry_mcp.research.models import Source
 from foundry_mcp.research.prompts.analyzer import snippet_lacking
 
@@ -49,13 +52,19 @@ class ExcerptSelector:
         *,
         per_source: int = PASSAGES_PER_SOURCE,
         max_chars: int = EXCERPT_CHARS_PER_CLAIM,
+        read: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
+        """``read``: what the analyst was sent of some of the pages, by source id (one text
+        a reading); a claim is matched against those sentences of them, not the whole page."""
         self._sources = sources
+        self._read = read or {}
         self._per_source = per_source
         self._max_chars = max_chars
         self._passages: dict[str, PassageIndex] = {}
         self._sentences: dict[str, PassageIndex] = {}
-        self._snippet_from: dict[str, int] = {}  # where a source's snippet sentences begin
+        # Where each stretch of a source's sentences begins (a run of passages the analyst was
+        # sent, or the page, then the snippet's): a match's context stays within its stretch.
+        self._stretches: dict[str, list[int]] = {}
         self._snippets: dict[str, list[str]] = {}
 
     def _page(self, source_id: str) -> str:
@@ -87,9 +96,16 @@ class ExcerptSelector:
     def _sentence_index(self, source_id: str) -> PassageIndex:
         index = self._sentences.get(source_id)
         if index is None:
-            page = sentences_of(self._page(source_id))
-            self._snippet_from[source_id] = len(page)
-            index = PassageIndex.from_passages(page + self._snippet(source_id))
+            read = self._read.get(source_id)
+            texts = [run for text in read for run in text.split(ELISION)] if read else []
+            sentences: list[str] = []
+            starts: list[int] = []
+            for text in texts or [self._page(source_id)]:
+                starts.append(len(sentences))
+                sentences += sentences_of(text)
+            starts.append(len(sentences))
+            self._stretches[source_id] = starts
+            index = PassageIndex.from_passages(sentences + self._snippet(source_id))
             self._sentences[source_id] = index
         return index
 
@@ -118,29 +134,22 @@ class ExcerptSelector:
         hits = _adding([i for i in ranked[: self._per_source] if scores[i] > 0], index, query)
         if not hits:
             return split_passages(self._text(source_id))[:1]
-        boundary = self._snippet_from[source_id]
-        spans: list[list[int]] = []
+        starts = [*self._stretches[source_id], len(index.passages)]
+        spans: list[list[int]] = []  # [first, last, stretch]
         for hit in hits:
-            # The context of a match stays within its text: the page's, or the snippet's.
-            first, last = (
-                (0, boundary - 1) if hit < boundary else (boundary, len(index.passages) - 1)
-            )
+            # The context of a match stays within its stretch of text (see ``_stretches``).
+            stretch = bisect_right(starts, hit) - 1
+            first, last = starts[stretch], starts[stretch + 1] - 1
             start, end = max(first, hit - CONTEXT_SENTENCES), min(last, hit + CONTEXT_SENTENCES)
             near = next(
-                (
-                    s
-                    for s in spans
-                    if start <= s[1] + 1
-                    and end >= s[0] - 1
-                    and (s[0] < boundary) == (hit < boundary)
-                ),
+                (s for s in spans if s[2] == stretch and start <= s[1] + 1 and end >= s[0] - 1),
                 None,
             )
             if near is None:
-                spans.append([start, end])
+                spans.append([start, end, stretch])
             else:
                 near[0], near[1] = min(near[0], start), max(near[1], end)
-        return [" ".join(index.passages[start : end + 1]) for start, end in spans]
+        return [" ".join(index.passages[start : end + 1]) for start, end, _ in spans]
 
     def _verbatim(self, source_id: str, claim: str) -> str | None:
         """The line of the source's page (or snippet) that holds ``claim`` word for word, if one

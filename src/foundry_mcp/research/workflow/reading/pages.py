@@ -56,13 +56,15 @@ class Reading:
         self, state: ResearchState, batch: Sequence[Source], readings: Readings | None
     ) -> None:
         """What the analyst was sent of each page of ``batch``: recorded for the research
-        (``readings``), counted in the round's budget, and told in a ``page_read`` event."""
+        (``readings``, with its text), counted in the round's budget, and told in a
+        ``page_read`` event."""
+        texts = {source_id: text for sent in self.batches for source_id, text in sent.items()}
         for source in batch:
             page = self.pages.get(source.id)
             if page is None or not page.runs:
                 continue
             if readings is not None:
-                readings.record(source.id, page, state.branch)
+                readings.record(source.id, page, state.branch, texts.get(source.id, ""))
             if not page.tokens:
                 continue  # its passages were all read from other pages: nothing was sent
             count_read(state, page.tokens)

@@ -142,11 +142,17 @@ class Readings:
 
     # ------------------------------------------------------------------ records
 
-    def record(self, source_id: str, page: PageRecord, reader: str | None = None) -> None:
+    def record(
+        self, source_id: str, page: PageRecord, reader: str | None = None, text: str = ""
+    ) -> None:
         """Record that a reading by ``reader`` (a sub-question's researcher; None: the
         research's) read ``page`` (its passages read, of how many, and the tokens sent) of a
-        source's page."""
+        source's page, sending ``text`` of it (kept for this run's fact-checker, for a page
+        whose every reading it saw: not one read before a resume)."""
         record = self.research.readings.get(source_id)
+        sent = self.research.pages_sent()
+        if text and (record is None or source_id in sent):
+            sent.setdefault(source_id, []).append(text)
         if record is None:
             record = PageRecord(passages=page.passages, reader=reader)
         record.add(page.read)
@@ -164,6 +170,7 @@ class Readings:
             record = self.research.readings.get(source_id)
             if record is not None and record.reader == reader:
                 del self.research.readings[source_id]
+                self.research.pages_sent().pop(source_id, None)
                 forgotten.add(source_id)
         for filed in self.research.filed:
             if filed.by == reader and forgotten.intersection(filed.finding.source_ids):

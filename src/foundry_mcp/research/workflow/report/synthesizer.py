@@ -104,9 +104,10 @@ async def synthesize(
     cited_ids.update(writing.citable)
     sources = [s for s in state.sources if s.id in cited_ids]
     fitting = await Fitting.open(llm, state, "synthesis")
-    # The fact-checker's excerpts need every source's sentences indexed: that is done in a
-    # thread while the writers' calls are in flight, not after them with nothing in flight.
-    selector = ExcerptSelector({s.id: s for s in sources})
+    # The fact-checker's excerpts need every source's sentences indexed (those the analyst was
+    # sent, when this run knows them): that is done in a thread while the writers' calls are
+    # in flight, not after them with nothing in flight.
+    selector = ExcerptSelector({s.id: s for s in sources}, read=state.pages_sent())
     ceiling = TimeCeiling.current()
     end_by = math.inf if ceiling is None else ceiling.finish_by()
     drafts: list[WrittenReport] = []
