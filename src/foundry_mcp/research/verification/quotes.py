@@ -22,6 +22,10 @@ def locate(stored: str, excerpt: str) -> tuple[int, int] | None:
     words = excerpt.removesuffix(_CUT_MARK).split()
     if not words:
         return None
+    plain = " ".join(words)
+    at = stored.find(plain)  # most excerpts are spaced as the text they come from
+    if at >= 0:
+        return at, at + len(plain)
     pattern = r"\s+".join(re.escape(word) for word in words)
     match = re.search(pattern, stored)
     return (match.start(), match.end()) if match else None

@@ -7,6 +7,9 @@ import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
+
+import anyio
 
 from foundry_mcp.research.llm.calls import ResearchLLM
 from foundry_mcp.research.models import (
@@ -16,11 +19,21 @@ from foundry_mcp.research.models import (
     Verdict,
     VerificationSummary,
 )
-from foundry_mcp.research.verification.claims import apply_verdicts, split_claims
+from foundry_mcp.research.verification.claims import DraftClaims, apply_verdicts, split_claims
 from foundry_mcp.research.verification.excerpts import ExcerptSelector
 from foundry_mcp.research.verification.judge import judge_claims
 from foundry_mcp.research.verification.quotes import quotes_for
 from foundry_mcp.research.verification.repair import repair_citations
+
+
+@dataclass
+class _Evidence:
+    """A draft's claims, a check for each, and the excerpts of those to judge, by number."""
+
+    split: DraftClaims
+    checks: list[ClaimCheck]
+    evidence: dict[int, list[tuple[str, str]]]
+    to_judge: list[int]
 
 
 @dataclass
@@ -53,29 +66,15 @@ async def verify_draft(
     judged unverified and adds a warning; neither loses the report. ``selector`` (one whose
     sources' sentences are already indexed) is used for the excerpts when given.
     """
-    split = split_claims(draft)
-    claims = split.claims
-    checks = [ClaimCheck(sentence=c.text, source_ids=list(c.source_ids)) for c in claims]
-    selector = selector or ExcerptSelector(sources)
-    evidence: dict[int, list[tuple[str, str]]] = {}
-    to_judge: list[int] = []
     configured = max(0, state.options.max_verified_claims)
     cap = configured if cap is None else min(configured, max(0, cap))
-    for i, claim in enumerate(claims):
-        known = [sid for sid in claim.source_ids if sid in sources]
-        if not known:
-            checks[i].verdict = Verdict.UNSUPPORTED
-            checks[i].reason = "It cites no source the research gathered."
-            continue
-        excerpts = selector.excerpts(claim.text, known)
-        checks[i].quotes = quotes_for(sources, excerpts)
-        if not excerpts:
-            checks[i].reason = "The cited sources have no text to check it against."
-        elif len(to_judge) >= cap:
-            checks[i].reason = f"Not checked: only the first {cap} cited sentences are checked."
-        else:
-            evidence[i] = excerpts
-            to_judge.append(i)
+    # Choosing excerpts and finding their quotes is CPU work over every claim and the pages it
+    # cites: done in a worker thread, the event loop keeps answering other calls meanwhile.
+    gathered = await anyio.to_thread.run_sync(
+        partial(_evidence, draft, sources, selector or ExcerptSelector(sources), cap)
+    )
+    split, claims, checks = gathered.split, gathered.split.claims, gathered.checks
+    evidence, to_judge = gathered.evidence, gathered.to_judge
 
     summary = VerificationSummary(uncited_sentences=split.uncited_sentences)
     judged = await judge_claims(
@@ -102,3 +101,29 @@ async def verify_draft(
     state.claim_checks = checks
     markdown = apply_verdicts(draft, claims, verdicts, replacements)
     return VerifiedDraft(markdown, summary, checks, asked=len(to_judge), late=judged.late)
+
+
+def _evidence(
+    draft: str, sources: Mapping[str, Source], selector: ExcerptSelector, cap: int
+) -> _Evidence:
+    """The claims of ``draft``, their excerpts and quotes; the first ``cap`` with excerpts are
+    to be judged, the others get their reason now."""
+    split = split_claims(draft)
+    checks = [ClaimCheck(sentence=c.text, source_ids=list(c.source_ids)) for c in split.claims]
+    gathered = _Evidence(split, checks, {}, [])
+    for i, claim in enumerate(split.claims):
+        known = [sid for sid in claim.source_ids if sid in sources]
+        if not known:
+            checks[i].verdict = Verdict.UNSUPPORTED
+            checks[i].reason = "It cites no source the research gathered."
+            continue
+        excerpts = selector.excerpts(claim.text, known)
+        checks[i].quotes = quotes_for(sources, excerpts)
+        if not excerpts:
+            checks[i].reason = "The cited sources have no text to check it against."
+        elif len(gathered.to_judge) >= cap:
+            checks[i].reason = f"Not checked: only the first {cap} cited sentences are checked."
+        else:
+            gathered.evidence[i] = excerpts
+            gathered.to_judge.append(i)
+    return gathered
