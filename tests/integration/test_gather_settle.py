@@ -4,8 +4,9 @@ a further one after it."""
 
 from __future__ import annotations
 
+import random
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import anyio
@@ -121,6 +122,95 @@ def angles_page() -> dict[str, Any]:
         "raw_content": "\n\n".join(paragraphs),
         "score": 0.9,
     }
+
+
+class RandomPages:
+    """An in-process provider: for each query a random latency and one or two pages, some
+    shared with other queries."""
+
+    name = "random"
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.began: dict[str, float] = {}
+        self.returned: dict[str, float] = {}
+
+    async def search(self, query: str, max_results: int) -> list[SearchResult]:
+        self.began[query] = time.perf_counter()
+        await anyio.sleep(self.rng.uniform(0, 0.05))
+        self.returned[query] = time.perf_counter()
+        pages = {f"https://r.example/{self.rng.randrange(6)}" for _ in range(2)}
+        return [SearchResult(title=url, url=url, content="text") for url in sorted(pages)]
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.mark.anyio
+async def test_hand_ons_under_random_latencies_and_cancellation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each search's new pages are handed on once, never before the searches out with them
+    returned or the settling time passed, never long after; a gathering cancelled mid-way
+    ends at once, whatever was waiting."""
+    settle = 0.02
+    monkeypatch.setattr(gatherer, "SETTLE_SECONDS", settle)
+    rng = random.Random(7)
+    for trial in range(60):
+        provider = RandomPages(rng)
+        queries = [f"query {trial}.{n}" for n in range(rng.randint(2, 5))]
+        state = ResearchState(
+            query="q",
+            llm_provider="openai",
+            llm_model="m",
+            limits=ResearchLimits(max_sources_per_query=2, max_concurrent=rng.randint(1, 5)),
+            sub_queries=[SubQuery(query=q) for q in queries],
+        )
+        handed: list[tuple[float, set[str]]] = []
+        on_sources = _recorder(handed, rng)
+
+        async def checkpoint() -> None:
+            pass
+
+        cancel_at = rng.uniform(0, 0.05) if trial % 3 == 0 else None
+        began = time.perf_counter()
+        with anyio.fail_after(5):  # a wait that never ends fails here
+            with anyio.move_on_after(cancel_at if cancel_at is not None else 10) as scope:
+                await gatherer.gather(
+                    state, [provider], CallLog(), checkpoint, on_sources=on_sources
+                )
+        if scope.cancelled_caught:
+            assert time.perf_counter() - began < (cancel_at or 0) + 0.5
+            continue
+        by_id = {sq.id: sq for sq in state.sub_queries}
+        finders = [found for _, found in handed]
+        assert all(len(found) == 1 for found in finders)  # one search's pages a hand-on
+        found_new = {sq.id for sq in state.sub_queries if sq.source_ids}
+        assert sorted(f for found in finders for f in found) == sorted(found_new)
+        for at, (finder,) in ((at, tuple(found)) for at, found in handed):
+            query = by_id[finder].query
+            returned = provider.returned[query]
+            # The searches out when it returned: begun before, returned after.
+            out = [
+                provider.returned[q]
+                for q in provider.began
+                if provider.began[q] < returned < provider.returned[q]
+            ]
+            waited_for = min(max(out, default=returned), returned + settle)
+            assert returned <= at and at >= waited_for - 0.005
+            assert at <= waited_for + 1.0  # generous: a loaded machine delays the loop
+
+
+def _recorder(
+    handed: list[tuple[float, set[str]]], rng: random.Random
+) -> Callable[[list[Source]], Awaitable[None]]:
+    """An ``on_sources`` that records when each hand-on came and which searches found it."""
+
+    async def on_sources(sources: list[Source]) -> None:
+        handed.append((time.perf_counter(), {s.sub_query_id or "" for s in sources}))
+        await anyio.sleep(rng.uniform(0, 0.01))  # an analysis, for the ones after it
+
+    return on_sources
 
 
 class OneFastQuery(SharedSurveys):
