@@ -180,7 +180,7 @@ async def test_hand_ons_under_random_latencies_and_cancellation(
                     state, [provider], CallLog(), checkpoint, on_sources=on_sources
                 )
         if scope.cancelled_caught:
-            assert time.perf_counter() - began < (cancel_at or 0) + 0.5
+            assert time.perf_counter() - began < (cancel_at or 0) + 2.0  # no wait outlived it
             continue
         by_id = {sq.id: sq for sq in state.sub_queries}
         finders = [found for _, found in handed]
