@@ -4,16 +4,17 @@ A claim is a sentence of the report, usually drawn from one or two sentences of 
 fact-checker reads what the analyst read: what it was sent of a source's page (each reading's
 passages, when the run knows them: ``ResearchState.pages_sent``; else the whole page) and the
 sentences of its search snippet the page lacks (an extractor can lose a sentence the search
-engine kept). Each cited source's sentences are scored against the claim (BM25 over the source's sentences, so a
-word the whole page repeats, such as its subject, weighs little); the best one is shown with
-``CONTEXT_SENTENCES`` on each side (a pronoun or a figure's subject is often in the sentence
-before), and a second match only when it holds words of the claim the first lacks (a claim
-drawn from two places of a page). Neighbouring matches are shown as one excerpt. A source no
-sentence of which shares a word with the claim shows its opening passage, so the fact-checker
-still sees what it is about. A claim the source holds word for word (a sentence the writer took
-as it stood) is shown on its own line, whatever the sentence splitter makes of a table row, a
-list item or the line after a code block; within a paragraph, with a few words before it and
-the rest of its sentence.
+engine kept). Each cited source's sentences are scored against the claim (BM25 over the
+source's sentences, so a word the whole page repeats, such as its subject, weighs little);
+the best one is shown with ``CONTEXT_SENTENCES`` on each side (a pronoun or a figure's subject
+is often in the sentence before; never from across a gap in what was read), and a second match
+only when it holds words of the claim the first lacks (a claim drawn from two places of a
+page). Neighbouring matches are shown as one excerpt. A source no sentence of which shares a
+word with the claim shows its opening passage, so the fact-checker still sees what it is about.
+A claim the source holds word for word (a sentence the writer took as it stood) is shown on its
+own line, wherever it stands on the page and whatever the sentence splitter makes of a table
+row, a list item or the line after a code block; within a paragraph, with a few words before
+it and the rest of its sentence.
 """
 
 from __future__ import annotations
