@@ -61,9 +61,7 @@ def _all_bytes(folder: Path) -> bytes:
 
 
 def _post(server: TeamServer, **headers: str) -> httpx.Response:
-    return httpx.post(
-        server.url, json=INITIALIZE, headers={**MCP_HEADERS, **headers}, trust_env=False
-    )
+    return server.http.post(server.url, json=INITIALIZE, headers={**MCP_HEADERS, **headers})
 
 
 async def _finished(client: Any, query: str = QUESTION) -> str:

@@ -50,12 +50,8 @@ def status_request(research_id: str, **more: Any) -> dict[str, Any]:
 def post(
     server: TeamServer, body: dict[str, Any], token: str | None = ALICE, **headers: str
 ) -> httpx.Response:
-    return httpx.post(
-        server.url,
-        content=json.dumps(body),
-        headers={**HEADERS, **bearer(token), **headers},
-        timeout=30,
-        trust_env=False,
+    return server.http.post(
+        server.url, content=json.dumps(body), headers={**HEADERS, **bearer(token), **headers}
     )
 
 
@@ -216,9 +212,7 @@ def post_initialize(server: TeamServer, body: dict[str, Any], token: str | None)
     """An ``initialize`` without a protocol version header, as a client sends it."""
     headers = {**HEADERS, **bearer(token)}
     del headers["MCP-Protocol-Version"]
-    return httpx.post(
-        server.url, content=json.dumps(body), headers=headers, timeout=30, trust_env=False
-    )
+    return server.http.post(server.url, content=json.dumps(body), headers=headers)
 
 
 def initialize(server: TeamServer, body: dict[str, Any], token: str | None = ALICE) -> Any:
