@@ -11,7 +11,12 @@ the converter cannot say for the terminal fails here.
 from __future__ import annotations
 
 import ast
+import contextlib
+import hashlib
+import json
 import re
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -29,6 +34,7 @@ NOT_SHOWN_ON_A_TERMINAL = (
     "research/service/asking/clarifier_prompts.py",
 )
 SAMPLE_ID = "deepres-0123456789ab"
+CACHE_PREFIX = "foundry-mcp-terminal-words-"
 SQL = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "CREATE", "ALTER")
 
 PARAMETERS = sorted(set(ResearchArguments.model_fields) - {"action"})
@@ -64,16 +70,54 @@ def _rendered(node: ast.JoinedStr) -> str:
     return "".join(parts)
 
 
+def _sources() -> dict[str, str]:
+    """The text of each module whose strings the terminal can show, by its relative path."""
+    return {
+        path.relative_to(SOURCE).as_posix(): path.read_text(encoding="utf-8")
+        for path in sorted(SOURCE.rglob("*.py"))
+        if not path.relative_to(SOURCE).as_posix().startswith(NOT_SHOWN_ON_A_TERMINAL)
+    }
+
+
 def messages() -> list[tuple[str, str]]:
+    """:func:`messages_in` the sources, read from a file in the temporary folder when these
+    sources (and this module) were walked before.
+
+    Walking every module's syntax tree is most of the cost of collecting this module (about a
+    second), and every pytest-xdist worker collects it: the first worker walks and writes the
+    file while the others wait for its lock, then read it.
+    """
+    sources = _sources()
+    # What the walk depends on: the sources, this module, and the tool's actions and
+    # parameters (TOOL_SPEAK is built from the server's, outside the sources walked).
+    digest = hashlib.sha256(Path(__file__).read_bytes() + TOOL_SPEAK.pattern.encode())
+    for relative, text in sources.items():
+        digest.update(f"{relative}\0{text}\0".encode())
+    folder = Path(tempfile.gettempdir())
+    cache = folder / f"{CACHE_PREFIX}{digest.hexdigest()[:32]}"
+    with open(cache.with_suffix(".lock"), "w") as lock:
+        if sys.platform != "win32":
+            import fcntl
+
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            return [(str(where), str(text)) for where, text in json.loads(cache.read_text())]
+        except (OSError, ValueError, TypeError):
+            found = messages_in(sources)
+            cache.write_text(json.dumps(found))
+    for earlier in folder.glob(f"{CACHE_PREFIX}*"):  # walks of sources since changed
+        if earlier.stem != cache.name:
+            with contextlib.suppress(OSError):
+                earlier.unlink()
+    return found
+
+
+def messages_in(sources: dict[str, str]) -> list[tuple[str, str]]:
     """(where, text) of every string literal naming a tool action or parameter."""
     found = []
-    for path in sorted(SOURCE.rglob("*.py")):
-        relative = path.relative_to(SOURCE).as_posix()
-        if relative.startswith(NOT_SHOWN_ON_A_TERMINAL):
-            continue
-        # One walk of the tree, read three times: the walk is most of the cost of collecting
-        # this module, and every pytest-xdist worker collects it (and the modules importing it).
-        nodes = list(ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+    for relative, source in sources.items():
+        # One walk of the tree, read three times.
+        nodes = list(ast.walk(ast.parse(source)))
         inside_fstrings = {
             id(part) for node in nodes if isinstance(node, ast.JoinedStr) for part in node.values
         }
