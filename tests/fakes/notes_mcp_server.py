@@ -10,6 +10,12 @@ server answers). ``NOTES_HTTP_PORT=N`` serves it over Streamable HTTP on 127.0.0
 ``/mcp`` instead of stdio; with ``NOTES_TOKEN=T`` too, a request without the header
 ``Authorization: Bearer T`` is refused (401).
 
+Over stdio it answers the MCP messages itself (``initialize``, ``tools/list``, ``tools/call``,
+``notifications/cancelled``) exactly as the SDK's ``MCPServer`` serving the same
+tools answers them (``tests/unit/test_notes_fake.py`` holds it to that): importing the SDK is
+over a second of CPU, and the suite starts this server a few dozen times. Over Streamable HTTP
+it is the SDK's ``MCPServer`` (:func:`sdk_server`).
+
 ``NOTES_CALL_LOG=<file>`` appends each tool call (``{"tool", "arguments"}``) as a JSON line.
 ``NOTES_NO_SEARCH=1`` leaves ``search_notes`` out (the server only lists and reads).
 ``NOTES_ROOT=<folder>`` serves the notes as files of that folder (listed relative to it, read
@@ -21,15 +27,18 @@ paths outside the folder, whose read answers ``SECRET`` text.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import posixpath
+import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import anyio
-from mcp.server.mcpserver import MCPServer
-from mcp.types import ToolAnnotations
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
 
 NOTES = {
     "decisions/2024-05-storage.md": "We chose SQLite in WAL mode for the single-user store; "
@@ -37,8 +46,6 @@ NOTES = {
     "decisions/2025-01-team.md": "The team server stores research in PostgreSQL 16.",
     "howto/release.md": "Releases are tagged vX.Y.Z and built by the release workflow.",
 }
-READ_ONLY = ToolAnnotations(read_only_hint=True)
-server = MCPServer("notes")
 calls = 0
 
 
@@ -54,14 +61,14 @@ async def _misbehave(tool: str, **arguments: str) -> None:
         with Path(os.environ["NOTES_CALL_LOG"]).open("a") as log:  # noqa: ASYNC230
             log.write(json.dumps({"tool": tool, "arguments": arguments}) + "\n")
     if os.environ.get("NOTES_HANG") == "call":
-        await anyio.sleep(3600)
+        await asyncio.sleep(3600)
     crash_after = os.environ.get("NOTES_CRASH_AFTER")
     if crash_after and calls > int(crash_after):
         os._exit(3)
     if CRASH_MARK is not None and not CRASH_MARK.exists():
         in_flight += 1
         if in_flight < int(os.environ.get("NOTES_CRASH_WHEN", "1")):
-            await anyio.sleep_forever()  # the server exits with this call unanswered
+            await asyncio.Event().wait()  # the server exits with this call unanswered
         CRASH_MARK.touch()
         os._exit(3)
 
@@ -74,18 +81,12 @@ async def search_notes(query: str) -> str:
     return "\n".join(hits) or "no note matches"
 
 
-if not os.environ.get("NOTES_NO_SEARCH"):
-    server.tool(annotations=READ_ONLY)(search_notes)
-
-
-@server.tool(annotations=READ_ONLY)
 async def list_notes() -> str:
     """Every note's path, one a line."""
     await _misbehave("list_notes")
     return "\n".join([*NOTES, *json.loads(os.environ.get("NOTES_LIST_EXTRA", "[]"))])
 
 
-@server.tool(annotations=READ_ONLY)
 async def read_note(path: str) -> str:
     """One note's text."""
     await _misbehave("read_note", path=path)
@@ -94,7 +95,6 @@ async def read_note(path: str) -> str:
     return NOTES.get(path.removeprefix(ROOT + "/") if ROOT else path, f"no note {path}")
 
 
-@server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True))
 async def delete_note(path: str) -> str:
     """Delete a note (a writing tool: a research never calls it)."""
     await _misbehave("delete_note", path=path)
@@ -102,11 +102,140 @@ async def delete_note(path: str) -> str:
     return f"deleted {path}"
 
 
+READ_ONLY = {"readOnlyHint": True}
+WRITES = {"destructiveHint": True, "readOnlyHint": False}
+# The tools served, with their annotations and their arguments (all strings, all required).
+TOOLS: dict[str, tuple[Callable[..., Awaitable[str]], dict[str, bool], tuple[str, ...]]] = {
+    **(
+        {}
+        if os.environ.get("NOTES_NO_SEARCH")
+        else {"search_notes": (search_notes, READ_ONLY, ("query",))}
+    ),
+    "list_notes": (list_notes, READ_ONLY, ()),
+    "read_note": (read_note, READ_ONLY, ("path",)),
+    "delete_note": (delete_note, WRITES, ("path",)),
+}
+SERVER_INFO = {"name": "notes", "version": ""}
+CAPABILITIES = {
+    "prompts": {"listChanged": False},
+    "resources": {"listChanged": False, "subscribe": False},
+    "tools": {"listChanged": False},
+}
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+
+
+def tool_list() -> list[dict[str, Any]]:
+    """``tools/list``'s tools, as the SDK's ``MCPServer`` describes these functions."""
+    return [
+        {
+            "annotations": hints,
+            "description": function.__doc__,
+            "inputSchema": {
+                "properties": {
+                    name: {"title": name.title(), "type": "string"} for name in arguments
+                },
+                **({"required": list(arguments)} if arguments else {}),
+                "type": "object",
+                "title": f"{tool}Arguments",
+            },
+            "name": tool,
+            "outputSchema": {
+                "properties": {"result": {"title": "Result", "type": "string"}},
+                "required": ["result"],
+                "type": "object",
+                "title": f"{tool}Output",
+            },
+        }
+        for tool, (function, hints, arguments) in TOOLS.items()
+    ]
+
+
+async def call_tool(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """``tools/call``'s result for a known tool called with its string arguments."""
+    function, _, wanted = TOOLS[name]
+    text = await function(**{key: str(arguments[key]) for key in wanted})
+    return {
+        "content": [{"text": text, "type": "text"}],
+        "isError": False,
+        "structuredContent": {"result": text},
+    }
+
+
+class StdioNotes:
+    """The notes served over stdio: one JSON-RPC message a line, each call in a task of its
+    own (calls overlap, and a ``notifications/cancelled`` cancels its call unanswered)."""
+
+    def __init__(self) -> None:
+        self.calls: dict[Any, asyncio.Task[None]] = {}
+
+    def send(self, message: dict[str, Any]) -> None:
+        sys.stdout.buffer.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+        sys.stdout.buffer.flush()
+
+    async def serve(self) -> None:
+        loop = asyncio.get_running_loop()
+        lines = asyncio.StreamReader(limit=2**24)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(lines), sys.stdin)
+        while line := await lines.readline():
+            message = json.loads(line)
+            method, params = message.get("method"), message.get("params") or {}
+            if "id" not in message:
+                if method == "notifications/cancelled":
+                    call = self.calls.pop(params.get("requestId"), None)
+                    if call is not None:
+                        call.cancel()
+                continue
+            self.calls[message["id"]] = asyncio.create_task(
+                self.answer(message["id"], method, params)
+            )
+
+    async def answer(self, request_id: Any, method: str, params: dict[str, Any]) -> None:
+        try:
+            if method == "initialize":
+                asked = params.get("protocolVersion")
+                version = asked if asked in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
+                result = {
+                    "capabilities": CAPABILITIES,
+                    "protocolVersion": version,
+                    "serverInfo": SERVER_INFO,
+                }
+            elif method == "tools/list":
+                result = {"tools": tool_list()}
+            elif method == "tools/call" and params.get("name") in TOOLS:
+                result = await call_tool(params["name"], params.get("arguments") or {})
+            else:
+                self.send(
+                    {
+                        "id": request_id,
+                        "error": {"code": -32601, "message": f"not served: {method}"},
+                    }
+                )
+                return
+            self.send({"id": request_id, "result": result})
+        finally:
+            self.calls.pop(request_id, None)
+
+
+def sdk_server() -> MCPServer:
+    """The same tools served by the SDK's ``MCPServer``."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.types import ToolAnnotations
+
+    server = MCPServer("notes")
+    for function, hints, _ in TOOLS.values():
+        sdk_hints = ToolAnnotations(
+            read_only_hint=hints["readOnlyHint"],
+            destructive_hint=hints.get("destructiveHint"),
+        )
+        server.tool(annotations=sdk_hints)(function)
+    return server
+
+
 def _over_http(port: int, token: str | None) -> None:
     import uvicorn
     from starlette.types import ASGIApp, Receive, Scope, Send
 
-    app = server.streamable_http_app()
+    app = sdk_server().streamable_http_app()
 
     def guarded(inner: ASGIApp) -> ASGIApp:
         async def guard(scope: Scope, receive: Receive, send: Send) -> None:
@@ -131,4 +260,4 @@ if __name__ == "__main__":
     if os.environ.get("NOTES_HTTP_PORT"):
         _over_http(int(os.environ["NOTES_HTTP_PORT"]), os.environ.get("NOTES_TOKEN"))
     else:
-        server.run("stdio")
+        asyncio.run(StdioNotes().serve())
