@@ -76,6 +76,9 @@ def error_body(status: int, message: str, kind: str = "fake_error") -> dict[str,
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False  # keep-alive connections must not block stop()
+    # socketserver's default backlog is 5: a burst of connections (32 researches searching at
+    # once in the crowd benchmark) overflowed it, and the SDKs read resets as provider errors.
+    request_queue_size = 128
     fake: FakeHTTPServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:
