@@ -141,7 +141,7 @@ class PipeWriter:
         """Wait while the pipe is full; a client that closed its end ends the writing."""
         try:
             await self._writer.drain()
-        except (ConnectionError, BrokenPipeError) as exc:
+        except ConnectionError as exc:  # a broken pipe or a reset
             raise anyio.ClosedResourceError from exc
 
 
@@ -166,12 +166,12 @@ def _wire_moved_aside() -> Iterator[tuple[int, int]]:
     kept_in, kept_out = _private_copy(0), _private_copy(1)
     wire_in, wire_out = _private_copy(0), _private_copy(1)
     null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
     try:
-        os.dup2(null, 0)
-        os.dup2(2, 1)
         yield wire_in, wire_out
     finally:
-        os.close(null)
         for kept, fd in ((kept_in, 0), (kept_out, 1)):
             with suppress(OSError):
                 os.set_blocking(kept, True)  # the pipe's mode is shared with whoever else has it
@@ -188,13 +188,20 @@ async def stdio_pipes() -> AsyncIterator[tuple[PipeLines, PipeWriter] | None]:
         return
     loop = asyncio.get_running_loop()
     with _wire_moved_aside() as (wire_in, wire_out):
+        # The pipe transports own (and close) these file objects, and so the wire's descriptors.
+        wire_reader, wire_writer = os.fdopen(wire_in, "rb", 0), os.fdopen(wire_out, "wb", 0)
         reader = asyncio.StreamReader(limit=LINE_LIMIT)
-        read_transport, _ = await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(wire_in, "rb", buffering=0)
-        )
-        write_transport, write_protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, os.fdopen(wire_out, "wb", buffering=0)
-        )
+        try:
+            read_transport, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader), wire_reader
+            )
+            write_transport, write_protocol = await loop.connect_write_pipe(
+                asyncio.streams.FlowControlMixin, wire_writer
+            )
+        except BaseException:
+            wire_reader.close()
+            wire_writer.close()
+            raise
         writer = asyncio.StreamWriter(write_transport, write_protocol, None, loop)
         try:
             yield PipeLines(reader), PipeWriter(writer)

@@ -138,10 +138,9 @@ async def read_further(
     (:func:`~foundry_mcp.research.workflow.reading.budget.further_allowance`) spent on the pages
     this researcher read in part, their passages worth most to the question, its parts and this
     round's sub-queries (the gaps a later round searches for), across those pages, as a first
-    reading values them. A page a
-    round read only in part is read further before the research searches again for what it may
-    hold; the pages are claimed as a first reading is (one being read elsewhere now is left to
-    that reading)."""
+    reading values them. A page a round read only in part is read further before the research
+    searches again for what it may hold; the pages are claimed as a first reading is (one being
+    read elsewhere now is left to that reading)."""
     analysis = Analysis(llm, state, guidance, checkpoint, ledger=ledger, readings=readings)
     allowance = further_allowance(state)
     ceiling = TimeCeiling.current()
