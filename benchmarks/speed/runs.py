@@ -16,7 +16,9 @@ read after. Measured per research:
 - facts: of those the searches returned, how many reached an analyst's prompt and the report;
 - the critical path per phase, from the events' trace (code that records one).
 
-The server's CPU time over the run is read from its process, divided by the researches, and so
+The fakes' records are attributed to the researches once the run's wall and CPU are taken (over
+thousands of long requests, the harness's own reading would otherwise share the two cores
+with the researches it measures). The server's CPU time over the run is read from its process, divided by the researches, and so
 is its reading processes' (the pages are read in processes of their own).
 """
 
@@ -41,6 +43,7 @@ from mcp import Client, StdioServerParameters
 from benchmarks.docpages.runs import report_body
 from benchmarks.speed.world import World, environment
 from foundry_mcp.research.llm.trace import critical_path
+from tests.fakes import Exchange
 from tests.fakes.docpages import DocQuestion
 from tests.fakes.planted import facts_in
 
@@ -60,6 +63,7 @@ class Research:
     """What one research measured (see the module)."""
 
     question: str
+    called: float = 0.0  # when its deep-research call was made (time.time())
     research_id: str = ""
     status: str = "not run"
     error: str | None = None
@@ -155,11 +159,9 @@ def server_process(before: set[int]) -> psutil.Process:
     raise RuntimeError("the server process was not found")
 
 
-async def research_one(
-    client: Client, world: World, question: DocQuestion, effort: str
-) -> Research:
+async def research_one(client: Client, question: DocQuestion, effort: str) -> Research:
     measured = Research(question.text)
-    called = time.time()
+    called = measured.called = time.time()
     started = await call(
         client, action="deep-research", query=question.text, effort=effort, **OPTIONS
     )
@@ -191,22 +193,36 @@ async def research_one(
     measured.in_report = facts_in(report_body(text))
     events = await client.read_resource(f"research://{research_id}/events")
     _trace(measured, events.contents[0].text)  # type: ignore[union-attr]
-    _provider_side(measured, world, question, called)
     return measured
 
 
-def _provider_side(measured: Research, world: World, question: DocQuestion, called: float) -> None:
-    exchanges = world.exchanges_of(question)
+def attribute(researches: Sequence[Research], world: World) -> None:
+    """Each research's provider side, from the fakes' records: after the run, so the
+    harness's own reading of thousands of requests is not in the measured wall and CPU."""
+    exchanges = world.exchanges_by_question()
+    prompts = world.prompts_by_question("analyzer")
+    for measured in researches:
+        _provider_side(measured, world, exchanges, prompts)
+
+
+def _provider_side(
+    measured: Research,
+    world: World,
+    exchanges_by_question: dict[str, list[tuple[str, Exchange]]],
+    prompts_by_question: dict[str, list[str]],
+) -> None:
+    exchanges = exchanges_by_question.get(measured.question, [])
+    called = measured.called
     intervals = [(e.request.timestamp, e.sent) for _, e in exchanges]
     measured.requests = len(intervals)
     measured.busy = union(intervals)
     measured.summed = sum(stop - start for start, stop in intervals)
     if intervals:
         measured.first_request_ms = (min(start for start, _ in intervals) - called) * 1000
-    corpus = world.library.corpus_of(question.text)
+    corpus = world.library.corpus_of(measured.question)
     assert corpus is not None
     measured.searched = corpus.served_facts(e.request for kind, e in exchanges if kind == "search")
-    measured.in_prompts = facts_in("\n".join(world.prompts_of(question, "analyzer")))
+    measured.in_prompts = facts_in("\n".join(prompts_by_question.get(measured.question, [])))
 
 
 def _trace(measured: Research, text: str) -> None:
@@ -262,7 +278,7 @@ async def run_scenario(
 
             async def one(question: DocQuestion) -> None:
                 async with limiter:
-                    done.append(await research_one(client, world, question, effort))
+                    done.append(await research_one(client, question, effort))
 
             began = time.time()
             async with anyio.create_task_group() as group:
@@ -271,6 +287,7 @@ async def run_scenario(
             wall = time.time() - began
             cpu = sum(server.cpu_times()[:2]) - cpu_before
             reading = children_cpu(server) - reading_before
+    attribute(done, world)
     return Scenario(label, done, wall, cpu, reading)
 
 

@@ -58,16 +58,16 @@ class World:
     brain: ResearchBrain
     library: Library
 
-    def exchanges_of(self, question: DocQuestion) -> list[tuple[str, Exchange]]:
-        """The requests the fakes answered for ``question`` (("llm" or "search", exchange))."""
-        found = []
+    def exchanges_by_question(self) -> dict[str, list[tuple[str, Exchange]]]:
+        """The requests the fakes answered (("llm" or "search", exchange)), by the text of the
+        question each served; each request is read once."""
+        found: dict[str, list[tuple[str, Exchange]]] = {}
         for kind, server in (("llm", self.llm), ("search", self.search)):
             for exchange in list(server.exchanges):
                 body = exchange.request.json
-                text = json.dumps(body) if body is not None else ""
-                corpus = self.library.corpus_of(text)
-                if corpus is not None and corpus.question == question:
-                    found.append((kind, exchange))
+                corpus = self.library.corpus_of(json.dumps(body) if body is not None else "")
+                if corpus is not None:
+                    found.setdefault(corpus.question.text, []).append((kind, exchange))
         return found
 
     def reset(self) -> None:
@@ -76,15 +76,14 @@ class World:
         self.search.reset()
         self.brain.history.clear()
 
-    def prompts_of(self, question: DocQuestion, agent: str) -> list[str]:
-        """The user prompts one agent of ``question``'s research sent."""
-        return [
-            user
-            for who, system, user in list(self.brain.history)
-            if who == agent
-            and (corpus := self.library.corpus_of(system + "\n" + user)) is not None
-            and corpus.question == question
-        ]
+    def prompts_by_question(self, agent: str) -> dict[str, list[str]]:
+        """The user prompts one agent sent, by the text of the question each served."""
+        found: dict[str, list[str]] = {}
+        for who, system, user in list(self.brain.history):
+            corpus = self.library.corpus_of(system + "\n" + user) if who == agent else None
+            if corpus is not None:
+                found.setdefault(corpus.question.text, []).append(user)
+        return found
 
 
 def questions(count: int) -> list[DocQuestion]:

@@ -32,7 +32,7 @@ from foundry_mcp.research.models import (
     SubQuery,
     SubQueryStatus,
 )
-from foundry_mcp.research.runs.runner import _Branches
+from foundry_mcp.research.runs.records import RunBranches
 from foundry_mcp.research.service.research_service import ResearchService
 from foundry_mcp.research.store.opening import open_store
 from foundry_mcp.research.store.owners import Owner
@@ -238,7 +238,7 @@ async def test_the_researchers_of_a_research_get_their_sources_text(settings: Se
                 update={"branch": branch_id, "sources": [Source(title=branch_id, content=text)]}
             )
             service.store.save_branch(branch, owner)
-        branches = await _Branches(service.io, owner, research.id, set()).load()
+        branches = await RunBranches(service.io, owner, research.id, set()).load()
     assert {key: b.sources[0].content for key, b in branches.items()} == texts
 
 

@@ -81,7 +81,8 @@ class _Candidate:
     text: str
     parsed: ParsedPage  # its page's parse (see :mod:`.parsed`)
     sentences: list[tuple[str, tuple[str, ...], float]]  # (key, question terms, figure weight)
-    worthy: list[tuple[str, tuple[str, ...], float]] = field(default_factory=list)  # held terms
+    # its statements holding a term, each statement once
+    worthy: list[tuple[str, tuple[str, ...], float]] = field(default_factory=list)
 
 
 def read_within(
@@ -189,12 +190,14 @@ def _value(
     }
     for candidate, pieces in zip(candidates, split, strict=True):
         page = candidate.parsed
+        worthy: set[str] = set()
         for n, words in pieces:
             held = tuple(words & weight.keys())
             figure = FIGURE_WEIGHT if held and page.states_figure(n) else 1.0
             statement = (page.statement_texts[n], held, figure)
             candidate.sentences.append(statement)
-            if held:
+            if held and statement[0] not in worthy:  # a statement said twice is worth it once
+                worthy.add(statement[0])
                 candidate.worthy.append(statement)
     return weight
 
@@ -213,14 +216,15 @@ def _best_first(
     per_page: Counter[int] = Counter()
     taken: set[str] = set()
     covered: dict[str, int] = dict.fromkeys(weight, 0)  # sentences taken that hold each term
+    # What a term adds to a sentence now: its weight, halved by every COVERAGE sentences taken
+    # that hold it (kept up to date as sentences are taken).
+    worth_of: dict[str, float] = dict(weight)
 
     def density(candidate: _Candidate) -> float:
-        seen: set[str] = set()
         worth = 0.0
         for key, held, figure in candidate.worthy:
-            if key not in taken and key not in seen:
-                seen.add(key)
-                worth += figure * sum(weight[t] / (1 + covered[t] / COVERAGE) for t in held)
+            if key not in taken:
+                worth += figure * sum(map(worth_of.__getitem__, held))
         return worth / max(1, len(candidate.text))
 
     heap = [(-density(c), n) for n, c in enumerate(candidates)]
@@ -249,6 +253,7 @@ def _best_first(
                 taken.add(key)
                 for term in held:
                     covered[term] += 1
+                    worth_of[term] = weight[term] / (1 + covered[term] / COVERAGE)
     ends = _sentence_ends(picked, candidates, budget - used, marker, counter, per_page, cap)
     return picked + ends
 

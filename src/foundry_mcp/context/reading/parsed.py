@@ -30,7 +30,8 @@ from foundry_mcp.context.reading.passages import (
 CACHE_CHARS = 8_000_000  # characters of page text whose parses are kept (a parse is ~5x its text)
 
 FIGURE_RE = re.compile(
-    r"(?<![\w.])\d[\d,.]*\s?(?:%|per\s?cent\b|[x×](?!\w)|times\b"
+    # "a digit not after a word or a dot", written digit first so the scan looks for digits
+    r"\d(?<![\w.]\d)[\d,.]*\s?(?:%|per\s?cent\b|[x×](?!\w)|times\b"
     r"|(?:[kKMGT]i?)?B\b|bytes?\b|(?:[mµun]?s|secs?|seconds?|minutes?|hours?|days?)\b"
     r"|(?:thousand|million|billion)\b"
     r"|(?:operations|ops|requests|queries|calls|records|entries|rows|items|keys|cases"
@@ -42,12 +43,15 @@ FIGURE_RE = re.compile(
 _NOT_LOOKED_AT = 2
 
 # Where a page's structure starts a new statement inside what reads as one sentence once its
-# lines are joined: a heading, a code fence, a list item, a quoted block, a directive, a table row.
+# lines are joined: a heading, a code fence, a list item, a quoted block, a directive, a table row
+# (the space between two cells' bars). A sentence's spacing is one space (``split_sentences``),
+# so a break is a space, and what may follow one is looked at before the alternatives.
 _STATEMENT_BREAK = re.compile(
-    r"\s+(?=#{1,6}\s|```|[-*+]\s+\S|\d{1,2}[.)]\s+[A-Z`*]|>\s|\.\.\s+[\w-]+::)|(?<=\|)\s+(?=\|)"
+    r" (?=[#`\-*+\d>.|])"
+    r"(?=#{1,6}\s|```|[-*+]\s+\S|\d{1,2}[.)]\s+[A-Z`*]|>\s|\.\.\s+[\w-]+::|(?<=\|\s)\|)"
 )
 # What a statement break begins with: a sentence holding none of these is one statement.
-_MAY_BREAK = re.compile(r"\s[#`\-*+\d>.]|\|\s+\|")
+_MAY_BREAK = re.compile(r" [#`\-*+\d>.|]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +92,9 @@ class ParsedPage:
 
 
 def statements(sentence: str) -> list[str]:
-    """``sentence`` cut where the page's structure (see :data:`_STATEMENT_BREAK`) starts a new
-    statement: a figure counts with the terms of its own statement, not with a heading's."""
+    """``sentence`` (its spacing one space, as :func:`.passages.split_sentences` gives it) cut
+    where the page's structure (see :data:`_STATEMENT_BREAK`) starts a new statement: a figure
+    counts with the terms of its own statement, not with a heading's."""
     if not _MAY_BREAK.search(sentence):
         return [sentence]
     return [piece for piece in _STATEMENT_BREAK.split(sentence) if piece]

@@ -35,7 +35,10 @@ _STOP_WORDS_TEXT = """
     within without would yet you your
 """
 STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
-_SENTENCE_BREAK = re.compile(r"(?<=[.!?])\s+(?=[\"'“(\[]*[A-Z0-9])")
+# A sentence ends at the space after a full stop, a question or an exclamation mark, before a
+# capital or a digit (a quotation mark or a bracket may come between). Applied to text whose
+# spacing is one space, so the scan looks for spaces.
+_SENTENCE_BREAK = re.compile(r" (?<=[.!?] )(?=[\"'“(\[]*[A-Z0-9])")
 
 
 def content_words(text: str) -> list[str]:
@@ -66,8 +69,13 @@ class Stemmer:
         return [found for found in self._stems(TOKEN_RE.findall(text.lower())) if found]
 
     def distinct(self, lower: str) -> str:
-        """The distinct content words of lower-case ``lower``, stemmed, space-separated."""
-        found = set(self._stems(list(set(TOKEN_RE.findall(lower)))))
+        """The distinct content words of lower-case ``lower``, stemmed, space-separated (in no
+        particular order)."""
+        words = set(TOKEN_RE.findall(lower))
+        stem_of = self._stem_of
+        if not stem_of.keys() >= words:
+            self._stems(list(words))
+        found = set(map(stem_of.__getitem__, words))
         found.discard("")
         return " ".join(found)
 

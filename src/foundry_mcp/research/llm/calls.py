@@ -24,7 +24,8 @@ When every route failed, the last error is raised.
 
 **Never paid twice.** With a journal, every completed call is saved under a content key (the
 phase, purpose, provider, model and a hash of the messages and parameters) together with its
-usage record, before its answer is used. A call whose key is already in the journal (a resumed
+usage record: queued for the store before its answer is used, so no save of a state that used
+the answer reaches the store before it does. A call whose key is already in the journal (a resumed
 research asking again what it asked before a crash) returns the saved answer without calling
 the provider and without counting its tokens or cost again (unless the crash came before they
 were counted); the event ``llm_replayed`` says so.

@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import anyio
+
 from foundry_mcp.providers.llm.base import LLMProvider, LLMRequest
 from foundry_mcp.research.llm import trace
 from foundry_mcp.research.llm.trace import Step
@@ -47,6 +49,7 @@ class CallLog:
     _tickets: int = 0
     _waiting: int = 0  # searches and page reads in flight
     _moved: float = field(default_factory=time.perf_counter)
+    _departures: list[anyio.Event] = field(default_factory=list)  # waiting for the next call
 
     def add(self, kind: str, started: float, ended: float) -> None:
         self.intervals.append((kind, started, ended))
@@ -64,7 +67,17 @@ class CallLog:
         self._tickets += 1
         self._flying[self._tickets] = InFlight(purpose, started)
         self._steps[self._tickets] = trace.begin("llm")
+        for departed in self._departures:
+            departed.set()
+        self._departures.clear()
         return self._tickets
+
+    async def departure(self, limit: float) -> None:
+        """Until the next LLM call is on its way, ``limit`` seconds at most (call on the loop)."""
+        departed = anyio.Event()
+        self._departures.append(departed)
+        with anyio.move_on_after(limit):
+            await departed.wait()
 
     def land(self, ticket: int) -> dict[str, Any]:
         """The call of ``ticket`` answered, failed or was cancelled; its trace fields."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,15 +14,14 @@ from foundry_mcp.logs import research_context
 from foundry_mcp.providers.registry import ProviderRegistry
 from foundry_mcp.providers.search.scope import serving
 from foundry_mcp.research.llm.calls import CallLog, LLMRoute, ResearchLLM
-from foundry_mcp.research.models import LLMCallRecord, ResearchState, Status, utcnow
+from foundry_mcp.research.models import ResearchState, Status, utcnow
 from foundry_mcp.research.pricing import PriceTable
 from foundry_mcp.research.runs.ending import SERVER_STOPPED, abort, built
 from foundry_mcp.research.runs.jobs import Job
+from foundry_mcp.research.runs.records import RunBranches, RunJournal, save_snapshot
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.archive import RunArchive
 from foundry_mcp.research.store.owners import LeaseLostError, Owner
-from foundry_mcp.research.store.protocol import Store
-from foundry_mcp.research.store.states import Snapshot
 
 if TYPE_CHECKING:
     from foundry_mcp.research.workflow.supervisor import SupervisorHooks
@@ -150,7 +148,7 @@ class ResearchRunner:
                 checkpoint=checkpoint,
                 fetcher=fetcher,
                 hooks=self.hooks,
-                branches=_Branches(self.io, self.owner, state.id, self.deleted),
+                branches=RunBranches(self.io, self.owner, state.id, self.deleted),
                 local_providers=own,
                 local_sample=with_named_sources(
                     next((p.sample for p in search if isinstance(p, LocalDocuments)), None),
@@ -244,7 +242,7 @@ class ResearchRunner:
             routes=routes,
             prices=PriceTable.from_settings(settings),
             max_cost_usd=settings.research.max_cost_usd,
-            journal=_Journal(self.io, self.owner, state.id, self.deleted) if journaled else None,
+            journal=RunJournal(self.io, self.owner, state.id, self.deleted) if journaled else None,
             archive=self._archive(state),
         )
 
@@ -303,7 +301,7 @@ class ResearchRunner:
         the loop, once the write returns.
         """
         if state.id not in self.deleted:
-            saved = await self.io.write(lambda store: _save_snapshot(store.save, state, self.owner))
+            saved = await self.io.write(lambda store: save_snapshot(store.save, state, self.owner))
             saved.apply()
 
     def forget(self, research_id: str) -> None:
@@ -328,64 +326,3 @@ class ResearchRunner:
                 lambda store: store.append_event(research_id, kind, data, owner),
                 f"record the {kind} event of {research_id}",
             )
-
-
-class _OwnedRecords:
-    """What one running research writes to the store besides its state, as its owner."""
-
-    def __init__(self, io: AsyncStore, owner: Owner, research_id: str, deleted: set[str]) -> None:
-        self._io = io
-        self._owner = owner
-        self._research_id = research_id
-        self._deleted = deleted  # researches deleted while running: nothing more is written
-
-
-class _Journal(_OwnedRecords):
-    """The research's journal of LLM answers, for its ``ResearchLLM``."""
-
-    async def get(self, key: str) -> tuple[str, LLMCallRecord] | None:
-        entry = await self._io.read(
-            lambda store: store.journal.get(self._research_id, key), patient=True
-        )
-        if entry is None:
-            return None
-        return entry.answer, LLMCallRecord.model_validate(entry.record)
-
-    async def put(self, key: str, answer: str, record: LLMCallRecord) -> None:
-        if self._research_id not in self._deleted:
-            saved = record.model_dump(mode="json")
-            await self._io.write(
-                lambda store: store.journal.put(self._research_id, key, answer, saved, self._owner)
-            )
-
-
-class _Branches(_OwnedRecords):
-    """The saved researcher states of one research, for its playbook."""
-
-    async def save(self, branch: ResearchState) -> None:
-        """Save a researcher's state, as the runner saves the research's (``_save``)."""
-        if self._research_id not in self._deleted:
-            saved = await self._io.write(
-                lambda store: _save_snapshot(store.save_branch, branch, self._owner)
-            )
-            saved.apply()
-
-    async def load(self) -> dict[str, ResearchState]:
-        """The saved researcher states, with the page text of their sources."""
-
-        def read(store: Store) -> dict[str, ResearchState]:
-            branches = store.load_branches(self._research_id)
-            store.load_pages(*branches.values())
-            return branches
-
-        return await self._io.read(read, patient=True)
-
-
-def _save_snapshot(
-    save: Callable[[Snapshot, Owner], None], state: ResearchState, owner: Owner
-) -> Snapshot:
-    """``save`` a snapshot of ``state`` taken now (on the writer thread, reading the state and
-    never writing to it); the snapshot, to apply on the loop."""
-    snapshot = Snapshot.of(state)
-    save(snapshot, owner)
-    return snapshot

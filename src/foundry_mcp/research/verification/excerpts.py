@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from foundry_mcp.context.reading.passages import (
     PASSAGE_MAX_CHARS,
@@ -42,6 +42,8 @@ CONTEXT_SENTENCES = 1  # sentences shown on each side of a match
 VERBATIM_MIN_WORDS = 6  # a claim this long found word for word is shown where it stands
 VERBATIM_MARGIN = 80  # characters shown on either side of it within a long line, at most
 _SENTENCE_STOP = re.compile(r"[.!?](?=[\s)\]]|$)")
+_MARKUP = "`*_"  # stripped from a claim's words, allowed around them on the page
+_SEPARATORS = "`*_|"  # allowed between two words, besides spaces
 
 
 class ExcerptSelector:
@@ -243,16 +245,64 @@ def _find_words(text: str, core: str, words: list[str]) -> tuple[int, int] | Non
     place = text.find(anchor)
     if place < 0:
         return None
-    pattern = re.compile(
-        r"[\s`*_|]+".join(rf"[`*_]*{re.escape(word.strip('`*_'))}[`*_]*" for word in words)
-    )
+    bare = [word.strip("`*_") for word in words]
     reach = 2 * len(core) + 64
     while place >= 0:
-        found = pattern.search(text, max(0, place - reach), place + len(anchor) + reach)
+        found = _words_at(text, bare, max(0, place - reach), place + len(anchor) + reach)
         if found is not None:
-            return found.start(), found.end()
+            return found
         place = text.find(anchor, place + 1)
     return None
+
+
+def _words_at(text: str, bare: list[str], start: int, end: int) -> tuple[int, int] | None:
+    """The first place between ``start`` and ``end`` where ``text`` holds the ``bare`` words in
+    order, one or more spaces or markup characters (`` ` * _ | ``) between two and markup
+    around them: what the regular expression ``[`*_]*w1[\\s`*_|]+w2…[`*_]*`` finds, without
+    compiling one for every claim."""
+    first = bare[0]
+    at = text.find(first, start, end)
+    while at >= 0:
+        last = _rest_at(text, bare, at + len(first), end)
+        if last is not None:
+            while at > start and text[at - 1] in _MARKUP:
+                at -= 1
+            while last < end and text[last] in _MARKUP:
+                last += 1
+            return at, last
+        at = text.find(first, at + 1, end)
+    return None
+
+
+def _rest_at(text: str, bare: list[str], position: int, end: int) -> int | None:
+    """Where the words after the first end when the first ends at ``position``: each after a
+    run of separators, the longest run tried first (as a greedy expression backtracks)."""
+    tried = [_places(text, bare[1], position, end)] if len(bare) > 1 else []
+    if not tried:
+        return position
+    while tried:
+        number = len(tried)  # the word being placed
+        place = next(tried[-1], None)
+        if place is None:
+            tried.pop()
+            continue
+        after = place + len(bare[number])
+        if number + 1 == len(bare):
+            return after
+        tried.append(_places(text, bare[number + 1], after, end))
+    return None
+
+
+def _places(text: str, word: str, position: int, end: int) -> Iterator[int]:
+    """Where ``word`` may start after the separators that follow ``position``, latest first."""
+    run = position
+    while run < end and (text[run].isspace() or text[run] in _SEPARATORS):
+        run += 1
+    return (
+        place
+        for place in range(run, position, -1)
+        if place + len(word) <= end and text.startswith(word, place)
+    )
 
 
 def _sentence_end(text: str, index: int, limit: int) -> int:

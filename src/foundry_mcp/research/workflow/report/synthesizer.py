@@ -106,7 +106,8 @@ async def synthesize(
     fitting = await Fitting.open(llm, state, "synthesis")
     # The fact-checker's excerpts need every source's sentences indexed (those the analyst was
     # sent, when this run knows them): that is done in a thread while the writers' calls are
-    # in flight, not after them with nothing in flight.
+    # in flight, not after them with nothing in flight; and once the first is on its way, since
+    # the thread holds the interpreter in turns with the loop building the writer's prompt.
     selector = ExcerptSelector({s.id: s for s in sources}, read=state.pages_sent())
     ceiling = TimeCeiling.current()
     end_by = math.inf if ceiling is None else ceiling.finish_by()
@@ -114,6 +115,7 @@ async def synthesize(
 
     async def index_sources() -> None:
         if state.options.verify_citations:
+            await llm.calls.departure(limit=0.5)
             await anyio.to_thread.run_sync(selector.index, [s.id for s in sources])
 
     async def write_draft() -> None:
