@@ -73,3 +73,25 @@ async def test_a_failed_read_wakes_the_waits_to_read_for_themselves() -> None:
     store.fail = True
     with anyio.fail_after(5):
         assert await poll.wait("r1", 3.0, since=store.now["r1"]) is True
+
+
+async def test_a_save_made_here_ends_its_waits_before_the_next_poll(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("foundry_mcp.research.store.access.waits.POLL_SECONDS", 60.0)
+    store = Fingerprints(["r1", "r2"])
+    poll = SharedChangePoll(store.read)
+    woken: dict[str, bool] = {}
+
+    async def wait(research_id: str) -> None:
+        woken[research_id] = await poll.wait(research_id, 1.0, since=store.now[research_id])
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(wait, "r1")
+            group.start_soon(wait, "r2")
+            await anyio.sleep(0.1)  # both waits took their first poll; the next is a minute off
+            poll.wake("r1")
+            await anyio.sleep(0.1)
+            assert woken == {"r1": True}  # at once, and only the research saved
+    assert woken == {"r1": True, "r2": False}

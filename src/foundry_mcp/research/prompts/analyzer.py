@@ -108,12 +108,14 @@ def snippet_lacking(source: Source, text: str) -> list[str]:
     """The sentences of ``source``'s search snippet that ``text`` lacks: what the analyst is
     shown of the snippet beside ``text`` (and, beside the whole page, what only the snippet
     says)."""
+    sentences = split_sentences(one_line(source.snippet)[:SNIPPET_CHARS])
+    # Most snippets are the page's own words: found as they stand, the page (often hundreds of
+    # kilobytes) is not made one line for them.
+    unfound = [sentence for sentence in sentences if sentence not in text]
+    if not unfound:
+        return []
     shown = one_line(text)
-    return [
-        sentence
-        for sentence in split_sentences(one_line(source.snippet)[:SNIPPET_CHARS])
-        if sentence not in shown
-    ]
+    return [sentence for sentence in sentences if sentence in unfound and sentence not in shown]
 
 
 def analyzer_prompts(

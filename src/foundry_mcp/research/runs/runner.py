@@ -39,7 +39,7 @@ class ResearchRunner:
     """Runs researches this process has claimed; every write is fenced by the lease.
 
     Every store call goes through ``io`` (:class:`AsyncStore`), off the event loop; the run's
-    events are queued there in order, its saves and journal entries awaited. Its reads are
+    events and journal entries are queued there in order, its saves awaited. Its reads are
     patient, as its writes are: a short outage of the database delays the run, not fails it.
     """
 
@@ -58,6 +58,9 @@ class ResearchRunner:
         # Research deleted (the delete done) while a run of theirs may still go on: it writes
         # nothing more.
         self.deleted: set[str] = set()
+        # Each running research's status, phase and iteration at its last save: a save that
+        # moves them ends the status waits on it at once (``saved_here``).
+        self._positions: dict[str, tuple[str, str, int]] = {}
 
     async def run(self, job: Job) -> None:
         # The answer to the call that started the run goes first (see ANSWER_FIRST_SECONDS);
@@ -80,6 +83,7 @@ class ResearchRunner:
                     )
             finally:
                 state.attach(None)
+                self._positions.pop(state.id, None)
                 with anyio.CancelScope(shield=True):
                     await self.io.write(lambda store: store.release(state.id, self.owner))
 
@@ -303,6 +307,10 @@ class ResearchRunner:
         if state.id not in self.deleted:
             saved = await self.io.write(lambda store: save_snapshot(store.save, state, self.owner))
             saved.apply()
+            position = (saved.status, saved.phase, saved.iteration)
+            if self._positions.get(state.id) != position:  # a waiting status has news
+                self._positions[state.id] = position
+                self.io.saved_here(state.id)
 
     def forget(self, research_id: str) -> None:
         """The research was deleted (the delete done): a run of it still going writes nothing

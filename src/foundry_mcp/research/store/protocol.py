@@ -269,6 +269,12 @@ class Store(Protocol):
         """
         ...
 
+    def saved_here(self, research_id: str) -> None:
+        """This process saved the research (its status, phase or iteration moved): the waits
+        for its change in this process may end now (call on the loop). Nothing to do where a
+        save notifies its waits itself."""
+        ...
+
     async def wait_for_cancel(
         self, owner: Owner, research_ids: Iterable[str], timeout: float
     ) -> set[str]:

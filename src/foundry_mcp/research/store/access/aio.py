@@ -120,6 +120,11 @@ class AsyncStore:
         (``Store.wait_for_change``, on the reading side)."""
         return await self._reader.wait_for_change(research_id, timeout, since)
 
+    def saved_here(self, research_id: str) -> None:
+        """This process saved the research and it moved: waits for its change end now
+        (``Store.saved_here``, on the reading side)."""
+        self._reader.saved_here(research_id)
+
     async def wait_for_cancel(
         self, owner: Owner, research_ids: Iterable[str], timeout: float
     ) -> set[str]:

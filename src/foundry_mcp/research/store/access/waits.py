@@ -97,6 +97,13 @@ class SharedChangePoll:
             self._waits.pop(woken, None)
         return False
 
+    def wake(self, research_id: str) -> None:
+        """This process saved the research: its waits end now, not at the next poll (call on
+        the loop)."""
+        for woken, (waited, _) in list(self._waits.items()):
+            if waited == research_id and not woken.done():
+                woken.set_result(True)
+
     async def _poll(self) -> None:
         while self._waits:
             waits = dict(self._waits)

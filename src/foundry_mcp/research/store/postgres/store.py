@@ -368,6 +368,9 @@ class PostgresStore(PgArchiveAndSpend, LeasesAndEvents):
                     return True
             return await waiter.wait(timeout)
 
+    def saved_here(self, research_id: str) -> None:
+        """Nothing to do: the save's NOTIFY wakes the waits, here as in other servers."""
+
     async def wait_for_cancel(
         self, owner: Owner, research_ids: Iterable[str], timeout: float
     ) -> set[str]:

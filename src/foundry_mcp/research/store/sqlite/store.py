@@ -373,6 +373,10 @@ class ResearchStore(ArchiveAndSpend, LeasesAndEvents):
         at most ``timeout`` s."""
         return await self._changes.wait(research_id, timeout, since)
 
+    def saved_here(self, research_id: str) -> None:
+        """The waits for the research's change end now, not at the next poll."""
+        self._changes.wake(research_id)
+
     async def wait_for_cancel(
         self, owner: Owner, research_ids: Iterable[str], timeout: float
     ) -> set[str]:
