@@ -148,3 +148,36 @@ def test_a_reading_goes_to_a_free_process_when_the_one_its_page_names_is_busy() 
         assert readers.sent == 3 and readers.here == 0
     finally:
         readers.close()
+
+
+def test_when_every_process_is_busy_the_reader_with_fewest_readings_goes_first() -> None:
+    """Researches starting together each get their first reading before any gets its third: a
+    reading of a research that has had none goes before one of a research that has had two,
+    though it came later."""
+    readers = ReadingProcesses(1)
+    counter = EstimateCounter()
+    served: list[str] = []
+
+    def read(reader: str, seed: int) -> None:
+        readers.read_within(pages(seed), TERMS, 1_000, counter, reader=reader)
+        served.append(reader)
+
+    def waiting(count: int) -> None:
+        deadline = time.monotonic() + 10
+        while len(readers._turns._waiting) < count and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert len(readers._turns._waiting) == count
+
+    try:
+        read("early", 1)
+        read("early", 2)  # "early" has had two readings
+        with ThreadPoolExecutor(2) as threads:
+            with readers._held[0].lock:  # the only process is busy
+                first = threads.submit(read, "early", 3)
+                waiting(1)
+                second = threads.submit(read, "new", 4)
+                waiting(2)
+            first.result(timeout=60), second.result(timeout=60)
+        assert served == ["early", "early", "new", "early"]
+    finally:
+        readers.close()

@@ -12,6 +12,11 @@ A reading of less than :data:`READ_HERE_BELOW_CHARS` of page text is read in the
 thread. A reading goes to the process its first page's id names, so a page read again later in
 the research, whose parse that process keeps (:mod:`.parsed`), goes back to it; when that
 process is busy, to a free one instead, so that the parts of a research are read side by side.
+When every process is busy, the readings waiting take turns by reader (a research): the one
+whose reader has had the fewest readings goes first, then the earliest. A research's first
+reading is what its first analysis call waits for, with nothing of it in flight; its later ones
+are read while that call is out. So when researches start together, each has its first reading
+before any has its third.
 The counter is rebuilt there by its name (:func:`counter_named`); a counter with no name a
 process can rebuild (a test's own) reads in the calling thread, and so does any reading whose
 process cannot start or dies: a reading is never lost to its process. Requests and answers are
@@ -22,6 +27,8 @@ stdin closes (its server died).
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import logging
 import os
 import pickle
@@ -30,6 +37,7 @@ import subprocess
 import sys
 import threading
 import zlib
+from collections import OrderedDict
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -145,6 +153,7 @@ class ReadingProcesses:
         self.sent = 0  # readings a process did
         self.here = 0  # readings done in the calling thread
         self._counting = threading.Lock()  # readings come from several threads at once
+        self._turns = _Turns()
 
     def read_within(
         self,
@@ -155,15 +164,17 @@ class ReadingProcesses:
         *,
         known: Collection[str] = frozenset(),
         page_cap: int | None = None,
+        reader: str = "",
     ) -> list[PageSelection]:
-        """:func:`~.across.read_within`, in a reading process when one can do it."""
+        """:func:`~.across.read_within`, in a reading process when one can do it; ``reader``:
+        who reads (a research's id), for the turns taken when every process is busy."""
         if (
             self._held
             and sum(len(page.text) for page in pages) >= READ_HERE_BELOW_CHARS
             and counter_named(counter.name) is not None
         ):
             request = (list(pages), list(terms), budget, counter.name, frozenset(known), page_cap)
-            held = self._taken(pages[0].id)
+            held = self._turns.take(self._held, pages[0].id, reader)
             try:
                 chosen: list[PageSelection] = held.ask(request)
             except ProcessFailed as exc:
@@ -173,27 +184,57 @@ class ReadingProcesses:
                     self.sent += 1
                 return chosen
             finally:
-                held.lock.release()
+                self._turns.give_back(held)
         with self._counting:
             self.here += 1
         return read_within(pages, terms, budget, counter, known=known, page_cap=page_cap)
-
-    def _taken(self, page_id: str) -> _ReadingProcess:
-        """A process for a reading whose first page is ``page_id``, its lock taken: the one the
-        id names when it is free (it may hold the page's parse), else any free one (started if
-        need be), else the one the id names once it is free."""
-        named = zlib.crc32(page_id.encode("utf-8", "surrogatepass")) % len(self._held)
-        for held in self._held[named:] + self._held[:named]:
-            if held.lock.acquire(blocking=False):
-                return held
-        self._held[named].lock.acquire()
-        return self._held[named]
 
     def close(self) -> None:
         """Stop the reading processes (a reading in progress finishes first)."""
         for held in self._held:
             with held.lock:
                 held.stop()
+
+
+class _Turns:
+    """Who reads next when every process is busy (see the module): the waiting reading whose
+    reader has had the fewest readings, then the earliest."""
+
+    READERS_KEPT = 1024  # readers whose count of readings is kept (the most recent)
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._waiting: list[tuple[int, int]] = []  # (readings its reader had, arrival), a heap
+        self._arrivals = itertools.count()
+        self._had: OrderedDict[str, int] = OrderedDict()
+
+    def take(self, held: Sequence[_ReadingProcess], page_id: str, reader: str) -> _ReadingProcess:
+        """A process for a reading whose first page is ``page_id``, its lock taken, in turn:
+        the one the id names when it is free (it may hold the page's parse), else any free one
+        (started if need be)."""
+        named = zlib.crc32(page_id.encode("utf-8", "surrogatepass")) % len(held)
+        with self._changed:
+            mine = (self._had.get(reader, 0), next(self._arrivals))
+            heapq.heappush(self._waiting, mine)
+            while True:
+                if self._waiting[0] == mine:
+                    for process in [*held[named:], *held[:named]]:
+                        if process.lock.acquire(blocking=False):
+                            heapq.heappop(self._waiting)
+                            self._had[reader] = self._had.pop(reader, 0) + 1
+                            if len(self._had) > self.READERS_KEPT:
+                                self._had.popitem(last=False)
+                            self._changed.notify_all()  # the next in line may take another
+                            return process
+                # A lock is also let go outside these turns (a process closed): look again
+                # now and then, not only when told.
+                self._changed.wait(timeout=0.05)
+
+    def give_back(self, process: _ReadingProcess) -> None:
+        """The reading on ``process`` is done: the next in line may take it."""
+        process.lock.release()
+        with self._changed:
+            self._changed.notify_all()
 
 
 def serve(requests: IO[bytes], answers: IO[bytes]) -> None:

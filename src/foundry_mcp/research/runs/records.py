@@ -3,7 +3,9 @@ and its researchers' saved states, as the research's owner; and how a state is s
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from typing import Any
 
 from foundry_mcp.research.models import LLMCallRecord, ResearchState
 from foundry_mcp.research.store.access.aio import AsyncStore
@@ -66,16 +68,68 @@ class RunJournal(OwnedRecords):
             )
 
 
+class SaveQueue:
+    """States saved on the store's writer thread, at most one save of a state waiting there.
+
+    A save snapshots its state when it runs (``save_snapshot``), so a save asked while another
+    of the same state still waits in the writer's queue joins that one: it will hold this
+    change too. Under load (many researches, each saving at every step of every phase) the
+    writer writes each state once a turn, not once for every step that asked while it was
+    busy with the others.
+    """
+
+    def __init__(self) -> None:
+        self._waiting: dict[tuple[str, str | None], tuple[list[bool], asyncio.Future[Any]]] = {}
+
+    async def save(
+        self, io: AsyncStore, state: ResearchState, write: Callable[[Store], Snapshot]
+    ) -> Snapshot:
+        """``write(store)`` on the writer thread, or join the save of ``state`` waiting there;
+        the snapshot written, once a save begun after this call is done (and applied)."""
+        key = (state.id, state.branch)
+        waiting = self._waiting.get(key)
+        if waiting is not None and not waiting[0][0]:
+            joined: Snapshot = await asyncio.shield(waiting[1])
+            return joined
+        begun = [False]
+
+        def run(store: Store) -> Snapshot:
+            begun[0] = True  # from now on a change may miss this snapshot: no one joins
+            return write(store)
+
+        saving = asyncio.ensure_future(io.write(run))
+        self._waiting[key] = (begun, saving)
+        try:
+            saved: Snapshot = await asyncio.shield(saving)
+        finally:
+            if key in self._waiting and self._waiting[key][1] is saving:
+                del self._waiting[key]
+        saved.apply()
+        return saved
+
+
 class RunBranches(OwnedRecords):
     """The saved researcher states of one research, for its playbook."""
+
+    def __init__(
+        self,
+        io: AsyncStore,
+        owner: Owner,
+        research_id: str,
+        deleted: set[str],
+        saves: SaveQueue | None = None,
+    ) -> None:
+        super().__init__(io, owner, research_id, deleted)
+        self._saves = saves or SaveQueue()
 
     async def save(self, branch: ResearchState) -> None:
         """Save a researcher's state, as the runner saves the research's."""
         if self._research_id not in self._deleted:
-            saved = await self._io.write(
-                lambda store: save_snapshot(store.save_branch, branch, self._owner)
+            await self._saves.save(
+                self._io,
+                branch,
+                lambda store: save_snapshot(store.save_branch, branch, self._owner),
             )
-            saved.apply()
 
     async def load(self) -> dict[str, ResearchState]:
         """The saved researcher states, with the page text of their sources."""

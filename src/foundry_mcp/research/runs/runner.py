@@ -18,7 +18,7 @@ from foundry_mcp.research.models import ResearchState, Status, utcnow
 from foundry_mcp.research.pricing import PriceTable
 from foundry_mcp.research.runs.ending import SERVER_STOPPED, abort, built
 from foundry_mcp.research.runs.jobs import Job
-from foundry_mcp.research.runs.records import RunBranches, RunJournal, save_snapshot
+from foundry_mcp.research.runs.records import RunBranches, RunJournal, SaveQueue, save_snapshot
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.archive import RunArchive
 from foundry_mcp.research.store.owners import LeaseLostError, Owner
@@ -61,6 +61,7 @@ class ResearchRunner:
         # Each running research's status, phase and iteration at its last save: a save that
         # moves them ends the status waits on it at once (``saved_here``).
         self._positions: dict[str, tuple[str, str, int]] = {}
+        self._saves = SaveQueue()  # a save asked while one of the same state waits joins it
 
     async def run(self, job: Job) -> None:
         # The answer to the call that started the run goes first (see ANSWER_FIRST_SECONDS);
@@ -152,7 +153,7 @@ class ResearchRunner:
                 checkpoint=checkpoint,
                 fetcher=fetcher,
                 hooks=self.hooks,
-                branches=RunBranches(self.io, self.owner, state.id, self.deleted),
+                branches=RunBranches(self.io, self.owner, state.id, self.deleted, self._saves),
                 local_providers=own,
                 local_sample=with_named_sources(
                     next((p.sample for p in search if isinstance(p, LocalDocuments)), None),
@@ -305,8 +306,9 @@ class ResearchRunner:
         the loop, once the write returns.
         """
         if state.id not in self.deleted:
-            saved = await self.io.write(lambda store: save_snapshot(store.save, state, self.owner))
-            saved.apply()
+            saved = await self._saves.save(
+                self.io, state, lambda store: save_snapshot(store.save, state, self.owner)
+            )
             position = (saved.status, saved.phase, saved.iteration)
             if self._positions.get(state.id) != position:  # a waiting status has news
                 self._positions[state.id] = position

@@ -188,7 +188,10 @@ class Supervisor:
             outputs = await self._execute(phase)
             gate = self._evaluate(phase, outputs)
             reflection = None
-        await self._checkpoint()
+        # The retried work is saved; without a retry the phase's work was saved above, and
+        # the judgement's records go with the next save.
+        if attempts:
+            await self._checkpoint()
         state.emit(
             "phase_completed",
             {"phase": phase.value, "iteration": state.iteration, "quality_ok": gate.valid},

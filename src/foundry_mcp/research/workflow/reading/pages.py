@@ -175,7 +175,7 @@ def _budgeted(
     known = frozenset(ledger.first_reader) if ledger is not None else frozenset()
     cap = max(1, batch_capacity(room) - _FRAME_ALLOWANCE)
     chosen = reading_processes().read_within(
-        pages, terms, allowance, counter, known=known, page_cap=cap
+        pages, terms, allowance, counter, known=known, page_cap=cap, reader=state.id
     )
     ready: list[ReadySource] = []
     read: dict[str, PageRecord] = {}
