@@ -260,6 +260,7 @@ def _words_at(text: str, bare: list[str], start: int, end: int) -> tuple[int, in
     order, one or more spaces or markup characters (`` ` * _ | ``) between two and markup
     around them: what the regular expression ``[`*_]*w1[\\s`*_|]+w2…[`*_]*`` finds, without
     compiling one for every claim."""
+    end = min(end, len(text))
     first = bare[0]
     at = text.find(first, start, end)
     while at >= 0:
