@@ -98,6 +98,9 @@ class SaveQueue:
             return write(store)
 
         saving = asyncio.ensure_future(io.write(run))
+        # Its outcome is read here even when every caller was cancelled meanwhile (a run
+        # stopping): the run's next write reports a lasting failure.
+        saving.add_done_callback(lambda done: done.cancelled() or done.exception())
         self._waiting[key] = (begun, saving)
         try:
             saved: Snapshot = await asyncio.shield(saving)

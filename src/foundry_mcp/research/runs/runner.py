@@ -291,8 +291,12 @@ class ResearchRunner:
         state.error = f"{exc.message} No report was written before the ceiling. {exc.remediation}"
 
     async def _finish(self, state: ResearchState) -> None:
-        await self._save(state)
+        # The trail's last event is written before the save that ends the research (the
+        # writes queued before it first, a save of this state among them): whoever sees the
+        # research ended finds its whole trail.
         self.event(state.id, "run_ended", {"status": state.status.value, "error": state.error})
+        await self.io.drain()
+        await self._save(state)
         log.info("research %s ended %s", state.id, state.status.value)
 
     async def _save(self, state: ResearchState) -> None:
