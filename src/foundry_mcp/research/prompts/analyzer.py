@@ -111,11 +111,10 @@ def snippet_lacking(source: Source, text: str) -> list[str]:
     sentences = split_sentences(one_line(source.snippet)[:SNIPPET_CHARS])
     # Most snippets are the page's own words: found as they stand, the page (often hundreds of
     # kilobytes) is not made one line for them.
-    unfound = [sentence for sentence in sentences if sentence not in text]
-    if not unfound:
+    if all(sentence in text for sentence in sentences):
         return []
     shown = one_line(text)
-    return [sentence for sentence in sentences if sentence in unfound and sentence not in shown]
+    return [sentence for sentence in sentences if sentence not in text and sentence not in shown]
 
 
 def analyzer_prompts(

@@ -43,7 +43,7 @@ VERBATIM_MIN_WORDS = 6  # a claim this long found word for word is shown where i
 VERBATIM_MARGIN = 80  # characters shown on either side of it within a long line, at most
 _SENTENCE_STOP = re.compile(r"[.!?](?=[\s)\]]|$)")
 _MARKUP = "`*_"  # stripped from a claim's words, allowed around them on the page
-_SEPARATORS = "`*_|"  # allowed between two words, besides spaces
+_SEPARATORS = _MARKUP + "|"  # allowed between two words, besides spaces
 
 
 class ExcerptSelector:
@@ -278,9 +278,9 @@ def _words_at(text: str, bare: list[str], start: int, end: int) -> tuple[int, in
 def _rest_at(text: str, bare: list[str], position: int, end: int) -> int | None:
     """Where the words after the first end when the first ends at ``position``: each after a
     run of separators, the longest run tried first (as a greedy expression backtracks)."""
-    tried = [_places(text, bare[1], position, end)] if len(bare) > 1 else []
-    if not tried:
+    if len(bare) == 1:
         return position
+    tried = [_places(text, bare[1], position, end)]
     while tried:
         number = len(tried)  # the word being placed
         place = next(tried[-1], None)
