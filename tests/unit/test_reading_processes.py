@@ -181,3 +181,72 @@ def test_when_every_process_is_busy_the_reader_with_fewest_readings_goes_first()
         assert served == ["early", "early", "new", "early"]
     finally:
         readers.close()
+
+
+def test_among_readers_with_as_many_readings_the_shortest_reading_goes_first() -> None:
+    """Two researches waiting for their first reading: the one with less to read goes first,
+    though it came later (its first analysis call waits the least); a reader that has had a
+    reading still waits for both."""
+    readers = ReadingProcesses(1)
+    counter = EstimateCounter()
+    served: list[str] = []
+
+    def read(reader: str, count: int) -> None:
+        readers.read_within(pages(count, count), TERMS, 1_000, counter, reader=reader)
+        served.append(reader)
+
+    def waiting(count: int) -> None:
+        deadline = time.monotonic() + 10
+        while len(readers._turns._waiting) < count and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert len(readers._turns._waiting) == count
+
+    try:
+        read("had one", 3)
+        with ThreadPoolExecutor(3) as threads:
+            with readers._held[0].lock:  # the only process is busy
+                futures = [threads.submit(read, "had one", 3)]
+                waiting(1)
+                futures.append(threads.submit(read, "long", 6))
+                waiting(2)
+                futures.append(threads.submit(read, "short", 3))
+                waiting(3)
+            for future in futures:
+                future.result(timeout=60)
+        assert served == ["had one", "short", "long", "had one"]
+    finally:
+        readers.close()
+
+
+def test_a_readers_count_is_read_when_a_process_frees_not_when_its_reading_came() -> None:
+    """A research whose readings all came at once has them one at a time among the others':
+    once its first is taken, another research's reading goes before its second, though that
+    one is longer and came later."""
+    readers = ReadingProcesses(1)
+    counter = EstimateCounter()
+    served: list[str] = []
+
+    def read(reader: str, count: int) -> None:
+        readers.read_within(pages(count, count), TERMS, 1_000, counter, reader=reader)
+        served.append(reader)
+
+    def waiting(count: int) -> None:
+        deadline = time.monotonic() + 10
+        while len(readers._turns._waiting) < count and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert len(readers._turns._waiting) == count
+
+    try:
+        with ThreadPoolExecutor(3) as threads:
+            with readers._held[0].lock:  # the only process is busy
+                futures = [threads.submit(read, "together", 3)]
+                waiting(1)
+                futures.append(threads.submit(read, "together", 3))
+                waiting(2)
+                futures.append(threads.submit(read, "other", 6))
+                waiting(3)
+            for future in futures:
+                future.result(timeout=60)
+        assert served == ["together", "other", "together"]
+    finally:
+        readers.close()

@@ -37,7 +37,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import Counter
-from collections.abc import Container, Sequence
+from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from foundry_mcp.context.reading.parsed import ParsedPage, parse_page
@@ -80,9 +80,17 @@ class _Candidate:
     passage: int
     text: str
     parsed: ParsedPage  # its page's parse (see :mod:`.parsed`)
-    sentences: list[tuple[str, tuple[str, ...], float]]  # (key, question terms, figure weight)
-    # its statements holding a term, each statement once
+    # its statements holding a term, each once: (key, question terms, figure weight)
     worthy: list[tuple[str, tuple[str, ...], float]] = field(default_factory=list)
+
+    def statement_keys(self, known: Container[str]) -> Iterator[str]:
+        """The keys of all its statements (a statement's key is its text), its sentences
+        ``known`` left out."""
+        page = self.parsed
+        for sentence in page.sentences_of(self.passage):
+            if not known or page.sentence_keys[sentence] not in known:
+                for n in page.statements_of(sentence):
+                    yield page.statement_texts[n]
 
 
 def read_within(
@@ -101,7 +109,7 @@ def read_within(
     parses = [parse_page(page.text.strip()) for page in pages]
     split = [list(parsed.passages) for parsed in parses]
     candidates = [
-        _Candidate(number, i, text, parsed, [])
+        _Candidate(number, i, text, parsed)
         for number, (page, parsed) in enumerate(zip(pages, parses, strict=True))
         for i, (text, _) in enumerate(parsed.passages)
         if i not in page.read_before
@@ -120,10 +128,13 @@ def read_within(
     taken = _best_first(candidates, weight, budget, marker, counter, page_cap)
     for candidate in taken:
         chosen[candidate.page].append(candidate.passage)
-    said = {key for candidate in taken for key, _, _ in candidate.sentences}
+    said = {key for candidate in taken for key in candidate.statement_keys(known)}
     for candidate in candidates:  # every sentence of it read from another passage
-        repeated = all(key in said for key, _, _ in candidate.sentences)
-        if candidate.sentences and repeated and candidate.passage not in chosen[candidate.page]:
+        if candidate.passage in chosen[candidate.page]:
+            continue
+        keys = candidate.statement_keys(known)
+        first = next(keys, None)
+        if first is not None and first in said and all(key in said for key in keys):
             copies[candidate.page].append(candidate.passage)
     return _selections(pages, split, chosen, copies, counter)
 
@@ -165,22 +176,27 @@ def _without_copies(candidates: list[_Candidate], known: Container[str]) -> list
 def _value(
     candidates: list[_Candidate], terms: Sequence[str], known: Container[str]
 ) -> dict[str, float]:
-    """Give each candidate its statements' keys, question terms and figure weight; the weight
-    (idf) of each term. A sentence ``known`` is worth nothing, so it is left out."""
+    """Give each candidate its statements that hold a question term (key, terms, figure
+    weight); the weight (idf) of each term. A sentence ``known`` is worth nothing, so it is
+    left out."""
     asked = Counter(terms)
     wanted = frozenset(asked)
-    split: list[list[tuple[int, frozenset[str]]]] = []
+    split: list[list[tuple[int, frozenset[str]]]] = []  # per candidate: statements with terms
     frequency: Counter[str] = Counter()  # of the asked terms: in how many passages
     for candidate in candidates:
         page = candidate.parsed
         stems = page.statement_stems
-        pieces = [
-            (n, wanted.intersection(stems[n].split()))
-            for sentence in page.sentences_of(candidate.passage)
-            if not known or page.sentence_keys[sentence] not in known
-            for n in page.statements_of(sentence)
-        ]
-        frequency.update(set().union(*(held for _, held in pieces)))
+        pieces: list[tuple[int, frozenset[str]]] = []
+        present: set[str] = set()
+        for sentence in page.sentences_of(candidate.passage):
+            if known and page.sentence_keys[sentence] in known:
+                continue
+            for n in page.statements_of(sentence):
+                held = wanted.intersection(stems[n].split())
+                if held:
+                    pieces.append((n, held))
+                    present |= held
+        frequency.update(present)
         split.append(pieces)
     total = len(candidates)
     weight = {
@@ -192,13 +208,12 @@ def _value(
         page = candidate.parsed
         worthy: set[str] = set()
         for n, words in pieces:
-            held = tuple(words & weight.keys())
-            figure = FIGURE_WEIGHT if held and page.states_figure(n) else 1.0
-            statement = (page.statement_texts[n], held, figure)
-            candidate.sentences.append(statement)
-            if held and statement[0] not in worthy:  # a statement said twice is worth it once
-                worthy.add(statement[0])
-                candidate.worthy.append(statement)
+            text = page.statement_texts[n]
+            if text in worthy:  # a statement said twice is worth it once
+                continue
+            worthy.add(text)
+            figure = FIGURE_WEIGHT if page.states_figure(n) else 1.0
+            candidate.worthy.append((text, tuple(sorted(words & weight.keys())), figure))
     return weight
 
 
@@ -248,7 +263,7 @@ def _best_first(
         used += cost
         per_page[candidate.page] += cost
         picked.append(candidate)
-        for key, held, _ in candidate.sentences:
+        for key, held, _ in candidate.worthy:
             if key not in taken:
                 taken.add(key)
                 for term in held:

@@ -13,7 +13,8 @@ thread. A reading goes to the process its first page's id names, so a page read 
 the research, whose parse that process keeps (:mod:`.parsed`), goes back to it; when that
 process is busy, to a free one instead, so that the parts of a research are read side by side.
 When every process is busy, the readings waiting take turns by reader (a research): the one
-whose reader has had the fewest readings goes first, then the earliest. A research's first
+whose reader has had the fewest readings goes first, then the shortest (so the research waits
+on the quickest of its first readings), then the earliest. A research's first
 reading is what its first analysis call waits for, with nothing of it in flight; its later ones
 are read while that call is out. So when researches start together, each has its first reading
 before any has its third.
@@ -27,7 +28,6 @@ stdin closes (its server died).
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import logging
 import os
@@ -168,13 +168,10 @@ class ReadingProcesses:
     ) -> list[PageSelection]:
         """:func:`~.across.read_within`, in a reading process when one can do it; ``reader``:
         who reads (a research's id), for the turns taken when every process is busy."""
-        if (
-            self._held
-            and sum(len(page.text) for page in pages) >= READ_HERE_BELOW_CHARS
-            and counter_named(counter.name) is not None
-        ):
+        size = sum(len(page.text) for page in pages)
+        if self._held and size >= READ_HERE_BELOW_CHARS and counter_named(counter.name) is not None:
             request = (list(pages), list(terms), budget, counter.name, frozenset(known), page_cap)
-            held = self._turns.take(self._held, pages[0].id, reader)
+            held = self._turns.take(self._held, pages[0].id, reader, size)
             try:
                 chosen: list[PageSelection] = held.ask(request)
             except ProcessFailed as exc:
@@ -198,29 +195,31 @@ class ReadingProcesses:
 
 class _Turns:
     """Who reads next when every process is busy (see the module): the waiting reading whose
-    reader has had the fewest readings, then the earliest."""
+    reader has had the fewest readings by now, then the shortest, then the earliest."""
 
     READERS_KEPT = 1024  # readers whose count of readings is kept (the most recent)
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
-        self._waiting: list[tuple[int, int]] = []  # (readings its reader had, arrival), a heap
+        self._waiting: list[tuple[str, int, int]] = []  # (reader, characters to read, arrival)
         self._arrivals = itertools.count()
         self._had: OrderedDict[str, int] = OrderedDict()
 
-    def take(self, held: Sequence[_ReadingProcess], page_id: str, reader: str) -> _ReadingProcess:
-        """A process for a reading whose first page is ``page_id``, its lock taken, in turn:
-        the one the id names when it is free (it may hold the page's parse), else any free one
-        (started if need be)."""
+    def take(
+        self, held: Sequence[_ReadingProcess], page_id: str, reader: str, size: int = 0
+    ) -> _ReadingProcess:
+        """A process for a reading of ``size`` characters whose first page is ``page_id``, its
+        lock taken, in turn: the one the id names when it is free (it may hold the page's
+        parse), else any free one (started if need be)."""
         named = zlib.crc32(page_id.encode("utf-8", "surrogatepass")) % len(held)
         with self._changed:
-            mine = (self._had.get(reader, 0), next(self._arrivals))
-            heapq.heappush(self._waiting, mine)
+            mine = (reader, size, next(self._arrivals))
+            self._waiting.append(mine)
             while True:
-                if self._waiting[0] == mine:
+                if self._next() == mine:
                     for process in [*held[named:], *held[:named]]:
                         if process.lock.acquire(blocking=False):
-                            heapq.heappop(self._waiting)
+                            self._waiting.remove(mine)
                             self._had[reader] = self._had.pop(reader, 0) + 1
                             if len(self._had) > self.READERS_KEPT:
                                 self._had.popitem(last=False)
@@ -229,6 +228,13 @@ class _Turns:
                 # A lock is also let go outside these turns (a process closed): look again
                 # now and then, not only when told.
                 self._changed.wait(timeout=0.05)
+
+    def _next(self) -> tuple[str, int, int]:
+        """The waiting reading whose turn it is (call holding ``_changed``). Its reader's count
+        is read now, not when it came: a research's readings that came together go one at a
+        time among the other researches'."""
+        had = self._had
+        return min(self._waiting, key=lambda waiting: (had.get(waiting[0], 0), *waiting[1:]))
 
     def give_back(self, process: _ReadingProcess) -> None:
         """The reading on ``process`` is done: the next in line may take it."""
