@@ -277,3 +277,61 @@ async def test_a_page_is_read_for_every_search_of_its_round(
     readings = [p for p in _analyst_prompts(brain) if "<source id=" in p]
     assert len(readings) == 1, "the manual was read in more than one reading"
     assert "FACT-defs" in readings[0] and "FACT-risks" in readings[0]
+
+
+def _one_query_state() -> ResearchState:
+    return ResearchState(
+        query="q",
+        llm_provider="openai",
+        llm_model="m",
+        limits=ResearchLimits(max_sources_per_query=3, reading_budget=BUDGET),
+        sub_queries=[SubQuery(query="only")],
+    )
+
+
+@pytest.mark.anyio
+async def test_new_pages_are_read_while_their_search_is_saved() -> None:
+    """The reading of a search's pages does not wait for the save of what it found: the save
+    is still out when they are handed on, and it writes them."""
+    state = _one_query_state()
+    handed = anyio.Event()
+    saved: list[list[str]] = []
+
+    async def on_sources(sources: list[Source]) -> None:
+        handed.set()
+
+    async def checkpoint() -> None:
+        with anyio.fail_after(5):  # waiting for the reading that waited for this save: stuck
+            await handed.wait()
+        saved.append([s.url or "" for s in state.sources])
+
+    await gatherer.gather(
+        state, [SlowQueries({"only": 0.0})], CallLog(), checkpoint, on_sources=on_sources
+    )
+    assert saved == [["https://a.example/1"]]
+    assert state.sub_queries[0].status is SubQueryStatus.COMPLETED
+
+
+class SaveFailed(Exception):
+    pass
+
+
+@pytest.mark.anyio
+async def test_a_failed_save_stops_the_reading_and_is_raised_as_itself() -> None:
+    state = _one_query_state()
+    reading_ended = False
+
+    async def on_sources(sources: list[Source]) -> None:
+        nonlocal reading_ended
+        await anyio.sleep(10)
+        reading_ended = True
+
+    async def checkpoint() -> None:
+        await anyio.sleep(0.01)
+        raise SaveFailed("the disk is full")
+
+    with anyio.fail_after(5), pytest.raises(SaveFailed, match="the disk is full"):
+        await gatherer.gather(
+            state, [SlowQueries({"only": 0.0})], CallLog(), checkpoint, on_sources=on_sources
+        )
+    assert not reading_ended

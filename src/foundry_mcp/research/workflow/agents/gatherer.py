@@ -97,6 +97,10 @@ class _Searching:
             await self._none_out.wait()
 
 
+async def _call(step: Callable[[], Awaitable[object]]) -> None:
+    await step()
+
+
 def normalise_title(title: str) -> str | None:
     """A title reduced to its words, or None when it is too short or generic to identify a page."""
     text = unicodedata.normalize("NFKC", title).casefold()
@@ -124,14 +128,14 @@ async def gather(
     on_sources: SourcesFound | None = None,
     private: PrivateWords | None = None,
 ) -> GathererOutput:
-    """Search every pending sub-query; each finished one is saved before the next starts.
+    """Search every pending sub-query; each one is saved as its search returns.
 
     ``fetcher`` reads the pages of sources without text (none: pages are not read). With a
     ``pool`` (shared by the researchers of one research) a URL keeps one id across them all and
     its page is read once. ``local_providers`` names the providers of the user's documents (a
     sub-query whose ``target`` is ``local`` or ``web`` is searched by them, or by the others,
-    only). ``on_sources`` receives each saved sub-query's new sources (not called when it found
-    none). With ``private`` (the research's), a query sent to a public service goes without the
+    only). ``on_sources`` receives each sub-query's new sources while they are saved (not
+    called when it found none): a failed save cancels it. With ``private`` (the research's), a query sent to a public service goes without the
     words only the user's own sources hold (:mod:`.privacy`), and what is found is learnt.
     """
     output = GathererOutput()
@@ -149,12 +153,22 @@ async def gather(
             sources = await find(sub_query)
         finally:
             searching.returned(sub_query)
-        if on_sources is not None and sources:
+        if on_sources is None or not sources:
+            await checkpoint()
+            return
+        analyse = on_sources
+
+        async def analyse_when_settled() -> None:
             await searching.settle(SETTLE_SECONDS)
-            await on_sources(sources)
+            await analyse(sources)
+
+        # The sub-query's sources are read while they are saved: the reading only reads them,
+        # and what the analysis makes of them goes in a later save, queued behind this one.
+        await fan_out(_call, [checkpoint, analyse_when_settled])
 
     async def find(sub_query: SubQuery) -> list[Source]:
-        """Search ``sub_query``, fetch its new pages and save them; its new sources."""
+        """Search ``sub_query``, fetch its new pages and record them on the state (the caller
+        saves them); its new sources."""
         lanes = search_lanes(sub_query, providers, local_providers, search.source_types)
         answers: dict[int, LaneAnswer] = {}
 
@@ -209,8 +223,8 @@ async def gather(
                 pool.identify(source)
         if fetcher is not None and fetcher.enabled:
             await _fetch_pages(fetcher, sources, state, calls, pool)
-        # From here to the checkpoint nothing awaits: a cancel cannot leave the sub-query
-        # marked done without its sources.
+        # From here on nothing awaits: a cancel cannot leave the sub-query marked done
+        # without its sources.
         if all(answer.failed for answer in by_lane):
             sub_query.status = SubQueryStatus.FAILED
             sub_query.error = "; ".join(a.error.message for a in attempts if a.error is not None)
@@ -227,7 +241,6 @@ async def gather(
         if private is not None:
             private.learn(sources)
         sub_query.providers = list(dict.fromkeys(attempt.provider for attempt in attempts))
-        await checkpoint()
         return sources
 
     await fan_out(run, state.pending_sub_queries())
