@@ -135,13 +135,38 @@ async def test_long_poll_returns_early_on_a_change_and_at_the_timeout_otherwise(
         assert status["phase"] == "planning"
 
         began = time.monotonic()
-        status = await service.status(rid, wait=True, wait_timeout=10)
-        assert time.monotonic() - began < 3  # returned when planning ended
+        status = await service.status(rid, wait=True, wait_timeout=30)
+        # Returned when planning ended (a few calls of 1.5 s, and the first research of a
+        # process loads its token counter on the way), long before the timeout.
+        assert time.monotonic() - began < 10
         assert status["phase"] != "planning"
         assert status["progress"]["phases"] == 5
         assert status["progress"]["phase_index"] >= 2
         assert status["stale"] is False
         assert "wait=true" in status["next_action"]
+
+
+async def test_a_long_poll_whose_research_ended_as_it_began_returns_at_once(
+    settings: Settings, openai_server: FakeHTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The research ends between the status's read of it and the wait's first look at the
+    store: that is the news the wait was for, not the point it waits from."""
+    openai_server.latency = 0.3
+    async with research_runtime(settings, warm=False) as service:
+        rid = (await service.start("What is a trie?", max_iterations=1))["research_id"]
+        await _until(service, rid, lambda s: s.status is Status.RUNNING)
+        lookup = service.lookup
+        first_look = lookup._fingerprint
+
+        async def after_the_end(research_id: str):  # type: ignore[no-untyped-def]
+            await _until(service, research_id, lambda s: not s.status.is_active, timeout=30)
+            return await first_look(research_id)
+
+        monkeypatch.setattr(lookup, "_fingerprint", after_the_end)
+        began = time.monotonic()  # the research runs a few seconds yet: read active
+        status = await service.status(rid, wait=True, wait_timeout=20)
+        assert status["status"] == "completed"
+        assert time.monotonic() - began < 5  # not held until the timeout
 
 
 async def test_two_processes_one_store_run_each_research_once(

@@ -82,13 +82,19 @@ class SaveQueue:
         self._waiting: dict[tuple[str, str | None], tuple[list[bool], asyncio.Future[Any]]] = {}
 
     async def save(
-        self, io: AsyncStore, state: ResearchState, write: Callable[[Store], Snapshot]
+        self,
+        io: AsyncStore,
+        state: ResearchState,
+        write: Callable[[Store], Snapshot],
+        *,
+        join: bool = True,
     ) -> Snapshot:
         """``write(store)`` on the writer thread, or join the save of ``state`` waiting there;
-        the snapshot written, once a save begun after this call is done (and applied)."""
+        the snapshot written, once a save begun after this call is done (and applied).
+        ``join`` False: a save of its own, written after every write queued before this call."""
         key = (state.id, state.branch)
         waiting = self._waiting.get(key)
-        if waiting is not None and not waiting[0][0]:
+        if join and waiting is not None and not waiting[0][0]:
             joined: Snapshot = await asyncio.shield(waiting[1])
             return joined
         begun = [False]

@@ -291,15 +291,15 @@ class ResearchRunner:
         state.error = f"{exc.message} No report was written before the ceiling. {exc.remediation}"
 
     async def _finish(self, state: ResearchState) -> None:
-        # The trail's last event is written before the save that ends the research (the
-        # writes queued before it first, a save of this state among them): whoever sees the
-        # research ended finds its whole trail.
+        # The trail's last event is written before the save that ends the research: the
+        # save is one of its own, queued behind the event (a save of this state waiting in
+        # the queue would be written before it). Whoever sees the research ended finds its
+        # whole trail.
         self.event(state.id, "run_ended", {"status": state.status.value, "error": state.error})
-        await self.io.drain()
-        await self._save(state)
+        await self._save(state, join=False)
         log.info("research %s ended %s", state.id, state.status.value)
 
-    async def _save(self, state: ResearchState) -> None:
+    async def _save(self, state: ResearchState, *, join: bool = True) -> None:
         """Save a run's state (fenced), unless the research was deleted while it ran.
 
         The state is saved on the store's writer thread while the run goes on editing it on
@@ -311,7 +311,10 @@ class ResearchRunner:
         """
         if state.id not in self.deleted:
             saved = await self._saves.save(
-                self.io, state, lambda store: save_snapshot(store.save, state, self.owner)
+                self.io,
+                state,
+                lambda store: save_snapshot(store.save, state, self.owner),
+                join=join,
             )
             position = (saved.status, saved.phase, saved.iteration)
             if self._positions.get(state.id) != position:  # a waiting status has news

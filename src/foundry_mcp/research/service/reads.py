@@ -135,11 +135,13 @@ class ResearchLookup:
         read, stale = await self._read(research_id, principal)
         if wait and read.state.status.is_active and stale is None:
             # The store wakes the wait on every save (PostgreSQL: NOTIFY; SQLite: polling);
-            # the poll ends when the status, phase or iteration moved.
-            before = last = await self._fingerprint(research_id)
+            # the poll ends when the status, phase or iteration moved from the state read
+            # above (a save landing between that read and the first fingerprint's is news).
+            before = _position(read.state)
+            last = await self._fingerprint(research_id)
             deadline = time.monotonic() + timeout
             next_report = time.monotonic()
-            while (left := deadline - time.monotonic()) > 0:
+            while not _moved(before, last) and (left := deadline - time.monotonic()) > 0:
                 if on_progress is not None and time.monotonic() >= next_report:
                     progress, _ = await self._read(research_id, principal)
                     await on_progress(status_of(progress))
@@ -147,10 +149,7 @@ class ResearchLookup:
                 if on_progress is not None:
                     left = min(left, max(WAIT_POLL_SECONDS, next_report - time.monotonic()))
                 await self.io.wait_for_change(research_id, left, since=last)
-                now = await self._fingerprint(research_id)
-                if _moved(before, now):
-                    break
-                last = now
+                last = await self._fingerprint(research_id)
             read, stale = await self._read(research_id, principal)
         payload = status_of(read)
         if stale is not None:
@@ -355,6 +354,11 @@ class ResearchLookup:
             page = await self.events(research_id, cursor=page["next_cursor"], limit=EVENTS_PAGE)
             events += page["events"]
         return _to_json({"research_id": page["research_id"], "events": events})
+
+
+def _position(state: ResearchState) -> Fingerprint:
+    """What of ``state`` a waiting status compares (its fingerprint but its time)."""
+    return (state.status.value, state.phase.value, state.iteration, "")
 
 
 def _moved(before: Fingerprint | None, now: Fingerprint | None) -> bool:

@@ -1,0 +1,70 @@
+"""A save joins the save of its state still waiting on the writer, unless it asks for one of
+its own: that one is written after every write queued before it (a run's last event, then the
+save that ends the run)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from foundry_mcp.research.models import ResearchState
+from foundry_mcp.research.runs.records import SaveQueue
+from foundry_mcp.research.store.access.aio import AsyncStore
+from foundry_mcp.research.store.protocol import Store
+from foundry_mcp.research.store.sqlite.store import ResearchStore
+from foundry_mcp.research.store.states import Snapshot
+
+
+def _state() -> ResearchState:
+    return ResearchState(query="q", llm_provider="openai", llm_model="m")
+
+
+async def _writes_in_order(tmp_path: Path, *, join: bool) -> tuple[list[str], bool]:
+    """A save waits behind a busy writer, an event is queued, then a second save is asked:
+    the order the writer wrote them in, and whether the second save returned the first's
+    snapshot."""
+    io = AsyncStore(ResearchStore(tmp_path / "research"))
+    saves, state = SaveQueue(), _state()
+    order: list[str] = []
+    held = threading.Event()
+
+    def write(label: str) -> Callable[[Store], Snapshot]:
+        def run(store: Store) -> Snapshot:
+            order.append(label)
+            return Snapshot.of(state)
+
+        return run
+
+    try:
+        io.write_soon(lambda store: held.wait(10), "hold the writer")
+        first = asyncio.ensure_future(saves.save(io, state, write("first save")))
+        await asyncio.sleep(0.05)  # its write is queued
+        io.write_soon(lambda store: order.append("event"), "the event")
+        second = asyncio.ensure_future(saves.save(io, state, write("second save"), join=join))
+        await asyncio.sleep(0.05)
+        held.set()
+        async with asyncio.timeout(10):
+            one, two = await asyncio.gather(first, second)
+        await io.drain()
+        return order, one is two
+    finally:
+        held.set()
+        io.close()
+
+
+@pytest.mark.anyio
+async def test_a_save_joins_the_save_of_its_state_waiting_on_the_writer(tmp_path: Path) -> None:
+    order, same = await _writes_in_order(tmp_path, join=True)
+    assert order == ["first save", "event"] and same
+
+
+@pytest.mark.anyio
+async def test_a_save_of_its_own_is_written_after_the_writes_queued_before_it(
+    tmp_path: Path,
+) -> None:
+    order, same = await _writes_in_order(tmp_path, join=False)
+    assert order == ["first save", "event", "second save"] and not same
