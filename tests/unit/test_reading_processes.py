@@ -150,16 +150,18 @@ def test_a_reading_goes_to_a_free_process_when_the_one_its_page_names_is_busy() 
         readers.close()
 
 
-def test_when_every_process_is_busy_the_reader_with_fewest_readings_goes_first() -> None:
-    """Researches starting together each get their first reading before any gets its third: a
-    reading of a research that has had none goes before one of a research that has had two,
-    though it came later."""
+Reading = tuple[str, int, int]  # (reader, seed, pages)
+
+
+def _served_in_turn(before: list[Reading], queued: list[Reading]) -> list[str]:
+    """The readers in the order one reading process served them: ``before`` read one after
+    the other, then ``queued`` each waiting in turn while the process is busy."""
     readers = ReadingProcesses(1)
     counter = EstimateCounter()
     served: list[str] = []
 
-    def read(reader: str, seed: int) -> None:
-        readers.read_within(pages(seed), TERMS, 1_000, counter, reader=reader)
+    def read(reader: str, seed: int, count: int) -> None:
+        readers.read_within(pages(seed, count), TERMS, 1_000, counter, reader=reader)
         served.append(reader)
 
     def waiting(count: int) -> None:
@@ -169,84 +171,42 @@ def test_when_every_process_is_busy_the_reader_with_fewest_readings_goes_first()
         assert len(readers._turns._waiting) == count
 
     try:
-        read("early", 1)
-        read("early", 2)  # "early" has had two readings
-        with ThreadPoolExecutor(2) as threads:
+        for reading in before:
+            read(*reading)
+        with ThreadPoolExecutor(len(queued)) as threads:
+            futures = []
             with readers._held[0].lock:  # the only process is busy
-                first = threads.submit(read, "early", 3)
-                waiting(1)
-                second = threads.submit(read, "new", 4)
-                waiting(2)
-            first.result(timeout=60), second.result(timeout=60)
-        assert served == ["early", "early", "new", "early"]
+                for reading in queued:
+                    futures.append(threads.submit(read, *reading))
+                    waiting(len(futures))
+            for future in futures:
+                future.result(timeout=60)
+        return served
     finally:
         readers.close()
+
+
+def test_when_every_process_is_busy_the_reader_with_fewest_readings_goes_first() -> None:
+    """Researches starting together each get their first reading before any gets its third: a
+    reading of a research that has had none goes before one of a research that has had two,
+    though it came later."""
+    served = _served_in_turn([("early", 1, 3), ("early", 2, 3)], [("early", 3, 3), ("new", 4, 3)])
+    assert served == ["early", "early", "new", "early"]
 
 
 def test_among_readers_with_as_many_readings_the_shortest_reading_goes_first() -> None:
     """Two researches waiting for their first reading: the one with less to read goes first,
     though it came later (its first analysis call waits the least); a reader that has had a
     reading still waits for both."""
-    readers = ReadingProcesses(1)
-    counter = EstimateCounter()
-    served: list[str] = []
-
-    def read(reader: str, count: int) -> None:
-        readers.read_within(pages(count, count), TERMS, 1_000, counter, reader=reader)
-        served.append(reader)
-
-    def waiting(count: int) -> None:
-        deadline = time.monotonic() + 10
-        while len(readers._turns._waiting) < count and time.monotonic() < deadline:
-            time.sleep(0.005)
-        assert len(readers._turns._waiting) == count
-
-    try:
-        read("had one", 3)
-        with ThreadPoolExecutor(3) as threads:
-            with readers._held[0].lock:  # the only process is busy
-                futures = [threads.submit(read, "had one", 3)]
-                waiting(1)
-                futures.append(threads.submit(read, "long", 6))
-                waiting(2)
-                futures.append(threads.submit(read, "short", 3))
-                waiting(3)
-            for future in futures:
-                future.result(timeout=60)
-        assert served == ["had one", "short", "long", "had one"]
-    finally:
-        readers.close()
+    served = _served_in_turn(
+        [("had one", 3, 3)], [("had one", 3, 3), ("long", 6, 6), ("short", 3, 3)]
+    )
+    assert served == ["had one", "short", "long", "had one"]
 
 
 def test_a_readers_count_is_read_when_a_process_frees_not_when_its_reading_came() -> None:
     """A research whose readings all came at once has them one at a time among the others':
     once its first is taken, another research's reading goes before its second, though that
     one is longer and came later."""
-    readers = ReadingProcesses(1)
-    counter = EstimateCounter()
-    served: list[str] = []
-
-    def read(reader: str, count: int) -> None:
-        readers.read_within(pages(count, count), TERMS, 1_000, counter, reader=reader)
-        served.append(reader)
-
-    def waiting(count: int) -> None:
-        deadline = time.monotonic() + 10
-        while len(readers._turns._waiting) < count and time.monotonic() < deadline:
-            time.sleep(0.005)
-        assert len(readers._turns._waiting) == count
-
-    try:
-        with ThreadPoolExecutor(3) as threads:
-            with readers._held[0].lock:  # the only process is busy
-                futures = [threads.submit(read, "together", 3)]
-                waiting(1)
-                futures.append(threads.submit(read, "together", 3))
-                waiting(2)
-                futures.append(threads.submit(read, "other", 6))
-                waiting(3)
-            for future in futures:
-                future.result(timeout=60)
-        assert served == ["together", "other", "together"]
-    finally:
-        readers.close()
+    served = _served_in_turn([], [("together", 3, 3), ("together", 3, 3), ("other", 6, 6)])
+    assert served == ["together", "other", "together"]
