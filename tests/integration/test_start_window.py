@@ -59,11 +59,11 @@ async def test_a_cancel_during_the_runs_first_save_is_recorded_as_cancelled(
         save = runner._save
         entered, go_on = anyio.Event(), anyio.Event()
 
-        async def slow_first_save(state: ResearchState) -> None:
+        async def slow_first_save(state: ResearchState, **options: bool) -> None:
             if state.status is Status.RUNNING and not entered.is_set():
                 entered.set()
                 await go_on.wait()  # the save of "running" takes a while (a busy store)
-            await save(state)
+            await save(state, **options)
 
         runner._save = slow_first_save  # type: ignore[method-assign]
         started = await service.start("What is a rope data type?", max_iterations=1)

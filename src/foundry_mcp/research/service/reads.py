@@ -134,10 +134,11 @@ class ResearchLookup:
         check_range("wait_timeout", timeout, 0, MAX_WAIT_SECONDS, integer=False)
         read, stale = await self._read(research_id, principal)
         if wait and read.state.status.is_active and stale is None:
-            # The store wakes the wait on every save (PostgreSQL: NOTIFY; SQLite: polling);
-            # the poll ends when the status, phase or iteration moved from the state read
-            # above (a save landing between that read and the first fingerprint's is news).
-            before = _position(read.state)
+            # Woken on every save (PostgreSQL: NOTIFY; SQLite: polling), it ends once the
+            # status, phase or iteration moved from the state read above (a save landing
+            # between that read and the first fingerprint is news).
+            state = read.state
+            before = (state.status.value, state.phase.value, state.iteration, "")
             last = await self._fingerprint(research_id)
             deadline = time.monotonic() + timeout
             next_report = time.monotonic()
@@ -354,11 +355,6 @@ class ResearchLookup:
             page = await self.events(research_id, cursor=page["next_cursor"], limit=EVENTS_PAGE)
             events += page["events"]
         return _to_json({"research_id": page["research_id"], "events": events})
-
-
-def _position(state: ResearchState) -> Fingerprint:
-    """What of ``state`` a waiting status compares (its fingerprint but its time)."""
-    return (state.status.value, state.phase.value, state.iteration, "")
 
 
 def _moved(before: Fingerprint | None, now: Fingerprint | None) -> bool:
