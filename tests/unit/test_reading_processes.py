@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import random
 import signal
+import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -15,6 +17,7 @@ from foundry_mcp.context.reading.across import Page, read_within
 from foundry_mcp.context.reading.elsewhere import (
     READ_HERE_BELOW_CHARS,
     ReadingProcesses,
+    _Turns,
     counter_named,
 )
 from foundry_mcp.context.reading.focus import focus_terms
@@ -210,3 +213,103 @@ def test_a_readers_count_is_read_when_a_process_frees_not_when_its_reading_came(
     one is longer and came later."""
     served = _served_in_turn([], [("together", 3, 3), ("together", 3, 3), ("other", 6, 6)])
     assert served == ["together", "other", "together"]
+
+
+class _Busy:
+    """Stands for a reading process: only its lock matters to the turns."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+
+def _served_by_one_process(
+    rng: random.Random, readings: list[tuple[str, int]]
+) -> list[tuple[int, int]]:
+    """``readings`` (reader, length) all waiting on one busy process, then served: for each,
+    in the order served, how many readings its reader had before, and its length."""
+    turns = _Turns()
+    process = _Busy()
+    process.lock.acquire()
+    served: list[tuple[int, int]] = []
+    had: Counter[str] = Counter()
+
+    def read(reader: str, size: int) -> None:
+        taken = turns.take([process], "page", reader, size)
+        served.append((had[reader], size))  # one process: nothing else runs meanwhile
+        had[reader] += 1
+        time.sleep(rng.uniform(0, 0.002))
+        turns.give_back(taken)
+
+    with ThreadPoolExecutor(len(readings)) as threads:
+        futures = [threads.submit(read, *reading) for reading in readings]
+        deadline = time.monotonic() + 10
+        while len(turns._waiting) < len(readings) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        turns.give_back(process)  # the process frees
+        for future in futures:
+            future.result(timeout=30)
+    return served
+
+
+def test_turns_under_random_readers_and_lengths_go_round_by_round_shortest_first() -> None:
+    """Random readers and lengths, all waiting on one busy process, in random arrival order:
+    once it frees, they are served round by round (every waiting reader's first, then every
+    one's second, ...) and, within a round, shortest first."""
+    rng = random.Random(11)
+    for _ in range(30):
+        readings = [
+            (f"reader {rng.randrange(5)}", rng.randrange(1, 8) * 1_000)
+            for _ in range(rng.randint(3, 12))
+        ]
+        served = _served_by_one_process(rng, readings)
+        assert served == sorted(served)
+        assert sorted(size for _, size in served) == sorted(size for _, size in readings)
+
+
+def test_turns_under_random_arrivals_and_hold_times_serve_every_reading_once() -> None:
+    """Readings arrive at random moments over three processes held for random times, one of
+    them let go outside the turns now and then (a process closed): every reading is served,
+    once, and never two on one process at a time."""
+    rng = random.Random(5)
+    turns = _Turns()
+    processes = [_Busy() for _ in range(3)]
+    using: Counter[int] = Counter()
+    served: list[int] = []
+    guard = threading.Lock()
+
+    def read(number: int, pause: float, hold: float) -> None:
+        time.sleep(pause)
+        taken = turns.take(processes, f"page {number}", f"reader {number % 4}", number)
+        with guard:
+            using[id(taken)] += 1
+            assert using[id(taken)] == 1
+            served.append(number)
+        time.sleep(hold)
+        with guard:
+            using[id(taken)] -= 1
+        if number % 7 == 0:
+            taken.lock.release()  # outside the turns: no one is told
+        else:
+            turns.give_back(taken)
+
+    jobs = [(n, rng.uniform(0, 0.05), rng.uniform(0, 0.01)) for n in range(60)]
+    with ThreadPoolExecutor(16) as threads:
+        for future in [threads.submit(read, *job) for job in jobs]:
+            future.result(timeout=60)
+    assert sorted(served) == list(range(60))
+    assert not turns._waiting
+    # The last process let go outside the turns, with a reading waiting: it is taken all
+    # the same, without anyone being told.
+    for process in processes:
+        process.lock.acquire()
+    taken: list[object] = []
+    late = threading.Thread(
+        target=lambda: taken.append(turns.take(processes, "page", "late", 1)), daemon=True
+    )  # a daemon: were it never served, the test would fail, not hang
+    late.start()
+    deadline = time.monotonic() + 10
+    while not turns._waiting and time.monotonic() < deadline:
+        time.sleep(0.001)
+    processes[1].lock.release()
+    late.join(timeout=2)
+    assert taken == [processes[1]]
