@@ -13,11 +13,12 @@ thread. A reading goes to the process its first page's id names, so a page read 
 the research, whose parse that process keeps (:mod:`.parsed`), goes back to it; when that
 process is busy, to a free one instead, so that the parts of a research are read side by side.
 When every process is busy, the readings waiting take turns by reader (a research): the one
-whose reader has had the fewest readings goes first, then the shortest (so the research waits
-on the quickest of its first readings), then the earliest. A research's first
-reading is what its first analysis call waits for, with nothing of it in flight; its later ones
-are read while that call is out. So when researches start together, each has its first reading
-before any has its third.
+whose reader has had the fewest readings by the time a process frees goes first, then the
+shortest (so the research waits on the quickest of its first readings), then the earliest. A
+research's first reading is what its first analysis call waits for, with nothing of it in
+flight; its later ones are read while that call is out. So when researches start together,
+each has its first reading before any has its second, even when all their readings came at
+once.
 The counter is rebuilt there by its name (:func:`counter_named`); a counter with no name a
 process can rebuild (a test's own) reads in the calling thread, and so does any reading whose
 process cannot start or dies: a reading is never lost to its process. Requests and answers are

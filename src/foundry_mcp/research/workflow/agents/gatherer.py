@@ -135,8 +135,9 @@ async def gather(
     its page is read once. ``local_providers`` names the providers of the user's documents (a
     sub-query whose ``target`` is ``local`` or ``web`` is searched by them, or by the others,
     only). ``on_sources`` receives each sub-query's new sources while they are saved (not
-    called when it found none): a failed save cancels it. With ``private`` (the research's), a query sent to a public service goes without the
-    words only the user's own sources hold (:mod:`.privacy`), and what is found is learnt.
+    called when it found none): a failed save cancels it. With ``private`` (the research's), a
+    query sent to a public service goes without the words only the user's own sources hold
+    (:mod:`.privacy`), and what is found is learnt.
     """
     output = GathererOutput()
     seen_urls = {normalise_url(s.url) for s in state.sources if s.url}
@@ -167,8 +168,7 @@ async def gather(
         await fan_out(_call, [checkpoint, analyse_when_settled])
 
     async def find(sub_query: SubQuery) -> list[Source]:
-        """Search ``sub_query``, fetch its new pages and record them on the state (the caller
-        saves them); its new sources."""
+        """Search ``sub_query``, fetch its new pages, record them (``run`` saves them)."""
         lanes = search_lanes(sub_query, providers, local_providers, search.source_types)
         answers: dict[int, LaneAnswer] = {}
 
