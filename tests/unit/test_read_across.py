@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from foundry_mcp.context.reading.across import Page, read_within
+from foundry_mcp.context.reading.across import Page, read_in_order, read_within
 from foundry_mcp.context.reading.focus import focus_terms, sentence_key
-from foundry_mcp.context.reading.passages import cut_words
+from foundry_mcp.context.reading.passages import cut_words, split_passages_with_breaks
 from foundry_mcp.context.tokens import EstimateCounter
 from foundry_mcp.research.models import PageRecord
 
@@ -131,3 +131,19 @@ def test_a_figure_counts_with_its_own_statement_not_with_the_heading_above_it() 
     pages.append(Page("list", listed))
     chosen = read_within(pages, TERMS, 600, COUNTER)
     assert "FACT-list" in read_text(chosen)
+
+
+def test_reading_in_order_takes_each_page_from_its_beginning_within_its_share() -> None:
+    short, long = page("short", 3), page("long", 300)
+    read_before = Page(long.id, long.text, frozenset({0, 1}))
+    chosen = read_in_order([short, read_before], 2_000, COUNTER, page_cap=1_500)
+    assert chosen[0].text == short.text.strip()  # short: whole, word for word
+    pieces = split_passages_with_breaks(long.text.strip())
+    taken = chosen[1].chosen
+    # From the first passage not read before, in order, no gap, up to the cap.
+    assert taken == tuple(range(2, 2 + len(taken))) and len(taken) < len(pieces)
+    assert 1_000 < chosen[1].tokens <= 1_500
+    assert chosen[1].passages == len(pieces)
+    # Without the cap, the short page's leftover goes to the long one.
+    wider = read_in_order([short, read_before], 2_000, COUNTER)
+    assert chosen[1].tokens < wider[1].tokens <= 2_000 - chosen[0].tokens

@@ -13,11 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from foundry_mcp.context.reading.across import Page, read_within
+from foundry_mcp.context.reading.across import Page, read_in_order, read_within
 from foundry_mcp.context.reading.elsewhere import (
     READ_HERE_BELOW_CHARS,
     ReadingProcesses,
     _Turns,
+    answer_deadline,
     counter_named,
 )
 from foundry_mcp.context.reading.focus import focus_terms
@@ -313,3 +314,35 @@ def test_turns_under_random_arrivals_and_hold_times_serve_every_reading_once() -
     processes[1].lock.release()
     late.join(timeout=2)
     assert taken == [processes[1]]
+
+
+def test_a_process_that_does_not_answer_by_the_deadline_is_killed_and_the_pages_read_in_order() -> (
+    None
+):
+    """A stuck reading process (stopped here) holds its reading no longer than the deadline:
+    it is killed, the pages are read from their beginnings, and the next reading starts a new
+    process."""
+    readers = ReadingProcesses(1, deadline=lambda characters: 1.0)
+    counter = EstimateCounter()
+    try:
+        readers.read_within(pages(3), TERMS, 1_000, counter)
+        (stuck,) = _worker_pids(readers)
+        os.kill(stuck, signal.SIGSTOP)
+        began = time.monotonic()
+        got = readers.read_within(pages(4), TERMS, 1_000, counter)
+        assert time.monotonic() - began < 5
+        assert texts(got) == texts(read_in_order(pages(4), 1_000, counter))
+        assert readers.in_order == 1 and readers.sent == 1
+        with pytest.raises(ProcessLookupError):
+            os.kill(stuck, 0)  # killed and reaped
+        again = readers.read_within(pages(5), TERMS, 1_000, counter)
+        assert texts(again) == texts(read_within(pages(5), TERMS, 1_000, counter))
+        assert readers.sent == 2 and _worker_pids(readers) != [stuck]
+    finally:
+        readers.close()
+
+
+def test_a_reading_deadline_grows_with_the_text_and_leaves_room_for_a_loaded_machine() -> None:
+    assert answer_deadline(0) >= 5
+    # About 0.5 microseconds a character on a quiet machine: forty times that, at least.
+    assert answer_deadline(1_000_000) - answer_deadline(0) >= 40 * 0.5e-6 * 1_000_000

@@ -41,6 +41,7 @@ from collections.abc import Container, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from foundry_mcp.context.reading.parsed import ParsedPage, parse_page
+from foundry_mcp.context.reading.passages import split_passages_with_breaks
 from foundry_mcp.context.reading.selection import ELISION, assemble
 from foundry_mcp.context.tokens import TokenCounter
 
@@ -330,3 +331,32 @@ def _selection(
     text = page.text.strip() if whole else assemble(pieces, chosen)
     read = tuple(sorted({*chosen, *copies}))
     return PageSelection(page.id, text, read, len(pieces), counter.count(text))
+
+
+def read_in_order(
+    pages: Sequence[Page], budget: int, counter: TokenCounter, *, page_cap: int | None = None
+) -> list[PageSelection]:
+    """Each page's passages not read before, from its beginning, within its share of ``budget``
+    (what the pages before it left, shared among it and the rest) and ``page_cap``: a reading
+    that values nothing, for when :func:`read_within` cannot be had in time
+    (:mod:`.elsewhere`). One selection per page, in order."""
+    marker = counter.count(f"\n{ELISION}\n") + 1
+    selections: list[PageSelection] = []
+    left = budget
+    for number, page in enumerate(pages):
+        share = left // (len(pages) - number)
+        if page_cap is not None:
+            share = min(share, page_cap)
+        pieces = split_passages_with_breaks(page.text.strip())
+        chosen: list[int] = []
+        for i, (text, _) in enumerate(pieces):
+            if i in page.read_before:
+                continue
+            cost = counter.count(text) + marker
+            if cost > share:
+                break
+            share -= cost
+            left -= cost
+            chosen.append(i)
+        selections.append(_selection(page, pieces, chosen, [], counter))
+    return selections

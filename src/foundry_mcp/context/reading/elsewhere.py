@@ -21,7 +21,11 @@ each has its first reading before any has its second, even when all their readin
 once.
 The counter is rebuilt there by its name (:func:`counter_named`); a counter with no name a
 process can rebuild (a test's own) reads in the calling thread, and so does any reading whose
-process cannot start or dies: a reading is never lost to its process. Requests and answers are
+process cannot start or dies: a reading is never lost to its process. A process that has not
+answered by its reading's deadline (:func:`answer_deadline`, many times what the reading takes
+on a loaded machine) is killed, and the pages are read from their beginnings instead
+(:func:`~.across.read_in_order`, which values nothing): a stuck process never holds a research.
+Requests and answers are
 pickled frames on the process's stdin and stdout, between this package's two ends only. Called
 from a worker thread: it waits on the process. A process ends when its server closes it or its
 stdin closes (its server died).
@@ -39,11 +43,11 @@ import sys
 import threading
 import zlib
 from collections import OrderedDict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from foundry_mcp.context.reading.across import Page, PageSelection, read_within
+from foundry_mcp.context.reading.across import Page, PageSelection, read_in_order, read_within
 from foundry_mcp.context.tokens import EstimateCounter, TokenCounter, counter_for_encoding
 
 log = logging.getLogger(__name__)
@@ -53,11 +57,24 @@ MAX_READING_PROCESSES = 16
 # A reading of less page text than this is read in the calling thread: it holds the loop for
 # a few milliseconds, and a process would cost more to start than it saves.
 READ_HERE_BELOW_CHARS = 100_000
+# A reading's deadline: a process's start and counter load, then about forty times what a
+# character of page text takes on a quiet machine (0.5 microseconds).
+DEADLINE_SECONDS = 10.0
+DEADLINE_SECONDS_PER_CHAR = 20e-6
 _FRAME = struct.Struct(">Q")  # the length of the pickle that follows
 
 
 class ProcessFailed(Exception):
     """A reading process could not start, or died, or answered with an error."""
+
+
+class ProcessTooSlow(ProcessFailed):
+    """A reading process did not answer by its reading's deadline, and was killed."""
+
+
+def answer_deadline(characters: int) -> float:
+    """The seconds a reading process has to answer a reading of ``characters`` of page text."""
+    return DEADLINE_SECONDS + characters * DEADLINE_SECONDS_PER_CHAR
 
 
 def counter_named(name: str) -> TokenCounter | None:
@@ -98,16 +115,30 @@ class _ReadingProcess:
             raise ProcessFailed(f"it could not start: {exc}") from None
         return self.process
 
-    def ask(self, request: tuple[Any, ...]) -> Any:
-        """The process's answer to ``request`` (call holding ``lock``)."""
+    def ask(self, request: tuple[Any, ...], deadline: float) -> Any:
+        """The process's answer to ``request`` within ``deadline`` seconds, after which the
+        process is killed (call holding ``lock``)."""
         process = self.ensure()
         assert process.stdin is not None and process.stdout is not None
+        late = threading.Event()
+
+        def kill() -> None:
+            late.set()
+            process.kill()  # its pipe ends: the read below returns
+
+        timer = threading.Timer(deadline, kill)
+        timer.daemon = True
+        timer.start()
         try:
             _write(process.stdin, request)
             outcome, value = _read(process.stdout)
         except (OSError, EOFError, pickle.PickleError, struct.error) as exc:
             self.stop()
+            if late.is_set():
+                raise ProcessTooSlow(f"it did not answer within {deadline:.0f} s") from None
             raise ProcessFailed(f"it stopped answering: {exc!r}") from None
+        finally:
+            timer.cancel()
         if outcome != "ok":
             raise ProcessFailed(f"it failed: {value}")
         return value
@@ -148,11 +179,18 @@ def _read(stream: IO[bytes]) -> Any:
 class ReadingProcesses:
     """Readings sent to processes of their own (see the module); ``processes`` 0: none."""
 
-    def __init__(self, processes: int = READING_PROCESSES_DEFAULT) -> None:
+    def __init__(
+        self,
+        processes: int = READING_PROCESSES_DEFAULT,
+        *,
+        deadline: Callable[[int], float] = answer_deadline,
+    ) -> None:
         self.processes = max(0, min(MAX_READING_PROCESSES, processes))
         self._held = [_ReadingProcess() for _ in range(self.processes)]
+        self._deadline = deadline  # seconds for a reading of so many characters
         self.sent = 0  # readings a process did
         self.here = 0  # readings done in the calling thread
+        self.in_order = 0  # readings a process did not answer in time, read in order here
         self._counting = threading.Lock()  # readings come from several threads at once
         self._turns = _Turns()
 
@@ -174,15 +212,24 @@ class ReadingProcesses:
             request = (list(pages), list(terms), budget, counter.name, frozenset(known), page_cap)
             held = self._turns.take(self._held, pages[0].id, reader, size)
             try:
-                chosen: list[PageSelection] = held.ask(request)
+                chosen: list[PageSelection] = held.ask(request, self._deadline(size))
+            except ProcessTooSlow as exc:
+                # Read here, the same way, it might hold the server as long: read in order.
+                log.warning("a reading process was stopped (%s); reading in order here", exc)
+                slow = True
             except ProcessFailed as exc:
                 log.warning("a reading process failed (%s); reading here instead", exc)
+                slow = False
             else:
                 with self._counting:
                     self.sent += 1
                 return chosen
             finally:
                 self._turns.give_back(held)
+            if slow:
+                with self._counting:
+                    self.in_order += 1
+                return read_in_order(pages, budget, counter, page_cap=page_cap)
         with self._counting:
             self.here += 1
         return read_within(pages, terms, budget, counter, known=known, page_cap=page_cap)

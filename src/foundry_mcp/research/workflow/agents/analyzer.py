@@ -192,7 +192,8 @@ async def _analyze_sources(
                 read_before=read_before,
                 terms=reading_terms(state, [sq.question for sq in parts], pending, searched),
                 ledger=analysis.ledger,
-            )
+            ),
+            abandon_on_cancel=True,  # a cancel need not wait for the reading's end
         )
         batches = reading.batches
     else:
