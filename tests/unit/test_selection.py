@@ -9,7 +9,7 @@ import pytest
 
 from foundry_mcp.context.ladder import Ladder
 from foundry_mcp.context.levels import ContentLevel
-from foundry_mcp.context.reading import parsed, passages
+from foundry_mcp.context.reading import focus, parsed, passages
 from foundry_mcp.context.reading.selection import ELISION, query_terms, select_passages
 from foundry_mcp.context.tokens import EstimateCounter
 from foundry_mcp.research import verification
@@ -179,3 +179,31 @@ def test_a_page_is_parsed_once_and_the_cache_keeps_only_its_bound_of_text() -> N
     assert cache.parse(pages[1]) == second
     assert len(first.statement_texts) == 50 and first.states_figure(49)  # "12 ms": a figure
     assert len(gc.get_referents(first)) < 10
+
+
+def test_a_parse_splits_each_passage_into_the_sentences_splitting_it_again_would_give() -> None:
+    """The parse takes a passage's sentences from the pieces it was built of (no second
+    split); headings that run on into the next paragraph, quotes, long unbroken runs cut by
+    length, and Unicode spacing give what splitting the passage again gives, and each
+    sentence's key is the key of that sentence."""
+    rng = random.Random(11)
+    tokens = ["alpha", "Beta.", "gamma!", "Delta?", "## Heading", "- item", "1. Step", "```x```"]
+    tokens += ['"Quoted."', "(Paren)", "[Note]", "e.g.", "U.S.", "3.14", "v2.0.", "42", "A"]
+    tokens += ["x" * 700, "end." + "Y" * 650, "| a | b |", "İstanbul", "\u00a0", "\t", "'tis"]
+    for _ in range(150):
+        paragraphs = [
+            " ".join(rng.choice(tokens) for _ in range(rng.randint(1, 90)))
+            for _ in range(rng.randint(1, 10))
+        ]
+        text = rng.choice(["\n\n", "\n \n", "\n"]).join(paragraphs).strip()
+        page = parsed.parse_uncached(text)
+        assert page.passages == tuple(passages.split_passages_with_breaks(text))
+        for number, (passage, _) in enumerate(page.passages):
+            again = passages.split_sentences(passage)
+            keys = [page.sentence_keys[s] for s in page.sentences_of(number)]
+            assert keys == [focus.sentence_key(sentence) for sentence in again], passage
+            texts = [
+                " ".join(page.statement_texts[n] for n in page.statements_of(s))
+                for s in page.sentences_of(number)
+            ]
+            assert texts == [sentence.lower() for sentence in again], passage

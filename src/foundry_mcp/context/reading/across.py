@@ -83,6 +83,7 @@ class _Candidate:
     parsed: ParsedPage  # its page's parse (see :mod:`.parsed`)
     # its statements holding a term, each once: (key, question terms, figure weight)
     worthy: list[tuple[str, tuple[str, ...], float]] = field(default_factory=list)
+    worth: float = 0.0  # what its worthy statements are worth before any is taken
 
     def statement_keys(self, known: Container[str]) -> Iterator[str]:
         """The keys of all its statements (a statement's key is its text), its sentences
@@ -214,7 +215,9 @@ def _value(
                 continue
             worthy.add(text)
             figure = FIGURE_WEIGHT if page.states_figure(n) else 1.0
-            candidate.worthy.append((text, tuple(sorted(words & weight.keys())), figure))
+            weighed = tuple(sorted(words & weight.keys()))
+            candidate.worthy.append((text, weighed, figure))
+            candidate.worth += figure * sum(map(weight.__getitem__, weighed))
     return weight
 
 
@@ -243,7 +246,7 @@ def _best_first(
                 worth += figure * sum(map(worth_of.__getitem__, held))
         return worth / max(1, len(candidate.text))
 
-    heap = [(-density(c), n) for n, c in enumerate(candidates)]
+    heap = [(-c.worth / max(1, len(c.text)), n) for n, c in enumerate(candidates)]  # density
     heapq.heapify(heap)
     picked: list[_Candidate] = []
     used = 0

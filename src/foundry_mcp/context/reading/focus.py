@@ -120,8 +120,13 @@ def paragraphs_of(text: str) -> list[list[str]]:
 
 def sentence_key(sentence: str) -> str:
     """A sentence's identity: its words, case and spacing aside."""
-    normal = " ".join(sentence.lower().split())
-    return hashlib.blake2b(normal.encode(), digest_size=12).hexdigest()
+    return spaced_sentence_key(" ".join(sentence.split()))
+
+
+def spaced_sentence_key(sentence: str) -> str:
+    """:func:`sentence_key` of a sentence whose spacing is already one space (as
+    :func:`.passages.split_sentences` gives it), without spacing it again."""
+    return hashlib.blake2b(sentence.lower().encode(), digest_size=12).hexdigest()
 
 
 def focus(

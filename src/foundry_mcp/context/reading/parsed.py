@@ -20,11 +20,10 @@ from array import array
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from foundry_mcp.context.reading.focus import sentence_key
+from foundry_mcp.context.reading.focus import spaced_sentence_key
 from foundry_mcp.context.reading.passages import (
     Stemmer,
-    split_passages_with_breaks,
-    split_sentences,
+    split_passages_with_sentences,
 )
 
 CACHE_CHARS = 8_000_000  # characters of page text whose parses are kept (a parse is ~5x its text)
@@ -108,17 +107,18 @@ def parse_page(text: str) -> ParsedPage:
 
 def parse_uncached(text: str) -> ParsedPage:
     """``text`` parsed for reading, without the cache."""
-    passages = tuple(split_passages_with_breaks(text))
+    split = split_passages_with_sentences(text)
+    passages = tuple((passage, ends) for passage, ends, _ in split)
     stemmer = Stemmer()
     keys: list[str] = []
     texts: list[str] = []
     stemmed: list[str] = []
     first_sentence, first_statement = array("l"), array("l")
-    for passage, _ in passages:
+    for _, _, sentences in split:
         first_sentence.append(len(keys))
-        for sentence in split_sentences(passage):
+        for sentence in sentences:
             first_statement.append(len(texts))
-            keys.append(sentence_key(sentence))
+            keys.append(spaced_sentence_key(sentence))
             for piece in statements(sentence):
                 lower = piece.lower()
                 texts.append(lower)

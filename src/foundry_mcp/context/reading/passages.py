@@ -14,7 +14,7 @@ import math
 import re
 from array import array
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 # A passage ends at the first paragraph end past PASSAGE_MIN_CHARS: a paragraph is its author's
@@ -39,6 +39,8 @@ STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 # capital or a digit (a quotation mark or a bracket may come between). Applied to text whose
 # spacing is one space, so the scan looks for spaces.
 _SENTENCE_BREAK = re.compile(r" (?<=[.!?] )(?=[\"'“(\[]*[A-Z0-9])")
+# What opens a sentence after a full stop (the lookahead of _SENTENCE_BREAK, at a piece's start).
+_OPENS_SENTENCE = re.compile(r"[\"'“(\[]*[A-Z0-9]")
 
 
 def content_words(text: str) -> list[str]:
@@ -50,32 +52,34 @@ def content_words(text: str) -> list[str]:
     ]
 
 
+class _Stems(dict[str, str]):
+    """Words and their stems ("" for a stop word), each word stemmed when first looked up."""
+
+    def __missing__(self, word: str) -> str:
+        content = word not in STOP_WORDS and (len(word) > 1 or word.isdigit())
+        found = self[word] = stem(word) if content else ""
+        return found
+
+
 class Stemmer:
     """The content words of many texts (see :func:`content_words`), each distinct word stemmed
     once: the words are found at C speed, and a long page's vocabulary is small beside it."""
 
     def __init__(self) -> None:
-        self._stem_of: dict[str, str] = {}  # a word seen -> its stem ("" for a stop word)
-
-    def _stems(self, words: list[str]) -> map[str]:
-        stem_of = self._stem_of
-        for word in set(words).difference(stem_of):
-            content = word not in STOP_WORDS and (len(word) > 1 or word.isdigit())
-            stem_of[word] = stem(word) if content else ""
-        return map(stem_of.__getitem__, words)
+        self._stem_of = _Stems()
 
     def content_words(self, text: str) -> list[str]:
         """``text``'s content words, stemmed, in order."""
-        return [found for found in self._stems(TOKEN_RE.findall(text.lower())) if found]
+        return [
+            found
+            for found in map(self._stem_of.__getitem__, TOKEN_RE.findall(text.lower()))
+            if found
+        ]
 
     def distinct(self, lower: str) -> str:
         """The distinct content words of lower-case ``lower``, stemmed, space-separated (in no
         particular order)."""
-        words = set(TOKEN_RE.findall(lower))
-        stem_of = self._stem_of
-        if not stem_of.keys() >= words:
-            self._stems(list(words))
-        found = set(map(stem_of.__getitem__, words))
+        found = set(map(self._stem_of.__getitem__, TOKEN_RE.findall(lower)))
         found.discard("")
         return " ".join(found)
 
@@ -114,21 +118,54 @@ def split_passages_with_breaks(
     text: str, min_chars: int = PASSAGE_MIN_CHARS, max_chars: int = PASSAGE_MAX_CHARS
 ) -> list[tuple[str, bool]]:
     """Like :func:`split_passages`, with whether each passage ends a paragraph."""
-    passages: list[tuple[str, bool]] = []
-    current = ""
+    return [
+        (" ".join(pieces), ends) for pieces, ends in _passage_pieces(text, min_chars, max_chars)
+    ]
+
+
+def split_passages_with_sentences(
+    text: str, min_chars: int = PASSAGE_MIN_CHARS, max_chars: int = PASSAGE_MAX_CHARS
+) -> list[tuple[str, bool, list[str]]]:
+    """Like :func:`split_passages_with_breaks`, with each passage's sentences as
+    :func:`split_sentences` would give them, without splitting the passage again."""
+    return [
+        (" ".join(pieces), ends, _sentences_of(pieces))
+        for pieces, ends in _passage_pieces(text, min_chars, max_chars)
+    ]
+
+
+def _passage_pieces(text: str, min_chars: int, max_chars: int) -> Iterator[tuple[list[str], bool]]:
+    """The pieces of each passage (its sentences, and pieces of one longer than
+    ``max_chars``), and whether it ends a paragraph; a passage is its pieces joined by spaces."""
+    pieces: list[str] = []
+    size = -1  # of the passage so far: its pieces and a space between each two
     for paragraph in re.split(r"\n\s*\n", text):
         for sentence in split_sentences(paragraph):
             for piece in cut_words(sentence, max_chars):
-                if current and len(current) + 1 + len(piece) > max_chars:
-                    passages.append((current, False))
-                    current = ""
-                current = f"{current} {piece}" if current else piece
-        if len(current) >= min_chars:
-            passages.append((current, True))
-            current = ""
-    if current:
-        passages.append((current, True))
-    return passages
+                if pieces and size + 1 + len(piece) > max_chars:
+                    yield pieces, False
+                    pieces, size = [], -1
+                pieces.append(piece)
+                size += 1 + len(piece)
+        if size >= min_chars:
+            yield pieces, True
+            pieces, size = [], -1
+    if pieces:
+        yield pieces, True
+
+
+def _sentences_of(pieces: list[str]) -> list[str]:
+    """The sentences of the passage ``pieces`` make: a sentence ends between two pieces where
+    :data:`_SENTENCE_BREAK` would cut the passage (a piece is part of one sentence, and a
+    paragraph's last sentence may run on into the next paragraph's first, as they do once the
+    passage joins them)."""
+    sentences = [pieces[0]]
+    for piece in pieces[1:]:
+        if sentences[-1][-1] in ".!?" and _OPENS_SENTENCE.match(piece):
+            sentences.append(piece)
+        else:
+            sentences[-1] += " " + piece
+    return sentences
 
 
 def cut_words(text: str, max_chars: int) -> list[str]:
