@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from foundry_mcp.context.reading import elsewhere
 from foundry_mcp.context.reading.across import Page, read_in_order, read_within
 from foundry_mcp.context.reading.elsewhere import (
     READ_HERE_BELOW_CHARS,
@@ -20,6 +21,7 @@ from foundry_mcp.context.reading.elsewhere import (
     _Turns,
     answer_deadline,
     counter_named,
+    prepare_reading,
 )
 from foundry_mcp.context.reading.focus import focus_terms
 from foundry_mcp.context.tokens import EstimateCounter, counter_for_model
@@ -346,3 +348,44 @@ def test_a_reading_deadline_grows_with_the_text_and_leaves_room_for_a_loaded_mac
     assert answer_deadline(0) >= 5
     # About 0.5 microseconds a character on a quiet machine: forty times that, at least.
     assert answer_deadline(1_000_000) - answer_deadline(0) >= 40 * 0.5e-6 * 1_000_000
+
+
+def test_prepared_processes_are_running_with_the_counter_loaded_and_a_busy_one_is_left_alone() -> (
+    None
+):
+    readers = ReadingProcesses(2)
+    try:
+        busy = readers._held[1]
+        assert busy.lock.acquire(blocking=False)  # a reading holds it
+        readers.prepare("estimate")
+        assert readers._held[0].ready == "estimate" and readers._held[0].process is not None
+        assert busy.ready == "" and busy.process is None  # left alone
+        busy.lock.release()
+        first = readers._held[0].process.pid
+        readers.prepare("estimate")  # ready: nothing restarted
+        assert readers._held[0].process.pid == first and busy.ready == "estimate"
+        # The first reading finds its process running.
+        readers.read_within(pages(6), TERMS, 1_000, EstimateCounter())
+        assert readers.sent == 1 and readers._held[0].process.pid == first
+        readers.prepare("words")  # a counter no process can rebuild: nothing to prepare
+        assert {held.ready for held in readers._held} == {"estimate"}
+    finally:
+        readers.close()
+    readers.prepare("estimate")  # closed: nothing starts again
+    assert _worker_pids(readers) == []
+
+
+def test_a_research_starting_prepares_the_reading_processes_for_its_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    readers = ReadingProcesses(1)
+    monkeypatch.setattr(elsewhere, "_shared", readers)
+    monkeypatch.setattr(elsewhere, "PREPARE_AFTER_SECONDS", 0.0)
+    try:
+        prepare_reading("claude-sonnet-4-5")  # no public tokenizer: the estimate
+        deadline = time.monotonic() + 30
+        while readers._held[0].ready != "estimate" and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert readers._held[0].ready == "estimate" and _worker_pids(readers)
+    finally:
+        readers.close()

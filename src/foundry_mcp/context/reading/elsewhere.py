@@ -7,28 +7,31 @@ behind it: every other research's calls, a status answer, a start. In a process 
 stalls nothing, and on a machine with more than one core it runs beside the loop.
 
 :class:`ReadingProcesses` keeps ``processes`` reading processes (``python -m`` this module: it
-imports this package only), each started when first needed and reading one request at a time.
-A reading of less than :data:`READ_HERE_BELOW_CHARS` of page text is read in the calling
-thread. A reading goes to the process its first page's id names, so a page read again later in
-the research, whose parse that process keeps (:mod:`.parsed`), goes back to it; when that
-process is busy, to a free one instead, so that the parts of a research are read side by side.
-When every process is busy, the readings waiting take turns by reader (a research): the one
-whose reader has had the fewest readings by the time a process frees goes first, then the
-shortest (so the research waits on the quickest of its first readings), then the earliest. A
-research's first reading is what its first analysis call waits for, with nothing of it in
-flight; its later ones are read while that call is out. So when researches start together,
-each has its first reading before any has its second, even when all their readings came at
-once.
+imports this package only), each reading one request at a time. They start, and load the
+research's token counter, half a second after a research starts (:func:`prepare_reading`), once
+its first call is out and seconds before its first reading, which would otherwise wait a quarter
+of a second for them; or with the first reading that needs one. A reading of less than
+:data:`READ_HERE_BELOW_CHARS` of page text is read in the calling thread.
+
+A reading goes to the process its first page's id names, so a page read again later in the
+research, whose parse that process keeps (:mod:`.parsed`), goes back to it; when that process
+is busy, to a free one instead, so that the parts of a research are read side by side. When
+every process is busy, the readings waiting take turns by reader (a research): the one whose
+reader has had the fewest readings by the time a process frees goes first, then the shortest
+(so the research waits on the quickest of its first readings), then the earliest. A research's
+first reading is what its first analysis call waits for, with nothing of it in flight; its
+later ones are read while that call is out. So when researches start together, each has its
+first reading before any has its second, even when all their readings came at once.
+
 The counter is rebuilt there by its name (:func:`counter_named`); a counter with no name a
 process can rebuild (a test's own) reads in the calling thread, and so does any reading whose
 process cannot start or dies: a reading is never lost to its process. A process that has not
 answered by its reading's deadline (:func:`answer_deadline`, many times what the reading takes
 on a loaded machine) is killed, and the pages are read from their beginnings instead
 (:func:`~.across.read_in_order`, which values nothing): a stuck process never holds a research.
-Requests and answers are
-pickled frames on the process's stdin and stdout, between this package's two ends only. Called
-from a worker thread: it waits on the process. A process ends when its server closes it or its
-stdin closes (its server died).
+Requests and answers are pickled frames on the process's stdin and stdout, between this
+package's two ends only. Called from a worker thread: it waits on the process. A process ends
+when its server closes it or its stdin closes (its server died).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
@@ -48,7 +52,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from foundry_mcp.context.reading.across import Page, PageSelection, read_in_order, read_within
-from foundry_mcp.context.tokens import EstimateCounter, TokenCounter, counter_for_encoding
+from foundry_mcp.context.tokens import (
+    EstimateCounter,
+    TokenCounter,
+    counter_for_encoding,
+    encoding_for_model,
+)
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +70,10 @@ READ_HERE_BELOW_CHARS = 100_000
 # character of page text takes on a quiet machine (0.5 microseconds).
 DEADLINE_SECONDS = 10.0
 DEADLINE_SECONDS_PER_CHAR = 20e-6
+# A research's reading processes are prepared this long after it starts: its first LLM call is
+# out by then (the processes' start-up would hold the two cores the start needs), and its first
+# reading is seconds away.
+PREPARE_AFTER_SECONDS = 0.5
 _FRAME = struct.Struct(">Q")  # the length of the pickle that follows
 
 
@@ -92,6 +105,7 @@ class _ReadingProcess:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.process: subprocess.Popen[bytes] | None = None
+        self.ready = ""  # the counter this process has loaded for its readings ("": none yet)
 
     def ensure(self) -> subprocess.Popen[bytes]:
         """The running process, started when there is none (call holding ``lock``)."""
@@ -146,6 +160,7 @@ class _ReadingProcess:
     def stop(self) -> None:
         """End the process (its stdin closed; killed if it does not end at once)."""
         process, self.process = self.process, None
+        self.ready = ""
         if process is None:
             return
         try:
@@ -193,6 +208,7 @@ class ReadingProcesses:
         self.in_order = 0  # readings a process did not answer in time, read in order here
         self._counting = threading.Lock()  # readings come from several threads at once
         self._turns = _Turns()
+        self._closed = False
 
     def read_within(
         self,
@@ -234,8 +250,28 @@ class ReadingProcesses:
             self.here += 1
         return read_within(pages, terms, budget, counter, known=known, page_cap=page_cap)
 
+    def prepare(self, counter_name: str) -> None:
+        """Start each process not running and have it load the counter ``counter_name``, so
+        that the first readings of a research find them ready (a start and a counter's load
+        are about a quarter of a second); a process busy reading is left alone. Call it from a
+        worker thread when a research starts: it waits on the processes."""
+        if self._closed or counter_named(counter_name) is None:
+            return
+        for held in self._held:
+            if held.ready == counter_name or not held.lock.acquire(blocking=False):
+                continue
+            try:
+                held.ask(([], [], 0, counter_name, frozenset(), None), DEADLINE_SECONDS)
+                held.ready = counter_name
+            except ProcessFailed as exc:
+                log.debug("a reading process could not be prepared (%s)", exc)
+            finally:
+                self._turns.give_back(held)
+
     def close(self) -> None:
-        """Stop the reading processes (a reading in progress finishes first)."""
+        """Stop the reading processes (a reading in progress finishes first); a
+        :meth:`prepare` after this starts none."""
+        self._closed = True
         for held in self._held:
             with held.lock:
                 held.stop()
@@ -312,6 +348,22 @@ _shared = ReadingProcesses(READING_PROCESSES_DEFAULT)
 def reading_processes() -> ReadingProcesses:
     """This process's reading processes (see :func:`use_reading_processes`)."""
     return _shared
+
+
+def prepare_reading(model: str) -> None:
+    """Prepare this process's reading processes (:meth:`ReadingProcesses.prepare`) for a
+    research whose pages are counted for ``model``, in a daemon thread of its own; nothing
+    when they are ready."""
+    encoding = encoding_for_model(model)
+    name = f"tiktoken:{encoding}" if encoding else "estimate"
+    readers = _shared
+
+    def prepare() -> None:
+        time.sleep(PREPARE_AFTER_SECONDS)
+        readers.prepare(name)
+
+    if any(held.ready != name for held in readers._held):
+        threading.Thread(target=prepare, name="foundry-mcp-reading", daemon=True).start()
 
 
 def use_reading_processes(processes: int) -> ReadingProcesses:

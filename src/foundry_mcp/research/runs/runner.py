@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from foundry_mcp.config.provider_settings import MCP_PREFIX
+from foundry_mcp.context.reading.elsewhere import prepare_reading
 from foundry_mcp.errors import FoundryError, ProviderError
 from foundry_mcp.logs import research_context
 from foundry_mcp.providers.registry import ProviderRegistry
@@ -70,6 +71,7 @@ class ResearchRunner:
             await anyio.sleep(ANSWER_FIRST_SECONDS)
             state = await self.io.read(lambda store: store.load(job.research_id), patient=True)
         state.attach(lambda kind, data: self.event(state.id, kind, data))
+        prepare_reading(state.llm_model)  # its first reading is seconds away: get ready now
         # Every line the run logs, down to the providers, names the research and its principal;
         # every search serves it (providers keep their per-research work in its scope).
         with research_context(state.id, state.principal), serving(state.id, state.warn):
