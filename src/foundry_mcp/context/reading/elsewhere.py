@@ -111,6 +111,7 @@ class _ReadingProcess:
         """The running process, started when there is none (call holding ``lock``)."""
         if self.process is not None and self.process.poll() is None:
             return self.process
+        self.ready = ""  # a new process has loaded nothing yet
         package_root = str(Path(__file__).resolve().parents[3])  # the same code runs there
         path = os.environ.get("PYTHONPATH")
         environment = {
@@ -237,6 +238,7 @@ class ReadingProcesses:
                 log.warning("a reading process failed (%s); reading here instead", exc)
                 slow = False
             else:
+                held.ready = counter.name  # it has loaded this counter: nothing to prepare
                 with self._counting:
                     self.sent += 1
                 return chosen
