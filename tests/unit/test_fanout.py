@@ -6,7 +6,7 @@ import anyio
 import pytest
 
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.research.llm.fanout import as_itself, fan_out
+from foundry_mcp.research.llm.fanout import as_itself, fan_out, together
 
 pytestmark = pytest.mark.anyio
 
@@ -69,3 +69,22 @@ async def test_a_run_sees_an_error_a_task_group_wrapped_as_itself() -> None:
 
     with pytest.raises(ProviderError, match="refused the key"):
         await as_itself(wrapped())
+
+
+async def test_steps_run_together_side_by_side_and_a_failure_comes_as_itself() -> None:
+    met = anyio.Event()
+
+    async def waits() -> None:
+        await met.wait()  # returns only if the other step runs meanwhile
+
+    async def meets() -> None:
+        met.set()
+
+    with anyio.fail_after(2):
+        await together(waits, meets)
+
+    async def fails() -> None:
+        raise ProviderError("no search answered", provider="p", kind="transient")
+
+    with anyio.fail_after(2), pytest.raises(ProviderError):
+        await together(waits, fails)

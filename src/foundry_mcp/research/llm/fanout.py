@@ -45,6 +45,16 @@ async def fan_out(work: Callable[[T], Coroutine[Any, Any, None]], items: Iterabl
     trace.joined(ended)
 
 
+async def together(*steps: Callable[[], Awaitable[object]]) -> None:
+    """Run the ``steps`` side by side, as :func:`fan_out` runs its items; return when all are
+    done."""
+    await fan_out(_run_step, steps)
+
+
+async def _run_step(step: Callable[[], Awaitable[object]]) -> None:
+    await step()
+
+
 def first_error(grouped: BaseExceptionGroup[BaseException]) -> BaseException | None:
     """The first exception in ``grouped`` (nested groups included) that is not a cancellation."""
     cancelled = anyio.get_cancelled_exc_class()

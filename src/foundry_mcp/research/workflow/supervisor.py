@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, TypeAlias, TypeVar
 
 import anyio
 
 from foundry_mcp.research.llm.calls import ResearchLLM
-from foundry_mcp.research.llm.fanout import fan_out
+from foundry_mcp.research.llm.fanout import together
 from foundry_mcp.research.models import (
     PHASE_TO_AGENT,
     AgentDecision,
@@ -279,11 +279,7 @@ class Supervisor:
         async def judge() -> None:
             judged.append(await judging())
 
-        jobs: list[Callable[[], Coroutine[Any, Any, None]]] = [
-            judge,
-            partial(self._playbook.ahead, phase),
-        ]
-        await fan_out(lambda job: job(), jobs)
+        await together(judge, partial(self._playbook.ahead, phase))
         return judged[0]
 
     def _retry_wanted(

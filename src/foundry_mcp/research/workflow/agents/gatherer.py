@@ -39,7 +39,7 @@ from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.search.base import SearchProvider, SearchResult, SourceType, richer
 from foundry_mcp.providers.search.bounds import apply_bounds
 from foundry_mcp.research.llm.calls import CallLog
-from foundry_mcp.research.llm.fanout import fan_out
+from foundry_mcp.research.llm.fanout import fan_out, together
 from foundry_mcp.research.models import (
     GathererOutput,
     ResearchState,
@@ -95,10 +95,6 @@ class _Searching:
         """Until no search is out, or ``seconds`` have passed."""
         with anyio.move_on_after(seconds):
             await self._none_out.wait()
-
-
-async def _call(step: Callable[[], Awaitable[object]]) -> None:
-    await step()
 
 
 def normalise_title(title: str) -> str | None:
@@ -165,7 +161,7 @@ async def gather(
 
         # The sub-query's sources are read while they are saved: the reading only reads them,
         # and what the analysis makes of them goes in a later save, queued behind this one.
-        await fan_out(_call, [checkpoint, analyse_when_settled])
+        await together(checkpoint, analyse_when_settled)
 
     async def find(sub_query: SubQuery) -> list[Source]:
         """Search ``sub_query``, fetch its new pages, record them (``run`` saves them)."""

@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 import anyio
 
 from foundry_mcp.research.llm.calls import CallLog, ResearchLLM
-from foundry_mcp.research.llm.fanout import fan_out
+from foundry_mcp.research.llm.fanout import together
 from foundry_mcp.research.models import BranchStatus, LLMCallRecord, Phase, ResearchState, utcnow
 from foundry_mcp.research.workflow.deadline.pace import (
     PRIOR_SEARCH_S,
@@ -276,7 +276,7 @@ class TimeCeiling:
                         return
                     await anyio.sleep(min(POLL_S, judged.write_by_s - judged.used_s))
 
-            await fan_out(_call, [run, watch])
+            await together(run, watch)
         return (True, done[0]) if done else (False, None)
 
     # ------------------------------------------------------------------ the decisions
@@ -389,7 +389,3 @@ def spent_before(state: ResearchState) -> float:
     resumed = any(decision.action == "resume" for decision in state.decisions)
     since = state.started_at if resumed else (state.queued_at or state.created_at)
     return 0.0 if since is None else max(0.0, (utcnow() - since).total_seconds())
-
-
-async def _call(job: Callable[[], Awaitable[None]]) -> None:
-    await job()

@@ -11,7 +11,7 @@ import anyio
 
 from foundry_mcp.research.language import decide_language
 from foundry_mcp.research.llm.calls import ResearchLLM
-from foundry_mcp.research.llm.fanout import fan_out
+from foundry_mcp.research.llm.fanout import together
 from foundry_mcp.research.models import (
     ReportMetadata,
     ResearchState,
@@ -121,9 +121,9 @@ async def synthesize(
     async def write_draft() -> None:
         drafts.append(await _write_draft(fitting, state, sources, guidance, writing, end_by))
 
-    # fan_out, not a bare task group: the writer's error reaches the run as its own type (a
+    # together, not a bare task group: the writer's error reaches the run as its own type (a
     # context error names its fix), not wrapped in an exception group.
-    await fan_out(lambda job: job(), [index_sources, write_draft])
+    await together(index_sources, write_draft)
     written = drafts[0]
     draft, offered = written.draft, written.offered
     notes = []  # what the deadline cut of the report's own writing and checking
