@@ -54,10 +54,16 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN_ESTIMATE) if text else 0
 
 
+def counter_name(encoding_name: str | None) -> str:
+    """The name of the counter of the tiktoken encoding ``encoding_name`` (None: the
+    estimate's), as a reading process rebuilds it."""
+    return f"tiktoken:{encoding_name}" if encoding_name else "estimate"
+
+
 class EstimateCounter:
     """Counts by the character estimate (for unknown tokenizers, or when tiktoken is absent)."""
 
-    name = "estimate"
+    name = counter_name(None)
 
     def count(self, text: str) -> int:
         return estimate_tokens(text)
@@ -68,7 +74,7 @@ class TiktokenCounter:
 
     def __init__(self, encoding: Any, name: str) -> None:
         self._encoding = encoding
-        self.name = f"tiktoken:{name}"
+        self.name = counter_name(name)
 
     def count(self, text: str) -> int:
         if not text:

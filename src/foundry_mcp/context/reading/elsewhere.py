@@ -56,6 +56,7 @@ from foundry_mcp.context.tokens import (
     EstimateCounter,
     TokenCounter,
     counter_for_encoding,
+    counter_name,
     encoding_for_model,
 )
 
@@ -356,8 +357,7 @@ def prepare_reading(model: str) -> None:
     """Prepare this process's reading processes (:meth:`ReadingProcesses.prepare`) for a
     research whose pages are counted for ``model``, in a daemon thread of its own; nothing
     when they are ready."""
-    encoding = encoding_for_model(model)
-    name = f"tiktoken:{encoding}" if encoding else "estimate"
+    name = counter_name(encoding_for_model(model))
     readers = _shared
 
     def prepare() -> None:
