@@ -68,3 +68,66 @@ async def test_a_save_of_its_own_is_written_after_the_writes_queued_before_it(
 ) -> None:
     order, same = await _writes_in_order(tmp_path, join=False)
     assert order == ["first save", "event", "second save"] and not same
+
+
+@pytest.mark.anyio
+async def test_a_queued_save_keeps_its_place_among_the_writes_and_is_applied_unawaited(
+    tmp_path: Path,
+) -> None:
+    io = AsyncStore(ResearchStore(tmp_path / "research"))
+    saves, state = SaveQueue(), _state()
+    order: list[str] = []
+    applied: list[Snapshot] = []
+    held = threading.Event()
+
+    def write(store: Store) -> Snapshot:
+        order.append("save")
+        return Snapshot.of(state)
+
+    try:
+        io.write_soon(lambda store: held.wait(10), "hold the writer")
+        saves.save_soon(io, state, write, saved=applied.append)
+        # Asked after the save and before the writer took it: written after it.
+        io.write_soon(lambda store: order.append("event"), "the event")
+        before = state.updated_at
+        held.set()
+        await io.drain()
+        await asyncio.sleep(0)  # the loop runs the save's callback
+        assert order == ["save", "event"]
+        assert len(applied) == 1 and applied[0].state is state
+        assert state.updated_at == applied[0].updated_at != before
+    finally:
+        held.set()
+        io.close()
+
+
+@pytest.mark.anyio
+async def test_a_queued_save_that_failed_is_raised_at_the_next_save_of_its_state(
+    tmp_path: Path,
+) -> None:
+    io = AsyncStore(ResearchStore(tmp_path / "research"))
+    saves, state, other = SaveQueue(), _state(), _state()
+    written: list[str] = []
+
+    def failing(store: Store) -> Snapshot:
+        raise OSError("disk full")
+
+    def write(label: str) -> Callable[[Store], Snapshot]:
+        def run(store: Store) -> Snapshot:
+            written.append(label)
+            return Snapshot.of(state)
+
+        return run
+
+    try:
+        saves.save_soon(io, state, failing)
+        await io.drain()
+        await asyncio.sleep(0)
+        saves.save_soon(io, other, write("another state"))  # its own saves go on
+        with pytest.raises(OSError, match="disk full"):
+            saves.save_soon(io, state, write("not written"))
+        saves.save_soon(io, state, write("after"))  # raised once: the run decides
+        await io.drain()
+        assert written == ["another state", "after"]
+    finally:
+        io.close()

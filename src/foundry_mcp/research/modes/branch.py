@@ -164,7 +164,7 @@ async def research_branch(
 
     async def checkpoint() -> None:
         summarize_branch(sub_question, branch)
-        await branches.save(branch)
+        branches.save_soon(branch)
         await kit.checkpoint()
         kit.calls.moved()
 

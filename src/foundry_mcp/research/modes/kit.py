@@ -22,8 +22,9 @@ Checkpoint = Callable[[], Awaitable[None]]
 class BranchStore(Protocol):
     """Where the researchers of a research keep their own states (one per sub-question)."""
 
-    async def save(self, branch: ResearchState) -> None:
-        """Save one researcher's state (fenced by the research's lease)."""
+    def save_soon(self, branch: ResearchState) -> None:
+        """Queue a save of one researcher's state (fenced by the research's lease) and go on;
+        a queued save of it that failed since is raised here."""
         ...
 
     async def load(self) -> dict[str, ResearchState]:

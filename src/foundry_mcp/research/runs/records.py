@@ -4,14 +4,16 @@ and its researchers' saved states, as the research's owner; and how a state is s
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
-from typing import Any
 
 from foundry_mcp.research.models import LLMCallRecord, ResearchState
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.states import Snapshot
+
+log = logging.getLogger(__name__)
 
 
 class OwnedRecords:
@@ -76,10 +78,16 @@ class SaveQueue:
     change too. Under load (many researches, each saving at every step of every phase) the
     writer writes each state once a turn, not once for every step that asked while it was
     busy with the others.
+
+    A run's checkpoints do not wait for their saves (:meth:`save_soon`): the save is queued at
+    once, so it keeps its place among the run's writes (an event asked after it is written
+    after it), and the run goes on while the writer writes. Once a save is written, its
+    snapshot is applied to the state on the loop (:meth:`Snapshot.apply`), whoever waits.
     """
 
     def __init__(self) -> None:
-        self._waiting: dict[tuple[str, str | None], tuple[list[bool], asyncio.Future[Any]]] = {}
+        self._waiting: dict[tuple[str, str | None], _Save] = {}
+        self._failed: dict[tuple[str, str | None], BaseException] = {}
 
     async def save(
         self,
@@ -88,33 +96,87 @@ class SaveQueue:
         write: Callable[[Store], Snapshot],
         *,
         join: bool = True,
+        saved: Callable[[Snapshot], None] | None = None,
     ) -> Snapshot:
         """``write(store)`` on the writer thread, or join the save of ``state`` waiting there;
         the snapshot written, once a save begun after this call is done (and applied).
-        ``join`` False: a save of its own, written after every write queued before this call."""
-        key = (state.id, state.branch)
+        ``join`` False: a save of its own, written after every write queued before this call.
+        ``saved`` is called with the snapshot once it is applied."""
+        queued = self._queue(io, state, write, join=join, saved=saved)
+        queued.awaited = True  # its failure is raised here, not kept for a later save
+        written: Snapshot = await asyncio.shield(queued.future)
+        return written
+
+    def save_soon(
+        self,
+        io: AsyncStore,
+        state: ResearchState,
+        write: Callable[[Store], Snapshot],
+        *,
+        saved: Callable[[Snapshot], None] | None = None,
+    ) -> None:
+        """Queue a save of ``state`` (or join the one waiting) without waiting for it.
+
+        A queued save of ``state`` that failed since the last call is raised here: the run
+        stops at its next save, as it would have stopped at that one.
+        """
+        failure = self._failed.pop(_key(state), None)
+        if failure is not None:
+            raise failure
+        self._queue(io, state, write, join=True, saved=saved)
+
+    def _queue(
+        self,
+        io: AsyncStore,
+        state: ResearchState,
+        write: Callable[[Store], Snapshot],
+        *,
+        join: bool,
+        saved: Callable[[Snapshot], None] | None,
+    ) -> _Save:
+        key = _key(state)
         waiting = self._waiting.get(key)
-        if join and waiting is not None and not waiting[0][0]:
-            joined: Snapshot = await asyncio.shield(waiting[1])
-            return joined
-        begun = [False]
+        if join and waiting is not None and not waiting.begun:
+            return waiting
+        queued = _Save()
 
         def run(store: Store) -> Snapshot:
-            begun[0] = True  # from now on a change may miss this snapshot: no one joins
+            queued.begun = True  # from now on a change may miss this snapshot: no one joins
             return write(store)
 
-        saving = asyncio.ensure_future(io.write(run))
-        # Its outcome is read here even when every caller was cancelled meanwhile (a run
-        # stopping): the run's next write reports a lasting failure.
-        saving.add_done_callback(lambda done: done.cancelled() or done.exception())
-        self._waiting[key] = (begun, saving)
-        try:
-            saved: Snapshot = await asyncio.shield(saving)
-        finally:
-            if key in self._waiting and self._waiting[key][1] is saving:
+        queued.future = io.write_queued(run)
+        self._waiting[key] = queued
+
+        def done(future: asyncio.Future[Snapshot]) -> None:
+            if self._waiting.get(key) is queued:
                 del self._waiting[key]
-        saved.apply()
-        return saved
+            if future.cancelled():
+                return
+            failure = future.exception()
+            if failure is None:
+                snapshot = future.result()
+                snapshot.apply()
+                if saved is not None:
+                    saved(snapshot)
+            elif not queued.awaited:
+                log.warning("a save of research %s failed: %s", state.id, failure)
+                self._failed[key] = failure
+
+        # Runs on the loop before any waiter wakes: the snapshot is applied when they do.
+        queued.future.add_done_callback(done)
+        return queued
+
+
+class _Save:
+    """A save queued on the writer thread."""
+
+    future: asyncio.Future[Snapshot]
+    begun = False  # the writer has begun it: a later change may miss its snapshot
+    awaited = False  # someone waits for it (and gets its failure)
+
+
+def _key(state: ResearchState) -> tuple[str, str | None]:
+    return (state.id, state.branch)
 
 
 class RunBranches(OwnedRecords):
@@ -131,10 +193,11 @@ class RunBranches(OwnedRecords):
         super().__init__(io, owner, research_id, deleted)
         self._saves = saves or SaveQueue()
 
-    async def save(self, branch: ResearchState) -> None:
-        """Save a researcher's state, as the runner saves the research's."""
+    def save_soon(self, branch: ResearchState) -> None:
+        """Queue a save of a researcher's state, as the runner queues the research's
+        (:meth:`SaveQueue.save_soon`)."""
         if self._research_id not in self._deleted:
-            await self._saves.save(
+            self._saves.save_soon(
                 self._io,
                 branch,
                 lambda store: save_snapshot(store.save_branch, branch, self._owner),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,8 @@ from foundry_mcp.research.runs.records import RunBranches, RunJournal, SaveQueue
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.archive import RunArchive
 from foundry_mcp.research.store.owners import LeaseLostError, Owner
+from foundry_mcp.research.store.protocol import Store
+from foundry_mcp.research.store.states import Snapshot
 
 if TYPE_CHECKING:
     from foundry_mcp.research.workflow.supervisor import SupervisorHooks
@@ -131,7 +134,7 @@ class ResearchRunner:
         )
 
         async def checkpoint() -> None:
-            await self._save(state)
+            self._save_soon(state)  # the run goes on while the writer saves
 
         try:
             # The page text of its sources, kept apart from the state (read in a worker thread:
@@ -308,20 +311,29 @@ class ResearchRunner:
         the loop. So the writer only reads it, taking a snapshot (``Snapshot.of``: one step of
         pydantic's serializer, which holds the interpreter, so a change the run makes
         meanwhile lands wholly in this save or wholly in the next) and writing that; what the
-        save set (its time, the hashes of new page texts) is recorded on the state here, on
-        the loop, once the write returns.
+        save set (its time, the hashes of new page texts) is recorded on the state on the
+        loop, once the write returns.
         """
         if state.id not in self.deleted:
-            saved = await self._saves.save(
-                self.io,
-                state,
-                lambda store: save_snapshot(store.save, state, self.owner),
-                join=join,
+            await self._saves.save(
+                self.io, state, self._snapshot_writer(state), join=join, saved=self._saved
             )
-            position = (saved.status, saved.phase, saved.iteration)
-            if self._positions.get(state.id) != position:  # a waiting status has news
-                self._positions[state.id] = position
-                self.io.saved_here(state.id)
+
+    def _save_soon(self, state: ResearchState) -> None:
+        """Queue a save of a run's state, as :meth:`_save` saves it, and go on: a checkpoint.
+        A queued save of it that failed since is raised here."""
+        if state.id not in self.deleted:
+            self._saves.save_soon(self.io, state, self._snapshot_writer(state), saved=self._saved)
+
+    def _snapshot_writer(self, state: ResearchState) -> Callable[[Store], Snapshot]:
+        return lambda store: save_snapshot(store.save, state, self.owner)
+
+    def _saved(self, snapshot: Snapshot) -> None:
+        position = (snapshot.status, snapshot.phase, snapshot.iteration)
+        research_id = snapshot.state.id
+        if self._positions.get(research_id) != position:  # a waiting status has news
+            self._positions[research_id] = position
+            self.io.saved_here(research_id)
 
     def forget(self, research_id: str) -> None:
         """The research was deleted (the delete done): a run of it still going writes nothing

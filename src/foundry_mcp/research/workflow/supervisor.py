@@ -164,7 +164,7 @@ class Supervisor:
         await self._call_hook("on_agent_handoff", state, agent, phase)
         given_guidance = self._guidance  # from the think pause before this phase
         outputs = await self._execute(phase)
-        await self._checkpoint()  # the phase's paid work is on disk before anything else
+        await self._checkpoint()  # the phase's paid work is saved before anything else
         gate = self._evaluate(phase, outputs)
         reflection = await self._reflect(phase, gate, outputs)
         attempts = 0

@@ -84,9 +84,13 @@ class AsyncStore:
         """``call(store)`` on the writer thread, after the writes asked before it (patient);
         ``first``: before the writes queued that are not (a write no queued one may precede:
         see :mod:`.writer`)."""
-        future = self._writes.submit(_patiently, call, self.sync, first=first)
-        result: T = await asyncio.wrap_future(future)
+        result: T = await self.write_queued(call, first=first)
         return result
+
+    def write_queued(self, call: Callable[[Store], T], *, first: bool = False) -> asyncio.Future[T]:
+        """Queue ``call(store)`` as :meth:`write` does, now: its place among the writes is
+        taken before this returns; its outcome, to await or not."""
+        return asyncio.wrap_future(self._writes.submit(_patiently, call, self.sync, first=first))
 
     def write_soon(self, call: Callable[[Store], object], what: str) -> None:
         """Queue ``call(store)`` on the writer thread without waiting (patient); a failure is
