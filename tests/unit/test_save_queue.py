@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from foundry_mcp.research.models import ResearchState
-from foundry_mcp.research.runs.records import SaveQueue
+from foundry_mcp.research.runs.records import RunBranches, SaveQueue
 from foundry_mcp.research.store.access.aio import AsyncStore
+from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.sqlite.store import ResearchStore
 from foundry_mcp.research.store.states import Snapshot
@@ -130,4 +131,35 @@ async def test_a_queued_save_that_failed_is_raised_at_the_next_save_of_its_state
         await io.drain()
         assert written == ["another state", "after"]
     finally:
+        io.close()
+
+
+@pytest.mark.anyio
+async def test_researcher_states_are_read_once_their_queued_saves_are_written(
+    tmp_path: Path,
+) -> None:
+    """A research consolidates its researchers' states right after their last checkpoints,
+    whose saves were only queued: the states it reads are those saves'."""
+    io = AsyncStore(ResearchStore(tmp_path / "research"))
+    owner = Owner()
+    research = _state()
+    io.sync.create(research, owner, 60)
+    branch = research.model_copy(deep=True, update={"branch": "sq-1", "research_brief": "old"})
+    branches = RunBranches(io, owner, research.id, set(), SaveQueue())
+    held = threading.Event()
+    try:
+        branches.save_soon(branch)
+        await io.drain()
+        io.write_soon(lambda store: held.wait(10), "hold the writer")
+        branch.research_brief = "the researcher's last word"
+        branches.save_soon(branch)  # queued behind the held writer
+        loading = asyncio.ensure_future(branches.load())
+        await asyncio.sleep(0.1)
+        assert not loading.done()  # it waits for the queued save
+        held.set()
+        async with asyncio.timeout(10):
+            loaded = await loading
+        assert loaded["sq-1"].research_brief == "the researcher's last word"
+    finally:
+        held.set()
         io.close()

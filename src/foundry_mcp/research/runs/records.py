@@ -125,6 +125,13 @@ class SaveQueue:
             raise failure
         self._queue(io, state, write, join=True, saved=saved)
 
+    async def written(self, research_id: str) -> None:
+        """Return once every save of the research's states (its own and its researchers')
+        queued so far is written, or has failed: a read of them now finds the last saved."""
+        waiting = [q.future for key, q in self._waiting.items() if key[0] == research_id]
+        if waiting:
+            await asyncio.wait([asyncio.shield(future) for future in waiting])
+
     def _queue(
         self,
         io: AsyncStore,
@@ -204,7 +211,9 @@ class RunBranches(OwnedRecords):
             )
 
     async def load(self) -> dict[str, ResearchState]:
-        """The saved researcher states, with the page text of their sources."""
+        """The saved researcher states, with the page text of their sources; read once the
+        saves of them queued so far are written."""
+        await self._saves.written(self._research_id)
 
         def read(store: Store) -> dict[str, ResearchState]:
             branches = store.load_branches(self._research_id)
