@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import anyio
+import anyio.lowlevel
+import httpx2
 import pytest
 
 from foundry_mcp.errors import ProviderError
+from foundry_mcp.providers.llm.departures import Departure, departing, departure_of, report_requests
 from foundry_mcp.research.llm.fanout import as_itself, fan_out, together
 
 pytestmark = pytest.mark.anyio
@@ -88,3 +91,77 @@ async def test_steps_run_together_side_by_side_and_a_failure_comes_as_itself() -
 
     with anyio.fail_after(2), pytest.raises(ProviderError):
         await together(waits, fails)
+
+
+def _sdk_client(sent: list[str]) -> httpx2.AsyncClient:
+    """An HTTP client that reports its requests (as the LLM adapters' do) and answers them in
+    memory, noting each request as it is sent."""
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        sent.append(f"send {request.url.path.strip('/')}")
+        return httpx2.Response(200, json={})
+
+    return report_requests(httpx2.AsyncClient(transport=httpx2.MockTransport(answer)))
+
+
+async def test_each_child_s_request_leaves_before_the_next_child_builds_its_prompt() -> None:
+    happened: list[str] = []
+    client = _sdk_client(happened)
+
+    async def call(n: int) -> None:
+        happened.append(f"build {n}")  # the prompt, before the call
+        with departing():
+            for _ in range(3):  # an SDK yields to the loop before its request leaves
+                await anyio.lowlevel.checkpoint()
+            await client.post(f"http://model.test/{n}")
+
+    async with client:
+        await fan_out(call, range(3))
+    assert happened == ["build 0", "send 0", "build 1", "send 1", "build 2", "send 2"]
+
+
+async def test_a_child_waiting_on_anything_else_does_not_hold_the_next_back() -> None:
+    started: list[int] = []
+    go_on = anyio.Event()
+
+    async def call(n: int) -> None:
+        started.append(n)
+        if n == 0:
+            await go_on.wait()  # a lock, a thread, a search: not a request leaving
+        else:
+            go_on.set()
+
+    with anyio.fail_after(2):
+        await fan_out(call, range(2))
+    assert started == [0, 1]
+
+
+async def test_a_request_that_does_not_leave_holds_the_next_child_only_briefly() -> None:
+    started: list[float] = []
+
+    async def call(n: int) -> None:
+        started.append(anyio.current_time())
+        if n == 0:
+            with departing():
+                await anyio.sleep(1)  # connecting, say: the request has not left
+
+    with anyio.fail_after(3):
+        await fan_out(call, range(2))
+    assert started[1] - started[0] < 0.5
+
+
+async def test_a_reporting_client_tells_the_departure_before_the_request_is_sent() -> None:
+    departure = Departure()
+    seen: list[bool] = []
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        seen.append(departure.left.is_set())  # as the request reaches the transport
+        return httpx2.Response(200, json={})
+
+    async with report_requests(
+        httpx2.AsyncClient(transport=httpx2.MockTransport(answer))
+    ) as client:
+        with departure_of(departure), departing():
+            assert departure.sending
+            await client.post("http://model.test/")
+    assert seen == [True] and not departure.sending

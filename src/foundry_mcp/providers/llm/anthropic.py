@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from foundry_mcp.providers.http_errors import malformed_error, sdk_error
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
+from foundry_mcp.providers.llm.departures import departing, report_requests
 from foundry_mcp.providers.llm.text import strip_reasoning
 from foundry_mcp.providers.llm.warm import rehearse
 
@@ -38,6 +39,7 @@ class AnthropicProvider:
         max_retries: int = 0,
         http_client: Any = None,
     ) -> None:
+        import anthropic
         from anthropic import AsyncAnthropic
 
         self.name = name
@@ -48,7 +50,8 @@ class AnthropicProvider:
             base_url=base_url,
             timeout=timeout,
             max_retries=max_retries,
-            http_client=http_client,
+            # Its requests are reported as they leave, for the fan-outs (see departures).
+            http_client=report_requests(http_client or anthropic.DefaultAsyncHttpxClient()),
         )
         # The API resources load on first access: here, off the event loop.
         self._messages = self._client.messages
@@ -70,7 +73,8 @@ class AnthropicProvider:
         # The Messages API of anthropic >= 2 takes no temperature; the model's default applies.
         started = time.perf_counter()
         try:
-            message = await self._messages.create(**kwargs)
+            with departing():
+                message = await self._messages.create(**kwargs)
         except (anthropic.APIError, ValueError) as exc:
             raise sdk_error(
                 self.name, exc, anthropic, timeout=self._timeout, secret=self._key

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 from foundry_mcp.providers.http_errors import malformed_error, sdk_error
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
+from foundry_mcp.providers.llm.departures import departing, report_requests
 from foundry_mcp.providers.llm.text import strip_reasoning
 from foundry_mcp.providers.llm.warm import rehearse
 
@@ -54,6 +55,7 @@ class OpenAIProvider:
         max_retries: int = 0,
         http_client: Any = None,
     ) -> None:
+        import openai
         from openai import AsyncOpenAI
 
         self.name = name
@@ -68,7 +70,8 @@ class OpenAIProvider:
             base_url=base_url,
             timeout=timeout,
             max_retries=max_retries,
-            http_client=http_client,
+            # Its requests are reported as they leave, for the fan-outs (see departures).
+            http_client=report_requests(http_client or openai.DefaultAsyncHttpxClient()),
         )
         # The API resources load on first access: here, off the event loop.
         self._completions = self._client.chat.completions
@@ -100,7 +103,8 @@ class OpenAIProvider:
             kwargs["response_format"] = {"type": "json_object"}
         started = time.perf_counter()
         try:
-            completion = await self._completions.create(**kwargs)
+            with departing():
+                completion = await self._completions.create(**kwargs)
         except (openai.APIError, ValueError) as exc:
             raise sdk_error(
                 self.name, exc, openai, timeout=self._timeout, secret=self._key

@@ -12,7 +12,9 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
 import anyio
+import anyio.lowlevel
 
+from foundry_mcp.providers.llm.departures import Departure, departure_of
 from foundry_mcp.research.llm import trace
 from foundry_mcp.research.llm.trace import Step
 
@@ -35,7 +37,14 @@ async def fan_out(work: Callable[[T], Coroutine[Any, Any, None]], items: Iterabl
     try:
         async with anyio.create_task_group() as group:
             for item in items:
-                group.start_soon(child, item)
+                # Each child's first request leaves before the next child starts building its
+                # own (see providers.llm.departures); a child waiting on anything else does not
+                # hold the next back.
+                departure = Departure()
+                with departure_of(departure):
+                    group.start_soon(child, item)
+                await anyio.lowlevel.checkpoint()  # the child runs to its first wait
+                await departure.wait_if_sending()
     except BaseExceptionGroup as grouped:
         error = first_error(grouped)
         if error is None:
