@@ -24,6 +24,7 @@ from tests.fakes import FakeHTTPServer
 pytestmark = pytest.mark.anyio
 
 QUESTION = "How do B-trees split their nodes?"
+REPORT_WITHIN_SECONDS = 90
 
 
 @pytest.fixture
@@ -61,6 +62,32 @@ async def _state(page: Any) -> dict[str, Any]:
     return state
 
 
+def _stalled(
+    seen: list[dict[str, Any]],
+    polls: list[str],
+    served: Served,
+    runner: subprocess.Popen[str],
+    llm: FakeHTTPServer,
+) -> str:
+    """What the test saw when the page showed no report in time: enough to tell whether the
+    research, the page's server or the page stalled."""
+    research_running = runner.poll() is None
+    if research_running:
+        runner.kill()
+    stderr = runner.communicate(timeout=10)[1] or ""
+    view_running = served.process.poll() is None
+    return (
+        f"no report on the page within {REPORT_WITHIN_SECONDS} s. "
+        f"The page last showed {seen[-1] if seen else 'nothing'}, after "
+        f"{len([url for url in polls if url == served.url + 'data'])} polls of its data. "
+        f"The research process was {'still running' if research_running else 'ended'} "
+        f"(exit {runner.returncode}); the fake model had answered {len(llm.exchanges)} "
+        f"request(s); the view server was "
+        f"{'serving' if view_running else f'ended (exit {served.process.returncode})'}. "
+        f"The research's stderr ended with: {stderr[-3000:]!r}"
+    )
+
+
 async def test_the_served_page_follows_a_running_research_to_its_report(
     research_env: dict[str, str], openai_server: FakeHTTPServer, browser: Any
 ) -> None:
@@ -89,14 +116,17 @@ async def test_the_served_page_follows_a_running_research_to_its_report(
         )
         await page.goto(served.url)
         seen: list[dict[str, Any]] = []
-        with anyio.fail_after(90):
-            while True:
-                seen.append(await _state(page))
-                if seen[-1]["report"]:
-                    break
-                if len([url for url in polls if url == served.url + "data"]) >= 2:
-                    openai_server.latency = 0.05  # polled twice while it ran: let it end
-                await anyio.sleep(0.2)
+        try:
+            with anyio.fail_after(REPORT_WITHIN_SECONDS):
+                while True:
+                    seen.append(await _state(page))
+                    if seen[-1]["report"]:
+                        break
+                    if len([url for url in polls if url == served.url + "data"]) >= 2:
+                        openai_server.latency = 0.05  # polled twice while it ran: let it end
+                    await anyio.sleep(0.2)
+        except TimeoutError:
+            pytest.fail(_stalled(seen, polls, served, runner, openai_server))
         running = [s for s in seen if not s["report"]]
         assert running, "the page never showed the research before its report"
         assert len({s["top"] for s in seen}) >= 2, "the page never changed while it ran"

@@ -110,6 +110,8 @@ async def test_each_child_s_request_leaves_before_the_next_child_builds_its_prom
 
     async def call(n: int) -> None:
         happened.append(f"build {n}")  # the prompt, before the call
+        for _ in range(4):  # on the way to its SDK: a lock, a check of the budget
+            await anyio.lowlevel.checkpoint()
         with departing():
             for _ in range(3):  # an SDK yields to the loop before its request leaves
                 await anyio.lowlevel.checkpoint()

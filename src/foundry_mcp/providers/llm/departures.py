@@ -23,18 +23,35 @@ from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar
 
 import anyio
+import anyio.lowlevel
 
 # How long a fan-out waits for a call being sent before it starts the next anyway: a safety
 # net, since a request leaves within a millisecond or two of its SDK's work.
 SEND_WAIT_SECONDS = 0.02
+# The turns of the event loop a call is given to reach its SDK before the next call starts
+# anyway: a research's calls reach it within twelve (their locks and checks yield on the way);
+# one that has not by then waits on something else (a search, a reading, the store).
+TURNS_TO_SEND = 16
 
 
 class Departure:
-    """Whether a call is being sent, and whether its request has left."""
+    """Whether a call is being sent, whether its request has left, and whether it ended."""
 
     def __init__(self) -> None:
         self.sending = False
         self.left = anyio.Event()
+        self.ended = False
+
+    async def settle(self) -> None:
+        """Return once the call has sent its request, ended, or shown it waits on something
+        else: the call runs for up to :data:`TURNS_TO_SEND` turns of the event loop to reach
+        its SDK (its prompt built, a lock or two taken), and then up to
+        :data:`SEND_WAIT_SECONDS` for its request to leave."""
+        for _ in range(TURNS_TO_SEND):
+            await anyio.lowlevel.checkpoint()
+            if self.sending or self.left.is_set() or self.ended:
+                break
+        await self.wait_if_sending()
 
     async def wait_if_sending(self) -> None:
         """Return once the request has left, if the call is being sent (at most

@@ -30,8 +30,11 @@ async def fan_out(work: Callable[[T], Coroutine[Any, Any, None]], items: Iterabl
     error: BaseException | None = None
     ended: list[Step | None] = []
 
-    async def child(item: T) -> None:
-        await work(item)
+    async def child(item: T, departure: Departure) -> None:
+        try:
+            await work(item)
+        finally:
+            departure.ended = True
         ended.append(trace.current())  # the last call of its flow, for the trace's join
 
     try:
@@ -42,9 +45,8 @@ async def fan_out(work: Callable[[T], Coroutine[Any, Any, None]], items: Iterabl
                 # hold the next back.
                 departure = Departure()
                 with departure_of(departure):
-                    group.start_soon(child, item)
-                await anyio.lowlevel.checkpoint()  # the child runs to its first wait
-                await departure.wait_if_sending()
+                    group.start_soon(child, item, departure)
+                await departure.settle()
     except BaseExceptionGroup as grouped:
         error = first_error(grouped)
         if error is None:
