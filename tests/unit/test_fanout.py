@@ -118,7 +118,7 @@ async def test_each_child_s_request_leaves_before_the_next_child_builds_its_prom
             await client.post(f"http://model.test/{n}")
 
     async with client:
-        await fan_out(call, range(3))
+        await fan_out(call, range(3), in_turn=True)
     assert happened == ["build 0", "send 0", "build 1", "send 1", "build 2", "send 2"]
 
 
@@ -134,7 +134,7 @@ async def test_a_child_waiting_on_anything_else_does_not_hold_the_next_back() ->
             go_on.set()
 
     with anyio.fail_after(2):
-        await fan_out(call, range(2))
+        await fan_out(call, range(2), in_turn=True)
     assert started == [0, 1]
 
 
@@ -148,7 +148,7 @@ async def test_a_request_that_does_not_leave_holds_the_next_child_only_briefly()
                 await anyio.sleep(1)  # connecting, say: the request has not left
 
     with anyio.fail_after(3):
-        await fan_out(call, range(2))
+        await fan_out(call, range(2), in_turn=True)
     assert started[1] - started[0] < 0.5
 
 
@@ -167,3 +167,19 @@ async def test_a_reporting_client_tells_the_departure_before_the_request_is_sent
             assert departure.sending
             await client.post("http://model.test/")
     assert seen == [True] and not departure.sending
+
+
+async def test_without_in_turn_every_child_starts_at_once() -> None:
+    """Searches and a question's parts start together: a search that returns at once still
+    finds its siblings begun (the gatherer's settling counts on it)."""
+    happened: list[str] = []
+
+    async def call(n: int) -> None:
+        happened.append(f"begin {n}")
+        with departing():
+            for _ in range(3):
+                await anyio.lowlevel.checkpoint()
+        happened.append(f"end {n}")
+
+    await fan_out(call, range(3))
+    assert happened[:3] == ["begin 0", "begin 1", "begin 2"]

@@ -21,8 +21,15 @@ from foundry_mcp.research.llm.trace import Step
 T = TypeVar("T")
 
 
-async def fan_out(work: Callable[[T], Coroutine[Any, Any, None]], items: Iterable[T]) -> None:
+async def fan_out(
+    work: Callable[[T], Coroutine[Any, Any, None]], items: Iterable[T], *, in_turn: bool = False
+) -> None:
     """Run ``work(item)`` for every item concurrently; return when all are done.
+
+    ``in_turn``, for items that each ask a model: an item's request leaves before the next
+    item starts building its own (see :mod:`foundry_mcp.providers.llm.departures`); an item
+    waiting on anything else does not hold the next back. Without it, every item starts at
+    once (searches, a question's parts: what waits for the others to have begun).
 
     The first error of a child is raised as it is, not wrapped in an ``ExceptionGroup``, so
     callers keep catching ``ProviderError`` and friends.
@@ -40,13 +47,11 @@ async def fan_out(work: Callable[[T], Coroutine[Any, Any, None]], items: Iterabl
     try:
         async with anyio.create_task_group() as group:
             for item in items:
-                # Each child's first request leaves before the next child starts building its
-                # own (see providers.llm.departures); a child waiting on anything else does not
-                # hold the next back.
                 departure = Departure()
                 with departure_of(departure):
                     group.start_soon(child, item, departure)
-                await departure.settle()
+                if in_turn:
+                    await departure.settle()
     except BaseExceptionGroup as grouped:
         error = first_error(grouped)
         if error is None:

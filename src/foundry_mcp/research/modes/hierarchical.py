@@ -331,7 +331,7 @@ class HierarchicalPlaybook:
             if branch is not None:
                 self._planned[sub_question.id] = branch
 
-        await fan_out(plan_one, first[: max(1, state.limits.max_concurrent)])
+        await fan_out(plan_one, first[: max(1, state.limits.max_concurrent)], in_turn=True)
 
     def prepare_retry(self, phase: Phase) -> None:
         if phase is Phase.PLANNING:

@@ -119,7 +119,7 @@ async def _explore_together(
         hypothesis.status = BranchStatus.COMPLETED
         await kit.checkpoint()
 
-    await fan_out(weigh, waiting)
+    await fan_out(weigh, waiting, in_turn=True)
 
 
 def _plan_searches(state: ResearchState, hypothesis: Hypothesis) -> None:

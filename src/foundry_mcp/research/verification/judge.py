@@ -202,6 +202,8 @@ async def judge_claims(
             judged.answers[i] = verdicts.get(n, (None, "The fact-checker gave no verdict on it."))
 
     with anyio.CancelScope(deadline=end_by):
-        await fan_out(judge, spread(list(range(len(items))), state.limits.max_concurrent))
+        await fan_out(
+            judge, spread(list(range(len(items))), state.limits.max_concurrent), in_turn=True
+        )
     judged.late = len(waiting)
     return judged

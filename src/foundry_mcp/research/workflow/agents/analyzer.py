@@ -237,7 +237,7 @@ async def _analyze_sources(
         combined.contradictions.extend(output.contradictions)
         await analysis.checkpoint()
 
-    await fan_out(run, batches)
+    await fan_out(run, batches, in_turn=True)
 
 
 def _prompts(

@@ -285,7 +285,7 @@ async def write_in_parts(
     order = sorted(range(1, len(builders)), key=lambda i: -len(sections[i - 1].finding_ids))
     # The cost ceiling is checked once: a report is not left half written.
     with fitting.llm.finishing(), anyio.CancelScope(deadline=end_by):
-        await fan_out(write, [0, *order])
+        await fan_out(write, [0, *order], in_turn=True)
     window = fitting.budget.context_window
     if 0 in written and frame_fit.cut():
         state.warn(frame_fit.warning(window))
