@@ -125,6 +125,12 @@ class SaveQueue:
             raise failure
         self._queue(io, state, write, join=True, saved=saved)
 
+    def forget_failures(self, research_id: str) -> None:
+        """Drop the failed saves of the research's states not raised yet: a new run of it
+        starts from what the store holds, not from an earlier run's failure."""
+        for key in [key for key in self._failed if key[0] == research_id]:
+            del self._failed[key]
+
     async def written(self, research_id: str) -> None:
         """Return once every save of the research's states (its own and its researchers')
         queued so far is written, or has failed: a read of them now finds the last saved."""

@@ -116,6 +116,7 @@ class ResearchRunner:
             self.event(state.id, "run_ended", {"status": state.status.value})
             return
         calls = self.call_logs.setdefault(state.id, CallLog())
+        self._saves.forget_failures(state.id)  # an earlier run's, left unraised
         state.status = Status.RUNNING
         state.started_at = utcnow()
         state.error = None
