@@ -136,7 +136,9 @@ class SaveQueue:
         queued so far is written, or has failed: a read of them now finds the last saved."""
         waiting = [q.future for key, q in self._waiting.items() if key[0] == research_id]
         if waiting:
-            await asyncio.wait([asyncio.shield(future) for future in waiting])
+            # Waits without taking their outcome (the save's own callback reads it), and a
+            # cancel of this wait leaves the saves alone.
+            await asyncio.wait(waiting)
 
     def _queue(
         self,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -97,17 +97,9 @@ class ResearchRunner:
         # The research engine is imported by the first run, not by a process that only reads
         # research (a CLI command, a server answering its handshake); runtime.warm_up imports
         # it ahead of a server's first research.
-        from foundry_mcp.providers.search.local import LocalDocuments
-        from foundry_mcp.research.llm.fanout import as_itself
-        from foundry_mcp.research.modes import ResearchKit, playbook_for
-        from foundry_mcp.research.modes.allocation import with_named_sources
-        from foundry_mcp.research.revision.run import revise
         from foundry_mcp.research.revision.versions import record_research_version
-        from foundry_mcp.research.workflow.agents.privacy import guard_for
-        from foundry_mcp.research.workflow.agents.structurer import shape_answer_in_time
-        from foundry_mcp.research.workflow.reading.readings import Readings
         from foundry_mcp.research.workflow.review import AwaitingApproval
-        from foundry_mcp.research.workflow.supervisor import PhaseTimeoutError, Supervisor
+        from foundry_mcp.research.workflow.supervisor import PhaseTimeoutError
 
         if job.cancel_requested:  # cancelled before it started: nothing to stop
             abort(state, Status.CANCELLED, "cancelled")
@@ -138,47 +130,14 @@ class ResearchRunner:
             self._save_soon(state)  # the run goes on while the writer saves
 
         try:
-            # The page text of its sources, kept apart from the state (read in a worker thread:
-            # megabytes of it must not stall the loop).
-            await self.io.read(lambda store: store.load_pages(state), patient=True)
-            llm = await self.research_llm(state, calls)
-            search = [
-                self.providers.resilience.wrap_search(await built(self.providers.search, name))
-                for name in state.search_providers
-            ]
-            fetcher = await built(self.providers.fetcher)
-            own = frozenset(  # the user's own sources: their documents and MCP sources
-                name
-                for name in state.search_providers
-                if self.providers.settings.provider_kind(name) in ("local", "mcp")
-            )
-            kit = ResearchKit(
-                llm=llm,
-                search=search,
-                calls=calls,
-                checkpoint=checkpoint,
-                fetcher=fetcher,
-                hooks=self.hooks,
-                branches=RunBranches(self.io, self.owner, state.id, self.deleted, self._saves),
-                local_providers=own,
-                local_sample=with_named_sources(
-                    next((p.sample for p in search if isinstance(p, LocalDocuments)), None),
-                    self._described_sources(state),
-                ),
-                readings=Readings(state),
-                private=guard_for(
-                    state, own, [name for name in state.search_providers if name not in own]
-                ),
-            )
-            with anyio.fail_after(state.limits.task_timeout):
-                if state.revision is not None:  # its report rewritten, deepened or refreshed
-                    await as_itself(revise(kit, state))
-                else:
-                    playbook = playbook_for(state, kit)
-                    await as_itself(Supervisor(state, llm, playbook, checkpoint, self.hooks).run())
-                    if state.options.output_schema is not None and state.report is not None:
-                        await shape_answer_in_time(llm, state)  # the answer in the caller's shape
-                        await checkpoint()
+            try:
+                await self._research(state, calls, checkpoint)
+            finally:
+                # A queued checkpoint's snapshot holds what the state says when the writer
+                # takes it: the run's end (its status, below) is recorded once they are written,
+                # so no save shows it before the run's last event and save.
+                with anyio.CancelScope(shield=True):
+                    await self._saves.written(state.id)
         except AwaitingApproval:
             state.status = Status.WAITING  # no process works on it until it is approved
             state.emit("waiting", {"for": "plan_approval", "phase": state.phase.value})
@@ -225,6 +184,62 @@ class ResearchRunner:
             state.completed_at = utcnow()
             record_research_version(state)  # a further round's report, once versions are kept
         await self._finish(state)
+
+    async def _research(
+        self, state: ResearchState, calls: CallLog, checkpoint: Callable[[], Awaitable[None]]
+    ) -> None:
+        """The research itself: its tools built, then its playbook (or revision) run."""
+        from foundry_mcp.providers.search.local import LocalDocuments
+        from foundry_mcp.research.llm.fanout import as_itself
+        from foundry_mcp.research.modes import ResearchKit, playbook_for
+        from foundry_mcp.research.modes.allocation import with_named_sources
+        from foundry_mcp.research.revision.run import revise
+        from foundry_mcp.research.workflow.agents.privacy import guard_for
+        from foundry_mcp.research.workflow.agents.structurer import shape_answer_in_time
+        from foundry_mcp.research.workflow.reading.readings import Readings
+        from foundry_mcp.research.workflow.supervisor import Supervisor
+
+        # The page text of its sources, kept apart from the state (read in a worker thread:
+        # megabytes of it must not stall the loop).
+        await self.io.read(lambda store: store.load_pages(state), patient=True)
+        llm = await self.research_llm(state, calls)
+        search = [
+            self.providers.resilience.wrap_search(await built(self.providers.search, name))
+            for name in state.search_providers
+        ]
+        fetcher = await built(self.providers.fetcher)
+        own = frozenset(  # the user's own sources: their documents and MCP sources
+            name
+            for name in state.search_providers
+            if self.providers.settings.provider_kind(name) in ("local", "mcp")
+        )
+        kit = ResearchKit(
+            llm=llm,
+            search=search,
+            calls=calls,
+            checkpoint=checkpoint,
+            fetcher=fetcher,
+            hooks=self.hooks,
+            branches=RunBranches(self.io, self.owner, state.id, self.deleted, self._saves),
+            local_providers=own,
+            local_sample=with_named_sources(
+                next((p.sample for p in search if isinstance(p, LocalDocuments)), None),
+                self._described_sources(state),
+            ),
+            readings=Readings(state),
+            private=guard_for(
+                state, own, [name for name in state.search_providers if name not in own]
+            ),
+        )
+        with anyio.fail_after(state.limits.task_timeout):
+            if state.revision is not None:  # its report rewritten, deepened or refreshed
+                await as_itself(revise(kit, state))
+            else:
+                playbook = playbook_for(state, kit)
+                await as_itself(Supervisor(state, llm, playbook, checkpoint, self.hooks).run())
+                if state.options.output_schema is not None and state.report is not None:
+                    await shape_answer_in_time(llm, state)  # the answer in the caller's shape
+                    await checkpoint()
 
     async def research_llm(
         self, state: ResearchState, calls: CallLog, *, journaled: bool = True
