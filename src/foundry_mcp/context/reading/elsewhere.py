@@ -271,6 +271,10 @@ class ReadingProcesses:
             finally:
                 self._turns.give_back(held)
 
+    def prepared(self, counter_name: str) -> bool:
+        """Whether every process has loaded the counter ``counter_name`` (none to prepare)."""
+        return all(held.ready == counter_name for held in self._held)
+
     def close(self) -> None:
         """Stop the reading processes (a reading in progress finishes first); a
         :meth:`prepare` after this starts none."""
@@ -364,7 +368,7 @@ def prepare_reading(model: str) -> None:
         time.sleep(PREPARE_AFTER_SECONDS)
         readers.prepare(name)
 
-    if any(held.ready != name for held in readers._held):
+    if not readers.prepared(name):
         threading.Thread(target=prepare, name="foundry-mcp-reading", daemon=True).start()
 
 

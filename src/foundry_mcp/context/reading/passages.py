@@ -45,19 +45,19 @@ _OPENS_SENTENCE = re.compile(r"[\"'“(\[]*[A-Z0-9]")
 
 def content_words(text: str) -> list[str]:
     """Lower-cased, stemmed words of ``text`` without stop words (numbers are kept)."""
-    return [
-        stem(token)
-        for token in TOKEN_RE.findall(text.lower())
-        if token not in STOP_WORDS and (len(token) > 1 or token.isdigit())
-    ]
+    return [stem(token) for token in TOKEN_RE.findall(text.lower()) if _is_content_word(token)]
+
+
+def _is_content_word(word: str) -> bool:
+    """Not a stop word, and longer than a letter (a lone digit counts)."""
+    return word not in STOP_WORDS and (len(word) > 1 or word.isdigit())
 
 
 class _Stems(dict[str, str]):
     """Words and their stems ("" for a stop word), each word stemmed when first looked up."""
 
     def __missing__(self, word: str) -> str:
-        content = word not in STOP_WORDS and (len(word) > 1 or word.isdigit())
-        found = self[word] = stem(word) if content else ""
+        found = self[word] = stem(word) if _is_content_word(word) else ""
         return found
 
 

@@ -5,9 +5,10 @@ When a research starts several calls at once (the writers of a report, the check
 claims, the analyses of a round), each call first builds its prompt, then goes through its
 SDK, which yields to the event loop several times before the request leaves. Started together,
 the calls take turns at every yield: the first request leaves only once every prompt is built,
-10 to 35 ms late, with nothing of the research in flight meanwhile. So the fan-out
-(:func:`foundry_mcp.research.llm.fanout.fan_out`) starts each call with a :class:`Departure`
-of its own and, when the call is being sent, waits for it to leave before starting the next.
+10 to 35 ms late, with nothing of the research in flight meanwhile. So a fan-out of model
+calls (:func:`foundry_mcp.research.llm.fanout.fan_out` with ``in_turn``) starts each call with
+a :class:`Departure` of its own and, when the call is being sent, waits for it to leave before
+starting the next.
 
 An adapter wraps its SDK call in :func:`departing` when its HTTP client reports the requests it
 sends (:func:`report_requests`, an ``httpx`` event hook, called as a request leaves for the
@@ -51,11 +52,6 @@ class Departure:
             await anyio.lowlevel.checkpoint()
             if self.sending or self.left.is_set() or self.ended:
                 break
-        await self.wait_if_sending()
-
-    async def wait_if_sending(self) -> None:
-        """Return once the request has left, if the call is being sent (at most
-        :data:`SEND_WAIT_SECONDS`); at once otherwise."""
         if self.sending and not self.left.is_set():
             with anyio.move_on_after(SEND_WAIT_SECONDS):
                 await self.left.wait()

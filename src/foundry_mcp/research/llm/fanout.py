@@ -12,7 +12,6 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
 import anyio
-import anyio.lowlevel
 
 from foundry_mcp.providers.llm.departures import Departure, departure_of
 from foundry_mcp.research.llm import trace
@@ -37,21 +36,24 @@ async def fan_out(
     error: BaseException | None = None
     ended: list[Step | None] = []
 
-    async def child(item: T, departure: Departure) -> None:
+    async def child(item: T, departure: Departure | None) -> None:
         try:
             await work(item)
         finally:
-            departure.ended = True
+            if departure is not None:
+                departure.ended = True
         ended.append(trace.current())  # the last call of its flow, for the trace's join
 
     try:
         async with anyio.create_task_group() as group:
             for item in items:
+                if not in_turn:
+                    group.start_soon(child, item, None)
+                    continue
                 departure = Departure()
                 with departure_of(departure):
                     group.start_soon(child, item, departure)
-                if in_turn:
-                    await departure.settle()
+                await departure.settle()
     except BaseExceptionGroup as grouped:
         error = first_error(grouped)
         if error is None:
