@@ -123,22 +123,35 @@ class _RequestHandler(BaseHTTPRequestHandler):
         finally:
             self.server.fake._track(self.connection, add=False)
 
-    def _read_body(self) -> bytes:
+    def _read_body(self) -> bytes | None:
+        """The request's body, or None when the client hung up before sending all of it."""
         if self.headers.get("transfer-encoding", "").lower() == "chunked":
             chunks: list[bytes] = []
             while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                line = self.rfile.readline()
+                if not line:
+                    return None
+                size = int(line.split(b";")[0].strip() or b"0", 16)
                 if size == 0:
                     while self.rfile.readline() not in (b"\r\n", b"\n", b""):
                         pass
                     return b"".join(chunks)
-                chunks.append(self.rfile.read(size))
+                chunk = self.rfile.read(size)
+                if len(chunk) < size:
+                    return None
+                chunks.append(chunk)
                 self.rfile.readline()
         length = int(self.headers.get("content-length") or 0)
-        return self.rfile.read(length) if length else b""
+        body = self.rfile.read(length) if length else b""
+        return body if len(body) == length else None
 
     def _handle(self) -> None:
         raw = self._read_body()
+        if raw is None:
+            # Like a real API, a request cut off mid-body (a cancelled client) is never
+            # answered, recorded or billed.
+            self.close_connection = True
+            return
         try:
             parsed = json.loads(raw) if raw else None
         except ValueError:

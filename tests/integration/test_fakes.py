@@ -187,6 +187,21 @@ async def test_custom_route_and_server_lifecycle() -> None:
         _ = server.base_url
 
 
+async def test_a_request_cut_off_mid_body_is_not_answered_or_recorded() -> None:
+    server = FakeHTTPServer()
+    server.route("POST", "/echo", lambda r: FakeResponse(json=r.json))
+    with server:
+        port = int(server.base_url.rsplit(":", 1)[1])
+        stream = await anyio.connect_tcp("127.0.0.1", port)
+        head = b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"
+        await stream.send(head + b'{"cut": ')
+        await stream.aclose()  # a cancelled client hangs up mid-body
+        async with httpx.AsyncClient() as http:
+            whole = await http.post(server.base_url + "/echo", json={"whole": 1})
+    assert whole.json() == {"whole": 1}
+    assert [r.json for r in server.requests] == [{"whole": 1}]
+
+
 # ------------------------------------------------------------------ the brain on its own
 
 

@@ -3,6 +3,7 @@ the event loop."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from functools import partial
@@ -12,6 +13,7 @@ import anyio
 import pytest
 
 from foundry_mcp.research.store.access.aio import READER_THREADS, AsyncStore
+from foundry_mcp.research.store.owners import LeaseLostError
 from foundry_mcp.research.store.protocol import Store
 
 pytestmark = pytest.mark.anyio
@@ -112,3 +114,20 @@ async def test_a_failed_queued_write_is_logged_and_the_queue_goes_on(
     assert await io.write(_note("save")) == "save"
     assert "could not record the broken event" in caplog.text
     io.close()
+
+
+async def test_a_queued_write_after_the_lease_was_lost_is_dropped_without_alarm(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    io = AsyncStore(_store(Recorder()))
+
+    def fenced(store: Any) -> None:
+        raise LeaseLostError("deepres-0123456789ab")
+
+    caplog.set_level(logging.INFO)
+    io.write_soon(fenced, "record the cancel_received event of deepres-0123456789ab")
+    await io.drain()
+    io.close()
+    dropped = [r for r in caplog.records if "cancel_received" in r.getMessage()]
+    assert [(r.levelno, r.exc_info) for r in dropped] == [(logging.INFO, None)]
+    assert "no longer holds the research" in dropped[0].getMessage()

@@ -40,7 +40,7 @@ from typing import TypeVar
 
 from foundry_mcp.research.store.access import patience
 from foundry_mcp.research.store.access.writer import OrderedWriter
-from foundry_mcp.research.store.owners import Owner
+from foundry_mcp.research.store.owners import LeaseLostError, Owner
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.records import Fingerprint
 
@@ -169,6 +169,10 @@ def _patiently(call: Callable[[Store], T], store: Store) -> T:
 def _logged(call: Callable[[Store], object], store: Store, what: str) -> object:
     try:
         return _patiently(call, store)
+    except LeaseLostError:
+        # The run ended (or another process took the research) before this write came up:
+        # what it said is no longer the owner's to say.
+        log.info("did not %s: this process no longer holds the research", what)
     except Exception:
         log.exception("could not %s", what)
-        return None
+    return None
