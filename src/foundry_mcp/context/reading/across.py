@@ -206,6 +206,9 @@ def _value(
         for term, times in asked.items()
         if (df := frequency.get(term, 0))
     }
+    # Every term a statement holds has a weight (it is in a passage); many statements hold
+    # the same terms, weighed once.
+    weighed: dict[frozenset[str], tuple[tuple[str, ...], float]] = {}
     for candidate, pieces in zip(candidates, split, strict=True):
         page = candidate.parsed
         worthy: set[str] = set()
@@ -215,9 +218,12 @@ def _value(
                 continue
             worthy.add(text)
             figure = FIGURE_WEIGHT if page.states_figure(n) else 1.0
-            weighed = tuple(sorted(words & weight.keys()))
-            candidate.worthy.append((text, weighed, figure))
-            candidate.worth += figure * sum(map(weight.__getitem__, weighed))
+            held = weighed.get(words)
+            if held is None:
+                ordered = tuple(sorted(words))
+                held = weighed[words] = (ordered, sum(map(weight.__getitem__, ordered)))
+            candidate.worthy.append((text, held[0], figure))
+            candidate.worth += figure * held[1]
     return weight
 
 
@@ -249,17 +255,21 @@ def _best_first(
     heap = [(-c.worth / max(1, len(c.text)), n) for n, c in enumerate(candidates)]  # density
     heapq.heapify(heap)
     picked: list[_Candidate] = []
+    # The number of passages picked when a candidate's density in the heap was computed: it
+    # holds as long as no passage has been picked since.
+    computed = [0] * len(candidates)
     used = 0
     while heap and budget - used > marker:
         stale, number = heapq.heappop(heap)
         if stale >= 0:
             break  # the best left is worth nothing: nothing more is worth reading
         candidate = candidates[number]
-        now = density(candidate)
+        now = -stale if computed[number] == len(picked) else density(candidate)
         if now <= 0:
             continue  # all it says was read elsewhere
         if heap and now < -heap[0][0]:
             heapq.heappush(heap, (-now, number))  # fell behind another: look at that first
+            computed[number] = len(picked)
             continue
         cost = counter.count(candidate.text) + marker
         if used + cost > budget or per_page[candidate.page] + cost > cap:
