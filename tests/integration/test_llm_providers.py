@@ -7,6 +7,7 @@ rejected key or an overflowing prompt fails at once without a retry.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -331,11 +332,12 @@ async def test_a_response_that_fails_validation_is_transient(name: str) -> None:
         response=httpx2.Response(200, request=request), body={"unexpected": True}
     )
 
-    async def create(**_: Any) -> Any:
+    async def create(*_: Any, **__: Any) -> Any:
         raise invalid
 
-    resource = adapter._client.chat.completions if name == "openai" else adapter._client.messages
-    resource.create = create
+    # Where each adapter's request goes through its SDK.
+    resource = adapter._client if name == "openai" else adapter._client.messages
+    setattr(resource, "post" if name == "openai" else "create", create)
     llm = ResilientLLM(adapter, ProviderPolicy(name, PolicySettings(max_retries=0)))
     error = await _fails(llm, _request(case))
     assert (error.kind, error.retryable) == ("transient", True)
@@ -419,33 +421,35 @@ async def test_gemini_answer_without_candidates_is_malformed() -> None:
 async def test_openai_token_limit_and_temperature_parameters(
     base_url: str | None, model: str, expected: dict[str, Any]
 ) -> None:
-    from openai.types.chat import ChatCompletion
+    import httpx2
+    import openai
 
-    provider = OpenAIProvider("openai", "sk-unused", base_url, 5.0)
     sent: dict[str, Any] = {}
 
-    async def create(**kwargs: Any) -> ChatCompletion:
-        sent.update(kwargs)
-        return ChatCompletion.model_validate(
-            {
+    def api(request: httpx2.Request) -> httpx2.Response:
+        # In place of the network, whichever host the SDK aims at (api.openai.com or local).
+        sent.update(json.loads(request.content))
+        answer = {"role": "assistant", "content": "fine"}
+        return httpx2.Response(
+            200,
+            json={
                 "id": "x",
                 "object": "chat.completion",
                 "created": 0,
-                "model": kwargs["model"],
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": "fine"},
-                    }
-                ],
-            }
+                "model": sent["model"],
+                "choices": [{"index": 0, "finish_reason": "stop", "message": answer}],
+            },
         )
 
-    provider._client.chat.completions.create = create  # type: ignore[method-assign]
+    http = openai.DefaultAsyncHttpxClient(transport=httpx2.MockTransport(api))
+    provider = OpenAIProvider("openai", "sk-unused", base_url, 5.0, http_client=http)
     response = await provider.complete(LLMRequest(system="s", user="u", model=model, max_tokens=77))
     await provider.aclose()
     assert response.text == "fine" and response.input_tokens == 0
+    assert sent["messages"] == [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "u"},
+    ]
     limits = {
         k: sent[k] for k in ("max_tokens", "max_completion_tokens", "temperature") if k in sent
     }
