@@ -218,12 +218,12 @@ def _value(
                 continue
             worthy.add(text)
             figure = FIGURE_WEIGHT if page.states_figure(n) else 1.0
-            held = weighed.get(words)
-            if held is None:
+            terms_and_worth = weighed.get(words)
+            if terms_and_worth is None:
                 ordered = tuple(sorted(words))
-                held = weighed[words] = (ordered, sum(map(weight.__getitem__, ordered)))
-            candidate.worthy.append((text, held[0], figure))
-            candidate.worth += figure * held[1]
+                terms_and_worth = weighed[words] = (ordered, sum(map(weight.__getitem__, ordered)))
+            candidate.worthy.append((text, terms_and_worth[0], figure))
+            candidate.worth += figure * terms_and_worth[1]
     return weight
 
 
