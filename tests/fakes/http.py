@@ -204,7 +204,10 @@ class FakeHTTPServer:
         self.errors: list[BaseException] = []  # exceptions raised by route handlers
         self.latency: float = 0.0
         # Per-request latency on top of ``latency``, decided once the answer is known (e.g. by
-        # its token count). A hang is a long delay: every wait ends when the server stops.
+        # its token count), counted from when the fake began making the answer: its own time
+        # to answer (a brain reading a long prompt, slower when many requests come at once) is
+        # part of it, as a real API's latency does not grow with its clients' load. A hang is
+        # a long delay: every wait ends when the server stops.
         self.delay: Delay | None = None
         self.brain: Any = None  # set by the provider fakes
         self._stopped = threading.Event()
@@ -320,9 +323,12 @@ class FakeHTTPServer:
             failure = self._failures.popleft() if self._failures else None
         if self.latency > 0:
             self._stopped.wait(self.latency)
+        began = time.monotonic()
         response = failure or self._answer(request)
         if self.delay is not None:
-            self._stopped.wait(self.delay(request, response))
+            left = self.delay(request, response) - (time.monotonic() - began)
+            if left > 0:
+                self._stopped.wait(left)
         return response
 
     def _answer(self, request: RecordedRequest) -> FakeResponse:

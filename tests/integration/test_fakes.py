@@ -202,6 +202,23 @@ async def test_a_request_cut_off_mid_body_is_not_answered_or_recorded() -> None:
     assert [r.json for r in server.requests] == [{"whole": 1}]
 
 
+async def test_a_delay_counts_the_time_the_fake_took_to_answer() -> None:
+    # Like a real API's latency, a simulated one does not grow with the fake's own work.
+    server = FakeHTTPServer()
+
+    def slow_to_answer(request: Any) -> FakeResponse:
+        time.sleep(0.5)
+        return FakeResponse(json={"ok": True})
+
+    server.route("GET", "/slow", slow_to_answer)
+    server.delay = lambda request, response: 0.6
+    with server:
+        async with httpx.AsyncClient() as http:
+            await http.get(server.base_url + "/slow")
+    (exchange,) = server.exchanges
+    assert 0.55 < exchange.sent - exchange.request.timestamp < 0.95
+
+
 # ------------------------------------------------------------------ the brain on its own
 
 
