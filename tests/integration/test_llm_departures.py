@@ -12,8 +12,9 @@ import pytest
 from foundry_mcp.providers.llm.anthropic import AnthropicProvider
 from foundry_mcp.providers.llm.base import LLMProvider, LLMRequest
 from foundry_mcp.providers.llm.departures import Departure, departure_of
+from foundry_mcp.providers.llm.gemini import GeminiProvider
 from foundry_mcp.providers.llm.openai import OpenAIProvider
-from tests.fakes import FakeHTTPServer, ResearchBrain, fake_anthropic, fake_openai
+from tests.fakes import FakeHTTPServer, ResearchBrain, fake_anthropic, fake_gemini, fake_openai
 
 pytestmark = pytest.mark.anyio
 
@@ -27,6 +28,10 @@ ADAPTERS: dict[str, tuple[Callable[[], FakeHTTPServer], Callable[[str], LLMProvi
     "anthropic": (
         lambda: fake_anthropic(ResearchBrain()),
         lambda base: AnthropicProvider("anthropic", "sk-test", base, 10.0),
+    ),
+    "gemini": (
+        lambda: fake_gemini(ResearchBrain()),
+        lambda base: GeminiProvider("gemini", "gemini-test-key", base, 10.0),
     ),
 }
 

@@ -98,6 +98,12 @@ def departing() -> Iterator[None]:
         departure.left.set()
 
 
+def request_hooks() -> dict[str, list[Any]]:
+    """The event hooks of :func:`report_requests`, for an ``httpx`` client an SDK builds itself
+    from the arguments it is given."""
+    return {"request": [_request_left], "response": []}
+
+
 async def _request_left(request: Any) -> None:
     departure = _current.get()
     if departure is not None:

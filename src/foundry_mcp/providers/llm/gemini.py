@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import re
 import time
 from typing import TYPE_CHECKING, Any
@@ -16,6 +18,7 @@ from foundry_mcp.providers.http_errors import (
     timeout_error,
 )
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
+from foundry_mcp.providers.llm.departures import departing, report_requests, request_hooks
 from foundry_mcp.providers.llm.text import strip_reasoning
 from foundry_mcp.providers.llm.warm import rehearse
 
@@ -56,6 +59,10 @@ class GeminiProvider:
         self.name = name
         self._key = api_key
         self._timeout = timeout
+        # Its requests are reported as they leave, for the fan-outs (see departures), when it
+        # sends them through httpx: the SDK takes aiohttp instead when that is installed.
+        self._reports = http_client is not None or importlib.util.find_spec("aiohttp") is None
+        hooks = None if http_client is not None else {"event_hooks": request_hooks()}
         self._client: Client = genai.Client(
             api_key=api_key,
             vertexai=False,
@@ -63,7 +70,8 @@ class GeminiProvider:
                 base_url=base_url,
                 timeout=int(timeout * 1000),
                 retry_options=types.HttpRetryOptions(attempts=max_retries + 1),
-                httpx_async_client=http_client,
+                httpx_async_client=None if http_client is None else report_requests(http_client),
+                async_client_args=hooks,
             ),
         )
         # The API resources load on first access: here, off the event loop.
@@ -85,9 +93,10 @@ class GeminiProvider:
         )
         started = time.perf_counter()
         try:
-            response = await self._models.generate_content(
-                model=request.model, contents=request.user, config=config
-            )
+            with departing() if self._reports else contextlib.nullcontext():
+                response = await self._models.generate_content(
+                    model=request.model, contents=request.user, config=config
+                )
         except errors.APIError as exc:
             raise self._api_error(exc) from None
         except ValueError as exc:  # a body that is not JSON, or not a Gemini answer
