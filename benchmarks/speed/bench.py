@@ -7,8 +7,10 @@ pages, careful fake models, LLM 0.4 s + 5 ms per output token, search 0.3 s). Fo
 (this checkout, then each ``--compare SRC``: a ``src`` folder, e.g. from
 ``git archive <commit> src | tar -x -C /tmp/base``) and each effort, one fresh server researches
 the questions four at a time (``--at-once``) in hierarchical mode; then, for the crowd, one
-research alone on a fresh server and ``--crowd`` researches at once on another, whose wall times
-are compared (the server's CPU time per research is what limits a crowd on two cores).
+research alone on a fresh server and ``--crowd`` researches at once on another (the
+``--questions`` in turn), whose wall times are compared (the server's CPU time per research is
+what limits a crowd on two cores), with the median crowded research's critical path by phase
+beside the lone one's: where the crowd waits.
 
 Printed: a line per research, the group's figures, and the acceptance lines of the speed issue
 against the first code compared with (figures, not assertions). Run from the repository root:
@@ -101,16 +103,33 @@ def summary(label: str, f: dict[str, float]) -> str:
     )
 
 
-async def crowd(fakes: World, code: Path | None, count: int, effort: str) -> tuple[float, ...]:
-    """The wall of one research alone and of ``count`` at once (fresh servers), and the
-    crowd's server CPU time per research, its own and its reading processes'."""
+async def crowd(
+    fakes: World, code: Path | None, count: int, effort: str
+) -> tuple[Scenario, Scenario]:
+    """One research alone and ``count`` at once, each on a fresh server."""
     one = questions(1)
     fakes.reset()
     alone = await run_scenario("alone", fakes, one, at_once=1, effort=effort, code=code)
-    many = [questions(8)[i % 8] for i in range(count)]
+    served = [corpus.question for corpus in fakes.library.corpora]  # the world's questions
+    many = [served[i % len(served)] for i in range(count)]
     fakes.reset()
     crowded = await run_scenario("crowd", fakes, many, at_once=count, effort=effort, code=code)
-    return alone.wall, crowded.wall, crowded.cpu_per_research, crowded.reading_cpu_per_research
+    return alone, crowded
+
+
+def crowd_path(alone: Scenario, crowded: Scenario) -> str:
+    """The crowd's critical path by phase (the median research's), beside the lone research's:
+    where a crowd waits. Empty for code whose researches are not traced."""
+    traced = [r for r in crowded.researches if r.traced]
+    if not traced or not alone.researches or not alone.researches[0].traced:
+        return ""
+    lone = alone.researches[0].path
+    phases = [phase for phase in PHASES if phase in lone or any(phase in r.path for r in traced)]
+    return ", ".join(
+        f"{phase} {statistics.median(r.path.get(phase, 0.0) for r in traced):.1f} s "
+        f"({lone.get(phase, 0.0):.1f} s)"
+        for phase in phases
+    )
 
 
 def medians(runs: list[dict[str, float]]) -> dict[str, float]:
@@ -181,12 +200,15 @@ async def main(args: argparse.Namespace) -> None:
             print("\n".join(acceptance(results["this code"], base)))
         if args.crowd:
             for label, code in codes:
-                alone, crowded, cpu, reading = await crowd(fakes, code, args.crowd, efforts[0])
-                ratio = crowded / alone if alone else 0.0
+                alone, crowded = await crowd(fakes, code, args.crowd, efforts[0])
+                ratio = crowded.wall / alone.wall if alone.wall else 0.0
+                path = crowd_path(alone, crowded)
                 print(
-                    f"\nCrowd, {label}: one research alone {alone:.1f} s, {args.crowd} at once "
-                    f"{crowded:.1f} s ({ratio:.2f}x; target <= 1.3x), server CPU {cpu:.2f} s a "
-                    f"research (its reading processes {reading:.2f} s)",
+                    f"\nCrowd, {label}: one research alone {alone.wall:.1f} s, {args.crowd} at "
+                    f"once {crowded.wall:.1f} s ({ratio:.2f}x; target <= 1.3x), server CPU "
+                    f"{crowded.cpu_per_research:.2f} s a research (its reading processes "
+                    f"{crowded.reading_cpu_per_research:.2f} s)"
+                    + (f"; critical path of the median research (alone): {path}" if path else ""),
                     flush=True,
                 )
 
