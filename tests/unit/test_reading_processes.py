@@ -18,12 +18,12 @@ from foundry_mcp.context.reading.across import Page, read_in_order, read_within
 from foundry_mcp.context.reading.elsewhere import (
     READ_HERE_BELOW_CHARS,
     ReadingProcesses,
-    _Turns,
     answer_deadline,
     counter_named,
     prepare_reading,
 )
 from foundry_mcp.context.reading.focus import focus_terms
+from foundry_mcp.context.reading.turns import Turns
 from foundry_mcp.context.tokens import EstimateCounter, counter_for_model
 
 TERMS = focus_terms("Compare lmdb and leveldb for write throughput")
@@ -230,7 +230,7 @@ def _served_by_one_process(
 ) -> list[tuple[int, int]]:
     """``readings`` (reader, length) all waiting on one busy process, then served: for each,
     in the order served, how many readings its reader had before, and its length."""
-    turns = _Turns()
+    turns = Turns()
     process = _Busy()
     process.lock.acquire()
     served: list[tuple[int, int]] = []
@@ -274,7 +274,7 @@ def test_turns_under_random_arrivals_and_hold_times_serve_every_reading_once() -
     them let go outside the turns now and then (a process closed): every reading is served,
     once, and never two on one process at a time."""
     rng = random.Random(5)
-    turns = _Turns()
+    turns = Turns()
     processes = [_Busy() for _ in range(3)]
     using: Counter[int] = Counter()
     served: list[int] = []
@@ -389,3 +389,17 @@ def test_a_research_starting_prepares_the_reading_processes_for_its_model(
         assert readers._held[0].ready == "estimate" and _worker_pids(readers)
     finally:
         readers.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "getpriority"), reason="no process priorities here")
+def test_a_reading_process_runs_at_a_lower_priority_than_its_server(
+    readers: ReadingProcesses,
+) -> None:
+    """On busy cores the event loop gets a core before the readings: each reading process is
+    niced below the server that started it."""
+    readers.read_within(pages(7), TERMS, 1_000, EstimateCounter())
+    (pid,) = _worker_pids(readers)
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    expected = min(19, ours + elsewhere.READING_NICENESS)
+    assert elsewhere.READING_NICENESS > 0
+    assert os.getpriority(os.PRIO_PROCESS, pid) == expected

@@ -11,17 +11,14 @@ imports this package only), each reading one request at a time. They start, and 
 research's token counter, half a second after a research starts (:func:`prepare_reading`), once
 its first call is out and seconds before its first reading, which would otherwise wait a quarter
 of a second for them; or with the first reading that needs one. A reading of less than
-:data:`READ_HERE_BELOW_CHARS` of page text is read in the calling thread.
+:data:`READ_HERE_BELOW_CHARS` of page text is read in the calling thread. The processes run
+at a lower priority than the server (:data:`READING_NICENESS`), so that on busy cores the event
+loop is not the one kept waiting.
 
 A reading goes to the process its first page's id names, so a page read again later in the
 research, whose parse that process keeps (:mod:`.parsed`), goes back to it; when that process
 is busy, to a free one instead, so that the parts of a research are read side by side. When
-every process is busy, the readings waiting take turns by reader (a research): the one whose
-reader has had the fewest readings by the time a process frees goes first, then the shortest
-(so the research waits on the quickest of its first readings), then the earliest. A research's
-first reading is what its first analysis call waits for, with nothing of it in flight; its
-later ones are read while that call is out. So when researches start together, each has its
-first reading before any has its second, even when all their readings came at once.
+every process is busy, the readings waiting take turns by reader (:mod:`.turns`).
 
 The counter is rebuilt there by its name (:func:`counter_named`); a counter with no name a
 process can rebuild (a test's own) reads in the calling thread, and so does any reading whose
@@ -36,7 +33,7 @@ when its server closes it or its stdin closes (its server died).
 
 from __future__ import annotations
 
-import itertools
+import contextlib
 import logging
 import os
 import pickle
@@ -45,13 +42,12 @@ import subprocess
 import sys
 import threading
 import time
-import zlib
-from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from foundry_mcp.context.reading.across import Page, PageSelection, read_in_order, read_within
+from foundry_mcp.context.reading.turns import Turns
 from foundry_mcp.context.tokens import (
     EstimateCounter,
     TokenCounter,
@@ -75,6 +71,11 @@ DEADLINE_SECONDS_PER_CHAR = 20e-6
 # out by then (the processes' start-up would hold the two cores the start needs), and its first
 # reading is seconds away.
 PREPARE_AFTER_SECONDS = 0.5
+# A reading process runs at a lower priority than its server (Unix niceness): when the cores
+# are all busy, the event loop, which every research's calls go through and which can use only
+# one core, gets one first, and the readings take what is left. A reading waits a little
+# longer; a crowd's searches and calls do not wait behind readings for a core.
+READING_NICENESS = 10
 _FRAME = struct.Struct(">Q")  # the length of the pickle that follows
 
 
@@ -209,7 +210,7 @@ class ReadingProcesses:
         self.here = 0  # readings done in the calling thread
         self.in_order = 0  # readings a process did not answer in time, read in order here
         self._counting = threading.Lock()  # readings come from several threads at once
-        self._turns = _Turns()
+        self._turns: Turns[_ReadingProcess] = Turns()
         self._closed = False
 
     def read_within(
@@ -284,56 +285,6 @@ class ReadingProcesses:
                 held.stop()
 
 
-class _Turns:
-    """Who reads next when every process is busy (see the module): the waiting reading whose
-    reader has had the fewest readings by now, then the shortest, then the earliest."""
-
-    READERS_KEPT = 1024  # readers whose count of readings is kept (the most recent)
-
-    def __init__(self) -> None:
-        self._changed = threading.Condition()
-        self._waiting: list[tuple[str, int, int]] = []  # (reader, characters to read, arrival)
-        self._arrivals = itertools.count()
-        self._had: OrderedDict[str, int] = OrderedDict()
-
-    def take(
-        self, held: Sequence[_ReadingProcess], page_id: str, reader: str, size: int = 0
-    ) -> _ReadingProcess:
-        """A process for a reading of ``size`` characters whose first page is ``page_id``, its
-        lock taken, in turn: the one the id names when it is free (it may hold the page's
-        parse), else any free one (started if need be)."""
-        named = zlib.crc32(page_id.encode("utf-8", "surrogatepass")) % len(held)
-        with self._changed:
-            mine = (reader, size, next(self._arrivals))
-            self._waiting.append(mine)
-            while True:
-                if self._next() == mine:
-                    for process in [*held[named:], *held[:named]]:
-                        if process.lock.acquire(blocking=False):
-                            self._waiting.remove(mine)
-                            self._had[reader] = self._had.pop(reader, 0) + 1
-                            if len(self._had) > self.READERS_KEPT:
-                                self._had.popitem(last=False)
-                            self._changed.notify_all()  # the next in line may take another
-                            return process
-                # A lock is also let go outside these turns (a process closed): look again
-                # now and then, not only when told.
-                self._changed.wait(timeout=0.05)
-
-    def _next(self) -> tuple[str, int, int]:
-        """The waiting reading whose turn it is (call holding ``_changed``). Its reader's count
-        is read now, not when it came: a research's readings that came together go one at a
-        time among the other researches'."""
-        had = self._had
-        return min(self._waiting, key=lambda waiting: (had.get(waiting[0], 0), *waiting[1:]))
-
-    def give_back(self, process: _ReadingProcess) -> None:
-        """The reading on ``process`` is done: the next in line may take it."""
-        process.lock.release()
-        with self._changed:
-            self._changed.notify_all()
-
-
 def serve(requests: IO[bytes], answers: IO[bytes]) -> None:
     """The reading process: answer each request until ``requests`` ends."""
     while True:
@@ -382,7 +333,16 @@ def use_reading_processes(processes: int) -> ReadingProcesses:
     return _shared
 
 
+def _yield_to_the_server() -> None:
+    """Lower this process's scheduling priority (:data:`READING_NICENESS`), where the system
+    has one."""
+    if hasattr(os, "nice"):
+        with contextlib.suppress(OSError):  # not allowed here: read at the priority given
+            os.nice(READING_NICENESS)
+
+
 if __name__ == "__main__":
+    _yield_to_the_server()
     channel_in, channel_out = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing else may write to the answers' pipe
     serve(channel_in, channel_out)
