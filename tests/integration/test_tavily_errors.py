@@ -1,9 +1,10 @@
 """Every failure of the tavily-python SDK becomes a ProviderError of the right kind.
 
-The real SDK talks to the loopback fake: a slow answer makes it raise its own
-``tavily.errors.TimeoutError`` (not the builtin), error statuses make it raise its own classes
+The real SDK talks to the loopback fake through the ``httpx2`` client the adapter gives it: a
+slow answer raises a raw ``httpx2.ReadTimeout`` (the SDK turns only its own httpx's timeouts
+into its ``TimeoutError``), error statuses make it raise its own classes
 (``InvalidAPIKeyError``, ``UsageLimitExceededError``, ``ForbiddenError``, ``BadRequestError``)
-or a raw ``httpx.HTTPStatusError``, a closed port a raw ``httpx.ConnectError``. Through the
+or a raw ``httpx2.HTTPStatusError``, a closed port a raw ``httpx2.ConnectError``. Through the
 resilience policy, the transient ones are retried like their HTTP twins.
 """
 
@@ -13,6 +14,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx2
 import pytest
 import tavily
 
@@ -69,7 +71,7 @@ async def test_the_sdk_timeout_is_a_transient_timeout(
     began = time.perf_counter()
     error = await _error(_adapter(server.base_url, timeout=0.3))
     assert time.perf_counter() - began < 1.5
-    assert [type(exc) for exc in raised] == [tavily.errors.TimeoutError]  # the SDK's own
+    assert [type(exc) for exc in raised] == [httpx2.ReadTimeout]  # raw, from the client we gave
     assert (error.kind, error.retryable) == ("transient", True)
     assert "0.3 s" in error.message
 
@@ -94,7 +96,7 @@ async def test_the_sdk_timeout_is_retried_by_the_policy(server: FakeHTTPServer) 
         (403, "auth", False),  # ForbiddenError
         (400, "bad_request", False),  # BadRequestError
         (429, "rate_limit", True),  # UsageLimitExceededError
-        (500, "transient", True),  # raw httpx.HTTPStatusError
+        (500, "transient", True),  # raw httpx2.HTTPStatusError
         (503, "transient", True),
     ],
 )
@@ -169,3 +171,18 @@ async def test_an_unknown_exception_is_not_disguised() -> None:
     with pytest.raises(KeyError):
         adapter._error(KeyError("a bug"))
     await adapter.aclose()
+
+
+async def test_searches_go_through_the_proxy_the_sdk_would_use(
+    server: FakeHTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client the adapter gives the SDK honours the SDK's own proxy variables: a search
+    for an API no one could reach directly arrives at the proxy (the fake), for that host."""
+    monkeypatch.setenv("TAVILY_HTTP_PROXY", server.base_url)
+    adapter = _adapter("http://api.tavily.invalid")
+    try:
+        assert len(await adapter.search("heat pumps", 3)) == 3
+    finally:
+        await adapter.aclose()
+    (request,) = server.requests_to("/search")
+    assert request.headers.get("host") == "api.tavily.invalid"

@@ -6,13 +6,21 @@ any other search its general web topic. The day a news result was published (its
 
 Source bounds are all sent in the request: ``include_domains`` / ``exclude_domains`` lists and
 ``start_date`` / ``end_date`` days (``YYYY-MM-DD``, both inclusive).
+
+The SDK sends through a client we give it (:func:`_connections`), an ``httpx2`` one like the LLM
+SDKs', not the ``httpx`` client it would build: a search's answer holds the raw text of every
+page it found (a megabyte or more), and with many searches in flight the older pool, which looks
+at every connection for every waiting request whenever a request comes or goes, cost the server
+several times the CPU of reading those answers.
 """
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 import httpx
+import httpx2
 
 from foundry_mcp.config import FetchSettings
 from foundry_mcp.errors import ProviderError
@@ -32,6 +40,7 @@ if TYPE_CHECKING:
 # The page text kept per result: ``[research.fetch] max_page_chars``, passed by the registry.
 DEFAULT_MAX_PAGE_CHARS: int = FetchSettings.model_fields["max_page_chars"].default
 MAX_TIMEOUT_SECONDS = 120.0  # the SDK caps every search at 120 s
+MAX_CONNECTIONS = 100  # as many as ``max_in_flight`` allows
 
 
 class TavilySearch:
@@ -61,7 +70,10 @@ class TavilySearch:
         self._timeout = min(timeout, MAX_TIMEOUT_SECONDS)
         self._search_depth = search_depth
         self._max_page_chars = max_page_chars
-        self._client: AsyncTavilyClient = AsyncTavilyClient(api_key=api_key, api_base_url=base_url)
+        self._http = _connections()
+        self._client: AsyncTavilyClient = AsyncTavilyClient(
+            api_key=api_key, api_base_url=base_url, client=self._http
+        )
 
     async def search(
         self,
@@ -106,7 +118,10 @@ class TavilySearch:
         """The ProviderError for anything the SDK raised; an unknown exception is re-raised."""
         from tavily import errors
 
-        if isinstance(exc, errors.TimeoutError | httpx.TimeoutException | TimeoutError):
+        if isinstance(
+            exc,
+            errors.TimeoutError | httpx.TimeoutException | httpx2.TimeoutException | TimeoutError,
+        ):
             return timeout_error(self.name, self._timeout)
         if isinstance(exc, errors.InvalidAPIKeyError | errors.MissingAPIKeyError):
             return status_error(self.name, 401, str(exc), secret=self._key)
@@ -129,7 +144,7 @@ class TavilySearch:
             )
         if isinstance(exc, errors.BadRequestError):
             return status_error(self.name, 400, str(exc), secret=self._key)
-        if isinstance(exc, httpx.HTTPStatusError):
+        if isinstance(exc, httpx.HTTPStatusError | httpx2.HTTPStatusError):
             response = exc.response
             return status_error(
                 self.name,
@@ -138,7 +153,9 @@ class TavilySearch:
                 retry_after=parse_retry_after(response.headers),
                 secret=self._key,
             )
-        if isinstance(exc, httpx.HTTPError):  # refused, reset, protocol and decoding errors
+        if isinstance(
+            exc, httpx.HTTPError | httpx2.HTTPError
+        ):  # refused, reset, protocol, decoding
             return connection_error(self.name, exc)
         # A 200 whose body is not JSON (ValueError) or not an object (AttributeError on .get).
         if isinstance(exc, ValueError | AttributeError):
@@ -147,6 +164,26 @@ class TavilySearch:
 
     async def aclose(self) -> None:
         await self._client.close()
+        await self._http.aclose()  # the SDK leaves a client it was given open
+
+
+def _connections() -> httpx2.AsyncClient:
+    """The HTTP client the SDK sends through, with its proxies (``TAVILY_HTTP_PROXY`` and
+    ``TAVILY_HTTPS_PROXY``, as the SDK would use them; otherwise the environment's), and
+    keep-alive for as many connections as the provider may have requests in flight."""
+    proxies = {
+        "http://": os.environ.get("TAVILY_HTTP_PROXY"),
+        "https://": os.environ.get("TAVILY_HTTPS_PROXY"),
+    }
+    mounts = {
+        scheme: httpx2.AsyncHTTPTransport(proxy=proxy) for scheme, proxy in proxies.items() if proxy
+    }
+    return httpx2.AsyncClient(
+        mounts=mounts or None,
+        limits=httpx2.Limits(
+            max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS
+        ),
+    )
 
 
 def _bound_fields(bounds: SourceBounds | None) -> dict[str, Any]:
