@@ -10,7 +10,9 @@ the questions four at a time (``--at-once``) in hierarchical mode; then, for the
 research alone on a fresh server and ``--crowd`` researches at once on another (the
 ``--questions`` in turn), whose wall times are compared (the server's CPU time per research is
 what limits a crowd on two cores), with the median crowded research's critical path by phase
-beside the lone one's: where the crowd waits.
+beside the lone one's (where the crowd waits), and the CPU the crowd took of the machine (the
+server, its reading processes, and this process's fakes and client) over its cores: a wall no
+scheduling could beat.
 
 Printed: a line per research, the group's figures, and the acceptance lines of the speed issue
 against the first code compared with (figures, not assertions). Run from the repository root:
@@ -117,6 +119,16 @@ async def crowd(
     return alone, crowded
 
 
+def floor(crowded: Scenario) -> str:
+    """What the crowd took of the machine's cores, and the wall no scheduling could beat."""
+    cores = os.cpu_count() or 1
+    return (
+        f"the crowd took {crowded.machine_cpu:.1f} s of CPU (server {crowded.cpu:.1f}, reading "
+        f"{crowded.reading_cpu:.1f}, fakes and client {crowded.harness_cpu:.1f}): at least "
+        f"{crowded.machine_cpu / cores:.1f} s of wall on {cores} cores"
+    )
+
+
 def crowd_path(alone: Scenario, crowded: Scenario) -> str:
     """The crowd's critical path by phase (the median research's), beside the lone research's:
     where a crowd waits. Empty for code whose researches are not traced."""
@@ -208,7 +220,8 @@ async def main(args: argparse.Namespace) -> None:
                     f"once {crowded.wall:.1f} s ({ratio:.2f}x; target <= 1.3x), server CPU "
                     f"{crowded.cpu_per_research:.2f} s a research (its reading processes "
                     f"{crowded.reading_cpu_per_research:.2f} s)"
-                    + (f"; critical path of the median research (alone): {path}" if path else ""),
+                    + (f"; critical path of the median research (alone): {path}" if path else "")
+                    + f"; {floor(crowded)}",
                     flush=True,
                 )
 

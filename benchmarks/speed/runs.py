@@ -100,6 +100,12 @@ class Scenario:
     wall: float
     cpu: float
     reading_cpu: float = 0.0  # of its reading processes (context/reading/elsewhere.py)
+    harness_cpu: float = 0.0  # of this process meanwhile: the fakes and the client
+
+    @property
+    def machine_cpu(self) -> float:
+        """The CPU the run took of this machine: server, reading processes, fakes, client."""
+        return self.cpu + self.reading_cpu + self.harness_cpu
 
     @property
     def cpu_per_research(self) -> float:
@@ -273,6 +279,7 @@ async def run_scenario(
             await anyio.to_thread.run_sync(wait_until_idle, server.pid)
             cpu_before = sum(server.cpu_times()[:2])
             reading_before = children_cpu(server)
+            harness_before = time.process_time()
             limiter = anyio.Semaphore(at_once)
             done: list[Research] = []
 
@@ -287,8 +294,9 @@ async def run_scenario(
             wall = time.time() - began
             cpu = sum(server.cpu_times()[:2]) - cpu_before
             reading = children_cpu(server) - reading_before
+            harness = time.process_time() - harness_before
     attribute(done, world)
-    return Scenario(label, done, wall, cpu, reading)
+    return Scenario(label, done, wall, cpu, reading, harness)
 
 
 def mean(values: Sequence[float]) -> float:
