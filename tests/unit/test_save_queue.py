@@ -168,3 +168,39 @@ async def test_researcher_states_are_read_once_their_queued_saves_are_written(
     finally:
         held.set()
         io.close()
+
+
+@pytest.mark.anyio
+async def test_a_fresh_runs_researchers_load_nothing_without_waiting_until_one_is_saved(
+    tmp_path: Path,
+) -> None:
+    """A run that began with no researcher state saved loads none while the research's own
+    checkpoint still waits on the writer; once it queues a researcher's save, a load waits for
+    the saves and reads it back."""
+    io = AsyncStore(ResearchStore(tmp_path / "research"))
+    owner = Owner()
+    research = _state()
+    io.sync.create(research, owner, 60)
+    saves = SaveQueue()
+    branches = RunBranches(io, owner, research.id, set(), saves, none_saved=True)
+    held = threading.Event()
+    try:
+        io.write_soon(lambda store: held.wait(10), "hold the writer")
+        saves.save_soon(io, research, lambda store: Snapshot.of(research))  # its checkpoint
+        async with asyncio.timeout(1):
+            assert await branches.load() == {}  # at once: the checkpoint is still queued
+        branch = research.model_copy(deep=True, update={"branch": "sq-1"})
+        branches.save_soon(branch)
+        loading = asyncio.ensure_future(branches.load())
+        await asyncio.sleep(0.1)
+        assert not loading.done()  # it waits for the queued save now
+        held.set()
+        async with asyncio.timeout(10):
+            assert set(await loading) == {"sq-1"}
+        # A run that began with one saved reads it, as a resumed run must.
+        resumed = RunBranches(io, owner, research.id, set(), saves, none_saved=False)
+        async with asyncio.timeout(10):
+            assert set(await resumed.load()) == {"sq-1"}
+    finally:
+        held.set()
+        io.close()

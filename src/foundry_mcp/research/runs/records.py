@@ -195,7 +195,13 @@ def _key(state: ResearchState) -> tuple[str, str | None]:
 
 
 class RunBranches(OwnedRecords):
-    """The saved researcher states of one research, for its playbook."""
+    """The saved researcher states of one research, for its playbook.
+
+    ``none_saved``: the store held no researcher state of the research when this run began (a
+    fresh run). Until the run queues a save of one, there is nothing to load, and a load reads
+    nothing: the researchers of a fresh run start without waiting for the research's queued
+    saves to be written and read back.
+    """
 
     def __init__(
         self,
@@ -204,14 +210,19 @@ class RunBranches(OwnedRecords):
         research_id: str,
         deleted: set[str],
         saves: SaveQueue | None = None,
+        *,
+        none_saved: bool = False,
     ) -> None:
         super().__init__(io, owner, research_id, deleted)
         self._saves = saves or SaveQueue()
+        self._none_saved = none_saved
+        self._queued = False  # this run has queued a save of a researcher's state
 
     def save_soon(self, branch: ResearchState) -> None:
         """Queue a save of a researcher's state, as the runner queues the research's
         (:meth:`SaveQueue.save_soon`)."""
         if self._research_id not in self._deleted:
+            self._queued = True
             self._saves.save_soon(
                 self._io,
                 branch,
@@ -220,7 +231,10 @@ class RunBranches(OwnedRecords):
 
     async def load(self) -> dict[str, ResearchState]:
         """The saved researcher states, with the page text of their sources; read once the
-        saves of them queued so far are written."""
+        saves of them queued so far are written (none, without reading, in a fresh run that has
+        queued none)."""
+        if self._none_saved and not self._queued:
+            return {}
         await self._saves.written(self._research_id)
 
         def read(store: Store) -> dict[str, ResearchState]:

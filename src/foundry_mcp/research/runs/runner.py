@@ -200,8 +200,13 @@ class ResearchRunner:
         from foundry_mcp.research.workflow.supervisor import Supervisor
 
         # The page text of its sources, kept apart from the state (read in a worker thread:
-        # megabytes of it must not stall the loop).
-        await self.io.read(lambda store: store.load_pages(state), patient=True)
+        # megabytes of it must not stall the loop), and whether a researcher state of it was
+        # saved before this run (RunBranches: a fresh run's researchers load none).
+        def prepare(store: Store) -> bool:
+            store.load_pages(state)
+            return not store.load_branches(state.id)
+
+        none_saved = await self.io.read(prepare, patient=True)
         llm = await self.research_llm(state, calls)
         search = [
             self.providers.resilience.wrap_search(await built(self.providers.search, name))
@@ -220,7 +225,9 @@ class ResearchRunner:
             checkpoint=checkpoint,
             fetcher=fetcher,
             hooks=self.hooks,
-            branches=RunBranches(self.io, self.owner, state.id, self.deleted, self._saves),
+            branches=RunBranches(
+                self.io, self.owner, state.id, self.deleted, self._saves, none_saved=none_saved
+            ),
             local_providers=own,
             local_sample=with_named_sources(
                 next((p.sample for p in search if isinstance(p, LocalDocuments)), None),
