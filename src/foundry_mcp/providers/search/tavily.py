@@ -153,9 +153,8 @@ class TavilySearch:
                 retry_after=parse_retry_after(response.headers),
                 secret=self._key,
             )
-        if isinstance(
-            exc, httpx.HTTPError | httpx2.HTTPError
-        ):  # refused, reset, protocol, decoding
+        # Refused, reset, protocol and decoding errors.
+        if isinstance(exc, httpx.HTTPError | httpx2.HTTPError):
             return connection_error(self.name, exc)
         # A 200 whose body is not JSON (ValueError) or not an object (AttributeError on .get).
         if isinstance(exc, ValueError | AttributeError):
