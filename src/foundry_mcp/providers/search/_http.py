@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
-import httpx
+import httpx2
 
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.http_errors import (
@@ -32,18 +32,19 @@ MAX_RESPONSE_BYTES = 5_000_000
 
 # Maps an error response (status, parsed body, headers, redacted detail) to a ProviderError,
 # or None for the default mapping of ``status_error``.
-ErrorMapper = Callable[[int, Any, httpx.Headers, str], ProviderError | None]
+ErrorMapper = Callable[[int, Any, httpx2.Headers, str], ProviderError | None]
 
 
 class _RedactQueryKeys(logging.Filter):
-    """Hide ``key=...`` query parameters in httpx's request log lines (Google's API key)."""
+    """Hide ``key=...`` query parameters in the HTTP clients' request log lines (Google's API
+    key)."""
 
     _pattern = re.compile(r"([?&](?:key|api_key|apikey)=)[^&\s\"']+", re.IGNORECASE)
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
             record.args = tuple(
-                self._pattern.sub(r"\1***", str(arg)) if isinstance(arg, (str, httpx.URL)) else arg
+                self._pattern.sub(r"\1***", str(arg)) if _may_hold_a_url(arg) else arg
                 for arg in record.args
             )
         if isinstance(record.msg, str):
@@ -51,33 +52,40 @@ class _RedactQueryKeys(logging.Filter):
         return True
 
 
+def _may_hold_a_url(arg: object) -> bool:
+    """A log argument that may be a URL: a string, or either HTTP library's ``URL``."""
+    return isinstance(arg, str) or type(arg).__name__ == "URL"
+
+
 _redaction_installed = False
 
 
 def install_log_redaction() -> None:
-    """Make sure httpx never logs an API key passed in a query string (idempotent)."""
+    """Make sure the HTTP clients never log an API key passed in a query string (idempotent):
+    ``httpx2`` (these adapters') and ``httpx`` (Tavily's SDK and the page fetcher's)."""
     global _redaction_installed
     if _redaction_installed:
         return
-    for name in ("httpx", "httpcore"):
+    for name in ("httpx2", "httpcore2", "httpx", "httpcore"):
         logging.getLogger(name).addFilter(_RedactQueryKeys())
     _redaction_installed = True
 
 
 def new_client(
     base_url: str, timeout: float, headers: Mapping[str, str] | None = None
-) -> httpx.AsyncClient:
-    """An ``httpx.AsyncClient`` for one provider: no redirects followed, no cookies kept."""
-    return httpx.AsyncClient(
+) -> httpx2.AsyncClient:
+    """An ``httpx2.AsyncClient`` for one provider (the LLM SDKs' HTTP library, whose connection
+    pool stays cheap with many requests in flight): no redirects followed, no cookies kept."""
+    return httpx2.AsyncClient(
         base_url=base_url,
-        timeout=httpx.Timeout(timeout),
+        timeout=httpx2.Timeout(timeout),
         headers={"user-agent": USER_AGENT, "accept": "application/json", **(headers or {})},
         follow_redirects=False,
     )
 
 
 async def get_json(
-    client: httpx.AsyncClient,
+    client: httpx2.AsyncClient,
     provider: str,
     path: str,
     *,
@@ -94,9 +102,9 @@ async def get_json(
         with anyio.fail_after(timeout):
             async with client.stream("GET", path, params=params) as response:
                 body = await _read_capped(response)
-    except (TimeoutError, httpx.TimeoutException):
+    except (TimeoutError, httpx2.TimeoutException):
         raise timeout_error(provider, timeout) from None
-    except httpx.HTTPError as exc:
+    except httpx2.HTTPError as exc:
         # str(exc) may embed the request URL (with its key): report the error type only.
         raise connection_error(provider, exc) from None
 
@@ -125,7 +133,7 @@ async def get_json(
     return parsed
 
 
-async def _read_capped(response: httpx.Response) -> bytes:
+async def _read_capped(response: httpx2.Response) -> bytes:
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.aiter_bytes():

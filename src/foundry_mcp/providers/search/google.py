@@ -23,7 +23,7 @@ import re
 from datetime import date
 from typing import Any
 
-import httpx
+import httpx2
 
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.http_errors import parse_retry_after
@@ -111,7 +111,7 @@ class GoogleSearch:
         return apply_bounds(found, bounds, self.native_bounds)
 
     def _map_error(
-        self, status: int, parsed: Any, headers: httpx.Headers, detail: str
+        self, status: int, parsed: Any, headers: httpx2.Headers, detail: str
     ) -> ProviderError | None:
         reasons = _reasons(parsed)
         if reasons & _QUOTA_REASONS or (status == 403 and "quota" in detail.lower()):

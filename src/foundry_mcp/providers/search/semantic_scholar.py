@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import httpx
+import httpx2
 
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.http_errors import parse_retry_after, status_error
@@ -89,7 +89,7 @@ class SemanticScholarSearch:
         return apply_bounds(found, bounds, self.native_bounds)
 
     def _map_error(
-        self, status: int, parsed: Any, headers: httpx.Headers, detail: str
+        self, status: int, parsed: Any, headers: httpx2.Headers, detail: str
     ) -> ProviderError | None:
         if status in (401, 403):
             if self._key:
