@@ -36,15 +36,14 @@ ErrorMapper = Callable[[int, Any, httpx2.Headers, str], ProviderError | None]
 
 
 class _RedactQueryKeys(logging.Filter):
-    """Hide ``key=...`` query parameters in the HTTP clients' request log lines (Google's API
-    key)."""
+    """Hide ``key=...`` query parameters in httpx2's request log lines (Google's API key)."""
 
     _pattern = re.compile(r"([?&](?:key|api_key|apikey)=)[^&\s\"']+", re.IGNORECASE)
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
             record.args = tuple(
-                self._pattern.sub(r"\1***", str(arg)) if _may_hold_a_url(arg) else arg
+                self._pattern.sub(r"\1***", str(arg)) if isinstance(arg, (str, httpx2.URL)) else arg
                 for arg in record.args
             )
         if isinstance(record.msg, str):
@@ -52,21 +51,15 @@ class _RedactQueryKeys(logging.Filter):
         return True
 
 
-def _may_hold_a_url(arg: object) -> bool:
-    """A log argument that may be a URL: a string, or either HTTP library's ``URL``."""
-    return isinstance(arg, str) or type(arg).__name__ == "URL"
-
-
 _redaction_installed = False
 
 
 def install_log_redaction() -> None:
-    """Make sure the HTTP clients never log an API key passed in a query string (idempotent):
-    ``httpx2`` (these adapters') and ``httpx`` (Tavily's SDK and the page fetcher's)."""
+    """Make sure ``httpx2`` never logs an API key passed in a query string (idempotent)."""
     global _redaction_installed
     if _redaction_installed:
         return
-    for name in ("httpx2", "httpcore2", "httpx", "httpcore"):
+    for name in ("httpx2", "httpcore2"):
         logging.getLogger(name).addFilter(_RedactQueryKeys())
     _redaction_installed = True
 

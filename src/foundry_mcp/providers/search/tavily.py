@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-import httpx
 import httpx2
 
 from foundry_mcp.config import FetchSettings
@@ -46,9 +45,9 @@ MAX_CONNECTIONS = 100  # as many as ``max_in_flight`` allows
 class TavilySearch:
     """Search through ``tavily-python``; the key is required (no keyless mode).
 
-    Every failure becomes a ``ProviderError``: the SDK's own exceptions (its ``TimeoutError``
-    is not the builtin one), the raw ``httpx`` errors it lets through (5xx statuses, refused or
-    broken connections) and answers that are not the JSON object it promises.
+    Every failure becomes a ``ProviderError``: the SDK's own exceptions, the raw ``httpx2``
+    errors it lets through from our client (timeouts, 5xx statuses, refused or broken
+    connections) and answers that are not the JSON object it promises.
     """
 
     source_types: tuple[SourceType, ...] = ("web", "news")
@@ -118,10 +117,8 @@ class TavilySearch:
         """The ProviderError for anything the SDK raised; an unknown exception is re-raised."""
         from tavily import errors
 
-        if isinstance(
-            exc,
-            errors.TimeoutError | httpx.TimeoutException | httpx2.TimeoutException | TimeoutError,
-        ):
+        # The SDK turns only its own httpx's timeouts into its TimeoutError: ours come raw.
+        if isinstance(exc, httpx2.TimeoutException | TimeoutError):
             return timeout_error(self.name, self._timeout)
         if isinstance(exc, errors.InvalidAPIKeyError | errors.MissingAPIKeyError):
             return status_error(self.name, 401, str(exc), secret=self._key)
@@ -144,7 +141,7 @@ class TavilySearch:
             )
         if isinstance(exc, errors.BadRequestError):
             return status_error(self.name, 400, str(exc), secret=self._key)
-        if isinstance(exc, httpx.HTTPStatusError | httpx2.HTTPStatusError):
+        if isinstance(exc, httpx2.HTTPStatusError):
             response = exc.response
             return status_error(
                 self.name,
@@ -154,7 +151,7 @@ class TavilySearch:
                 secret=self._key,
             )
         # Refused, reset, protocol and decoding errors.
-        if isinstance(exc, httpx.HTTPError | httpx2.HTTPError):
+        if isinstance(exc, httpx2.HTTPError):
             return connection_error(self.name, exc)
         # A 200 whose body is not JSON (ValueError) or not an object (AttributeError on .get).
         if isinstance(exc, ValueError | AttributeError):
@@ -162,7 +159,6 @@ class TavilySearch:
         raise exc
 
     async def aclose(self) -> None:
-        await self._client.close()
         await self._http.aclose()  # the SDK leaves a client it was given open
 
 
