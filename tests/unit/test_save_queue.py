@@ -5,6 +5,7 @@ save that ends the run)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +18,7 @@ from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.sqlite.store import ResearchStore
-from foundry_mcp.research.store.states import Snapshot
+from foundry_mcp.research.store.states import Snapshot, StateReading
 
 
 def _state() -> ResearchState:
@@ -33,10 +34,10 @@ async def _writes_in_order(tmp_path: Path, *, join: bool) -> tuple[list[str], bo
     order: list[str] = []
     held = threading.Event()
 
-    def write(label: str) -> Callable[[Store], Snapshot]:
-        def run(store: Store) -> Snapshot:
+    def write(label: str) -> Callable[[Store, StateReading], Snapshot]:
+        def run(store: Store, reading: StateReading) -> Snapshot:
             order.append(label)
-            return Snapshot.of(state)
+            return Snapshot.of_reading(reading)
 
         return run
 
@@ -81,9 +82,9 @@ async def test_a_queued_save_keeps_its_place_among_the_writes_and_is_applied_una
     applied: list[Snapshot] = []
     held = threading.Event()
 
-    def write(store: Store) -> Snapshot:
+    def write(store: Store, reading: StateReading) -> Snapshot:
         order.append("save")
-        return Snapshot.of(state)
+        return Snapshot.of_reading(reading)
 
     try:
         io.write_soon(lambda store: held.wait(10), "hold the writer")
@@ -110,13 +111,13 @@ async def test_a_queued_save_that_failed_is_raised_at_the_next_save_of_its_state
     saves, state, other = SaveQueue(), _state(), _state()
     written: list[str] = []
 
-    def failing(store: Store) -> Snapshot:
+    def failing(store: Store, reading: StateReading) -> Snapshot:
         raise OSError("disk full")
 
-    def write(label: str) -> Callable[[Store], Snapshot]:
-        def run(store: Store) -> Snapshot:
+    def write(label: str) -> Callable[[Store, StateReading], Snapshot]:
+        def run(store: Store, reading: StateReading) -> Snapshot:
             written.append(label)
-            return Snapshot.of(state)
+            return Snapshot.of_reading(reading)
 
         return run
 
@@ -186,7 +187,9 @@ async def test_a_fresh_runs_researchers_load_nothing_without_waiting_until_one_i
     held = threading.Event()
     try:
         io.write_soon(lambda store: held.wait(10), "hold the writer")
-        saves.save_soon(io, research, lambda store: Snapshot.of(research))  # its checkpoint
+        saves.save_soon(
+            io, research, lambda store, reading: Snapshot.of_reading(reading)
+        )  # its checkpoint
         async with asyncio.timeout(1):
             assert await branches.load() == {}  # at once: the checkpoint is still queued
         branch = research.model_copy(deep=True, update={"branch": "sq-1"})
@@ -201,6 +204,38 @@ async def test_a_fresh_runs_researchers_load_nothing_without_waiting_until_one_i
         resumed = RunBranches(io, owner, research.id, set(), saves, none_saved=False)
         async with asyncio.timeout(10):
             assert set(await resumed.load()) == {"sq-1"}
+    finally:
+        held.set()
+        io.close()
+
+
+@pytest.mark.anyio
+async def test_a_save_writes_the_state_as_it_was_last_asked_never_as_the_writer_finds_it(
+    tmp_path: Path,
+) -> None:
+    """The writer thread never reads a state the loop edits (its serializer runs Python code for
+    every enum value, so the loop can change the state in the middle of a read there): a save
+    holds the state as it was when it was last asked for, here, on the loop."""
+    io = AsyncStore(ResearchStore(tmp_path / "research"))
+    saves, state = SaveQueue(), _state()
+    written: list[str | None] = []
+    held = threading.Event()
+
+    def write(store: Store, reading: StateReading) -> Snapshot:
+        snapshot = Snapshot.of_reading(reading)
+        written.append(json.loads(snapshot.json)["research_brief"])
+        return snapshot
+
+    try:
+        io.write_soon(lambda store: held.wait(10), "hold the writer")
+        state.research_brief = "asked first"
+        saves.save_soon(io, state, write)
+        state.research_brief = "asked again"
+        saves.save_soon(io, state, write)  # joins the waiting save, with this reading
+        state.research_brief = "changed since, not asked"
+        held.set()
+        await io.drain()
+        assert written == ["asked again"]
     finally:
         held.set()
         io.close()

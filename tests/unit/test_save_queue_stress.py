@@ -18,7 +18,7 @@ from foundry_mcp.research.runs.records import SaveQueue
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.protocol import Store
 from foundry_mcp.research.store.sqlite.store import ResearchStore
-from foundry_mcp.research.store.states import Snapshot
+from foundry_mcp.research.store.states import Snapshot, StateReading
 
 STEPS = 40
 
@@ -32,13 +32,14 @@ class Disk:
         self.failed: dict[str | None, list[int]] = defaultdict(list)
 
     def writer(self, state: ResearchState) -> object:
-        def write(store: Store) -> Snapshot:
+        def write(store: Store, reading: StateReading) -> Snapshot:
             time.sleep(self.rng.uniform(0, 0.002))
+            version = int(reading.data["research_brief"] or "0")  # what this save writes
             if self.rng.random() < 0.05:
-                self.failed[state.branch].append(int(state.research_brief or "0"))
+                self.failed[state.branch].append(version)
                 raise OSError("disk full")
-            snapshot = Snapshot.of(state)
-            self.written[state.branch].append(int(state.research_brief or "0"))
+            snapshot = Snapshot.of_reading(reading)
+            self.written[state.branch].append(version)
             return snapshot
 
         return write

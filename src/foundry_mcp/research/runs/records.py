@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable
 
 from foundry_mcp.research.models import LLMCallRecord, ResearchState
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.store.protocol import Store
-from foundry_mcp.research.store.states import Snapshot
+from foundry_mcp.research.store.states import Snapshot, StateReading
 
 log = logging.getLogger(__name__)
 
@@ -73,9 +74,10 @@ class RunJournal(OwnedRecords):
 class SaveQueue:
     """States saved on the store's writer thread, at most one save of a state waiting there.
 
-    A save snapshots its state when it runs (``save_snapshot``), so a save asked while another
-    of the same state still waits in the writer's queue joins that one: it will hold this
-    change too. Under load (many researches, each saving at every step of every phase) the
+    A save is asked on the loop, and reads its state there (:class:`StateReading`: the writer
+    thread never reads a state the loop edits); a save asked while another of the same state
+    still waits in the writer's queue joins that one, giving it the newer reading: it will hold
+    this change too. Under load (many researches, each saving at every step of every phase) the
     writer writes each state once a turn, not once for every step that asked while it was
     busy with the others.
 
@@ -93,12 +95,13 @@ class SaveQueue:
         self,
         io: AsyncStore,
         state: ResearchState,
-        write: Callable[[Store], Snapshot],
+        write: Callable[[Store, StateReading], Snapshot],
         *,
         join: bool = True,
         saved: Callable[[Snapshot], None] | None = None,
     ) -> Snapshot:
-        """``write(store)`` on the writer thread, or join the save of ``state`` waiting there;
+        """``write(store, reading)`` on the writer thread, ``reading`` taken now (or join the
+        save of ``state`` waiting there, giving it a reading taken now);
         the snapshot written, once a save begun after this call is done (and applied).
         ``join`` False: a save of its own, written after every write queued before this call.
         ``saved`` is called with the snapshot once it is applied."""
@@ -111,7 +114,7 @@ class SaveQueue:
         self,
         io: AsyncStore,
         state: ResearchState,
-        write: Callable[[Store], Snapshot],
+        write: Callable[[Store, StateReading], Snapshot],
         *,
         saved: Callable[[Snapshot], None] | None = None,
     ) -> None:
@@ -144,20 +147,26 @@ class SaveQueue:
         self,
         io: AsyncStore,
         state: ResearchState,
-        write: Callable[[Store], Snapshot],
+        write: Callable[[Store, StateReading], Snapshot],
         *,
         join: bool,
         saved: Callable[[Snapshot], None] | None,
     ) -> _Save:
         key = _key(state)
+        reading = StateReading.of(state)  # here, where the state is edited: one instant of it
         waiting = self._waiting.get(key)
-        if join and waiting is not None and not waiting.begun:
-            return waiting
-        queued = _Save()
+        if join and waiting is not None:
+            with waiting.lock:
+                if not waiting.begun:
+                    waiting.reading = reading  # it will write this change too
+                    return waiting
+        queued = _Save(reading)
 
         def run(store: Store) -> Snapshot:
-            queued.begun = True  # from now on a change may miss this snapshot: no one joins
-            return write(store)
+            with queued.lock:  # from now on a change misses this save: no one joins it
+                queued.begun = True
+                taken = queued.reading
+            return write(store, taken)
 
         queued.future = io.write_queued(run)
         self._waiting[key] = queued
@@ -183,11 +192,15 @@ class SaveQueue:
 
 
 class _Save:
-    """A save queued on the writer thread."""
+    """A save queued on the writer thread, with the latest reading of its state."""
 
     future: asyncio.Future[Snapshot]
-    begun = False  # the writer has begun it: a later change may miss its snapshot
+    begun = False  # the writer has begun it: a later change misses it
     awaited = False  # someone waits for it (and gets its failure)
+
+    def __init__(self, reading: StateReading) -> None:
+        self.reading = reading
+        self.lock = threading.Lock()  # the loop's join against the writer's start
 
 
 def _key(state: ResearchState) -> tuple[str, str | None]:
@@ -226,7 +239,7 @@ class RunBranches(OwnedRecords):
             self._saves.save_soon(
                 self._io,
                 branch,
-                lambda store: save_snapshot(store.save_branch, branch, self._owner),
+                lambda store, reading: save_snapshot(store.save_branch, reading, self._owner),
             )
 
     async def load(self) -> dict[str, ResearchState]:
@@ -246,10 +259,10 @@ class RunBranches(OwnedRecords):
 
 
 def save_snapshot(
-    save: Callable[[Snapshot, Owner], None], state: ResearchState, owner: Owner
+    save: Callable[[Snapshot, Owner], None], reading: StateReading, owner: Owner
 ) -> Snapshot:
-    """``save`` a snapshot of ``state`` taken now (on the writer thread, reading the state and
-    never writing to it); the snapshot, to apply on the loop."""
-    snapshot = Snapshot.of(state)
+    """``save`` the snapshot of ``reading`` (on the writer thread: the state itself is not read
+    there); the snapshot, to apply on the loop."""
+    snapshot = Snapshot.of_reading(reading)
     save(snapshot, owner)
     return snapshot

@@ -25,7 +25,7 @@ from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.archive import RunArchive
 from foundry_mcp.research.store.owners import LeaseLostError, Owner
 from foundry_mcp.research.store.protocol import Store
-from foundry_mcp.research.store.states import Snapshot
+from foundry_mcp.research.store.states import Snapshot, StateReading
 
 if TYPE_CHECKING:
     from foundry_mcp.research.workflow.supervisor import SupervisorHooks
@@ -331,25 +331,25 @@ class ResearchRunner:
         """Save a run's state (fenced), unless the research was deleted while it ran.
 
         The state is saved on the store's writer thread while the run goes on editing it on
-        the loop. So the writer only reads it, taking a snapshot (``Snapshot.of``: one step of
-        pydantic's serializer, which holds the interpreter, so a change the run makes
-        meanwhile lands wholly in this save or wholly in the next) and writing that; what the
-        save set (its time, the hashes of new page texts) is recorded on the state on the
-        loop, once the write returns.
+        the loop. So it is read here, on the loop (``StateReading``: a change the run makes
+        lands wholly in this save or wholly in the next), and the writer writes that reading;
+        what the save set (its time, the hashes of new page texts) is recorded on the state on
+        the loop, once the write returns.
         """
         if state.id not in self.deleted:
             await self._saves.save(
-                self.io, state, self._snapshot_writer(state), join=join, saved=self._saved
+                self.io, state, self._write_snapshot, join=join, saved=self._saved
             )
 
     def _save_soon(self, state: ResearchState) -> None:
         """Queue a save of a run's state, as :meth:`_save` saves it, and go on: a checkpoint.
         A queued save of it that failed since is raised here."""
         if state.id not in self.deleted:
-            self._saves.save_soon(self.io, state, self._snapshot_writer(state), saved=self._saved)
+            self._saves.save_soon(self.io, state, self._write_snapshot, saved=self._saved)
 
-    def _snapshot_writer(self, state: ResearchState) -> Callable[[Store], Snapshot]:
-        return lambda store: save_snapshot(store.save, state, self.owner)
+    def _write_snapshot(self, store: Store, reading: StateReading) -> Snapshot:
+        """Save a run's state as ``reading`` read it (on the writer thread)."""
+        return save_snapshot(store.save, reading, self.owner)
 
     def _saved(self, snapshot: Snapshot) -> None:
         position = (snapshot.status, snapshot.phase, snapshot.iteration)

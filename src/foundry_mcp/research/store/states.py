@@ -2,17 +2,20 @@
 upgraded when read, and the tables it spans.
 
 A run's state is edited on the event loop while its save is written on the store's writer
-thread (:class:`~foundry_mcp.research.store.access.aio.AsyncStore`). So a save never writes to the
-state it saves: :meth:`Snapshot.of` reads it, in one call of pydantic's serializer (which holds
-the interpreter, so the state is read as it is at one instant, every change the loop makes
-landing wholly before or wholly after), and works out from that reading what the save sets:
-its time (``updated_at``), the JSON the store keeps (all of the state but its sources' page
-text), and the page texts its sources got since the store last kept theirs, with their hashes
-(:mod:`foundry_mcp.research.store.pages`). The store writes the snapshot. :meth:`Snapshot.apply`
-then records on the state what was saved, where the state is edited: a run does it on the event
-loop once the write returns. A store given a state rather than a snapshot (a caller whose state
-no other thread edits: a start, a restore, the tests) takes the snapshot itself and applies it
-once the write committed (:func:`snapshot_to_save`), so its caller finds the state as saved.
+thread (:class:`~foundry_mcp.research.store.access.aio.AsyncStore`). So a save never reads the
+live state on that thread: a :class:`StateReading` takes it where it is edited, in one call of
+pydantic's serializer (the dump, with its page texts as the same string objects, never copied)
+and a note of which sources' texts the store already holds. Only that reading crosses to the
+writer, where :meth:`Snapshot.of_reading` works out what the save sets: its time
+(``updated_at``), the JSON the store keeps (all of the state but its sources' page text), and
+the page texts its sources got since the store last kept theirs, with their hashes
+(:mod:`foundry_mcp.research.store.pages`). (The serializer alone does not make a reading on
+another thread safe: it runs Python code for every enum value, and the loop may run and change
+the state in between.) The store writes the snapshot. :meth:`Snapshot.apply` then records on
+the state what was saved, where the state is edited: a run does it on the event loop once the
+write returns. A store given a state rather than a snapshot (a caller whose state no other
+thread edits: a start, a restore, the tests) takes the snapshot itself and applies it once the
+write committed (:func:`snapshot_to_save`), so its caller finds the state as saved.
 
 A stored state written by an older foundry-mcp is upgraded when it is read: each step takes the
 JSON of version ``n`` and returns version ``n + 1``, and reading applies every step from the
@@ -120,6 +123,25 @@ class KeptText:
 
 
 @dataclass(frozen=True)
+class StateReading:
+    """A state read at one instant, where it is edited: its dump, and for each source whether
+    the store held its text then. Turned into a :class:`Snapshot` on any thread, once."""
+
+    state: ResearchState
+    data: dict[str, Any]  # ``model_dump(mode="json")``: page texts are the live string objects
+    kept: dict[str, tuple[Source, bool]]  # by source id: the source, whether its text was kept
+
+    @classmethod
+    def of(cls, state: ResearchState) -> StateReading:
+        """Read ``state`` now (call it where it is edited)."""
+        return cls(
+            state,
+            state.model_dump(mode="json"),
+            {source.id: (source, source.text_is_kept) for source in state.sources},
+        )
+
+
+@dataclass(frozen=True)
 class Snapshot:
     """What one save of ``state`` writes: the state's columns and JSON, and its new pages."""
 
@@ -155,16 +177,22 @@ class Snapshot:
 
     @classmethod
     def of(cls, state: ResearchState) -> Snapshot:
-        """``state`` as a save made now writes it; ``state`` is read, never changed.
+        """``state`` as a save made now writes it, read on this thread (which must be the one
+        that edits it); ``state`` is read, never changed."""
+        return cls.of_reading(StateReading.of(state))
 
-        Its page texts are read in the same call as the rest (pydantic hands back the text
-        objects themselves: nothing is copied), so a source's stored hash is that of the text
-        the state held at that instant. Only texts the store does not hold yet are hashed.
+    @classmethod
+    def of_reading(cls, reading: StateReading) -> Snapshot:
+        """What a save of ``reading`` writes (on any thread; the reading is used up).
+
+        Its page texts were read in the same call as the rest, so a source's stored hash is
+        that of the text the state held at that instant. Only texts the store did not hold
+        then are hashed.
         """
-        data = state.model_dump(mode="json")
+        state, data = reading.state, reading.data
         updated_at = utcnow()
         data["updated_at"] = updated_at
-        pages, kept = _texts_apart(data["sources"], state)
+        pages, kept = _texts_apart(data["sources"], reading.kept)
         return cls(
             state=state,
             status=data["status"],
@@ -206,18 +234,17 @@ def snapshot_to_save(state: ResearchState | Snapshot) -> Iterator[Snapshot]:
 
 
 def _texts_apart(
-    stored: list[dict[str, Any]], state: ResearchState
+    stored: list[dict[str, Any]], live: dict[str, tuple[Source, bool]]
 ) -> tuple[dict[str, str], tuple[KeptText, ...]]:
-    """Take the page text out of ``state``'s dumped sources, ``stored``; the texts the store does
-    not hold yet, by hash (written into their sources as ``content_hash``), and what ``apply``
-    records on the live sources."""
-    live = {source.id: source for source in state.sources}
+    """Take the page text out of the dumped sources, ``stored``; the texts the store did not
+    hold when they were read (``live``), by hash (written into their sources as
+    ``content_hash``), and what ``apply`` records on the live sources."""
     pages: dict[str, str] = {}
     kept: list[KeptText] = []
     for dumped in stored:
         text = dumped.pop("content", None)
-        source = live.get(dumped["id"])
-        if source is not None and source.content is text and source.text_is_kept:
+        source, held = live.get(dumped["id"], (None, False))
+        if held:
             continue
         digest = None
         if text is not None:
