@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from foundry_mcp.research.models import ResearchState
+from foundry_mcp.research.models import ResearchState, Source
 from foundry_mcp.research.runs.records import RunBranches, SaveQueue
 from foundry_mcp.research.store.access.aio import AsyncStore
 from foundry_mcp.research.store.owners import Owner
@@ -172,12 +172,12 @@ async def test_researcher_states_are_read_once_their_queued_saves_are_written(
 
 
 @pytest.mark.anyio
-async def test_a_fresh_runs_researchers_load_nothing_without_waiting_until_one_is_saved(
+async def test_a_fresh_runs_researchers_load_what_it_holds_without_waiting_on_the_writer(
     tmp_path: Path,
 ) -> None:
-    """A run that began with no researcher state saved loads none while the research's own
-    checkpoint still waits on the writer; once it queues a researcher's save, a load waits for
-    the saves and reads it back."""
+    """A run that began with no researcher state saved loads, at once, copies of the states it
+    queued (none before it queues one), while their saves still wait on the writer: detached
+    from the live states, as read back from the store. A resumed run reads the store."""
     io = AsyncStore(ResearchStore(tmp_path / "research"))
     owner = Owner()
     research = _state()
@@ -193,13 +193,23 @@ async def test_a_fresh_runs_researchers_load_nothing_without_waiting_until_one_i
         async with asyncio.timeout(1):
             assert await branches.load() == {}  # at once: the checkpoint is still queued
         branch = research.model_copy(deep=True, update={"branch": "sq-1"})
-        branches.save_soon(branch)
-        loading = asyncio.ensure_future(branches.load())
-        await asyncio.sleep(0.1)
-        assert not loading.done()  # it waits for the queued save now
+        branch.sources.append(
+            Source(id="src-0000000a", title="A page", url="https://a.example", content="x" * 500)
+        )
+        events: list[str] = []
+        branch.attach(lambda kind, data: events.append(kind))
+        branches.save_soon(branch)  # queued behind the held writer
+        branch.research_brief = "changed since its save"
+        async with asyncio.timeout(1):
+            loaded = await branches.load()  # the writer is still held
+        copy = loaded["sq-1"]
+        assert copy is not branch and copy.research_brief == "changed since its save"
+        assert copy.sources[0] is not branch.sources[0]
+        assert copy.sources[0].content == branch.sources[0].content
+        copy.sources[0].title = "edited by the consolidation"
+        copy.warn("sent nowhere")
+        assert branch.sources[0].title != "edited by the consolidation" and events == []
         held.set()
-        async with asyncio.timeout(10):
-            assert set(await loading) == {"sq-1"}
         # A run that began with one saved reads it, as a resumed run must.
         resumed = RunBranches(io, owner, research.id, set(), saves, none_saved=False)
         async with asyncio.timeout(10):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from datetime import datetime
 from typing import Any
 
@@ -167,6 +168,11 @@ class ResearchState(_Model):
     def pages_sent(self) -> dict[str, list[str]]:
         """What the analyst was sent of each page in this run (see ``_pages_sent``)."""
         return self._pages_sent
+
+    def detached(self) -> ResearchState:
+        """A deep copy sharing no object with this state, as the store would give it back: it
+        sends its events nowhere, and knows nothing of what the analyst was sent."""
+        return copy.deepcopy(self, {id(self._listener): None, id(self._pages_sent): {}})
 
     def attach(self, listener: EventListener | None) -> None:
         """Send this state's decisions, warnings and emitted events to ``listener``."""

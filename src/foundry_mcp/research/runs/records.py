@@ -211,9 +211,10 @@ class RunBranches(OwnedRecords):
     """The saved researcher states of one research, for its playbook.
 
     ``none_saved``: the store held no researcher state of the research when this run began (a
-    fresh run). Until the run queues a save of one, there is nothing to load, and a load reads
-    nothing: the researchers of a fresh run start without waiting for the research's queued
-    saves to be written and read back.
+    fresh run). Then the store holds exactly the states this run queued, and the run holds
+    them too: a load copies them (:meth:`ResearchState.detached`) instead of waiting for their
+    saves to be written and reading them back with their pages. The researchers of a fresh run
+    start at once, and its consolidation gathers what they hold.
     """
 
     def __init__(
@@ -229,13 +230,14 @@ class RunBranches(OwnedRecords):
         super().__init__(io, owner, research_id, deleted)
         self._saves = saves or SaveQueue()
         self._none_saved = none_saved
-        self._queued = False  # this run has queued a save of a researcher's state
+        self._queued: dict[str, ResearchState] = {}  # by branch: the states this run saved
 
     def save_soon(self, branch: ResearchState) -> None:
         """Queue a save of a researcher's state, as the runner queues the research's
         (:meth:`SaveQueue.save_soon`)."""
         if self._research_id not in self._deleted:
-            self._queued = True
+            if branch.branch is not None:
+                self._queued[branch.branch] = branch
             self._saves.save_soon(
                 self._io,
                 branch,
@@ -243,11 +245,11 @@ class RunBranches(OwnedRecords):
             )
 
     async def load(self) -> dict[str, ResearchState]:
-        """The saved researcher states, with the page text of their sources; read once the
-        saves of them queued so far are written (none, without reading, in a fresh run that has
-        queued none)."""
-        if self._none_saved and not self._queued:
-            return {}
+        """The saved researcher states, by branch, with the page text of their sources: in a
+        fresh run, copies of those it saved; else read once the saves of them queued so far
+        are written."""
+        if self._none_saved:
+            return {branch: state.detached() for branch, state in self._queued.items()}
         await self._saves.written(self._research_id)
 
         def read(store: Store) -> dict[str, ResearchState]:
