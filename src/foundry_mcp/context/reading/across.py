@@ -194,7 +194,7 @@ def _value(
             if known and page.sentence_keys[sentence] in known:
                 continue
             for n in page.statements_of(sentence):
-                held = wanted.intersection(stems[n].split())
+                held = wanted.intersection(stems[n])
                 if held:
                     pieces.append((n, held))
                     present |= held

@@ -61,14 +61,14 @@ class ParsedPage:
     ``sentences_of(p)``, sentence ``s``'s statements ``statements_of(s)``. A sentence has its
     key (:func:`~foundry_mcp.context.reading.focus.sentence_key`); a statement (see
     :func:`statements`) its lower-case text (its identity within a reading: spacing is already
-    one space), the stems of its content words (space-separated) and whether it states a figure
+    one space), the distinct stems of its content words and whether it states a figure
     (:data:`FIGURE_RE`).
     """
 
     passages: tuple[tuple[str, bool], ...]
     sentence_keys: tuple[str, ...]
     statement_texts: tuple[str, ...]
-    statement_stems: tuple[str, ...]
+    statement_stems: tuple[tuple[str, ...], ...]
     figures: bytearray  # per statement: 1 states a figure, 0 not, 2 not looked at yet
     first_sentence: array[int]  # of each passage, and one past the last
     first_statement: array[int]  # of each sentence, and one past the last
@@ -112,7 +112,7 @@ def parse_uncached(text: str) -> ParsedPage:
     stemmer = Stemmer()
     keys: list[str] = []
     texts: list[str] = []
-    stemmed: list[str] = []
+    stemmed: list[tuple[str, ...]] = []
     first_sentence, first_statement = array("l"), array("l")
     for _, _, sentences in split:
         first_sentence.append(len(keys))

@@ -76,12 +76,12 @@ class Stemmer:
             if found
         ]
 
-    def distinct(self, lower: str) -> str:
-        """The distinct content words of lower-case ``lower``, stemmed, space-separated (in no
-        particular order)."""
+    def distinct(self, lower: str) -> tuple[str, ...]:
+        """The distinct content words of lower-case ``lower``, stemmed (in no particular
+        order)."""
         found = set(map(self._stem_of.__getitem__, TOKEN_RE.findall(lower)))
         found.discard("")
-        return " ".join(found)
+        return tuple(found)
 
 
 @functools.lru_cache(maxsize=100_000)
