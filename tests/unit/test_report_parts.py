@@ -265,3 +265,55 @@ async def test_sources_are_indexed_for_the_fact_checker_while_the_writers_write(
     assert provider.brain.calls["verifier"] >= 1
     assert {sid for sid, _ in indexed} == {s.id for s in state.sources}
     assert not any(on_loop for _, on_loop in indexed)  # in a thread, while the writers wrote
+
+
+class SlowFrameBrain(ConcurrentBrain):
+    """The fake brain with a frame writer that answers last, long after the sections."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.frame_out = False
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        if "Body sections written separately" not in request.user:
+            return await super().complete(request)
+        self.frame_out = True
+        try:
+            await anyio.sleep(0.5)
+            return await super().complete(request)
+        finally:
+            self.frame_out = False
+
+
+@pytest.mark.anyio
+async def test_the_claims_of_a_part_get_their_excerpts_while_the_other_parts_are_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A section written while the frame's writer is still out has its cited sentences'
+    excerpts chosen then, in a thread; the fact-check uses them without choosing again."""
+    state = _state()
+    state.options.verify_citations = True
+    for source in state.sources:
+        source.content = " ".join(f.content for f in state.findings if source.id in f.source_ids)
+    provider = SlowFrameBrain()
+    loop_thread = threading.get_ident()
+    chosen: list[tuple[str, bool, bool]] = []  # claim, frame still out, on the loop's thread
+    original = ExcerptSelector._choose
+
+    def recording(self: ExcerptSelector, claim: str, source_ids: object) -> object:
+        chosen.append((claim, provider.frame_out, threading.get_ident() == loop_thread))
+        return original(self, claim, source_ids)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ExcerptSelector, "_choose", recording)
+
+    await synthesize(ResearchLLM(provider, "m", state, CallLog()), state, None)
+
+    judged = [check.sentence for check in state.claim_checks if check.quotes]
+    ahead = {claim for claim, frame_out, _ in chosen if frame_out}
+    assert provider.brain.calls["verifier"] >= 1
+    assert any(
+        finding.content.rstrip(".") in claim for claim in ahead for finding in state.findings
+    )
+    assert ahead <= set(judged)  # chosen ahead for sentences the fact-check then judged
+    assert len(chosen) == len({claim for claim, _, _ in chosen})  # none chosen twice
+    assert not any(on_loop for _, _, on_loop in chosen)

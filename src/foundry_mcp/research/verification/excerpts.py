@@ -32,8 +32,10 @@ from foundry_mcp.context.reading.passages import (
     split_sentences,
 )
 from foundry_mcp.context.reading.selection import ELISION
-from foundry_mcp.research.models import Source
+from foundry_mcp.research.models import EvidenceQuote, Source
 from foundry_mcp.research.prompts.analyzer import snippet_lacking
+from foundry_mcp.research.verification.claims import split_claims
+from foundry_mcp.research.verification.quotes import quotes_for
 
 EXCERPT_CHARS_PER_CLAIM = 1500
 MIN_EXCERPT_CHARS = 120
@@ -69,6 +71,10 @@ class ExcerptSelector:
         # sent, or the page, then the snippet's): a match's context stays within its stretch.
         self._stretches: dict[str, list[int]] = {}
         self._snippets: dict[str, list[str]] = {}
+        # The excerpts chosen for each (claim, cited sources), and the quotes of each choice,
+        # for a claim checked again or chosen ahead (``prepare``).
+        self._chosen: dict[tuple[str, tuple[str, ...]], list[tuple[str, str]]] = {}
+        self._quoted: dict[tuple[tuple[str, str], ...], list[EvidenceQuote]] = {}
 
     def _page(self, source_id: str) -> str:
         source = self._sources.get(source_id)
@@ -117,6 +123,24 @@ class ExcerptSelector:
         the synthesizer does it in a thread while the writers' calls are in flight)."""
         for source_id in source_ids:
             self._sentence_index(source_id)
+
+    def prepare(self, written: str) -> None:
+        """Choose now the excerpts of the claims of ``written`` (a part of a report, once it is
+        written), and their quotes, so that the draft's verification finds them: the
+        synthesizer does it in a thread while the other parts' writers are still out."""
+        for claim in split_claims(written).claims:
+            known = [sid for sid in claim.source_ids if sid in self._sources]
+            if known:
+                self.quotes(self.excerpts(claim.text, known))
+
+    def quotes(self, excerpts: Sequence[tuple[str, str]]) -> list[EvidenceQuote]:
+        """The ``(source id, excerpt)`` pairs as quotes of the sources' stored text
+        (:func:`~.quotes.quotes_for`)."""
+        key = tuple(excerpts)
+        quoted = self._quoted.get(key)
+        if quoted is None:
+            quoted = self._quoted[key] = quotes_for(self._sources, excerpts)
+        return list(quoted)
 
     def best_passage(self, source_id: str, claim: str) -> str | None:
         """The passage of ``source_id`` that shares most with ``claim``, if any does."""
@@ -188,6 +212,13 @@ class ExcerptSelector:
         Every cited source first gets its best excerpt (cut to an equal share of the budget),
         then the remaining budget goes to each source's further excerpts.
         """
+        key = (claim, tuple(source_ids))
+        chosen = self._chosen.get(key)
+        if chosen is None:
+            chosen = self._chosen[key] = self._choose(claim, source_ids)
+        return list(chosen)
+
+    def _choose(self, claim: str, source_ids: Sequence[str]) -> list[tuple[str, str]]:
         ranked = [(sid, self.matches(sid, claim)) for sid in source_ids]
         ranked = [(sid, excerpts) for sid, excerpts in ranked if excerpts]
         if not ranked:

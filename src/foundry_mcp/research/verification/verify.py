@@ -22,7 +22,6 @@ from foundry_mcp.research.models import (
 from foundry_mcp.research.verification.claims import DraftClaims, apply_verdicts, split_claims
 from foundry_mcp.research.verification.excerpts import ExcerptSelector
 from foundry_mcp.research.verification.judge import judge_claims
-from foundry_mcp.research.verification.quotes import quotes_for
 from foundry_mcp.research.verification.repair import repair_citations
 
 
@@ -118,7 +117,7 @@ def _evidence(
             checks[i].reason = "It cites no source the research gathered."
             continue
         excerpts = selector.excerpts(claim.text, known)
-        checks[i].quotes = quotes_for(sources, excerpts)
+        checks[i].quotes = selector.quotes(excerpts)
         if not excerpts:
             checks[i].reason = "The cited sources have no text to check it against."
         elif len(gathered.to_judge) >= cap:

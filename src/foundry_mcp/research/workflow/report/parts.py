@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 import anyio
@@ -226,10 +226,12 @@ async def write_in_parts(
     material: str | None,
     max_tokens: int,
     end_by: float = math.inf,
+    on_written: Callable[[str], Awaitable[None]] | None = None,
 ) -> WrittenReport:
     """The frame and every section written concurrently, then put together (see module); the
     parts not written by ``end_by`` (anyio's clock: a deadline's) are written by code, and so
-    are those whose prompt no shortening fits to the model's window (each with a warning)."""
+    are those whose prompt no shortening fits to the model's window (each with a warning).
+    ``on_written`` is given each part the writer wrote, as it comes (the others go on)."""
     frame_fit = FrameFit(body_sections_note([s.topic for s in sections]), material)
     frame_offered: set[str] = set()
     frame = whole_report_builder(
@@ -274,6 +276,8 @@ async def write_in_parts(
             text = unwrap_fence(text)
             texts[index] = text if index == 0 else without_title(text)
             written.add(index)
+        if on_written is not None:
+            await on_written(texts[index])
 
     def stated(index: int) -> str:
         wanted = set(sections[index - 1].finding_ids)

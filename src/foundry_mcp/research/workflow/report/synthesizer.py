@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import anyio
@@ -112,14 +113,26 @@ async def synthesize(
     ceiling = TimeCeiling.current()
     end_by = math.inf if ceiling is None else ceiling.finish_by()
     drafts: list[WrittenReport] = []
+    indexed = anyio.Event()
 
     async def index_sources() -> None:
         if state.options.verify_citations:
             await llm.calls.departure(limit=0.5)
             await anyio.to_thread.run_sync(selector.index, [s.id for s in sources])
+            indexed.set()
+
+    async def prepare_checks(written: str) -> None:
+        # The claims of a part written while others are still out get their excerpts now:
+        # after the last part, the fact-check's prompts wait only for that part's.
+        if indexed.is_set():
+            await anyio.to_thread.run_sync(selector.prepare, written)
 
     async def write_draft() -> None:
-        drafts.append(await _write_draft(fitting, state, sources, guidance, writing, end_by))
+        drafts.append(
+            await _write_draft(
+                fitting, state, sources, guidance, writing, end_by, on_written=prepare_checks
+            )
+        )
 
     # together, not a bare task group: the writer's error reaches the run as its own type (a
     # context error names its fix), not wrapped in an exception group.
@@ -202,9 +215,12 @@ async def _write_draft(
     guidance: str | None,
     writing: Writing,
     end_by: float,
+    *,
+    on_written: Callable[[str], Awaitable[None]] | None = None,
 ) -> WrittenReport:
     """The writer's draft (in parts when ``writing`` has sections) and the ids of the sources
-    its prompts gave the writer; what is not written by ``end_by`` is stated by code."""
+    its prompts gave the writer; what is not written by ``end_by`` is stated by code;
+    ``on_written``: see :func:`write_in_parts`."""
     max_tokens = fitting.output_tokens("synthesis", LEGACY_MAX_TOKENS)
     if writing.sections and state.options.parallel_writing:
         sections = list(writing.sections)
@@ -220,6 +236,7 @@ async def _write_draft(
             material=writing.material,
             max_tokens=max_tokens,
             end_by=end_by,
+            on_written=on_written,
         )
     offered: set[str] = set()  # the ids the prompt last sent gave the writer
     build = whole_report_builder(
