@@ -8,6 +8,7 @@ import logging
 import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -15,6 +16,7 @@ import anyio
 from foundry_mcp.config import Settings
 from foundry_mcp.context.limits import model_limits
 from foundry_mcp.context.reading.elsewhere import use_reading_processes
+from foundry_mcp.context.runtime import summary_cache
 from foundry_mcp.context.tokens import counter_for_model
 from foundry_mcp.errors import ConfigError
 from foundry_mcp.providers.detection import apply_choice, choose_llm
@@ -116,7 +118,7 @@ def warm_up(providers: ProviderRegistry, stop: threading.Event | None = None) ->
     In the order that research needs them: the research engine (:data:`RESEARCH_ENGINE`), the
     default and per-phase LLMs (SDK imported, client built, first call rehearsed in memory),
     the search providers and page fetcher (``providers.warming``), the model limits of those
-    LLMs and the price table; then the other LLM providers that have keys. Their token counters
+    LLMs, the price table and the summary cache; then the other LLM providers that have keys. Their token counters
     load meanwhile in a thread of their own, as a tiktoken encoding may have to be downloaded
     once (the first research would download it too); no other request leaves the machine. A
     step that fails is logged at debug level and left to the real call path; once ``stop`` is
@@ -134,6 +136,9 @@ def warm_up(providers: ProviderRegistry, stop: threading.Event | None = None) ->
         for name, model in pairs:
             quietly(f"the limits of {model}", model_limits, model, name, stop=stop)
         quietly("the price table", shipped_prices, stop=stop)
+        research = providers.settings.research
+        if research.summarization_cache_enabled:  # named as a research's options name it
+            quietly("the summary cache", summary_cache, Path(str(research.research_dir)), stop=stop)
         counters.join()
         warm_others(providers, stop)
     finally:

@@ -23,6 +23,7 @@ from mcp import Client
 
 from foundry_mcp import runtime
 from foundry_mcp.config import Settings, load_settings
+from foundry_mcp.context.runtime import opened_summary_cache
 from foundry_mcp.providers import warming
 from foundry_mcp.providers.llm.anthropic import AnthropicProvider
 from foundry_mcp.providers.llm.gemini import GeminiProvider
@@ -95,6 +96,8 @@ def test_warm_up_builds_the_configured_providers_without_a_request(
 
     monkeypatch.setattr(ProviderRegistry, "fetcher", fetcher)
     providers = ProviderRegistry(settings)
+    research_dir = Path(str(settings.research.research_dir))  # as a research's options name it
+    assert opened_summary_cache(research_dir) is None
 
     runtime.warm_up(providers)
 
@@ -105,6 +108,7 @@ def test_warm_up_builds_the_configured_providers_without_a_request(
     assert not providers.is_built("gemini")  # no key: its SDK is never touched
     assert fetchers == [providers]
     assert counted == ["gpt-4.1-mini"]
+    assert opened_summary_cache(research_dir) is not None  # the first analysis call's ladder
     for server in (openai_server, anthropic_server, tavily_server):
         assert server.requests == []
     # What start-up built is out of the collector's way: no full collection walks it again,

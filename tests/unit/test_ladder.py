@@ -186,3 +186,39 @@ async def test_the_summarizer_reads_the_relevant_passages_of_a_long_source() -> 
     )
     assert key in echo.prompts[0]
     assert COUNTER.count(DOCUMENT.search(echo.prompts[0]).group(1)) <= 900  # type: ignore[union-attr]
+
+
+class _NoModel:
+    name = "openai"
+
+    async def complete(self, request: object) -> object:
+        raise AssertionError("no call is made while a ladder is built")
+
+
+@pytest.mark.anyio
+async def test_a_research_opens_its_summary_cache_in_a_thread_once_then_takes_it_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first ladder opens the cache in a worker thread (it may open a database); every
+    later one, before each analysis call, takes the opened cache without a thread's trip."""
+    from foundry_mcp.research.llm.calls import CallLog, ResearchLLM
+    from foundry_mcp.research.models import ResearchState
+    from foundry_mcp.research.workflow.fitting.fitter import Fitting
+
+    state = ResearchState(query="q", llm_provider="openai", llm_model="gpt-4.1-mini")
+    state.options.token_budget.cache_dir = str(tmp_path / "research")
+    fitting = await Fitting.open(ResearchLLM(_NoModel(), "gpt-4.1-mini", state, CallLog()), state)
+    trips: list[object] = []
+    real = anyio.to_thread.run_sync
+
+    async def counted(function: object, *args: object, **kwargs: object) -> object:
+        trips.append(function)
+        return await real(function, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+
+    first, second, third = [await fitting.ladder() for _ in range(3)]
+
+    assert isinstance(first.cache, SummaryCache)
+    assert first.cache is second.cache is third.cache
+    assert len(trips) == 1

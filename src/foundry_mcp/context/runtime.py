@@ -118,10 +118,19 @@ class ContextServices:
 
 
 def summary_cache(directory: Path) -> SummaryCache:
-    """The process's summary cache for a research directory (opened once)."""
+    """The process's summary cache for a research directory (opened once: call it from a
+    worker thread, it may open a database)."""
     key = directory.expanduser().resolve()
     with _lock:
         cache = _caches.get(key)
         if cache is None:
             cache = _caches[key] = SummaryCache(key)
+        _caches[directory] = cache  # found again as it was named, without the file system
         return cache
+
+
+def opened_summary_cache(directory: Path) -> SummaryCache | None:
+    """The summary cache :func:`summary_cache` opened for ``directory`` as named, if it did
+    (no file system call: for the event loop)."""
+    with _lock:
+        return _caches.get(directory)

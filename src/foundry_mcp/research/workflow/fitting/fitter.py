@@ -30,7 +30,7 @@ from foundry_mcp.context.errors import ContextExceededError, context_remediation
 from foundry_mcp.context.ladder import FOCUS_MAX_TOKENS, Ladder, SummaryModel
 from foundry_mcp.context.options import TokenBudgetOptions
 from foundry_mcp.context.reading.selection import ELISION, select_passages
-from foundry_mcp.context.runtime import summary_cache
+from foundry_mcp.context.runtime import opened_summary_cache, summary_cache
 from foundry_mcp.context.tokens import (
     CachedCounter,
     TokenCounter,
@@ -281,7 +281,12 @@ class Fitting:
         options = self.options
         cache = None
         if options.summarization_cache and options.cache_dir:
-            cache = await anyio.to_thread.run_sync(summary_cache, Path(options.cache_dir))
+            # Opened once a process, in a thread; every later ladder takes it as it stands,
+            # without a thread's round trip before each analysis call.
+            directory = Path(options.cache_dir)
+            cache = opened_summary_cache(directory) or await anyio.to_thread.run_sync(
+                summary_cache, directory
+            )
         # The summarizer reads at most half of what one call to this phase's model may carry.
         focus_max = max(500, min(FOCUS_MAX_TOKENS, self.budget.input_limit(4096) // 2))
         return Ladder(
