@@ -222,3 +222,32 @@ async def test_a_research_opens_its_summary_cache_in_a_thread_once_then_takes_it
     assert isinstance(first.cache, SummaryCache)
     assert first.cache is second.cache is third.cache
     assert len(trips) == 1
+
+
+@pytest.mark.anyio
+async def test_an_agent_takes_the_loaded_token_counter_without_a_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A counter is loaded once a process, in a worker thread (an encoding may be downloaded);
+    every agent's fitting after that takes it without a thread's trip."""
+    from foundry_mcp.context.tokens import counter_for_model
+    from foundry_mcp.research.llm.calls import CallLog, ResearchLLM
+    from foundry_mcp.research.models import ResearchState
+    from foundry_mcp.research.workflow.fitting.fitter import Fitting
+
+    state = ResearchState(query="q", llm_provider="openai", llm_model="gpt-4.1-mini")
+    loaded = await anyio.to_thread.run_sync(counter_for_model, "gpt-4.1-mini")
+    trips: list[object] = []
+    real = anyio.to_thread.run_sync
+
+    async def counted(function: object, *args: object, **kwargs: object) -> object:
+        trips.append(function)
+        return await real(function, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+
+    llm = ResearchLLM(_NoModel(), "gpt-4.1-mini", state, CallLog())
+    fittings = [await Fitting.open(llm, state, phase) for phase in ("analysis", "synthesis")]
+
+    assert all(fitting.counter is loaded for fitting in fittings)
+    assert trips == []

@@ -193,6 +193,14 @@ def counter_for_model(model: str) -> CachedCounter:
     return counter_for_encoding(encoding_for_model(model))
 
 
+def loaded_counter_for_model(model: str) -> CachedCounter | None:
+    """The counter :func:`counter_for_model` gives, if it was made already (it never loads:
+    for the event loop), else None."""
+    key = encoding_for_model(model) or "estimate"
+    with _encodings_lock:
+        return _counters.get(key)
+
+
 def counter_for_encoding(encoding_name: str | None) -> CachedCounter:
     """The (cached, shared) token counter of the tiktoken encoding ``encoding_name`` (None:
     the estimate), the estimate when that encoding does not load."""

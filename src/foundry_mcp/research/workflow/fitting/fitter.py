@@ -37,6 +37,7 @@ from foundry_mcp.context.tokens import (
     content_hash,
     count_messages,
     counter_for_model,
+    loaded_counter_for_model,
 )
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.http_errors import is_context_overflow as overflow_message
@@ -133,7 +134,11 @@ class Fitting:
                 provider, model = model_for(purpose)
             except Exception:  # routing is optional here: size for the research's own model
                 log.debug("no route for %s; budgeting for the research's model", purpose)
-        counter = await anyio.to_thread.run_sync(counter_for_model, model)
+        # Loaded once a process, in a thread (a tiktoken encoding may be downloaded); then
+        # taken as it stands, without a thread's round trip before every agent's call.
+        counter = loaded_counter_for_model(model)
+        if counter is None:
+            counter = await anyio.to_thread.run_sync(counter_for_model, model)
         budget = TokenBudget.from_options(
             state.options.token_budget, model, provider, own_model=state.llm_model
         )
