@@ -20,6 +20,7 @@ import tavily
 
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.resilience import PolicySettings, ProviderPolicy, ResilientSearch
+from foundry_mcp.providers.search._http import KEEP_ALIVE_SECONDS
 from foundry_mcp.providers.search.tavily import TavilySearch
 from tests.fakes import FakeHTTPServer, FakeResponse, fake_tavily
 
@@ -186,3 +187,31 @@ async def test_searches_go_through_the_proxy_the_sdk_would_use(
         await adapter.aclose()
     (request,) = server.requests_to("/search")
     assert request.headers.get("host") == "api.tavily.invalid"
+
+
+async def test_the_next_round_of_searches_finds_its_connection_still_open(
+    server: FakeHTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A research searches in rounds seconds apart: ten seconds after a search, the next one
+    goes over the same connection (httpx's default keeps one five); past the keep-alive, over
+    a new one. The pool's clock is moved instead of waiting."""
+    from types import SimpleNamespace
+
+    from httpcore2._async import http11
+
+    later = [0.0]
+    monkeypatch.setattr(
+        http11, "time", SimpleNamespace(monotonic=lambda: time.monotonic() + later[0])
+    )
+    adapter = _adapter(server.base_url)
+    try:
+        await adapter.search("first round", 3)
+        later[0] = 10.0
+        await adapter.search("next round", 3)
+        later[0] = 10.0 + KEEP_ALIVE_SECONDS + 1
+        await adapter.search("much later", 3)
+    finally:
+        await adapter.aclose()
+    first, following, last = (request.client_port for request in server.requests_to("/search"))
+    assert following == first
+    assert last != first

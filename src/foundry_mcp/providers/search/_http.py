@@ -29,6 +29,12 @@ from foundry_mcp.providers.http_errors import (
 
 USER_AGENT = "foundry-mcp (deep research; +https://pypi.org/project/foundry-mcp/)"
 MAX_RESPONSE_BYTES = 5_000_000
+# How long an idle connection to a search API is kept. A research searches in rounds seconds
+# apart (its parts' searches, a refinement's, the next research's): kept this long, a
+# connection is there for the next round, where httpx's 5 s would close it and every search of
+# that round would open (and, over TLS, handshake) one of its own. One the server closed
+# meanwhile is found closed by the pool before it is used, and replaced.
+KEEP_ALIVE_SECONDS = 30.0
 
 # Maps an error response (status, parsed body, headers, redacted detail) to a ProviderError,
 # or None for the default mapping of ``status_error``.
@@ -68,10 +74,14 @@ def new_client(
     base_url: str, timeout: float, headers: Mapping[str, str] | None = None
 ) -> httpx2.AsyncClient:
     """An ``httpx2.AsyncClient`` for one provider (the LLM SDKs' HTTP library, whose connection
-    pool stays cheap with many requests in flight): no redirects followed, no cookies kept."""
+    pool stays cheap with many requests in flight): no redirects followed, no cookies kept,
+    idle connections kept :data:`KEEP_ALIVE_SECONDS`."""
     return httpx2.AsyncClient(
         base_url=base_url,
         timeout=httpx2.Timeout(timeout),
+        limits=httpx2.Limits(  # httpx's default limits, but for the keep-alive
+            max_connections=100, max_keepalive_connections=20, keepalive_expiry=KEEP_ALIVE_SECONDS
+        ),
         headers={"user-agent": USER_AGENT, "accept": "application/json", **(headers or {})},
         follow_redirects=False,
     )
