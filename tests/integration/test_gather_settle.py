@@ -13,7 +13,6 @@ import anyio
 import pytest
 
 from foundry_mcp.config import Settings
-from foundry_mcp.providers.resilience import PolicySettings, ProviderPolicy, ResilientSearch
 from foundry_mcp.providers.search.base import SearchResult
 from foundry_mcp.research.llm.calls import CallLog
 from foundry_mcp.research.models import (
@@ -336,52 +335,3 @@ async def test_a_failed_save_stops_the_reading_and_is_raised_as_itself() -> None
             state, [SlowQueries({"only": 0.0})], CallLog(), checkpoint, on_sources=on_sources
         )
     assert not reading_ended
-
-
-@pytest.mark.anyio
-async def test_the_searches_of_a_round_leave_in_turn_each_before_the_next_is_begun(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The first search's request leaves as soon as it is built, not once every search of the
-    round has been begun: each search begins when the one before has sent its request."""
-    import json
-
-    import httpx2
-
-    from foundry_mcp.providers.search.tavily import TavilySearch
-
-    order: list[str] = []
-
-    async def answer(request: httpx2.Request) -> httpx2.Response:
-        query = json.loads(request.content)["query"]
-        order.append(f"sent {query}")
-        await anyio.sleep(0.01)  # the answer comes over the network
-        page = {"url": f"https://{query}.example/", "title": query, "content": "text"}
-        return httpx2.Response(200, json={"results": [{**page, "raw_content": "text"}]})
-
-    adapter = TavilySearch("tavily", "tvly-test", "http://tavily.test", 5.0)
-    adapter._http._transport = httpx2.MockTransport(answer)
-    lanes = gatherer.search_lanes
-
-    def begun(sub_query: SubQuery, *args: Any) -> Any:
-        order.append(f"begun {sub_query.query}")
-        return lanes(sub_query, *args)
-
-    monkeypatch.setattr(gatherer, "search_lanes", begun)
-    policy = ProviderPolicy("tavily", PolicySettings(timeout=5.0, max_retries=0))
-    state = ResearchState(
-        query="q",
-        llm_provider="openai",
-        llm_model="m",
-        sub_queries=[SubQuery(query=q) for q in ("a", "b", "c")],
-    )
-
-    async def checkpoint() -> None:
-        pass
-
-    try:
-        # As a run searches: through the provider's policy.
-        await gatherer.gather(state, [ResilientSearch(adapter, policy)], CallLog(), checkpoint)
-    finally:
-        await adapter.aclose()
-    assert order == ["begun a", "sent a", "begun b", "sent b", "begun c", "sent c"]

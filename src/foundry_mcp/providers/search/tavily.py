@@ -30,7 +30,6 @@ from foundry_mcp.providers.http_errors import (
     status_error,
     timeout_error,
 )
-from foundry_mcp.providers.llm.departures import departing, report_requests
 from foundry_mcp.providers.search._http import KEEP_ALIVE_SECONDS
 from foundry_mcp.providers.search.base import SearchResult, SourceType, published_on
 from foundry_mcp.providers.search.bounds import BOUND_NAMES, SourceBounds, apply_bounds
@@ -94,16 +93,15 @@ class TavilySearch:
         # The news topic only when news is asked for: a web search stays the SDK's default.
         topic: dict[str, Any] = {"topic": "news"} if source_type == "news" else {}
         try:
-            with departing():  # a fan-out of searches starts the next once this one has left
-                response: Any = await self._client.search(
-                    query,
-                    max_results=max_results,
-                    include_raw_content=True,
-                    search_depth=self._search_depth,
-                    timeout=self._timeout,
-                    **topic,
-                    **_bound_fields(bounds),
-                )
+            response: Any = await self._client.search(
+                query,
+                max_results=max_results,
+                include_raw_content=True,
+                search_depth=self._search_depth,
+                timeout=self._timeout,
+                **topic,
+                **_bound_fields(bounds),
+            )
             results = response.get("results") or []
         except Exception as exc:
             raise self._error(exc) from None
@@ -177,7 +175,7 @@ def _connections() -> httpx2.AsyncClient:
     mounts = {
         scheme: httpx2.AsyncHTTPTransport(proxy=proxy) for scheme, proxy in proxies.items() if proxy
     }
-    client = httpx2.AsyncClient(
+    return httpx2.AsyncClient(
         mounts=mounts or None,
         limits=httpx2.Limits(
             max_connections=MAX_CONNECTIONS,
@@ -185,7 +183,6 @@ def _connections() -> httpx2.AsyncClient:
             keepalive_expiry=KEEP_ALIVE_SECONDS,
         ),
     )
-    return report_requests(client)  # each request tells its fan-out it has left
 
 
 def _bound_fields(bounds: SourceBounds | None) -> dict[str, Any]:

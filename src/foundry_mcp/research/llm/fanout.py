@@ -25,11 +25,10 @@ async def fan_out(
 ) -> None:
     """Run ``work(item)`` for every item concurrently; return when all are done.
 
-    ``in_turn``, for items that each ask a model or a search API: an item's request leaves
-    before the next item starts building its own (see
-    :mod:`foundry_mcp.providers.llm.departures`); an item waiting on anything else does not
-    hold the next back. Without it, every item starts at once (a question's parts: what waits
-    for the others to have begun).
+    ``in_turn``, for items that each ask a model: an item's request leaves before the next
+    item starts building its own (see :mod:`foundry_mcp.providers.llm.departures`); an item
+    waiting on anything else does not hold the next back. Without it, every item starts at
+    once (searches, a question's parts: what waits for the others to have begun).
 
     The first error of a child is raised as it is, not wrapped in an ``ExceptionGroup``, so
     callers keep catching ``ProviderError`` and friends.

@@ -18,9 +18,9 @@ returned too or :data:`SETTLE_SECONDS` have passed: a reading's share of the rou
 budget counts the pages still expected, and the searches of one part of a question often find
 the same pages, so a reading that waited a moment knows the round's pages and reads them in
 one go, instead of a first reading and, once it is back, a further one of what the budget has
-left (:mod:`foundry_mcp.research.workflow.reading.budget`). Searches start in turn, each once
-the one before has sent its request (the first leaves at once, not once all are built); they
-and page reads run in task groups (see :mod:`.fanout`): an unexpected error ends them all.
+left (:mod:`foundry_mcp.research.workflow.reading.budget`). Searches and page reads run in
+task groups (see :mod:`.fanout`): an unexpected error ends them all, and nothing outlives the
+run.
 """
 
 from __future__ import annotations
@@ -74,17 +74,17 @@ SETTLE_SECONDS = 0.5  # a search's new sources wait at most this for the searche
 
 
 class _Searching:
-    """The sub-queries of one gathering whose search is out now (due or begun, not yet saved)."""
+    """The sub-queries of one gathering whose search is out now (begun, not yet saved)."""
 
     def __init__(self) -> None:
         self._out: set[str] = set()
         self._none_out = anyio.Event()
         self._none_out.set()
 
-    def begin(self, *sub_queries: SubQuery) -> None:
-        if sub_queries and not self._out:
+    def begin(self, sub_query: SubQuery) -> None:
+        if not self._out:
             self._none_out = anyio.Event()
-        self._out.update(sub_query.id for sub_query in sub_queries)
+        self._out.add(sub_query.id)
 
     def returned(self, sub_query: SubQuery) -> None:
         self._out.discard(sub_query.id)
@@ -189,8 +189,6 @@ async def gather(
                 lanes[position], ask, local_providers, strategy=search.strategy, spent=spent
             )
 
-        if semaphore.value == 0:  # waiting for a slot: not out until it has one
-            searching.returned(sub_query)
         async with semaphore:
             searching.begin(sub_query)
             await fan_out(one_lane, range(len(lanes)))
@@ -241,9 +239,7 @@ async def gather(
         sub_query.providers = list(dict.fromkeys(attempt.provider for attempt in attempts))
         return sources
 
-    pending = state.pending_sub_queries()
-    searching.begin(*pending)  # out from now: one that returns at once waits for the rest
-    await fan_out(run, pending, in_turn=True)
+    await fan_out(run, state.pending_sub_queries())
     for name, errors in failures.items():
         if answered - {name}:
             state.warn(
