@@ -11,9 +11,12 @@ import pytest
 from foundry_mcp.context.cache import SummaryCache
 from foundry_mcp.context.ladder import SUMMARY_MAX_TOKENS, TRUNCATION_MARK, Ladder
 from foundry_mcp.context.levels import ContentLevel
-from foundry_mcp.context.tokens import EstimateCounter
+from foundry_mcp.context.tokens import EstimateCounter, counter_for_model
 from foundry_mcp.errors import ProviderError
+from foundry_mcp.research.llm.calls import CallLog, ResearchLLM
+from foundry_mcp.research.models import ResearchState
 from foundry_mcp.research.prompts.summarizer import SUMMARY_PROMPT_VERSION, summarizer_prompts
+from foundry_mcp.research.workflow.fitting.fitter import Fitting
 
 pytestmark = pytest.mark.anyio
 
@@ -188,6 +191,19 @@ async def test_the_summarizer_reads_the_relevant_passages_of_a_long_source() -> 
     assert COUNTER.count(DOCUMENT.search(echo.prompts[0]).group(1)) <= 900  # type: ignore[union-attr]
 
 
+def _thread_trips(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """From now on, the functions sent to a worker thread (``anyio.to_thread.run_sync``)."""
+    trips: list[object] = []
+    real = anyio.to_thread.run_sync
+
+    async def counted(function: object, *args: object, **kwargs: object) -> object:
+        trips.append(function)
+        return await real(function, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+    return trips
+
+
 class _NoModel:
     name = "openai"
 
@@ -201,21 +217,11 @@ async def test_a_research_opens_its_summary_cache_in_a_thread_once_then_takes_it
 ) -> None:
     """The first ladder opens the cache in a worker thread (it may open a database); every
     later one, before each analysis call, takes the opened cache without a thread's trip."""
-    from foundry_mcp.research.llm.calls import CallLog, ResearchLLM
-    from foundry_mcp.research.models import ResearchState
-    from foundry_mcp.research.workflow.fitting.fitter import Fitting
 
     state = ResearchState(query="q", llm_provider="openai", llm_model="gpt-4.1-mini")
     state.options.token_budget.cache_dir = str(tmp_path / "research")
     fitting = await Fitting.open(ResearchLLM(_NoModel(), "gpt-4.1-mini", state, CallLog()), state)
-    trips: list[object] = []
-    real = anyio.to_thread.run_sync
-
-    async def counted(function: object, *args: object, **kwargs: object) -> object:
-        trips.append(function)
-        return await real(function, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+    trips = _thread_trips(monkeypatch)
 
     first, second, third = [await fitting.ladder() for _ in range(3)]
 
@@ -230,21 +236,10 @@ async def test_an_agent_takes_the_loaded_token_counter_without_a_thread(
 ) -> None:
     """A counter is loaded once a process, in a worker thread (an encoding may be downloaded);
     every agent's fitting after that takes it without a thread's trip."""
-    from foundry_mcp.context.tokens import counter_for_model
-    from foundry_mcp.research.llm.calls import CallLog, ResearchLLM
-    from foundry_mcp.research.models import ResearchState
-    from foundry_mcp.research.workflow.fitting.fitter import Fitting
 
     state = ResearchState(query="q", llm_provider="openai", llm_model="gpt-4.1-mini")
     loaded = await anyio.to_thread.run_sync(counter_for_model, "gpt-4.1-mini")
-    trips: list[object] = []
-    real = anyio.to_thread.run_sync
-
-    async def counted(function: object, *args: object, **kwargs: object) -> object:
-        trips.append(function)
-        return await real(function, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+    trips = _thread_trips(monkeypatch)
 
     llm = ResearchLLM(_NoModel(), "gpt-4.1-mini", state, CallLog())
     fittings = [await Fitting.open(llm, state, phase) for phase in ("analysis", "synthesis")]

@@ -59,6 +59,15 @@ def _state(findings_per_topic: int = 2, max_concurrent: int = 4) -> ResearchStat
     return state
 
 
+def _checked_state() -> ResearchState:
+    """The state of :func:`_state`, fact-checked, each source's page holding its findings."""
+    state = _state()
+    state.options.verify_citations = True
+    for source in state.sources:
+        source.content = " ".join(f.content for f in state.findings if source.id in f.source_ids)
+    return state
+
+
 def test_findings_are_grouped_by_the_sub_query_that_found_them() -> None:
     state = _state()
     orphan = Finding(content="A fact from a source no sub-query found.", source_ids=["src-x"])
@@ -244,10 +253,7 @@ async def test_a_sub_answer_stands_for_its_findings_in_the_frame() -> None:
 async def test_sources_are_indexed_for_the_fact_checker_while_the_writers_write(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    state = _state()
-    state.options.verify_citations = True
-    for source in state.sources:
-        source.content = " ".join(f.content for f in state.findings if source.id in f.source_ids)
+    state = _checked_state()
     provider = ConcurrentBrain()
     loop_thread = threading.get_ident()
     indexed: list[tuple[str, bool]] = []  # source id, indexed on the event loop's thread
@@ -291,10 +297,7 @@ async def test_the_claims_of_a_part_get_their_excerpts_while_the_other_parts_are
 ) -> None:
     """A section written while the frame's writer is still out has its cited sentences'
     excerpts chosen then, in a thread; the fact-check uses them without choosing again."""
-    state = _state()
-    state.options.verify_citations = True
-    for source in state.sources:
-        source.content = " ".join(f.content for f in state.findings if source.id in f.source_ids)
+    state = _checked_state()
     provider = SlowFrameBrain()
     loop_thread = threading.get_ident()
     chosen: list[tuple[str, bool, bool]] = []  # claim, frame still out, on the loop's thread

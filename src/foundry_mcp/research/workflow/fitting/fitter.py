@@ -289,9 +289,9 @@ class Fitting:
             # Opened once a process, in a thread; every later ladder takes it as it stands,
             # without a thread's round trip before each analysis call.
             directory = Path(options.cache_dir)
-            cache = opened_summary_cache(directory) or await anyio.to_thread.run_sync(
-                summary_cache, directory
-            )
+            cache = opened_summary_cache(directory)
+            if cache is None:
+                cache = await anyio.to_thread.run_sync(summary_cache, directory)
         # The summarizer reads at most half of what one call to this phase's model may carry.
         focus_max = max(500, min(FOCUS_MAX_TOKENS, self.budget.input_limit(4096) // 2))
         return Ladder(
