@@ -5,6 +5,12 @@ while its listening connection is down (:mod:`foundry_mcp.research.store.postgre
 Each read runs on a worker thread: a read that waits on the disk or a lock never holds up the
 event loop. The SQLite store's status waits share one poll (:class:`SharedChangePoll`): one
 read of every waited research's fingerprint each :data:`POLL_SECONDS`, however many wait.
+
+A poll only finds other processes' writes: a save of this process ends the waits on its
+research at once (:meth:`SharedChangePoll.wake`), and a cancel asked here stops the run here at
+once. So the poll is slow enough to cost a server nothing it would notice (each read is a hop
+to a worker thread and back, a fifth of a millisecond of the event loop) and quick enough for
+a person watching another process's research.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import anyio
 from foundry_mcp.research.store.owners import Owner
 from foundry_mcp.research.store.records import Fingerprint
 
-POLL_SECONDS = 0.05
+POLL_SECONDS = 0.25
 
 log = logging.getLogger(__name__)
 
