@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from foundry_mcp.errors import ProviderError
+from foundry_mcp.providers.keep_alive import KEEP_ALIVE_SECONDS
 from foundry_mcp.providers.llm.anthropic import AnthropicProvider
 from foundry_mcp.providers.llm.base import LLMProvider, LLMRequest
 from foundry_mcp.providers.llm.gemini import GeminiProvider
@@ -454,3 +455,35 @@ async def test_openai_token_limit_and_temperature_parameters(
         k: sent[k] for k in ("max_tokens", "max_completion_tokens", "temperature") if k in sent
     }
     assert limits == expected
+
+
+async def test_the_next_round_of_calls_finds_its_connection_still_open(
+    case: Case, server: FakeHTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A research calls its model in rounds seconds apart: ten seconds after a call, the next
+    goes over the same connection (the SDKs' default keeps one five); past the keep-alive,
+    over a new one. The pool's clock is moved instead of waiting."""
+    import importlib.util
+    from types import SimpleNamespace
+
+    if case.name == "gemini" and importlib.util.find_spec("aiohttp") is not None:
+        pytest.skip("the Gemini SDK sends through aiohttp, which keeps connections its own way")
+
+    from httpcore2._async import http11
+
+    later = [0.0]
+    monkeypatch.setattr(
+        http11, "time", SimpleNamespace(monotonic=lambda: time.monotonic() + later[0])
+    )
+    llm = _llm(case, server)
+    try:
+        await llm.complete(_request(case))
+        later[0] = 10.0
+        await llm.complete(_request(case))
+        later[0] = 10.0 + KEEP_ALIVE_SECONDS + 1
+        await llm.complete(_request(case))
+    finally:
+        await llm.aclose()
+    first, following, last = (request.client_port for request in server.requests_to(case.path))
+    assert following == first
+    assert last != first

@@ -17,6 +17,7 @@ from foundry_mcp.providers.http_errors import (
     status_error,
     timeout_error,
 )
+from foundry_mcp.providers.keep_alive import kept_alive
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
 from foundry_mcp.providers.llm.departures import departing, report_requests, request_hooks
 from foundry_mcp.providers.llm.text import strip_reasoning
@@ -62,7 +63,13 @@ class GeminiProvider:
         # Its requests are reported as they leave, for the fan-outs (see departures), when it
         # sends them through httpx: the SDK takes aiohttp instead when that is installed.
         self._reports = http_client is not None or importlib.util.find_spec("aiohttp") is None
-        hooks = None if http_client is not None else {"event_hooks": request_hooks()}
+        # The client the SDK builds: reporting its requests, keeping idle connections for the
+        # next round of calls (providers.keep_alive). aiohttp, when installed, keeps its own.
+        own_client = (
+            None
+            if http_client is not None
+            else {"event_hooks": request_hooks(), "limits": kept_alive()}
+        )
         self._client: Client = genai.Client(
             api_key=api_key,
             vertexai=False,
@@ -71,7 +78,7 @@ class GeminiProvider:
                 timeout=int(timeout * 1000),
                 retry_options=types.HttpRetryOptions(attempts=max_retries + 1),
                 httpx_async_client=None if http_client is None else report_requests(http_client),
-                async_client_args=hooks,
+                async_client_args=own_client,
             ),
         )
         # The API resources load on first access: here, off the event loop.

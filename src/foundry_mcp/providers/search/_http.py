@@ -26,15 +26,10 @@ from foundry_mcp.providers.http_errors import (
     status_error,
     timeout_error,
 )
+from foundry_mcp.providers.keep_alive import KEEP_ALIVE_SECONDS
 
 USER_AGENT = "foundry-mcp (deep research; +https://pypi.org/project/foundry-mcp/)"
 MAX_RESPONSE_BYTES = 5_000_000
-# How long an idle connection to a search API is kept. A research searches in rounds seconds
-# apart (its parts' searches, a refinement's, the next research's): kept this long, a
-# connection is there for the next round, where httpx's 5 s would close it and every search of
-# that round would open (and, over TLS, handshake) one of its own. One the server closed
-# meanwhile is found closed by the pool before it is used, and replaced.
-KEEP_ALIVE_SECONDS = 30.0
 
 # Maps an error response (status, parsed body, headers, redacted detail) to a ProviderError,
 # or None for the default mapping of ``status_error``.

@@ -30,7 +30,7 @@ from foundry_mcp.providers.http_errors import (
     status_error,
     timeout_error,
 )
-from foundry_mcp.providers.search._http import KEEP_ALIVE_SECONDS
+from foundry_mcp.providers.keep_alive import KEEP_ALIVE_SECONDS
 from foundry_mcp.providers.search.base import SearchResult, SourceType, published_on
 from foundry_mcp.providers.search.bounds import BOUND_NAMES, SourceBounds, apply_bounds
 
@@ -167,7 +167,7 @@ def _connections() -> httpx2.AsyncClient:
     """The HTTP client the SDK sends through, with its proxies (``TAVILY_HTTP_PROXY`` and
     ``TAVILY_HTTPS_PROXY``, as the SDK would use them; otherwise the environment's), and
     keep-alive for as many connections as the provider may have requests in flight, for
-    :data:`~._http.KEEP_ALIVE_SECONDS` (the next round of searches finds them open)."""
+    :data:`~foundry_mcp.providers.keep_alive.KEEP_ALIVE_SECONDS` (the next round of searches finds them open)."""
     proxies = {
         "http://": os.environ.get("TAVILY_HTTP_PROXY"),
         "https://": os.environ.get("TAVILY_HTTPS_PROXY"),
