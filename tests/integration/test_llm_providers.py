@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.providers.keep_alive import KEEP_ALIVE_SECONDS
+from foundry_mcp.providers.http.keep_alive import KEEP_ALIVE_SECONDS
 from foundry_mcp.providers.llm.anthropic import AnthropicProvider
 from foundry_mcp.providers.llm.base import LLMProvider, LLMRequest
 from foundry_mcp.providers.llm.gemini import GeminiProvider

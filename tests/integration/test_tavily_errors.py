@@ -19,7 +19,7 @@ import pytest
 import tavily
 
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.providers.keep_alive import KEEP_ALIVE_SECONDS
+from foundry_mcp.providers.http.keep_alive import KEEP_ALIVE_SECONDS
 from foundry_mcp.providers.resilience import PolicySettings, ProviderPolicy, ResilientSearch
 from foundry_mcp.providers.search.tavily import TavilySearch
 from tests.fakes import FakeHTTPServer, FakeResponse, fake_tavily

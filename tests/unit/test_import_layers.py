@@ -92,7 +92,7 @@ ROOM_ORDER: dict[str, tuple[str, ...]] = {
         "team",
     ),
     "foundry_mcp.context": ("tokens", "levels", "reading", "fidelity"),
-    "foundry_mcp.providers": ("http_errors", "pages", "llm", "search", "mcp_sources"),
+    "foundry_mcp.providers": ("http", "pages", "llm", "search", "mcp_sources"),
     "foundry_mcp.providers.llm": ("base", "text", "departures", "programs"),
 }
 

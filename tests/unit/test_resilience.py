@@ -17,7 +17,7 @@ import pytest
 
 from foundry_mcp.config import ProviderSettings, load_settings
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.providers.http_errors import (
+from foundry_mcp.providers.http.errors import (
     is_context_overflow,
     parse_retry_after,
     scrub_secrets,

@@ -11,7 +11,7 @@ import logging
 from typing import Any, Literal
 
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.providers.http_errors import RETRYABLE_KINDS
+from foundry_mcp.providers.http.errors import RETRYABLE_KINDS
 from foundry_mcp.providers.pacing import Clock
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from foundry_mcp.config import KNOWN_PROVIDER_KINDS, Settings
 from foundry_mcp.errors import FoundryError, ProviderError
 from foundry_mcp.providers import registry as registry_module
 from foundry_mcp.providers.detection import ASSISTANT_CLIS, cli_path
-from foundry_mcp.providers.http_errors import scrub_secrets
+from foundry_mcp.providers.http.errors import scrub_secrets
 from foundry_mcp.providers.llm.base import LLMRequest
 from foundry_mcp.providers.registry import LLM_ROUTE_GROUPS, ProviderRegistry, parse_provider_spec
 from foundry_mcp.providers.search_selection import SEARCH_KINDS

@@ -54,7 +54,7 @@ import anyio
 from foundry_mcp.config import ProviderSettings
 from foundry_mcp.errors import ProviderError
 from foundry_mcp.providers.breaker import BREAKER_KINDS, CircuitBreaker
-from foundry_mcp.providers.http_errors import RETRYABLE_KINDS, timeout_error
+from foundry_mcp.providers.http.errors import RETRYABLE_KINDS, timeout_error
 from foundry_mcp.providers.pacing import (
     BACKOFF_BASE_SECONDS,
     BACKOFF_CAP_SECONDS,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from foundry_mcp.providers.http_errors import malformed_error, sdk_error
-from foundry_mcp.providers.keep_alive import kept_alive
+from foundry_mcp.providers.http.errors import malformed_error, sdk_error
+from foundry_mcp.providers.http.keep_alive import kept_alive
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
 from foundry_mcp.providers.llm.departures import departing, report_requests
 from foundry_mcp.providers.llm.text import strip_reasoning
@@ -101,7 +101,7 @@ class AnthropicProvider:
 
 def _kept_alive_client() -> Any:
     """The SDK's own HTTP client, keeping idle connections for the next round of calls
-    (:mod:`foundry_mcp.providers.keep_alive`)."""
+    (:mod:`foundry_mcp.providers.http.keep_alive`)."""
     import anthropic
 
     return anthropic.DefaultAsyncHttpxClient(limits=kept_alive(anthropic.DEFAULT_CONNECTION_LIMITS))

@@ -9,7 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.providers.http_errors import (
+from foundry_mcp.providers.http.errors import (
     connection_error,
     malformed_error,
     parse_retry_after,
@@ -17,7 +17,7 @@ from foundry_mcp.providers.http_errors import (
     status_error,
     timeout_error,
 )
-from foundry_mcp.providers.keep_alive import kept_alive
+from foundry_mcp.providers.http.keep_alive import kept_alive
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
 from foundry_mcp.providers.llm.departures import departing, report_requests, request_hooks
 from foundry_mcp.providers.llm.text import strip_reasoning

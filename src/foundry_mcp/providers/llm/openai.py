@@ -7,8 +7,8 @@ import time
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from foundry_mcp.providers.http_errors import malformed_error, sdk_error
-from foundry_mcp.providers.keep_alive import kept_alive
+from foundry_mcp.providers.http.errors import malformed_error, sdk_error
+from foundry_mcp.providers.http.keep_alive import kept_alive
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
 from foundry_mcp.providers.llm.departures import departing, report_requests
 from foundry_mcp.providers.llm.text import strip_reasoning
@@ -136,7 +136,7 @@ class OpenAIProvider:
 
 def _kept_alive_client() -> Any:
     """The SDK's own HTTP client, keeping idle connections for the next round of calls
-    (:mod:`foundry_mcp.providers.keep_alive`)."""
+    (:mod:`foundry_mcp.providers.http.keep_alive`)."""
     import openai
 
     return openai.DefaultAsyncHttpxClient(limits=kept_alive(openai.DEFAULT_CONNECTION_LIMITS))

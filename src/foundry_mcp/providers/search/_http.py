@@ -18,7 +18,7 @@ import anyio
 import httpx2
 
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.providers.http_errors import (
+from foundry_mcp.providers.http.errors import (
     connection_error,
     malformed_error,
     parse_retry_after,
@@ -26,7 +26,7 @@ from foundry_mcp.providers.http_errors import (
     status_error,
     timeout_error,
 )
-from foundry_mcp.providers.keep_alive import KEEP_ALIVE_SECONDS
+from foundry_mcp.providers.http.keep_alive import KEEP_ALIVE_SECONDS
 
 USER_AGENT = "foundry-mcp (deep research; +https://pypi.org/project/foundry-mcp/)"
 MAX_RESPONSE_BYTES = 5_000_000

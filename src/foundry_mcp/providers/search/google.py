@@ -26,7 +26,7 @@ from typing import Any
 import httpx2
 
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.providers.http_errors import parse_retry_after
+from foundry_mcp.providers.http.errors import parse_retry_after
 from foundry_mcp.providers.search._http import get_json, install_log_redaction, new_client
 from foundry_mcp.providers.search.base import SearchResult, SourceType
 from foundry_mcp.providers.search.bounds import (

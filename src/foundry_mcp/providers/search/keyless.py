@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.providers.http_errors import malformed_error, timeout_error
+from foundry_mcp.providers.http.errors import malformed_error, timeout_error
 from foundry_mcp.providers.search.base import SearchResult, SourceType, published_on
 from foundry_mcp.providers.search.bounds import SourceBounds, apply_bounds, site_terms
 

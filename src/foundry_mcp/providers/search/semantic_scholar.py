@@ -20,7 +20,7 @@ from typing import Any
 import httpx2
 
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.providers.http_errors import parse_retry_after, status_error
+from foundry_mcp.providers.http.errors import parse_retry_after, status_error
 from foundry_mcp.providers.search._http import get_json, new_client
 from foundry_mcp.providers.search.base import Publication, SearchResult, SourceType
 from foundry_mcp.providers.search.bounds import SourceBounds, apply_bounds

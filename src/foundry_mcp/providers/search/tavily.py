@@ -23,14 +23,14 @@ import httpx2
 
 from foundry_mcp.config import FetchSettings
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.providers.http_errors import (
+from foundry_mcp.providers.http.errors import (
     connection_error,
     malformed_error,
     parse_retry_after,
     status_error,
     timeout_error,
 )
-from foundry_mcp.providers.keep_alive import KEEP_ALIVE_SECONDS
+from foundry_mcp.providers.http.keep_alive import KEEP_ALIVE_SECONDS
 from foundry_mcp.providers.search.base import SearchResult, SourceType, published_on
 from foundry_mcp.providers.search.bounds import BOUND_NAMES, SourceBounds, apply_bounds
 
@@ -167,7 +167,7 @@ def _connections() -> httpx2.AsyncClient:
     """The HTTP client the SDK sends through, with its proxies (``TAVILY_HTTP_PROXY`` and
     ``TAVILY_HTTPS_PROXY``, as the SDK would use them; otherwise the environment's), and
     keep-alive for as many connections as the provider may have requests in flight, for
-    :data:`~foundry_mcp.providers.keep_alive.KEEP_ALIVE_SECONDS` (the next round of searches finds them open)."""
+    :data:`~foundry_mcp.providers.http.keep_alive.KEEP_ALIVE_SECONDS` (the next round of searches finds them open)."""
     proxies = {
         "http://": os.environ.get("TAVILY_HTTP_PROXY"),
         "https://": os.environ.get("TAVILY_HTTPS_PROXY"),

@@ -1,6 +1,6 @@
 """What goes wrong when an assistant's program answers, as ``ProviderError`` kinds with a fix.
 
-The kinds are the resilience policy's (see ``http_errors``):
+The kinds are the resilience policy's (see ``providers.http.errors``):
 
 =================  ===================================================  =========  ==========
 kind               when                                                 retried    falls back
@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.providers.http_errors import is_context_overflow, scrub_secrets
+from foundry_mcp.providers.http.errors import is_context_overflow, scrub_secrets
 
 # A wait the policy may sit out before trying again (longer ones go to a fallback provider).
 SHORT_WAIT_SECONDS = 60.0

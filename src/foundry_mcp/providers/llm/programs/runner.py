@@ -33,7 +33,7 @@ import anyio
 from anyio.abc import ByteReceiveStream, ByteSendStream, Process
 
 from foundry_mcp.config.provider_settings import CLI_MAX_IN_FLIGHT
-from foundry_mcp.providers.http_errors import timeout_error
+from foundry_mcp.providers.http.errors import timeout_error
 from foundry_mcp.providers.llm.programs.errors import CLIProgram, oversized_output, spawn_error
 
 log = logging.getLogger(__name__)

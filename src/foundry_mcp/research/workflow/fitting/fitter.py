@@ -40,7 +40,7 @@ from foundry_mcp.context.tokens import (
     loaded_counter_for_model,
 )
 from foundry_mcp.errors import ProviderError
-from foundry_mcp.providers.http_errors import is_context_overflow as overflow_message
+from foundry_mcp.providers.http.errors import is_context_overflow as overflow_message
 from foundry_mcp.research.llm.calls import ResearchLLM
 from foundry_mcp.research.models import (
     ResearchState,
