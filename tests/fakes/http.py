@@ -10,7 +10,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Self
@@ -195,6 +195,16 @@ class _RequestHandler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _handle
 
 
+def _encoded(response: FakeResponse) -> FakeResponse:
+    """``response`` with its JSON already encoded: encoding a search's megabyte of page text
+    takes milliseconds, which belong within the simulated latency (a real API's latency does
+    not grow with its clients' load), not after it."""
+    if response.body is not None or response.json is None:
+        return response
+    headers = {"content-type": "application/json", **response.headers}
+    return replace(response, body=json.dumps(response.json).encode(), headers=headers)
+
+
 class FakeHTTPServer:
     """A threaded fake HTTP server: routes, request recording, latency and failure scripting."""
 
@@ -324,7 +334,7 @@ class FakeHTTPServer:
         if self.latency > 0:
             self._stopped.wait(self.latency)
         began = time.monotonic()
-        response = failure or self._answer(request)
+        response = _encoded(failure or self._answer(request))
         if self.delay is not None:
             left = self.delay(request, response) - (time.monotonic() - began)
             if left > 0:
