@@ -107,3 +107,17 @@ def read_terminal(leader: int, process: subprocess.Popen[bytes], seconds: float 
             break
     os.close(leader)
     return b"".join(chunks)
+
+
+def later_pool_clock(monkeypatch: Any) -> list[float]:
+    """Move the clock ``httpcore2`` keeps its connections by: the seconds put in the list
+    returned are added to it, so a test sees the keep-alive without waiting for it."""
+    from types import SimpleNamespace
+
+    from httpcore2._async import http11
+
+    later = [0.0]
+    monkeypatch.setattr(
+        http11, "time", SimpleNamespace(monotonic=lambda: time.monotonic() + later[0])
+    )
+    return later

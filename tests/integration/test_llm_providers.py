@@ -31,6 +31,7 @@ from tests.fakes import (
     fake_openai,
     gemini_error,
 )
+from tests.support import later_pool_clock
 
 pytestmark = pytest.mark.anyio
 
@@ -464,17 +465,10 @@ async def test_the_next_round_of_calls_finds_its_connection_still_open(
     goes over the same connection (the SDKs' default keeps one five); past the keep-alive,
     over a new one. The pool's clock is moved instead of waiting."""
     import importlib.util
-    from types import SimpleNamespace
 
     if case.name == "gemini" and importlib.util.find_spec("aiohttp") is not None:
         pytest.skip("the Gemini SDK sends through aiohttp, which keeps connections its own way")
-
-    from httpcore2._async import http11
-
-    later = [0.0]
-    monkeypatch.setattr(
-        http11, "time", SimpleNamespace(monotonic=lambda: time.monotonic() + later[0])
-    )
+    later = later_pool_clock(monkeypatch)
     llm = _llm(case, server)
     try:
         await llm.complete(_request(case))

@@ -23,6 +23,7 @@ from foundry_mcp.providers.http.keep_alive import KEEP_ALIVE_SECONDS
 from foundry_mcp.providers.resilience import PolicySettings, ProviderPolicy, ResilientSearch
 from foundry_mcp.providers.search.tavily import TavilySearch
 from tests.fakes import FakeHTTPServer, FakeResponse, fake_tavily
+from tests.support import later_pool_clock
 
 pytestmark = pytest.mark.anyio
 
@@ -195,14 +196,7 @@ async def test_the_next_round_of_searches_finds_its_connection_still_open(
     """A research searches in rounds seconds apart: ten seconds after a search, the next one
     goes over the same connection (httpx's default keeps one five); past the keep-alive, over
     a new one. The pool's clock is moved instead of waiting."""
-    from types import SimpleNamespace
-
-    from httpcore2._async import http11
-
-    later = [0.0]
-    monkeypatch.setattr(
-        http11, "time", SimpleNamespace(monotonic=lambda: time.monotonic() + later[0])
-    )
+    later = later_pool_clock(monkeypatch)
     adapter = _adapter(server.base_url)
     try:
         await adapter.search("first round", 3)
