@@ -118,12 +118,12 @@ def warm_up(providers: ProviderRegistry, stop: threading.Event | None = None) ->
     In the order that research needs them: the research engine (:data:`RESEARCH_ENGINE`), the
     default and per-phase LLMs (SDK imported, client built, first call rehearsed in memory),
     the search providers and page fetcher (``providers.warming``), the model limits of those
-    LLMs, the price table and the summary cache; then the other LLM providers that have keys. Their token counters
-    load meanwhile in a thread of their own, as a tiktoken encoding may have to be downloaded
-    once (the first research would download it too); no other request leaves the machine. A
-    step that fails is logged at debug level and left to the real call path; once ``stop`` is
-    set, the steps left are skipped. At the end it settles the heap (:func:`settle_heap`) and
-    sets ``providers.warmed``.
+    LLMs, the price table and the summary cache; then the other LLM providers that have keys.
+    Their token counters load meanwhile in a thread of their own, as a tiktoken encoding may
+    have to be downloaded once (the first research would download it too); no other request
+    leaves the machine. A step that fails is logged at debug level and left to the real call
+    path; once ``stop`` is set, the steps left are skipped. At the end it settles the heap
+    (:func:`settle_heap`) and sets ``providers.warmed``.
     """
     try:
         quietly("the research engine", _import_engine, stop=stop)

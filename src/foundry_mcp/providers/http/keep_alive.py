@@ -10,7 +10,7 @@ pool before it is used, and replaced.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import httpx2
@@ -30,3 +30,9 @@ def kept_alive(limits: httpx2.Limits | None = None) -> httpx2.Limits:
         max_keepalive_connections=limits.max_keepalive_connections,
         keepalive_expiry=KEEP_ALIVE_SECONDS,
     )
+
+
+def sdk_http_client(sdk: Any) -> Any:
+    """An LLM SDK's own HTTP client (``sdk``: the ``openai`` or ``anthropic`` module), with the
+    SDK's own limits, keeping idle connections for the next round of calls."""
+    return sdk.DefaultAsyncHttpxClient(limits=kept_alive(sdk.DEFAULT_CONNECTION_LIMITS))

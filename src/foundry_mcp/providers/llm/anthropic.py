@@ -6,7 +6,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from foundry_mcp.providers.http.errors import malformed_error, sdk_error
-from foundry_mcp.providers.http.keep_alive import kept_alive
+from foundry_mcp.providers.http.keep_alive import sdk_http_client
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
 from foundry_mcp.providers.llm.departures import departing, report_requests
 from foundry_mcp.providers.llm.text import strip_reasoning
@@ -40,6 +40,7 @@ class AnthropicProvider:
         max_retries: int = 0,
         http_client: Any = None,
     ) -> None:
+        import anthropic
         from anthropic import AsyncAnthropic
 
         self.name = name
@@ -51,7 +52,7 @@ class AnthropicProvider:
             timeout=timeout,
             max_retries=max_retries,
             # Its requests are reported as they leave, for the fan-outs (see departures).
-            http_client=report_requests(http_client or _kept_alive_client()),
+            http_client=report_requests(http_client or sdk_http_client(anthropic)),
         )
         # The API resources load on first access: here, off the event loop.
         self._messages = self._client.messages
@@ -97,11 +98,3 @@ class AnthropicProvider:
 
     async def aclose(self) -> None:
         await self._client.close()
-
-
-def _kept_alive_client() -> Any:
-    """The SDK's own HTTP client, keeping idle connections for the next round of calls
-    (:mod:`foundry_mcp.providers.http.keep_alive`)."""
-    import anthropic
-
-    return anthropic.DefaultAsyncHttpxClient(limits=kept_alive(anthropic.DEFAULT_CONNECTION_LIMITS))

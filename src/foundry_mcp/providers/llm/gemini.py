@@ -64,7 +64,7 @@ class GeminiProvider:
         # sends them through httpx: the SDK takes aiohttp instead when that is installed.
         self._reports = http_client is not None or importlib.util.find_spec("aiohttp") is None
         # The client the SDK builds: reporting its requests, keeping idle connections for the
-        # next round of calls (providers.keep_alive). aiohttp, when installed, keeps its own.
+        # next round of calls (providers.http.keep_alive). aiohttp, when installed, keeps its own.
         own_client = (
             None
             if http_client is not None

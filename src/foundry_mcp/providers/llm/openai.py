@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from foundry_mcp.providers.http.errors import malformed_error, sdk_error
-from foundry_mcp.providers.http.keep_alive import kept_alive
+from foundry_mcp.providers.http.keep_alive import sdk_http_client
 from foundry_mcp.providers.llm.base import LLMRequest, LLMResponse
 from foundry_mcp.providers.llm.departures import departing, report_requests
 from foundry_mcp.providers.llm.text import strip_reasoning
@@ -56,6 +56,7 @@ class OpenAIProvider:
         max_retries: int = 0,
         http_client: Any = None,
     ) -> None:
+        import openai
         from openai import AsyncOpenAI
 
         self.name = name
@@ -71,7 +72,7 @@ class OpenAIProvider:
             timeout=timeout,
             max_retries=max_retries,
             # Its requests are reported as they leave, for the fan-outs (see departures).
-            http_client=report_requests(http_client or _kept_alive_client()),
+            http_client=report_requests(http_client or sdk_http_client(openai)),
         )
         from openai.types.chat import ChatCompletion
 
@@ -132,11 +133,3 @@ class OpenAIProvider:
 
     async def aclose(self) -> None:
         await self._client.close()
-
-
-def _kept_alive_client() -> Any:
-    """The SDK's own HTTP client, keeping idle connections for the next round of calls
-    (:mod:`foundry_mcp.providers.http.keep_alive`)."""
-    import openai
-
-    return openai.DefaultAsyncHttpxClient(limits=kept_alive(openai.DEFAULT_CONNECTION_LIMITS))

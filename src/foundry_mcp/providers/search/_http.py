@@ -26,7 +26,7 @@ from foundry_mcp.providers.http.errors import (
     status_error,
     timeout_error,
 )
-from foundry_mcp.providers.http.keep_alive import KEEP_ALIVE_SECONDS
+from foundry_mcp.providers.http.keep_alive import kept_alive
 
 USER_AGENT = "foundry-mcp (deep research; +https://pypi.org/project/foundry-mcp/)"
 MAX_RESPONSE_BYTES = 5_000_000
@@ -70,13 +70,11 @@ def new_client(
 ) -> httpx2.AsyncClient:
     """An ``httpx2.AsyncClient`` for one provider (the LLM SDKs' HTTP library, whose connection
     pool stays cheap with many requests in flight): no redirects followed, no cookies kept,
-    idle connections kept :data:`KEEP_ALIVE_SECONDS`."""
+    idle connections kept :data:`~foundry_mcp.providers.http.keep_alive.KEEP_ALIVE_SECONDS`."""
     return httpx2.AsyncClient(
         base_url=base_url,
         timeout=httpx2.Timeout(timeout),
-        limits=httpx2.Limits(  # httpx's default limits, but for the keep-alive
-            max_connections=100, max_keepalive_connections=20, keepalive_expiry=KEEP_ALIVE_SECONDS
-        ),
+        limits=kept_alive(),  # httpx's default limits, but for the keep-alive
         headers={"user-agent": USER_AGENT, "accept": "application/json", **(headers or {})},
         follow_redirects=False,
     )

@@ -30,7 +30,7 @@ from foundry_mcp.providers.http.errors import (
     status_error,
     timeout_error,
 )
-from foundry_mcp.providers.http.keep_alive import KEEP_ALIVE_SECONDS
+from foundry_mcp.providers.http.keep_alive import kept_alive
 from foundry_mcp.providers.search.base import SearchResult, SourceType, published_on
 from foundry_mcp.providers.search.bounds import BOUND_NAMES, SourceBounds, apply_bounds
 
@@ -166,8 +166,9 @@ class TavilySearch:
 def _connections() -> httpx2.AsyncClient:
     """The HTTP client the SDK sends through, with its proxies (``TAVILY_HTTP_PROXY`` and
     ``TAVILY_HTTPS_PROXY``, as the SDK would use them; otherwise the environment's), and
-    keep-alive for as many connections as the provider may have requests in flight, for
-    :data:`~foundry_mcp.providers.http.keep_alive.KEEP_ALIVE_SECONDS` (the next round of searches finds them open)."""
+    keep-alive for as many connections as the provider may have requests in flight, kept
+    :data:`~foundry_mcp.providers.http.keep_alive.KEEP_ALIVE_SECONDS` (the next round of
+    searches finds them open)."""
     proxies = {
         "http://": os.environ.get("TAVILY_HTTP_PROXY"),
         "https://": os.environ.get("TAVILY_HTTPS_PROXY"),
@@ -177,10 +178,10 @@ def _connections() -> httpx2.AsyncClient:
     }
     return httpx2.AsyncClient(
         mounts=mounts or None,
-        limits=httpx2.Limits(
-            max_connections=MAX_CONNECTIONS,
-            max_keepalive_connections=MAX_CONNECTIONS,
-            keepalive_expiry=KEEP_ALIVE_SECONDS,
+        limits=kept_alive(
+            httpx2.Limits(
+                max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS
+            )
         ),
     )
 
