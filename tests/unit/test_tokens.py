@@ -138,13 +138,20 @@ def test_long_texts_are_counted_once_by_hash() -> None:
     text = "a long source text " * 100
     assert counter.count(text) == counter.count(text) == len(text)
     assert len(calls) == 1 and counter.hits == 1
+    assert counter.count("".join(list(text))) == len(text)  # an equal copy is known too
+    assert len(calls) == 1 and counter.hits == 2
+    twin = text[:-1] + "!"  # as long, another text
+    assert counter.count(twin) == len(twin) and len(calls) == 2
+    calls.clear()
+    counter.count(text)
+    assert calls == []
     counter.count("short")
     counter.count("short")
-    assert len(calls) == 3  # short texts are not worth hashing
+    assert len(calls) == 2  # short texts are not worth hashing
     other = "another long text " * 100
     counter.remember(other, 7)
     assert counter.count(other) == 7
-    assert len(calls) == 3
+    assert len(calls) == 2
 
 
 def test_message_counts_add_the_per_message_overhead() -> None:

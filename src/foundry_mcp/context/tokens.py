@@ -86,20 +86,26 @@ class TiktokenCounter:
 
 
 class CachedCounter:
-    """A counter that remembers the counts of long texts by their hash (thread-safe LRU)."""
+    """A counter that remembers the counts of long texts (thread-safe LRU).
+
+    A text is known by its string hash and length: Python keeps a string's hash on the string,
+    so the same page counted again at every fitting round costs a lookup, and an equal copy a
+    pass over it (about a tenth of a digest's). Two texts of one length whose 64-bit hashes
+    meet among the 20,000 entries are about as likely as 1 in 10^11.
+    """
 
     def __init__(self, inner: TokenCounter, entries: int = CACHE_ENTRIES) -> None:
         self.inner = inner
         self.name = inner.name
         self._entries = entries
-        self._cache: OrderedDict[bytes, int] = OrderedDict()
+        self._cache: OrderedDict[tuple[int, int], int] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
 
     def count(self, text: str) -> int:
         if len(text) < CACHE_MIN_CHARS:
             return self.inner.count(text)
-        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        key = _key(text)
         with self._lock:
             found = self._cache.get(key)
             if found is not None:
@@ -117,9 +123,13 @@ class CachedCounter:
         """Seed the cache with a count known from elsewhere (a saved fidelity record)."""
         if len(text) < CACHE_MIN_CHARS:
             return
-        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        key = _key(text)
         with self._lock:
             self._cache[key] = tokens
+
+
+def _key(text: str) -> tuple[int, int]:
+    return hash(text), len(text)
 
 
 _encodings: dict[str, Any] = {}  # name -> encoding, or None when it could not be loaded

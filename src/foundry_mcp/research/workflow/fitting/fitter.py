@@ -324,9 +324,12 @@ class Fitting:
             return None
         return ContentArchive(Path(options.archive_dir), options.archive_ttl_hours)
 
-    def original_tokens(self, item_id: str, text: str) -> tuple[int, str]:
-        """The tokens and hash of an item's original; a saved record's count is reused."""
-        digest = content_hash(text)
+    def original_tokens(
+        self, item_id: str, text: str, digest: str | None = None
+    ) -> tuple[int, str]:
+        """The tokens and hash of an item's original; a saved record's count is reused.
+        ``digest``: the text's hash when already known (a page the store holds)."""
+        digest = digest or content_hash(text)
         record = self.state.content_fidelity.get(item_id)
         if record is not None and record.content_hash == digest:
             if isinstance(self.counter, CachedCounter):

@@ -113,7 +113,9 @@ def prepare_round(
     )
     for source in kept:
         original = ready.originals[source.id] = source_text(source)
-        whole, ready.hashes[source.id] = fitting.original_tokens(source.id, original)
+        whole, ready.hashes[source.id] = fitting.original_tokens(
+            source.id, original, _stored_hash(source, original)
+        )
         ready.whole[source.id] = whole
         text = ready.texts[source.id] = original if focused is None else focused[source.id]
         tokens = whole if text is original else fitting.counter.count(text)
@@ -135,6 +137,14 @@ def prepare_round(
         )
     ready.top = top_sources(ready.items.values())
     return ready
+
+
+def _stored_hash(source: Source, original: str) -> str | None:
+    """The hash of ``original`` known without hashing it: that of the page the store holds,
+    when ``original`` is that very text."""
+    if original is source.content and source.text_is_kept:
+        return source.content_hash
+    return None
 
 
 async def fit_sources(
