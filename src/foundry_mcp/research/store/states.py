@@ -128,7 +128,10 @@ class StateReading:
     the store held its text then. Turned into a :class:`Snapshot` on any thread, once."""
 
     state: ResearchState
-    data: dict[str, Any]  # ``model_dump(mode="json")``: page texts are the live string objects
+    # ``model_dump()``: new dicts and lists holding the state's values, which are immutable
+    # (strings, numbers, enums, datetimes; page texts are the live string objects). The JSON
+    # is made from it on the writer (a third cheaper on the loop than a dump in JSON mode).
+    data: dict[str, Any]
     kept: dict[str, tuple[Source, bool]]  # by source id: the source, whether its text was kept
 
     @classmethod
@@ -136,7 +139,7 @@ class StateReading:
         """Read ``state`` now (call it where it is edited)."""
         return cls(
             state,
-            state.model_dump(mode="json"),
+            state.model_dump(),
             {source.id: (source, source.text_is_kept) for source in state.sources},
         )
 
@@ -195,8 +198,8 @@ class Snapshot:
         pages, kept = _texts_apart(data["sources"], reading.kept)
         return cls(
             state=state,
-            status=data["status"],
-            phase=data["phase"],
+            status=str(data["status"]),  # a StrEnum's str() is its value
+            phase=str(data["phase"]),
             iteration=data["iteration"],
             updated_at=updated_at,
             json=pydantic_core.to_json(data).decode(),
