@@ -146,3 +146,56 @@ async def test_a_stopped_research_does_not_buy_its_report_again(
 def _requests(server: FakeHTTPServer) -> Counter[str]:
     bodies: list[Any] = [r.json for r in server.requests if r.path.endswith("/chat/completions")]
     return Counter(str([m.get("content") for m in body.get("messages", [])]) for body in bodies)
+
+
+async def test_a_fresh_run_looks_for_no_answer_of_its_own(
+    settings: Settings, brain: ResearchBrain, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether the journal holds answers is read once, as the run is prepared: none, so no call
+    of the run asks the store for its answer."""
+    async with research_runtime(settings, warm=False) as service:
+        # The run reads through the store's reading threads, each with a store of its own.
+        journals = type(service.store.journal)
+        count, get = journals.count, journals.get
+        asked: list[str] = []
+
+        def counting(self: Any, research_id: str) -> int:
+            asked.append("count")
+            return count(self, research_id)
+
+        def getting(self: Any, research_id: str, key: str) -> Any:
+            asked.append("get")
+            return get(self, research_id, key)
+
+        monkeypatch.setattr(journals, "count", counting)
+        monkeypatch.setattr(journals, "get", getting)
+        started = await service.start(
+            "How do B-trees stay balanced?", mode="simple", max_iterations=1
+        )
+        final = await wait_until(service, started["research_id"], TERMINAL)
+    assert final["status"] == "completed", final["error"]
+    assert final["usage"]["total"]["calls"] > 3
+    assert asked == ["count"]
+
+
+async def test_a_journal_known_empty_is_not_read_and_one_known_full_is() -> None:
+    from types import SimpleNamespace
+
+    from foundry_mcp.research.runs.records import RunJournal
+
+    reads: list[str] = []
+    store = SimpleNamespace(journal=SimpleNamespace(count=lambda rid: 0, get=lambda rid, key: None))
+
+    async def read(action: Any, patient: bool = False) -> Any:
+        reads.append("read")
+        return action(store)
+
+    io: Any = SimpleNamespace(read=read)
+    empty = RunJournal(io, None, "deepres-0123456789ab", set(), any_saved=False)  # type: ignore[arg-type]
+    assert await empty.get("key") is None and reads == []
+    full = RunJournal(io, None, "deepres-0123456789ab", set(), any_saved=True)  # type: ignore[arg-type]
+    assert await full.get("key") is None and reads == ["read"]
+    unknown = RunJournal(io, None, "deepres-0123456789ab", set())  # type: ignore[arg-type]
+    reads.clear()
+    await unknown.get("key")
+    assert reads == ["read"]  # the count, then nothing saved: no entry read

@@ -31,16 +31,24 @@ class RunJournal(OwnedRecords):
     """The research's journal of LLM answers, for its ``ResearchLLM``.
 
     No call waits on the store for it. Whether the store holds any answer of the research is
-    read once: a fresh run's calls read nothing more (there is nothing to replay), a resumed
-    run's read the answer of each request. An answer is queued on the writer thread and the
+    read once (``any_saved``: read with the run's other preparations, else at its first call): a
+    fresh run's calls read nothing more (there is nothing to replay), a resumed run's read the
+    answer of each request. An answer is queued on the writer thread and the
     call goes on: the queue keeps its order, so no save of a state that used the answer can
     reach the store before the answer does. This run's own answers are kept here as well, for
     a request it makes again.
     """
 
-    def __init__(self, io: AsyncStore, owner: Owner, research_id: str, deleted: set[str]) -> None:
+    def __init__(
+        self,
+        io: AsyncStore,
+        owner: Owner,
+        research_id: str,
+        deleted: set[str],
+        any_saved: bool | None = None,
+    ) -> None:
         super().__init__(io, owner, research_id, deleted)
-        self._any_saved: bool | None = None  # before this run; None: not read yet
+        self._any_saved = any_saved  # before this run; None: not read yet
         self._kept: dict[str, tuple[str, LLMCallRecord]] = {}
 
     async def get(self, key: str) -> tuple[str, LLMCallRecord] | None:

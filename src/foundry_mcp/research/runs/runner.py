@@ -200,14 +200,15 @@ class ResearchRunner:
         from foundry_mcp.research.workflow.supervisor import Supervisor
 
         # The page text of its sources, kept apart from the state (read in a worker thread:
-        # megabytes of it must not stall the loop), and whether a researcher state of it was
-        # saved before this run (RunBranches: a fresh run's researchers load none).
-        def prepare(store: Store) -> bool:
+        # megabytes of it must not stall the loop), whether a researcher state of it was saved
+        # before this run (RunBranches: a fresh run's researchers load none), and whether an
+        # answer of it was (its journal: a fresh run's calls look for none).
+        def prepare(store: Store) -> tuple[bool, bool]:
             store.load_pages(state)
-            return not store.load_branches(state.id)
+            return not store.load_branches(state.id), store.journal.count(state.id) > 0
 
-        none_saved = await self.io.read(prepare, patient=True)
-        llm = await self.research_llm(state, calls)
+        none_saved, answers_saved = await self.io.read(prepare, patient=True)
+        llm = await self.research_llm(state, calls, answers_saved=answers_saved)
         search = [
             self.providers.resilience.wrap_search(await built(self.providers.search, name))
             for name in state.search_providers
@@ -249,14 +250,20 @@ class ResearchRunner:
                     await checkpoint()
 
     async def research_llm(
-        self, state: ResearchState, calls: CallLog, *, journaled: bool = True
+        self,
+        state: ResearchState,
+        calls: CallLog,
+        *,
+        journaled: bool = True,
+        answers_saved: bool | None = None,
     ) -> ResearchLLM:
         """The research's LLMs: its own provider, the per-phase lists, prices and ceiling.
 
         A research started with an explicit ``provider_id`` sends every call to it: the
         per-phase lists (and summarization providers) apply only when the caller named none.
         ``journaled``: answers are kept in the research's journal, replayed by a resumed run
-        (only a run, which holds the research's lease, keeps one).
+        (only a run, which holds the research's lease, keeps one); ``answers_saved``: whether
+        the journal held any before this run (None: its first call reads it).
         """
         providers = self.providers
         own = await built(providers.llm, state.llm_provider)
@@ -275,7 +282,11 @@ class ResearchRunner:
             routes=routes,
             prices=PriceTable.from_settings(settings),
             max_cost_usd=settings.research.max_cost_usd,
-            journal=RunJournal(self.io, self.owner, state.id, self.deleted) if journaled else None,
+            journal=(
+                RunJournal(self.io, self.owner, state.id, self.deleted, answers_saved)
+                if journaled
+                else None
+            ),
             archive=self._archive(state),
         )
 
