@@ -156,6 +156,59 @@ def test_a_reading_goes_to_a_free_process_when_the_one_its_page_names_is_busy() 
         readers.close()
 
 
+def test_a_reading_goes_to_the_process_holding_its_pages_whatever_their_ids() -> None:
+    """Researches of one topic read the same pages under ids of their own: a reading goes to
+    the process holding most of its pages parsed, whichever process its first page names."""
+    readers = ReadingProcesses(2)
+    counter = EstimateCounter()
+    try:
+        shared = pages(6)
+        readers.read_within(shared, TERMS, 1_000, counter)
+        (holder,) = [i for i, held in enumerate(readers._held) if held.process is not None]
+        for seed in range(8):  # a new page first: it names either process
+            (new,) = pages(100 + seed, 1)
+            again = [Page(f"another-{page.id}", page.text) for page in shared]
+            readers.read_within([Page(new.id, new.text[:5_000]), *again], TERMS, 1_000, counter)
+        assert readers._held[1 - holder].process is None  # never needed
+        assert readers.sent == 9
+    finally:
+        readers.close()
+
+
+def test_a_reading_waits_for_the_busy_process_holding_its_pages_while_others_take_the_free() -> (
+    None
+):
+    turns: Turns[_Busy] = Turns()
+    processes = [_Busy(), _Busy()]
+    processes[0].lock.acquire()  # busy: it holds the pages of the first reading
+    processes[1].lock.acquire()
+    taken: dict[str, _Busy] = {}
+
+    def read(reader: str, holders: frozenset[int]) -> None:
+        taken[reader] = turns.take(processes, [0, 1], reader, 1, holders)
+
+    def waiting(count: int) -> None:
+        deadline = time.monotonic() + 10
+        while len(turns._waiting) < count and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert len(turns._waiting) == count
+
+    with ThreadPoolExecutor(2) as threads:
+        first = threads.submit(read, "holder's", frozenset({0}))
+        waiting(1)
+        other = threads.submit(read, "any", frozenset())
+        waiting(2)
+        turns.give_back(processes[1])  # the free process goes to the reading any will do for
+        other.result(timeout=10)
+        assert taken == {"any": processes[1]} and not first.done()
+        turns.give_back(processes[0])
+        first.result(timeout=10)
+    assert taken["holder's"] is processes[0]
+    # Alone, a reading does not wait on a busy holder while a process is idle.
+    turns.give_back(processes[1])
+    assert turns.take(processes, [0, 1], "alone", 1, frozenset({0})) is processes[1]
+
+
 Reading = tuple[str, int, int]  # (reader, seed, pages)
 
 
@@ -237,7 +290,7 @@ def _served_by_one_process(
     had: Counter[str] = Counter()
 
     def read(reader: str, size: int) -> None:
-        taken = turns.take([process], "page", reader, size)
+        taken = turns.take([process], [0], reader, size)
         served.append((had[reader], size))  # one process: nothing else runs meanwhile
         had[reader] += 1
         time.sleep(rng.uniform(0, 0.002))
@@ -282,7 +335,7 @@ def test_turns_under_random_arrivals_and_hold_times_serve_every_reading_once() -
 
     def read(number: int, pause: float, hold: float) -> None:
         time.sleep(pause)
-        taken = turns.take(processes, f"page {number}", f"reader {number % 4}", number)
+        taken = turns.take(processes, [number % 3], f"reader {number % 4}", number)
         with guard:
             using[id(taken)] += 1
             assert using[id(taken)] == 1
@@ -307,7 +360,7 @@ def test_turns_under_random_arrivals_and_hold_times_serve_every_reading_once() -
         process.lock.acquire()
     taken: list[object] = []
     late = threading.Thread(
-        target=lambda: taken.append(turns.take(processes, "page", "late", 1)), daemon=True
+        target=lambda: taken.append(turns.take(processes, [0], "late", 1)), daemon=True
     )  # a daemon: were it never served, the test would fail, not hang
     late.start()
     deadline = time.monotonic() + 10
@@ -403,3 +456,19 @@ def test_a_reading_process_runs_at_a_lower_priority_than_its_server(
     expected = min(19, ours + elsewhere.READING_NICENESS)
     assert elsewhere.READING_NICENESS > 0
     assert os.getpriority(os.PRIO_PROCESS, pid) == expected
+
+
+def test_the_server_forgets_a_process_s_parses_as_its_cache_drops_them() -> None:
+    from foundry_mcp.context.reading.held import ParsesHeld
+
+    held = ParsesHeld(limit=100)
+    first, second, third = "a" * 40, "b" * 40, "c" * 40
+    held.add([first, second])
+    assert held.chars_of([first, second, third]) == 80
+    held.add(["".join(["a"] * 40)])  # an equal text read again: the most recent now
+    held.add([third])  # past the limit: the least recently read goes
+    assert held.chars_of([first, second, third]) == 80 and held.chars_of([second]) == 0
+    held.add(["d" * 101])  # longer than the whole cache: never kept
+    assert held.chars_of(["d" * 101]) == 0
+    held.clear()
+    assert held.chars_of([first, third]) == 0

@@ -15,10 +15,13 @@ of a second for them; or with the first reading that needs one. A reading of les
 at a lower priority than the server (:data:`READING_NICENESS`), so that on busy cores the event
 loop is not the one kept waiting.
 
-A reading goes to the process its first page's id names, so a page read again later in the
-research, whose parse that process keeps (:mod:`.parsed`), goes back to it; when that process
-is busy, to a free one instead, so that the parts of a research are read side by side. When
-every process is busy, the readings waiting take turns by reader (:mod:`.turns`).
+A reading goes to the free process that holds most of its pages parsed (:mod:`.held`): a page
+read again, later in the research or by another research of the topic, goes back to the
+process that keeps its parse (:mod:`.parsed`). Among those holding as much (a reading of new
+pages), the process its first page's text names comes first, so that researches finding the
+same page first send it to the same process; a busy one is passed over for a free one, so
+that the parts of a research are read side by side. When every process is busy, the
+readings waiting take turns by reader (:mod:`.turns`).
 
 The counter is rebuilt there by its name (:func:`counter_named`); a counter with no name a
 process can rebuild (a test's own) reads in the calling thread, and so does any reading whose
@@ -47,6 +50,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from foundry_mcp.context.reading.across import Page, PageSelection, read_in_order, read_within
+from foundry_mcp.context.reading.held import ParsesHeld
 from foundry_mcp.context.reading.turns import Turns
 from foundry_mcp.context.tokens import (
     EstimateCounter,
@@ -108,12 +112,14 @@ class _ReadingProcess:
         self.lock = threading.Lock()
         self.process: subprocess.Popen[bytes] | None = None
         self.ready = ""  # the counter this process has loaded for its readings ("": none yet)
+        self.parses = ParsesHeld()  # the pages it holds parsed
 
     def ensure(self) -> subprocess.Popen[bytes]:
         """The running process, started when there is none (call holding ``lock``)."""
         if self.process is not None and self.process.poll() is None:
             return self.process
         self.ready = ""  # a new process has loaded nothing yet
+        self.parses.clear()
         package_root = str(Path(__file__).resolve().parents[3])  # the same code runs there
         path = os.environ.get("PYTHONPATH")
         environment = {
@@ -164,6 +170,7 @@ class _ReadingProcess:
         """End the process (its stdin closed; killed if it does not end at once)."""
         process, self.process = self.process, None
         self.ready = ""
+        self.parses.clear()
         if process is None:
             return
         try:
@@ -229,8 +236,11 @@ class ReadingProcesses:
         size = sum(len(page.text) for page in pages)
         if self._held and size >= READ_HERE_BELOW_CHARS and counter_named(counter.name) is not None:
             request = (list(pages), list(terms), budget, counter.name, frozenset(known), page_cap)
-            held = self._turns.take(self._held, pages[0].id, reader, size)
+            order, holders = self._preferred(pages)
+            held = self._turns.take(self._held, order, reader, size, holders)
             try:
+                held.ensure()  # a process started now holds nothing yet
+                held.parses.add(page.text for page in pages)  # held there from now on
                 chosen: list[PageSelection] = held.ask(request, self._deadline(size))
             except ProcessTooSlow as exc:
                 # Read here, the same way, it might hold the server as long: read in order.
@@ -253,6 +263,19 @@ class ReadingProcesses:
         with self._counting:
             self.here += 1
         return read_within(pages, terms, budget, counter, known=known, page_cap=page_cap)
+
+    def _preferred(self, pages: Sequence[Page]) -> tuple[list[int], frozenset[int]]:
+        """The processes for a reading of ``pages``, best first (those holding most of their
+        text parsed, then round from the one the first page's text names), and those worth
+        waiting for: holding at least half of the text parsed."""
+        named = hash(pages[0].text) % len(self._held)
+        ring = [*range(named, len(self._held)), *range(named)]
+        texts = [page.text for page in pages]
+        held = {i: self._held[i].parses.chars_of(texts) for i in ring}
+        most = max(held.values())
+        worth = most > 0 and 2 * most >= sum(len(text) for text in texts)
+        holders = frozenset(i for i in ring if held[i] == most) if worth else frozenset()
+        return sorted(ring, key=lambda i: -held[i]), holders  # stable: ties keep the ring
 
     def prepare(self, counter_name: str) -> None:
         """Start each process not running and have it load the counter ``counter_name``, so
