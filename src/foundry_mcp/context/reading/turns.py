@@ -66,10 +66,11 @@ class Turns(Generic[Held]):
             mine = _Waiting(reader, size, next(self._arrivals), holders)
             self._waiting.append(mine)
             while True:
-                in_turn = self._in_turn()
-                for index in ranked:
+                free = [i for i in ranked if not held[i].lock.locked()]
+                in_turn = self._in_turn() if free else []  # all busy: nothing to share out
+                for index in free:
                     process = held[index]
-                    if process.lock.locked() or _claimant(in_turn, index) is not mine:
+                    if _claimant(in_turn, index) is not mine:
                         continue
                     if process.lock.acquire(blocking=False):
                         self._waiting.remove(mine)

@@ -31,12 +31,12 @@ class RunJournal(OwnedRecords):
     """The research's journal of LLM answers, for its ``ResearchLLM``.
 
     No call waits on the store for it. Whether the store holds any answer of the research is
-    read once (``any_saved``: read with the run's other preparations, else at its first call): a
-    fresh run's calls read nothing more (there is nothing to replay), a resumed run's read the
-    answer of each request. An answer is queued on the writer thread and the
-    call goes on: the queue keeps its order, so no save of a state that used the answer can
-    reach the store before the answer does. This run's own answers are kept here as well, for
-    a request it makes again.
+    read once (``any_saved``: read with the run's other preparations, else at its first call):
+    a fresh run's calls read nothing more (there is nothing to replay), a resumed run's read
+    the answer of each request. An answer is queued on the writer thread and the call goes on:
+    the queue keeps its order, so no save of a state that used the answer can reach the store
+    before the answer does. This run's own answers are kept here as well, for a request it
+    makes again.
     """
 
     def __init__(
