@@ -105,7 +105,7 @@ class CachedCounter:
     def count(self, text: str) -> int:
         if len(text) < CACHE_MIN_CHARS:
             return self.inner.count(text)
-        key = _key(text)
+        key = text_key(text)
         with self._lock:
             found = self._cache.get(key)
             if found is not None:
@@ -123,12 +123,14 @@ class CachedCounter:
         """Seed the cache with a count known from elsewhere (a saved fidelity record)."""
         if len(text) < CACHE_MIN_CHARS:
             return
-        key = _key(text)
+        key = text_key(text)
         with self._lock:
             self._cache[key] = tokens
 
 
-def _key(text: str) -> tuple[int, int]:
+def text_key(text: str) -> tuple[int, int]:
+    """What a cache of long texts knows a text by: its string hash, which Python keeps on the
+    string (the same text again costs nothing), and its length."""
     return hash(text), len(text)
 
 

@@ -5,7 +5,8 @@ A process keeps the parses of the pages it read (:mod:`.parsed`, up to
 :data:`~.parsed.CACHE_CHARS` characters, the least recently read dropped first). A page parsed
 again elsewhere costs the CPU of its first parse: about 15 ms for 150 KB of documentation.
 Researches of one topic find the same pages, each under a source id of its own; so the server
-mirrors each process's cache by the pages' text, and a reading goes to the free process that
+mirrors each process's cache by the pages' text (as the token counter's cache knows a text:
+:func:`~foundry_mcp.context.tokens.text_key`), and a reading goes to the free process that
 holds most of its pages.
 """
 
@@ -16,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 
 from foundry_mcp.context.reading.parsed import CACHE_CHARS
+from foundry_mcp.context.tokens import text_key
 
 
 class ParsesHeld:
@@ -31,13 +33,13 @@ class ParsesHeld:
     def chars_of(self, texts: Iterable[str]) -> int:
         """How many characters of ``texts`` the process holds parsed."""
         with self._lock:
-            return sum(len(text) for text in texts if _key(text) in self._held)
+            return sum(len(text) for text in texts if text_key(text) in self._held)
 
     def add(self, texts: Iterable[str]) -> None:
         """``texts`` were read there: parsed, or their parse used again."""
         with self._lock:
             for text in texts:
-                key = _key(text)
+                key = text_key(text)
                 if key in self._held:
                     self._held.move_to_end(key)
                 elif len(text) <= self.limit:
@@ -52,8 +54,3 @@ class ParsesHeld:
         with self._lock:
             self._held.clear()
             self._chars = 0
-
-
-def _key(text: str) -> tuple[int, int]:
-    # A page is known by its text's hash, which Python keeps on the string, and its length.
-    return hash(text), len(text)
