@@ -21,10 +21,10 @@ class Fingerprints:
         self.now: dict[str, Fingerprint] = {i: ("running", "gathering", 1, "t0") for i in ids}
         self.reads: list[list[str]] = []
         self.fail = False
-        self._lock = threading.Lock()
+        self.lock = threading.Lock()
 
     def read(self, ids: Sequence[str]) -> dict[str, Fingerprint]:
-        with self._lock:
+        with self.lock:
             self.reads.append(list(ids))
             if self.fail:
                 raise OSError("database is locked")
@@ -54,15 +54,18 @@ async def test_many_waits_share_one_read_a_poll_and_only_the_moved_research_wake
 
 async def test_a_wait_without_a_fingerprint_takes_the_one_it_has_now() -> None:
     store = Fingerprints(["r1"])
-    poll = SharedChangePoll(store.read)
     with anyio.fail_after(5):
-        assert await poll.wait("r1", 0.2) is False  # nothing moved
-        async with anyio.create_task_group() as group:
+        assert await SharedChangePoll(store.read).wait("r1", 0.2) is False  # nothing moved
+        poll = SharedChangePoll(store.read)
+        reads_before = len(store.reads)
 
-            async def move() -> None:
-                await anyio.sleep(0.1)
+        async def move() -> None:
+            while len(store.reads) == reads_before:  # the wait took its fingerprint
+                await anyio.sleep(0.01)
+            with store.lock:
                 del store.now["r1"]  # deleted: a change too
 
+        async with anyio.create_task_group() as group:
             group.start_soon(move)
             assert await poll.wait("r1", 3.0) is True
 
