@@ -47,13 +47,15 @@ def _research_elsewhere(env: dict[str, str]) -> subprocess.Popen[str]:
 
 
 async def _state(page: Any) -> dict[str, Any]:
-    """What the page shows now: its header's text, and whether the report is shown."""
+    """What the page shows now: its header's text, whether it says the research still runs,
+    whether the report is shown, and its connection line."""
     state: dict[str, Any] = await page.evaluate(
         """() => {
             const report = document.getElementById('report');
             const top = document.getElementById('top');
             const line = document.getElementById('connection');
             return {top: top ? top.textContent : '',
+                    live: !!top && top.textContent.includes('Updating as the research runs.'),
                     report: !!report && !report.hidden && report.textContent.length > 200,
                     connection: line && !line.hidden ? line.textContent : '',
                     role: line ? line.getAttribute('role') : null};
@@ -100,8 +102,9 @@ async def test_the_served_page_follows_a_running_research_to_its_report(
         assert runner.stderr is not None
         started = re.search(r"research (deepres-[0-9a-f]{12}) started", runner.stderr.readline())
         assert started is not None
-        # It stops serving by itself a second after the research ends (--linger).
-        served = Served(research_env, started.group(1), "--linger", "1")
+        # It stops serving by itself three seconds after the research ends (--linger): the
+        # page's next poll (each 1.5 s) finds the end before that.
+        served = Served(research_env, started.group(1), "--linger", "3")
         page = await browser.new_page()
         polls: list[str] = []
         violations: list[str] = []
@@ -120,7 +123,7 @@ async def test_the_served_page_follows_a_running_research_to_its_report(
             with anyio.fail_after(REPORT_WITHIN_SECONDS):
                 while True:
                     seen.append(await _state(page))
-                    if seen[-1]["report"]:
+                    if seen[-1]["report"] and not seen[-1]["live"]:
                         break
                     if len([url for url in polls if url == served.url + "data"]) >= 2:
                         openai_server.latency = 0.05  # polled twice while it ran: let it end

@@ -380,14 +380,19 @@ def test_a_process_that_does_not_answer_by_the_deadline_is_killed_and_the_pages_
     """A stuck reading process (stopped here) holds its reading no longer than the deadline:
     it is killed, the pages are read from their beginnings, and the next reading starts a new
     process."""
-    readers = ReadingProcesses(1, deadline=lambda characters: 1.0)
+    # A second for the stuck reading; a minute for the others, whose process may be starting
+    # on a loaded machine.
+    seconds = [60.0]
+    readers = ReadingProcesses(1, deadline=lambda characters: seconds[0])
     counter = EstimateCounter()
     try:
         readers.read_within(pages(3), TERMS, 1_000, counter)
         (stuck,) = _worker_pids(readers)
         os.kill(stuck, signal.SIGSTOP)
+        seconds[0] = 1.0
         began = time.monotonic()
         got = readers.read_within(pages(4), TERMS, 1_000, counter)
+        seconds[0] = 60.0
         assert time.monotonic() - began < 5
         assert texts(got) == texts(read_in_order(pages(4), 1_000, counter))
         assert readers.in_order == 1 and readers.sent == 1
