@@ -184,7 +184,8 @@ def test_a_stop_signal_saves_running_research_as_interrupted_before_exit(
         code = server.stop_with(signum)
         stopped_in = time.monotonic() - sent
     assert code == 128 + signum, server.stderr_text()
-    assert stopped_in < 2.0, f"the server took {stopped_in:.2f} s to stop"
+    # Not waiting for the planner's answer (5 s): a loaded machine may take a few seconds.
+    assert stopped_in < 4.0, f"the server took {stopped_in:.2f} s to stop"
     row = research_row(research_dir, research_id)
     assert row["status"] == "interrupted", row
     assert row["owner_token"] is None and row["lease_until"] is None, row

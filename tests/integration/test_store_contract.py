@@ -30,6 +30,7 @@ from foundry_mcp.research.models import (
     Status,
     SubQuery,
 )
+from foundry_mcp.research.store.access.waits import POLL_SECONDS
 from foundry_mcp.research.store.owners import (
     LeaseLostError,
     Owner,
@@ -679,7 +680,9 @@ async def test_wait_for_change_is_woken_by_a_save_of_another_store(stores: Store
             assert await waiting.wait_for_change(state.id, 3.0, since=since) is True
             woken_at = time.monotonic()
     latency = woken_at - saved_at[0]
-    assert latency < (0.1 if stores.backend == "postgresql" else 0.25), latency
+    # PostgreSQL is told (well under SQLite's poll); SQLite finds it at its next poll, give or
+    # take a loaded machine's thread hop.
+    assert latency < (0.2 if stores.backend == "postgresql" else POLL_SECONDS + 0.35), latency
     # A save made before the wait began is not missed when the caller says what it saw.
     assert await waiting.wait_for_change(state.id, 2.0, since=since) is True
 

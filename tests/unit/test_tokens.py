@@ -89,7 +89,7 @@ def test_a_hanging_encoding_download_is_abandoned_after_the_time_limit(
     # The failure is remembered: no second wait.
     started = time.perf_counter()
     assert tokens_module._load_encoding("test-hanging-encoding", timeout=0.2) is None
-    assert time.perf_counter() - started < 0.05
+    assert time.perf_counter() - started < 0.15  # well under the 0.2 s wait
 
 
 def test_a_loaded_encoding_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
