@@ -115,7 +115,6 @@ def test_a_dead_owners_pid_reused_by_another_process_does_not_keep_it_running(
     openai_server.latency = 2.0
     with RawServer(research_env) as first:
         research_id = start_running(first)
-        killed_at = time.time()
         first.kill()
     owner = research_row(research_dir, research_id)
     assert owner["owner_pid"] == first.pid and owner["owner_started"], owner
@@ -132,9 +131,11 @@ def test_a_dead_owners_pid_reused_by_another_process_does_not_keep_it_running(
                 "UPDATE research SET owner_pid = ?, lease_until = ? WHERE id = ?",
                 (stranger.pid, time.time() + 600, research_id),
             )
+        # Timed from here: the wait for a reusable pid above is the test's, not the resume's.
+        leased_at = time.time()
         openai_server.latency = 0
         with RawServer(research_env) as second:
-            resume_at_once(second, research_id, killed_at)
+            resume_at_once(second, research_id, leased_at)
     finally:
         stranger.kill()
         stranger.wait()
