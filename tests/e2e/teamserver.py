@@ -28,7 +28,7 @@ from mcp import Client
 from mcp.client.extension import ClientExtension
 from mcp.client.streamable_http import streamable_http_client
 
-START_TIMEOUT = 20.0
+START_TIMEOUT = 60.0  # a loaded machine can take most of it to warm a server up
 STOP_TIMEOUT = 15.0
 START_ATTEMPTS = 3  # a port found free can be taken before the server binds it
 PORT_IN_USE = "Address already in use"
