@@ -215,6 +215,11 @@ async def test_a_delay_counts_the_time_the_fake_took_to_answer() -> None:
     with server:
         async with httpx.AsyncClient() as http:
             await http.get(server.base_url + "/slow")
+        # Recorded by the handler's thread once the answer is written: the client may read
+        # the answer first.
+        with anyio.fail_after(5):
+            while not server.exchanges:
+                await anyio.sleep(0.01)
     (exchange,) = server.exchanges
     assert 0.55 < exchange.sent - exchange.request.timestamp < 0.95
 
