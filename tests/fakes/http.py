@@ -210,7 +210,9 @@ class FakeHTTPServer:
 
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
-        self.exchanges: list[Exchange] = []  # answered requests, in the order answered
+        # Answered requests, in the order answered. Each is recorded by its handler's thread
+        # once the answer is written: a client may have the answer before its record is here.
+        self.exchanges: list[Exchange] = []
         self.errors: list[BaseException] = []  # exceptions raised by route handlers
         self.latency: float = 0.0
         # Per-request latency on top of ``latency``, decided once the answer is known (e.g. by
